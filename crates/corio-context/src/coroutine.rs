@@ -1,0 +1,565 @@
+//! The bare stackful coroutine: Lua-style asymmetric `resume`/`suspend`, no scheduler.
+//!
+//! # Protocol
+//!
+//! A [`Coroutine`] owns a stack slot. Creating it moves the closure to the top of that stack and
+//! lays out an entry frame (`arch::init_stack`); nothing runs yet. Then:
+//!
+//! 1. [`Coroutine::resume(input)`](Coroutine::resume) switches to the coroutine's stack, passing
+//!    a pointer to `input` (kept in a `ManuallyDrop` on the resumer's stack; the coroutine moves
+//!    it out). The first resume starts the closure with `input`; later ones make the pending
+//!    [`Yielder::suspend`] return it.
+//! 2. [`Yielder::suspend(value)`](Yielder::suspend) switches back, passing a pointer to `value`
+//!    on the coroutine's stack; `resume` moves it out and returns
+//!    [`CoroutineResult::Yield`]. Suspending works at any call depth: the whole call chain
+//!    stays on the coroutine's stack.
+//! 3. When the closure returns, the entry function switches back for the last time with a
+//!    pointer to a `Finish` message (return value, panic payload, or "unwound"); `resume`
+//!    moves it out, hands the stack back to the thread's cache and returns
+//!    [`CoroutineResult::Return`], or resumes the panic in the caller.
+//!
+//! A pointer of 0 instead of an input means "unwind": [`Yielder::suspend`] then starts a
+//! panic with a private payload, [`ForcedUnwind`], that runs every destructor on the stack and
+//! is caught by the entry function. Dropping a suspended coroutine does this. If user code
+//! catches that payload with `catch_unwind` and carries on, its next `suspend` raises it again.
+//!
+//! # State
+//!
+//! | `sp` | `stack` | state |
+//! |---|---|---|
+//! | `Some` | `Some` | created or suspended: may be resumed |
+//! | `None` | `Some` | running (its `resume` is on the call stack) |
+//! | `None` | `None` | finished: returned, panicked or unwound; the stack is back in the cache |
+//!
+//! # Why a coroutine is `!Send`
+//!
+//! The compiler knows nothing of what is on a coroutine's stack: an `Rc`, a `MutexGuard`, a
+//! reference to a thread-local (whose address LLVM may keep in a register across the switch)
+//! can all be live at a suspension point. Moving a suspended coroutine to another thread could
+//! therefore break any of them, so `Coroutine` is neither `Send` nor `Sync`. The corio runtime
+//! moves coroutines between threads only before they first run, when their stack holds nothing
+//! but a closure that it has required to be `Send`.
+
+use std::any::Any;
+use std::cell::Cell;
+use std::fmt;
+use std::io;
+use std::marker::PhantomData;
+use std::mem::ManuallyDrop;
+use std::panic::{AssertUnwindSafe, Location, catch_unwind, resume_unwind};
+use std::ptr;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::arch::{self, StackPointer};
+use crate::stack::{DEFAULT_STACK_SIZE, Stack};
+
+/// What [`Coroutine::resume`] reports: the coroutine suspended with a value, or returned one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CoroutineResult<Yield, Return> {
+    /// The coroutine called [`Yielder::suspend`] with this value; it can be resumed again.
+    Yield(Yield),
+    /// The coroutine's closure returned this value; it is finished.
+    Return(Return),
+}
+
+impl<Y, R> CoroutineResult<Y, R> {
+    /// The yielded value, if the coroutine suspended.
+    pub fn as_yield(self) -> Option<Y> {
+        match self {
+            CoroutineResult::Yield(y) => Some(y),
+            CoroutineResult::Return(_) => None,
+        }
+    }
+
+    /// The returned value, if the coroutine finished.
+    pub fn as_return(self) -> Option<R> {
+        match self {
+            CoroutineResult::Yield(_) => None,
+            CoroutineResult::Return(r) => Some(r),
+        }
+    }
+
+    /// Whether the coroutine suspended.
+    pub fn is_yield(&self) -> bool {
+        matches!(self, CoroutineResult::Yield(_))
+    }
+
+    /// Whether the coroutine finished.
+    pub fn is_return(&self) -> bool {
+        matches!(self, CoroutineResult::Return(_))
+    }
+}
+
+/// The payload of the panic that unwinds a coroutine being dropped.
+///
+/// It is public so that code which catches panics inside a coroutine can recognise it and let
+/// it continue (`std::panic::resume_unwind`); if such code swallows it anyway, the coroutine's
+/// next [`Yielder::suspend`] raises it again.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct ForcedUnwind;
+
+/// How a coroutine's closure ended, passed by pointer in the final switch.
+enum Finish<R> {
+    Return(R),
+    Panic(Box<dyn Any + Send>),
+    Unwound,
+}
+
+/// A stackful coroutine: a closure running on its own stack, which can suspend at any call
+/// depth and be resumed later, on the same thread.
+///
+/// `Input` is what [`resume`](Coroutine::resume) passes in, `Yield` what
+/// [`Yielder::suspend`] passes out, `Return` what the closure finally returns.
+///
+/// ```
+/// use corio_context::coroutine::{Coroutine, CoroutineResult, Yielder};
+///
+/// // Suspends from a nested plain function: the whole call chain is on the coroutine's stack.
+/// fn countdown(y: &Yielder<i32, i32>, from: i32) -> i32 {
+///     let mut sum = 0;
+///     for n in (1..=from).rev() {
+///         sum += y.suspend(n);
+///     }
+///     sum
+/// }
+///
+/// let mut co = Coroutine::new(|y, from: i32| countdown(y, from));
+/// assert_eq!(co.resume(3), CoroutineResult::Yield(3));
+/// assert_eq!(co.resume(10), CoroutineResult::Yield(2));
+/// assert_eq!(co.resume(20), CoroutineResult::Yield(1));
+/// assert_eq!(co.resume(30), CoroutineResult::Return(60));
+/// assert!(co.is_done());
+/// ```
+///
+/// A coroutine cannot be sent to another thread (see the module docs for why):
+///
+/// ```compile_fail
+/// use corio_context::coroutine::Coroutine;
+///
+/// let co: Coroutine<(), (), ()> = Coroutine::new(|_, ()| {});
+/// std::thread::spawn(move || drop(co));
+/// ```
+///
+/// # Panics and drops
+///
+/// A panic inside the coroutine propagates out of the `resume` that was running it, and the
+/// coroutine is finished. Dropping a coroutine that is suspended unwinds its stack, so every
+/// destructor on it runs, and returns the stack to the thread's cache. Under `panic = "abort"`
+/// nothing can unwind, so dropping a suspended coroutine leaks its stack slot instead (its
+/// destructors never run, and its memory is never reused).
+pub struct Coroutine<Input, Yield, Return> {
+    /// Stack pointer of the suspended coroutine; `None` while it runs or once it is finished.
+    sp: Option<StackPointer>,
+    /// Address of the link word at the top of its stack (see `arch`).
+    link: *mut usize,
+    /// The stack slot; `None` once finished.
+    stack: Option<Stack>,
+    /// Whether the closure has started (the first resume has happened).
+    started: bool,
+    id: u64,
+    name: Option<Box<str>>,
+    /// `Input` flows in and `Yield`/`Return` flow out; the raw pointer makes the type
+    /// `!Send + !Sync` (see the module docs).
+    _marker: PhantomData<(fn(Input) -> CoroutineResult<Yield, Return>, *mut ())>,
+}
+
+/// The handle a coroutine's closure uses to suspend itself.
+///
+/// It lives on the coroutine's own stack and is only lent to the closure, so it cannot leave
+/// the coroutine, nor another thread see it (it is `!Send + !Sync`).
+pub struct Yielder<Input, Yield> {
+    link: *mut usize,
+    /// Set once the coroutine is being unwound by its owner's drop.
+    unwinding: Cell<bool>,
+    _marker: PhantomData<fn(Yield) -> Input>,
+}
+
+/// Configures and creates a [`Coroutine`]: name and stack size.
+///
+/// ```
+/// use corio_context::coroutine::{Builder, Coroutine};
+///
+/// let mut co: Coroutine<(), (), u32> = Builder::new()
+///     .name("worker")
+///     .stack_size(64 << 10)
+///     .build(|_, ()| 7)
+///     .expect("stack available");
+/// assert_eq!(co.name(), Some("worker"));
+/// assert_eq!(co.resume(()).as_return(), Some(7));
+/// ```
+#[derive(Debug, Default)]
+#[must_use = "a Builder does nothing until `build` is called"]
+pub struct Builder {
+    name: Option<String>,
+    stack_size: Option<usize>,
+}
+
+impl Builder {
+    /// A builder with no name and the default stack size ([`DEFAULT_STACK_SIZE`]).
+    pub fn new() -> Builder {
+        Builder::default()
+    }
+
+    /// Names the coroutine; the name appears in the stack-overflow message.
+    pub fn name(mut self, name: impl Into<String>) -> Builder {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// Sets the stack size in bytes: rounded up to whole pages and to at least
+    /// [`MIN_STACK_SIZE`](crate::stack::MIN_STACK_SIZE). Pages are committed only when touched.
+    pub fn stack_size(mut self, size: usize) -> Builder {
+        self.stack_size = Some(size);
+        self
+    }
+
+    /// Creates the coroutine; it starts running at its first [`resume`](Coroutine::resume).
+    ///
+    /// # Errors
+    ///
+    /// A stack size above [`MAX_STACK_SIZE`](crate::stack::MAX_STACK_SIZE) is
+    /// `ErrorKind::InvalidInput`; running out of address space, or of `vm.max_map_count` when
+    /// guard pages need `mprotect`, is an error whose message says which and what to do.
+    #[track_caller]
+    pub fn build<Input, Yield, Return, F>(self, f: F) -> io::Result<Coroutine<Input, Yield, Return>>
+    where
+        F: FnOnce(&Yielder<Input, Yield>, Input) -> Return + 'static,
+        Input: 'static,
+        Yield: 'static,
+        Return: 'static,
+    {
+        let location = Location::caller();
+        let stack = Stack::new(self.stack_size.unwrap_or(DEFAULT_STACK_SIZE))?;
+        Coroutine::on_stack(stack, self.name.map(String::into_boxed_str), location, f)
+    }
+}
+
+impl<Input, Yield, Return> Coroutine<Input, Yield, Return> {
+    /// Creates a coroutine with the default stack size that will run `f` at its first resume.
+    ///
+    /// # Panics
+    ///
+    /// If no stack can be had (see [`Builder::build`] for the errors); use the builder to
+    /// handle that case.
+    #[track_caller]
+    pub fn new<F>(f: F) -> Self
+    where
+        F: FnOnce(&Yielder<Input, Yield>, Input) -> Return + 'static,
+        Input: 'static,
+        Yield: 'static,
+        Return: 'static,
+    {
+        match Builder::new().build(f) {
+            Ok(co) => co,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    /// Creates a coroutine whose stack has at least `size` bytes.
+    ///
+    /// # Panics
+    ///
+    /// As [`Coroutine::new`], and if `size` exceeds
+    /// [`MAX_STACK_SIZE`](crate::stack::MAX_STACK_SIZE).
+    #[track_caller]
+    pub fn with_stack_size<F>(size: usize, f: F) -> Self
+    where
+        F: FnOnce(&Yielder<Input, Yield>, Input) -> Return + 'static,
+        Input: 'static,
+        Yield: 'static,
+        Return: 'static,
+    {
+        match Builder::new().stack_size(size).build(f) {
+            Ok(co) => co,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    /// Moves `f` to the top of `stack` and lays out the entry frame.
+    fn on_stack<F>(
+        stack: Stack,
+        name: Option<Box<str>>,
+        location: &'static Location<'static>,
+        f: F,
+    ) -> io::Result<Self>
+    where
+        F: FnOnce(&Yielder<Input, Yield>, Input) -> Return + 'static,
+    {
+        let obj = (stack.start() - size_of::<F>()) & !(align_of::<F>() - 1);
+        let base = obj & !(arch::STACK_ALIGNMENT - 1);
+        // The closure and the entry frame must leave the coroutine most of its stack.
+        if base < stack.limit() + stack.size() / 2 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "corio: the coroutine's closure ({} bytes) does not fit in half of its {} KiB stack",
+                    size_of::<F>(),
+                    stack.size() >> 10
+                ),
+            ));
+        }
+        let id = next_id();
+        let header = stack.header();
+        header.id.store(id, Ordering::Relaxed);
+        let (name_ptr, name_len) = match &name {
+            Some(name) => (name.as_ptr().cast_mut(), name.len()),
+            None => (ptr::null_mut(), 0),
+        };
+        header.name_ptr.store(name_ptr, Ordering::Relaxed);
+        header.name_len.store(name_len, Ordering::Relaxed);
+        header.location.store(ptr::from_ref(location).cast_mut(), Ordering::Relaxed);
+        header.stack_size.store(stack.size(), Ordering::Relaxed);
+        // SAFETY: `obj..obj + size_of::<F>()` lies below the slot's header, inside the slot we
+        // own, suitably aligned; the entry function reads it exactly once. `base` is 16-byte
+        // aligned with the init frame's 32 bytes free below it.
+        let (sp, link) = unsafe {
+            ptr::write(obj as *mut F, f);
+            arch::init_stack(base, entry::<F, Input, Yield, Return>, obj as *mut u8)
+        };
+        Ok(Coroutine {
+            sp: Some(sp),
+            link,
+            stack: Some(stack),
+            started: false,
+            id,
+            name,
+            _marker: PhantomData,
+        })
+    }
+
+    /// Runs the coroutine until it suspends or finishes.
+    ///
+    /// The first call starts the closure with `input`; later calls make the pending
+    /// [`Yielder::suspend`] return `input`.
+    ///
+    /// # Panics
+    ///
+    /// If the coroutine has finished, if it is already running (resumed from inside itself),
+    /// or with the coroutine's own panic if it panics.
+    #[inline]
+    pub fn resume(&mut self, input: Input) -> CoroutineResult<Yield, Return> {
+        let Some(sp) = self.sp.take() else { self.resume_misuse() };
+        self.started = true;
+        let input = ManuallyDrop::new(input);
+        // SAFETY: `sp` and `link` describe this coroutine, suspended (or fresh) on a stack we
+        // own; the coroutine moves `input` out before it switches back.
+        let (arg, sp) =
+            unsafe { arch::switch_and_link(ptr::from_ref(&*input) as usize, sp, self.link) };
+        match sp {
+            Some(sp) => {
+                self.sp = Some(sp);
+                // SAFETY: a suspending coroutine passes a pointer to its `Yield` value, which
+                // stays valid and untouched until it runs again; we move it out.
+                CoroutineResult::Yield(unsafe { ptr::read(arg as *const Yield) })
+            }
+            None => self.finish(arg),
+        }
+    }
+
+    #[cold]
+    #[track_caller]
+    fn resume_misuse(&self) -> ! {
+        if self.stack.is_none() {
+            panic!("corio: resumed a coroutine that has already finished");
+        }
+        panic!("corio: resumed a coroutine that is running (a coroutine cannot resume itself)");
+    }
+
+    /// Takes the final message from a coroutine that just finished and releases its stack.
+    fn finish(&mut self, arg: usize) -> CoroutineResult<Yield, Return> {
+        // SAFETY: a finishing coroutine passes a pointer to its `Finish` on its dead stack,
+        // which stays mapped until `self.stack` is dropped below; we move it out first.
+        let finish = unsafe { ptr::read(arg as *const Finish<Return>) };
+        self.stack = None;
+        match finish {
+            Finish::Return(r) => CoroutineResult::Return(r),
+            Finish::Panic(payload) => resume_unwind(payload),
+            Finish::Unwound => unreachable!("corio: a coroutine unwound without being dropped"),
+        }
+    }
+
+    /// Whether the closure has returned (or panicked, or been unwound).
+    #[inline]
+    pub fn is_done(&self) -> bool {
+        self.stack.is_none()
+    }
+
+    /// Whether the coroutine has been resumed at least once.
+    #[inline]
+    pub fn is_started(&self) -> bool {
+        self.started
+    }
+
+    /// This coroutine's process-unique id.
+    #[inline]
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// This coroutine's name, if it was given one.
+    pub fn name(&self) -> Option<&str> {
+        self.name.as_deref()
+    }
+
+    /// The size of its stack, in bytes (as asked for, rounded to pages); 0 once finished.
+    pub fn stack_size(&self) -> usize {
+        self.stack.as_ref().map_or(0, Stack::size)
+    }
+
+    /// Bytes of stack in use below the top at the point where the coroutine is suspended;
+    /// 0 if it is running, finished or has not started.
+    pub fn stack_in_use(&self) -> usize {
+        match (&self.stack, self.sp) {
+            (Some(stack), Some(sp)) if self.started => stack.start() - sp.get(),
+            _ => 0,
+        }
+    }
+
+    /// Unwinds a suspended coroutine's stack (running its destructors) and frees it.
+    #[cold]
+    fn force_unwind(&mut self, sp: StackPointer) {
+        if self.started && cfg!(panic = "abort") {
+            // Nothing can unwind: leak the slot rather than reuse memory that values pinned
+            // on it may still be registered by (Pin's drop guarantee).
+            std::mem::forget(self.stack.take());
+            return;
+        }
+        // SAFETY: as in `resume`; a 0 argument asks the coroutine to unwind.
+        let (arg, sp) = unsafe { arch::switch_and_link(0, sp, self.link) };
+        assert!(sp.is_none(), "corio: a coroutine suspended while being unwound");
+        // SAFETY: as in `finish`.
+        let finish = unsafe { ptr::read(arg as *const Finish<Return>) };
+        self.stack = None;
+        match finish {
+            Finish::Return(_) | Finish::Unwound => {}
+            // A destructor on the coroutine's stack panicked: behave as a panicking drop.
+            Finish::Panic(payload) if !std::thread::panicking() => resume_unwind(payload),
+            Finish::Panic(_) => {}
+        }
+    }
+}
+
+impl<Input, Yield, Return> Drop for Coroutine<Input, Yield, Return> {
+    fn drop(&mut self) {
+        if let Some(sp) = self.sp.take() {
+            self.force_unwind(sp);
+        }
+    }
+}
+
+impl<Input, Yield, Return> fmt::Debug for Coroutine<Input, Yield, Return> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = match (self.sp.is_some(), self.stack.is_some()) {
+            (_, false) => "finished",
+            (false, true) => "running",
+            (true, true) if self.started => "suspended",
+            (true, true) => "created",
+        };
+        f.debug_struct("Coroutine")
+            .field("id", &self.id)
+            .field("name", &self.name)
+            .field("state", &state)
+            .field("stack_size", &self.stack_size())
+            .finish()
+    }
+}
+
+impl<Input, Yield> Yielder<Input, Yield> {
+    /// Suspends the coroutine, handing `value` to the `resume` that is running it, and returns
+    /// the input of the next `resume`.
+    ///
+    /// If the coroutine is dropped instead of resumed, this does not return: it starts an
+    /// unwind (payload [`ForcedUnwind`]) that runs the destructors on the coroutine's stack.
+    #[inline]
+    pub fn suspend(&self, value: Yield) -> Input {
+        if self.unwinding.get() {
+            forced_unwind();
+        }
+        let value = ManuallyDrop::new(value);
+        // SAFETY: this Yielder was lent by the entry function of the coroutine that is running
+        // (it cannot leave it), so we are on that coroutine's stack and `link` is its link. The
+        // resumer moves `value` out before we run again.
+        let arg = unsafe { arch::switch_yield(ptr::from_ref(&*value) as usize, self.link) };
+        if arg == 0 {
+            self.unwinding.set(true);
+            forced_unwind();
+        }
+        // SAFETY: a non-zero argument points to the resumer's `Input`, which it will not touch
+        // again; we move it out.
+        unsafe { ptr::read(arg as *const Input) }
+    }
+}
+
+impl<Input, Yield> fmt::Debug for Yielder<Input, Yield> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Yielder").finish_non_exhaustive()
+    }
+}
+
+#[cold]
+fn forced_unwind() -> ! {
+    resume_unwind(Box::new(ForcedUnwind))
+}
+
+/// The first Rust code on a coroutine's stack: runs the closure, then leaves for good.
+///
+/// # Safety
+///
+/// Called only by the trampoline of a stack laid out by `Coroutine::on_stack::<F, ..>`: `obj`
+/// points to its `F`, and `arg` is 0 or points to an `Input` the resumer has given up.
+unsafe extern "C" fn entry<F, Input, Yield, Return>(
+    arg: usize,
+    link: *mut usize,
+    obj: *mut u8,
+) -> !
+where
+    F: FnOnce(&Yielder<Input, Yield>, Input) -> Return,
+{
+    // SAFETY: per this function's contract; both are read exactly once.
+    let f = unsafe { ptr::read(obj as *mut F) };
+    let finish = if arg == 0 {
+        // Dropped before it ever ran: drop the closure, nothing else is on the stack.
+        match catch_unwind(AssertUnwindSafe(move || drop(f))) {
+            Ok(()) => Finish::Unwound,
+            Err(payload) => Finish::Panic(payload),
+        }
+    } else {
+        // SAFETY: per this function's contract.
+        let input = unsafe { ptr::read(arg as *const Input) };
+        let yielder = Yielder { link, unwinding: Cell::new(false), _marker: PhantomData };
+        match catch_unwind(AssertUnwindSafe(|| f(&yielder, input))) {
+            Ok(r) => Finish::Return(r),
+            Err(payload) if payload.is::<ForcedUnwind>() => Finish::Unwound,
+            Err(payload) => Finish::Panic(payload),
+        }
+    };
+    let finish = ManuallyDrop::new(finish);
+    // SAFETY: we are on the coroutine's stack with its link; everything on the stack has been
+    // dropped or moved into `finish`, which the resumer moves out.
+    unsafe { arch::switch_final(ptr::from_ref(&*finish) as usize, link) }
+}
+
+/// Hands out process-unique ids in blocks of 1024 per thread, so that creating coroutines on
+/// many threads does not contend on one counter.
+#[doc(hidden)]
+pub fn next_id() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    const BLOCK: u64 = 1024;
+    thread_local! {
+        static RANGE: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
+    }
+    RANGE
+        .try_with(|range| {
+            let (next, end) = range.get();
+            if next < end {
+                range.set((next + 1, end));
+                next
+            } else {
+                let start = NEXT.fetch_add(BLOCK, Ordering::Relaxed);
+                range.set((start + 1, start + BLOCK));
+                start
+            }
+        })
+        .unwrap_or_else(|_| NEXT.fetch_add(1, Ordering::Relaxed))
+}

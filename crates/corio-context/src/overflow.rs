@@ -1,0 +1,266 @@
+//! Stack overflow inside a coroutine: a message naming the coroutine, then abort.
+//!
+//! A coroutine that runs past the bottom of its stack touches the guard page below it and the
+//! kernel raises `SIGSEGV` (or `SIGBUS`). Without help that is a bare segfault. corio installs
+//! a handler that:
+//!
+//! 1. runs on an alternate signal stack, because the faulting stack is exhausted (Rust's
+//!    runtime gives its own threads one; [`prepare_thread`] adds one to any other thread before
+//!    it runs its first coroutine, and frees it when the thread exits);
+//! 2. maps the fault address to a stack slot by arithmetic over the arena's chunk table
+//!    (`arena::find_slot`: atomics only, no lock, no allocation);
+//! 3. if the address is in a slot's guard page, formats one line from the slot's header into a
+//!    buffer on the signal stack — `coroutine '<name>' (id N) has overflowed its stack of K KiB`,
+//!    the fault address and where the coroutine was created — writes it to stderr with
+//!    `write(2)` and calls `abort(3)`, both async-signal-safe;
+//! 4. otherwise chains to the handler that was installed before it, so Rust's own "thread has
+//!    overflowed its stack" and any other handler keep working; if that was the default
+//!    action, it restores the default and returns, and the fault repeats and kills the process
+//!    with the original signal.
+//!
+//! Rust inserts stack probes in functions whose frames exceed a page, so even a frame larger
+//! than the guard touches the guard before anything below it.
+
+use std::cell::UnsafeCell;
+use std::mem::MaybeUninit;
+use std::sync::Once;
+
+use crate::stack::{SlotHeader, find_slot};
+
+/// Size of the alternate signal stack corio gives threads that have none.
+const ALT_STACK_SIZE: usize = 64 << 10;
+
+/// The handlers that were installed before ours, written once before ours is installed.
+struct Previous(UnsafeCell<[MaybeUninit<libc::sigaction>; 2]>);
+
+// SAFETY: written only inside `INSTALL.call_once`, before the handler that reads it exists.
+unsafe impl Sync for Previous {}
+
+static PREVIOUS: Previous = Previous(UnsafeCell::new([MaybeUninit::uninit(); 2]));
+static INSTALL: Once = Once::new();
+
+const SIGNALS: [libc::c_int; 2] = [libc::SIGSEGV, libc::SIGBUS];
+
+/// Makes the calling thread ready to run coroutines: installs the process-wide fault handler
+/// (once) and gives the thread an alternate signal stack if it has none.
+pub(crate) fn prepare_thread() {
+    INSTALL.call_once(install_handler);
+    ALT_STACK.with(|alt| alt.ensure());
+}
+
+fn install_handler() {
+    for (i, &sig) in SIGNALS.iter().enumerate() {
+        // SAFETY: a zeroed sigaction is a valid value; the handler is async-signal-safe and
+        // PREVIOUS is written before sigaction makes the handler reachable.
+        unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = handler as *const () as usize;
+            action.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK;
+            libc::sigemptyset(&mut action.sa_mask);
+            let previous = (*PREVIOUS.0.get())[i].as_mut_ptr();
+            libc::sigaction(sig, std::ptr::null(), previous);
+            libc::sigaction(sig, &action, std::ptr::null_mut());
+        }
+    }
+}
+
+/// The SIGSEGV/SIGBUS handler.
+extern "C" fn handler(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
+    // SAFETY: the kernel passes a valid siginfo for SA_SIGINFO handlers.
+    let addr = unsafe { (*info).si_addr() } as usize;
+    if let Some(hit) = find_slot(addr).filter(|hit| hit.in_guard) {
+        // SAFETY: the slot's top page holds its header while the slot is owned, and a guard
+        // hit means a coroutine is running on it.
+        let header = unsafe { &*((hit.slot_top - std::mem::size_of::<SlotHeader>()) as *const SlotHeader) };
+        report(header, addr);
+    }
+    // SAFETY: we are inside a handler for `sig` with the kernel's arguments.
+    unsafe { chain(sig, info, ctx) }
+}
+
+/// Writes the overflow line for the coroutine described by `header` and aborts.
+fn report(header: &SlotHeader, addr: usize) -> ! {
+    use std::sync::atomic::Ordering::Relaxed;
+    let mut line = Line::new();
+    line.push(b"\ncoroutine '");
+    let (ptr, len) = (header.name_ptr.load(Relaxed), header.name_len.load(Relaxed));
+    if ptr.is_null() {
+        line.push(b"<unnamed>");
+    } else {
+        // SAFETY: the owner keeps the name alive and unchanged while it owns the slot.
+        line.push(unsafe { std::slice::from_raw_parts(ptr, len.min(200)) });
+    }
+    line.push(b"' (id ");
+    line.push_dec(header.id.load(Relaxed));
+    line.push(b") has overflowed its stack of ");
+    line.push_dec((header.stack_size.load(Relaxed) >> 10) as u64);
+    line.push(b" KiB (fault address 0x");
+    line.push_hex(addr as u64);
+    let location = header.location.load(Relaxed);
+    if !location.is_null() {
+        // SAFETY: locations are `&'static Location`s.
+        let location = unsafe { &*location };
+        line.push(b", created at ");
+        line.push(location.file().as_bytes());
+        line.push(b":");
+        line.push_dec(location.line().into());
+        line.push(b":");
+        line.push_dec(location.column().into());
+    }
+    line.push(b")\nfatal runtime error: coroutine stack overflow, aborting\n");
+    // SAFETY: write and abort are async-signal-safe.
+    unsafe {
+        libc::write(libc::STDERR_FILENO, line.buf.as_ptr().cast(), line.len);
+        libc::abort()
+    }
+}
+
+/// Passes a fault that is not a coroutine overflow to the handler installed before ours.
+///
+/// # Safety
+///
+/// Must be called from the handler for `sig`, with the kernel's `info` and `ctx`.
+unsafe fn chain(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
+    let i = SIGNALS.iter().position(|&s| s == sig).unwrap_or(0);
+    // SAFETY: PREVIOUS was initialised before our handler was installed and is never written
+    // again.
+    let previous = unsafe { (*PREVIOUS.0.get())[i].assume_init_ref() };
+    let action = previous.sa_sigaction;
+    if action == libc::SIG_DFL || action == libc::SIG_IGN {
+        // Restore the default action and return: the faulting instruction runs again and the
+        // kernel kills the process with `sig`, as if we had never been installed.
+        // SAFETY: a zeroed sigaction with SIG_DFL is valid.
+        unsafe {
+            let mut default: libc::sigaction = std::mem::zeroed();
+            default.sa_sigaction = libc::SIG_DFL;
+            libc::sigaction(sig, &default, std::ptr::null_mut());
+        }
+    } else if previous.sa_flags & libc::SA_SIGINFO != 0 {
+        // SAFETY: with SA_SIGINFO, sa_sigaction holds a three-argument handler.
+        let f: extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void) =
+            unsafe { std::mem::transmute(action) };
+        f(sig, info, ctx);
+    } else {
+        // SAFETY: without SA_SIGINFO, sa_sigaction holds a one-argument handler.
+        let f: extern "C" fn(libc::c_int) = unsafe { std::mem::transmute(action) };
+        f(sig);
+    }
+}
+
+/// A fixed buffer for building the report without allocating.
+struct Line {
+    buf: [u8; 768],
+    len: usize,
+}
+
+impl Line {
+    fn new() -> Line {
+        Line { buf: [0; 768], len: 0 }
+    }
+
+    fn push(&mut self, bytes: &[u8]) {
+        let n = bytes.len().min(self.buf.len() - self.len);
+        self.buf[self.len..self.len + n].copy_from_slice(&bytes[..n]);
+        self.len += n;
+    }
+
+    fn push_dec(&mut self, mut v: u64) {
+        let mut digits = [0u8; 20];
+        let mut i = digits.len();
+        loop {
+            i -= 1;
+            digits[i] = b'0' + (v % 10) as u8;
+            v /= 10;
+            if v == 0 {
+                break;
+            }
+        }
+        self.push(&digits[i..]);
+    }
+
+    fn push_hex(&mut self, mut v: u64) {
+        let mut digits = [0u8; 16];
+        let mut i = digits.len();
+        loop {
+            i -= 1;
+            digits[i] = b"0123456789abcdef"[(v & 15) as usize];
+            v >>= 4;
+            if v == 0 {
+                break;
+            }
+        }
+        self.push(&digits[i..]);
+    }
+}
+
+/// This thread's alternate signal stack, if corio had to make one.
+struct AltStack {
+    /// Base of the mapping (guard page included), or 0.
+    map: std::cell::Cell<usize>,
+    checked: std::cell::Cell<bool>,
+}
+
+impl AltStack {
+    fn ensure(&self) {
+        if self.checked.replace(true) {
+            return;
+        }
+        // SAFETY: querying the current alternate stack has no preconditions.
+        let mut current: libc::stack_t = unsafe { std::mem::zeroed() };
+        // SAFETY: `current` is a valid out-pointer.
+        unsafe { libc::sigaltstack(std::ptr::null(), &mut current) };
+        if current.ss_flags & libc::SS_DISABLE == 0 {
+            return; // Rust's runtime (or someone else) gave this thread one.
+        }
+        let page = crate::stack::page_size();
+        let size = ALT_STACK_SIZE.max(libc::SIGSTKSZ) + page;
+        // SAFETY: a fresh anonymous mapping aliases nothing.
+        let map = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                size,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
+                -1,
+                0,
+            )
+        };
+        if map == libc::MAP_FAILED {
+            return; // Without an alternate stack an overflow is a plain SIGSEGV; not fatal here.
+        }
+        // SAFETY: `map` is ours; the low page becomes the signal stack's guard.
+        unsafe { libc::mprotect(map, page, libc::PROT_NONE) };
+        let stack = libc::stack_t {
+            ss_sp: (map as usize + page) as *mut libc::c_void,
+            ss_flags: 0,
+            ss_size: size - page,
+        };
+        // SAFETY: `stack` describes memory we own until Drop disables it.
+        unsafe { libc::sigaltstack(&stack, std::ptr::null_mut()) };
+        self.map.set(map as usize);
+    }
+}
+
+impl Drop for AltStack {
+    fn drop(&mut self) {
+        let map = self.map.get();
+        if map == 0 {
+            return;
+        }
+        let page = crate::stack::page_size();
+        let size = ALT_STACK_SIZE.max(libc::SIGSTKSZ) + page;
+        let disable = libc::stack_t { ss_sp: std::ptr::null_mut(), ss_flags: libc::SS_DISABLE, ss_size: 0 };
+        // SAFETY: we disable the alternate stack before unmapping it; no signal handler can be
+        // running on it here, because this destructor runs on the thread's normal stack.
+        unsafe {
+            libc::sigaltstack(&disable, std::ptr::null_mut());
+            libc::munmap(map as *mut libc::c_void, size);
+        }
+    }
+}
+
+thread_local! {
+    static ALT_STACK: AltStack = const {
+        AltStack { map: std::cell::Cell::new(0), checked: std::cell::Cell::new(false) }
+    };
+}
