@@ -155,13 +155,12 @@ pub struct Coroutine<Input, Yield, Return> {
     link: *mut usize,
     /// The stack slot; `None` once finished.
     stack: Option<Stack>,
-    /// Whether the closure has started (the first resume has happened).
-    started: bool,
     id: u64,
     name: Option<Box<str>>,
-    /// `Input` flows in and `Yield`/`Return` flow out; the raw pointer makes the type
-    /// `!Send + !Sync` (see the module docs).
-    _marker: PhantomData<(fn(Input) -> CoroutineResult<Yield, Return>, *mut ())>,
+    /// `Input` flows in and `Yield`/`Return` flow out.
+    _values: PhantomData<fn(Input) -> CoroutineResult<Yield, Return>>,
+    /// Makes the type `!Send + !Sync` (see the module docs).
+    _not_send: PhantomData<*mut ()>,
 }
 
 /// The handle a coroutine's closure uses to suspend itself.
@@ -321,10 +320,10 @@ impl<Input, Yield, Return> Coroutine<Input, Yield, Return> {
             sp: Some(sp),
             link,
             stack: Some(stack),
-            started: false,
             id,
             name,
-            _marker: PhantomData,
+            _values: PhantomData,
+            _not_send: PhantomData,
         })
     }
 
@@ -340,7 +339,6 @@ impl<Input, Yield, Return> Coroutine<Input, Yield, Return> {
     #[inline]
     pub fn resume(&mut self, input: Input) -> CoroutineResult<Yield, Return> {
         let Some(sp) = self.sp.take() else { self.resume_misuse() };
-        self.started = true;
         let input = ManuallyDrop::new(input);
         // SAFETY: `sp` and `link` describe this coroutine, suspended (or fresh) on a stack we
         // own; the coroutine moves `input` out before it switches back.
@@ -367,6 +365,7 @@ impl<Input, Yield, Return> Coroutine<Input, Yield, Return> {
     }
 
     /// Takes the final message from a coroutine that just finished and releases its stack.
+    #[inline]
     fn finish(&mut self, arg: usize) -> CoroutineResult<Yield, Return> {
         // SAFETY: a finishing coroutine passes a pointer to its `Finish` on its dead stack,
         // which stays mapped until `self.stack` is dropped below; we move it out first.
@@ -388,7 +387,11 @@ impl<Input, Yield, Return> Coroutine<Input, Yield, Return> {
     /// Whether the coroutine has been resumed at least once.
     #[inline]
     pub fn is_started(&self) -> bool {
-        self.started
+        // The link word is 0 from `init_stack` until the first resume stores the resumer's
+        // stack pointer in it, and never 0 afterwards.
+        // SAFETY: the link word lies in the top page of our stack slot, mapped while
+        // `self.stack` is `Some`; only a switch into this coroutine, on this thread, writes it.
+        self.stack.is_none() || unsafe { self.link.read_volatile() } != 0
     }
 
     /// This coroutine's process-unique id.
@@ -411,7 +414,7 @@ impl<Input, Yield, Return> Coroutine<Input, Yield, Return> {
     /// 0 if it is running, finished or has not started.
     pub fn stack_in_use(&self) -> usize {
         match (&self.stack, self.sp) {
-            (Some(stack), Some(sp)) if self.started => stack.start() - sp.get(),
+            (Some(stack), Some(sp)) if self.is_started() => stack.start() - sp.get(),
             _ => 0,
         }
     }
@@ -419,7 +422,7 @@ impl<Input, Yield, Return> Coroutine<Input, Yield, Return> {
     /// Unwinds a suspended coroutine's stack (running its destructors) and frees it.
     #[cold]
     fn force_unwind(&mut self, sp: StackPointer) {
-        if self.started && cfg!(panic = "abort") {
+        if cfg!(panic = "abort") && self.is_started() {
             // Nothing can unwind: leak the slot rather than reuse memory that values pinned
             // on it may still be registered by (Pin's drop guarantee).
             std::mem::forget(self.stack.take());
@@ -453,7 +456,7 @@ impl<Input, Yield, Return> fmt::Debug for Coroutine<Input, Yield, Return> {
         let state = match (self.sp.is_some(), self.stack.is_some()) {
             (_, false) => "finished",
             (false, true) => "running",
-            (true, true) if self.started => "suspended",
+            (true, true) if self.is_started() => "suspended",
             (true, true) => "created",
         };
         f.debug_struct("Coroutine")
