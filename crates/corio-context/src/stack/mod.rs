@@ -190,11 +190,11 @@ pub struct StackStats {
 /// ```
 /// use corio_context::{coroutine::Coroutine, stack};
 ///
-/// let before = stack::stats().in_use;
 /// let mut co: Coroutine<(), (), ()> = Coroutine::new(|_, ()| {});
-/// assert_eq!(stack::stats().in_use, before + 1);
-/// co.resume(());
-/// assert_eq!(stack::stats().in_use, before);
+/// assert_eq!(stack::stats().in_use, 1);
+/// co.resume(()); // finished: its stack is back in this thread's cache
+/// assert_eq!(stack::stats().in_use, 0);
+/// assert!(stack::stats().cached >= 1);
 /// ```
 pub fn stats() -> StackStats {
     let mut stats = StackStats::default();
@@ -202,6 +202,23 @@ pub fn stats() -> StackStats {
         stats.carved += class.carved.load(Ordering::Relaxed);
         stats.cached += pool::cached_count(class);
         stats.free += class.free_count();
+    });
+    stats.in_use = stats.carved.saturating_sub(stats.cached + stats.free);
+    stats
+}
+
+/// Counts the arena's slots for one stack size (as passed to
+/// [`Builder::stack_size`](crate::coroutine::Builder::stack_size)); all zero if no coroutine of
+/// that size was ever created. The same caveat as for [`stats`] applies.
+pub fn stats_for_size(size: usize) -> StackStats {
+    let mut stats = StackStats::default();
+    let Ok((_, slot_size)) = slot_geometry(size) else { return stats };
+    SizeClass::for_each(|class| {
+        if class.slot_size == slot_size {
+            stats.carved = class.carved.load(Ordering::Relaxed);
+            stats.cached = pool::cached_count(class);
+            stats.free = class.free_count();
+        }
     });
     stats.in_use = stats.carved.saturating_sub(stats.cached + stats.free);
     stats
