@@ -307,7 +307,9 @@ impl<Input, Yield, Return> Coroutine<Input, Yield, Return> {
         };
         header.name_ptr.store(name_ptr, Ordering::Relaxed);
         header.name_len.store(name_len, Ordering::Relaxed);
-        header.location.store(ptr::from_ref(location).cast_mut(), Ordering::Relaxed);
+        header
+            .location
+            .store(ptr::from_ref(location).cast_mut(), Ordering::Relaxed);
         header.stack_size.store(stack.size(), Ordering::Relaxed);
         // SAFETY: `obj..obj + size_of::<F>()` lies below the slot's header, inside the slot we
         // own, suitably aligned; the entry function reads it exactly once. `base` is 16-byte
@@ -338,7 +340,9 @@ impl<Input, Yield, Return> Coroutine<Input, Yield, Return> {
     /// or with the coroutine's own panic if it panics.
     #[inline]
     pub fn resume(&mut self, input: Input) -> CoroutineResult<Yield, Return> {
-        let Some(sp) = self.sp.take() else { self.resume_misuse() };
+        let Some(sp) = self.sp.take() else {
+            self.resume_misuse()
+        };
         let input = ManuallyDrop::new(input);
         // SAFETY: `sp` and `link` describe this coroutine, suspended (or fresh) on a stack we
         // own; the coroutine moves `input` out before it switches back.
@@ -430,7 +434,10 @@ impl<Input, Yield, Return> Coroutine<Input, Yield, Return> {
         }
         // SAFETY: as in `resume`; a 0 argument asks the coroutine to unwind.
         let (arg, sp) = unsafe { arch::switch_and_link(0, sp, self.link) };
-        assert!(sp.is_none(), "corio: a coroutine suspended while being unwound");
+        assert!(
+            sp.is_none(),
+            "corio: a coroutine suspended while being unwound"
+        );
         // SAFETY: as in `finish`.
         let finish = unsafe { ptr::read(arg as *const Finish<Return>) };
         self.stack = None;
@@ -511,11 +518,7 @@ fn forced_unwind() -> ! {
 ///
 /// Called only by the trampoline of a stack laid out by `Coroutine::on_stack::<F, ..>`: `obj`
 /// points to its `F`, and `arg` is 0 or points to an `Input` the resumer has given up.
-unsafe extern "C" fn entry<F, Input, Yield, Return>(
-    arg: usize,
-    link: *mut usize,
-    obj: *mut u8,
-) -> !
+unsafe extern "C" fn entry<F, Input, Yield, Return>(arg: usize, link: *mut usize, obj: *mut u8) -> !
 where
     F: FnOnce(&Yielder<Input, Yield>, Input) -> Return,
 {
@@ -530,7 +533,11 @@ where
     } else {
         // SAFETY: per this function's contract.
         let input = unsafe { ptr::read(arg as *const Input) };
-        let yielder = Yielder { link, unwinding: Cell::new(false), _marker: PhantomData };
+        let yielder = Yielder {
+            link,
+            unwinding: Cell::new(false),
+            _marker: PhantomData,
+        };
         match catch_unwind(AssertUnwindSafe(|| f(&yielder, input))) {
             Ok(r) => Finish::Return(r),
             Err(payload) if payload.is::<ForcedUnwind>() => Finish::Unwound,

@@ -71,7 +71,8 @@ extern "C" fn handler(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut li
     if let Some(hit) = find_slot(addr).filter(|hit| hit.in_guard) {
         // SAFETY: the slot's top page holds its header while the slot is owned, and a guard
         // hit means a coroutine is running on it.
-        let header = unsafe { &*((hit.slot_top - std::mem::size_of::<SlotHeader>()) as *const SlotHeader) };
+        let header =
+            unsafe { &*((hit.slot_top - std::mem::size_of::<SlotHeader>()) as *const SlotHeader) };
         report(header, addr);
     }
     // SAFETY: we are inside a handler for `sig` with the kernel's arguments.
@@ -155,7 +156,10 @@ struct Line {
 
 impl Line {
     fn new() -> Line {
-        Line { buf: [0; 768], len: 0 }
+        Line {
+            buf: [0; 768],
+            len: 0,
+        }
     }
 
     fn push(&mut self, bytes: &[u8]) {
@@ -249,7 +253,11 @@ impl Drop for AltStack {
         }
         let page = crate::stack::page_size();
         let size = ALT_STACK_SIZE.max(libc::SIGSTKSZ) + page;
-        let disable = libc::stack_t { ss_sp: std::ptr::null_mut(), ss_flags: libc::SS_DISABLE, ss_size: 0 };
+        let disable = libc::stack_t {
+            ss_sp: std::ptr::null_mut(),
+            ss_flags: libc::SS_DISABLE,
+            ss_size: 0,
+        };
         // SAFETY: we disable the alternate stack before unmapping it; no signal handler can be
         // running on it here, because this destructor runs on the thread's normal stack.
         unsafe {

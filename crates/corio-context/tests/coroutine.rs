@@ -22,7 +22,10 @@ fn resume_and_suspend_pass_values_both_ways() {
     assert_eq!(co.resume("b".into()), CoroutineResult::Yield(1));
     assert_eq!(co.resume("c".into()), CoroutineResult::Yield(2));
     assert!(!co.is_done());
-    assert_eq!(co.resume("d".into()), CoroutineResult::Return("a,b,c,d".to_string()));
+    assert_eq!(
+        co.resume("d".into()),
+        CoroutineResult::Return("a,b,c,d".to_string())
+    );
     assert!(co.is_done());
 }
 
@@ -71,7 +74,11 @@ fn coroutines_interleave_without_mixing_state() {
     for round in 0..=ROUNDS {
         for (k, co) in cos.iter_mut().enumerate() {
             let k = k as u64;
-            let input = if round == 0 { model[k as usize] } else { round * 1000 + k };
+            let input = if round == 0 {
+                model[k as usize]
+            } else {
+                round * 1000 + k
+            };
             if round > 0 {
                 model[k as usize] = step(model[k as usize], k) ^ input;
             }
@@ -114,7 +121,12 @@ fn a_panic_propagates_out_of_resume_and_finishes_the_coroutine() {
     assert_eq!(err.downcast_ref::<u32>(), Some(&42));
     assert!(co.is_done());
     let again = catch_unwind(AssertUnwindSafe(|| co.resume(()))).unwrap_err();
-    assert!(again.downcast_ref::<&str>().unwrap().contains("already finished"));
+    assert!(
+        again
+            .downcast_ref::<&str>()
+            .unwrap()
+            .contains("already finished")
+    );
 }
 
 struct CountDrops(Rc<Cell<usize>>);
@@ -152,7 +164,11 @@ fn dropping_a_suspended_coroutine_runs_every_destructor_on_its_stack() {
     drop(co);
     // One guard per level (10) plus the outer one.
     assert_eq!(drops.get(), 11);
-    assert_eq!(stack::stats_for_size(SIZE).in_use, 0, "the stack went back to the cache");
+    assert_eq!(
+        stack::stats_for_size(SIZE).in_use,
+        0,
+        "the stack went back to the cache"
+    );
 }
 
 #[test]
@@ -248,13 +264,18 @@ fn resuming_a_coroutine_from_inside_itself_panics_instead_of_switching() {
 
 #[test]
 fn builder_names_and_sizes_the_coroutine() {
-    let co: Coroutine<(), (), ()> =
-        Builder::new().name("parser").stack_size(100_000).build(|_, ()| {}).unwrap();
+    let co: Coroutine<(), (), ()> = Builder::new()
+        .name("parser")
+        .stack_size(100_000)
+        .build(|_, ()| {})
+        .unwrap();
     assert_eq!(co.name(), Some("parser"));
     assert_eq!(co.stack_size(), 100_000_usize.div_ceil(4096) * 4096);
     let tiny: Coroutine<(), (), ()> = Builder::new().stack_size(1).build(|_, ()| {}).unwrap();
     assert_eq!(tiny.stack_size(), stack::MIN_STACK_SIZE);
-    let err = Builder::new().stack_size(stack::MAX_STACK_SIZE + 1).build::<(), (), (), _>(|_, ()| {});
+    let err = Builder::new()
+        .stack_size(stack::MAX_STACK_SIZE + 1)
+        .build::<(), (), (), _>(|_, ()| {});
     assert_eq!(err.unwrap_err().kind(), std::io::ErrorKind::InvalidInput);
 }
 
@@ -288,7 +309,10 @@ fn a_backtrace_taken_inside_a_coroutine_reaches_its_resumer() {
     let mut co: Coroutine<(), (), String> =
         Coroutine::new(|_, ()| std::backtrace::Backtrace::force_capture().to_string());
     let trace = resumer_marker_function(&mut co);
-    assert!(trace.contains("resumer_marker_function"), "backtrace did not cross the switch:\n{trace}");
+    assert!(
+        trace.contains("resumer_marker_function"),
+        "backtrace did not cross the switch:\n{trace}"
+    );
     assert!(
         trace.contains("a_backtrace_taken_inside_a_coroutine_reaches_its_resumer"),
         "backtrace did not reach the test function:\n{trace}"
@@ -307,7 +331,12 @@ fn the_default_stack_takes_a_symbolized_backtrace() {
 #[test]
 fn stack_memory_is_reused_from_the_thread_cache() {
     const SIZE: usize = 72 << 10; // used by no other test
-    let new = || Builder::new().stack_size(SIZE).build::<(), (), (), _>(|_, ()| {}).unwrap();
+    let new = || {
+        Builder::new()
+            .stack_size(SIZE)
+            .build::<(), (), (), _>(|_, ()| {})
+            .unwrap()
+    };
     drop(new());
     let carved = stack::stats_for_size(SIZE).carved;
     for _ in 0..1000 {

@@ -37,11 +37,24 @@ fn one_huge_frame() -> u64 {
 fn assert_coroutine_overflow(out: &std::process::Output, name: &str, kib: usize) {
     let err = stderr(out);
     let expected = format!("coroutine '{name}' (id ");
-    assert!(err.contains(&expected), "no overflow line for {name}:\n{err}");
-    assert!(err.contains(&format!("has overflowed its stack of {kib} KiB")), "{err}");
+    assert!(
+        err.contains(&expected),
+        "no overflow line for {name}:\n{err}"
+    );
+    assert!(
+        err.contains(&format!("has overflowed its stack of {kib} KiB")),
+        "{err}"
+    );
     assert!(err.contains("fault address 0x"), "{err}");
-    assert!(err.contains("tests/overflow.rs:"), "the creation site is named:\n{err}");
-    assert_eq!(signal(out), Some(libc::SIGABRT), "the child must abort:\n{err}");
+    assert!(
+        err.contains("tests/overflow.rs:"),
+        "the creation site is named:\n{err}"
+    );
+    assert_eq!(
+        signal(out),
+        Some(libc::SIGABRT),
+        "the child must abort:\n{err}"
+    );
 }
 
 #[test]
@@ -97,13 +110,20 @@ fn an_unnamed_coroutine_is_reported_as_unnamed() {
         unreachable!();
     }
     let out = run_in_child("an_unnamed_coroutine_is_reported_as_unnamed", &[]);
-    assert_coroutine_overflow(&out, "<unnamed>", corio_context::stack::DEFAULT_STACK_SIZE >> 10);
+    assert_coroutine_overflow(
+        &out,
+        "<unnamed>",
+        corio_context::stack::DEFAULT_STACK_SIZE >> 10,
+    );
 }
 
 #[test]
 fn overflow_is_caught_with_mprotect_guards_too() {
     if child_case("overflow_is_caught_with_mprotect_guards_too") {
-        assert_eq!(corio_context::stack::guard_kind(), corio_context::stack::GuardKind::Mprotect);
+        assert_eq!(
+            corio_context::stack::guard_kind(),
+            corio_context::stack::GuardKind::Mprotect
+        );
         let mut co = Builder::new()
             .name("mprotect-guard")
             .stack_size(32 << 10)
@@ -135,14 +155,22 @@ fn overflow_in_a_coroutine_on_a_thread_rust_did_not_start_is_caught() {
         let mut thread: libc::pthread_t = 0;
         // SAFETY: a valid out-pointer and an extern "C" entry point that takes no argument.
         let rc = unsafe {
-            libc::pthread_create(&mut thread, std::ptr::null(), thread_main, std::ptr::null_mut())
+            libc::pthread_create(
+                &mut thread,
+                std::ptr::null(),
+                thread_main,
+                std::ptr::null_mut(),
+            )
         };
         assert_eq!(rc, 0);
         // SAFETY: `thread` was created above and is joined once.
         unsafe { libc::pthread_join(thread, std::ptr::null_mut()) };
         unreachable!();
     }
-    let out = run_in_child("overflow_in_a_coroutine_on_a_thread_rust_did_not_start_is_caught", &[]);
+    let out = run_in_child(
+        "overflow_in_a_coroutine_on_a_thread_rust_did_not_start_is_caught",
+        &[],
+    );
     assert_coroutine_overflow(&out, "foreign-thread", 64);
 }
 
@@ -180,7 +208,10 @@ fn a_fault_that_is_not_an_overflow_still_kills_with_sigsegv() {
         co.resume(());
         unreachable!();
     }
-    let out = run_in_child("a_fault_that_is_not_an_overflow_still_kills_with_sigsegv", &[]);
+    let out = run_in_child(
+        "a_fault_that_is_not_an_overflow_still_kills_with_sigsegv",
+        &[],
+    );
     let err = stderr(&out);
     assert!(!err.contains("overflowed"), "{err}");
     assert_eq!(signal(&out), Some(libc::SIGSEGV), "{err}");

@@ -8,7 +8,10 @@ use corio_context::coroutine::{Builder, Coroutine, CoroutineResult, Yielder};
 use corio_context::stack::{self, GuardKind};
 
 fn maps() -> usize {
-    std::fs::read_to_string("/proc/self/maps").unwrap().lines().count()
+    std::fs::read_to_string("/proc/self/maps")
+        .unwrap()
+        .lines()
+        .count()
 }
 
 fn rss_bytes() -> usize {
@@ -19,7 +22,10 @@ fn rss_bytes() -> usize {
 
 fn kernel_at_least(major: u32, minor: u32) -> bool {
     let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
-    let mut parts = release.trim().split(['.', '-']).map(|p| p.parse::<u32>().unwrap_or(0));
+    let mut parts = release
+        .trim()
+        .split(['.', '-'])
+        .map(|p| p.parse::<u32>().unwrap_or(0));
     let (a, b) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
     (a, b) >= (major, minor)
 }
@@ -62,11 +68,17 @@ fn ten_thousand_suspended_coroutines_add_few_mappings() {
 fn mprotect_guards_stop_at_max_map_count_with_an_error_naming_it() {
     if child_case("mprotect_guards_stop_at_max_map_count_with_an_error_naming_it") {
         assert_eq!(stack::guard_kind(), GuardKind::Mprotect);
-        let max: usize =
-            std::fs::read_to_string("/proc/sys/vm/max_map_count").unwrap().trim().parse().unwrap();
+        let max: usize = std::fs::read_to_string("/proc/sys/vm/max_map_count")
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
         let mut live = Vec::new();
         let err = loop {
-            match Builder::new().stack_size(16 << 10).build::<(), (), (), _>(|_, ()| {}) {
+            match Builder::new()
+                .stack_size(16 << 10)
+                .build::<(), (), (), _>(|_, ()| {})
+            {
                 Ok(co) => live.push(co),
                 Err(e) => break e,
             }
@@ -83,7 +95,10 @@ fn mprotect_guards_stop_at_max_map_count_with_an_error_naming_it() {
         let mut co = live.pop().unwrap();
         assert_eq!(co.resume(()), CoroutineResult::Return(()));
         drop(co);
-        let mut again = Builder::new().stack_size(16 << 10).build::<(), (), (), _>(|_, ()| {}).unwrap();
+        let mut again = Builder::new()
+            .stack_size(16 << 10)
+            .build::<(), (), (), _>(|_, ()| {})
+            .unwrap();
         assert!(again.resume(()).is_return());
         eprintln!("mprotect guards ran out after {} stacks", live.len() + 1);
         return;
@@ -114,7 +129,10 @@ fn trimming_the_cache_gives_deep_stacks_memory_back() {
         let base = rss_bytes();
         let mut cos: Vec<Coroutine<(), (), u8>> = (0..N)
             .map(|_| {
-                Builder::new().stack_size(2 << 20).build(|_, ()| touch_stack(DEPTH)).unwrap()
+                Builder::new()
+                    .stack_size(2 << 20)
+                    .build(|_, ()| touch_stack(DEPTH))
+                    .unwrap()
             })
             .collect();
         for co in &mut cos {
@@ -122,7 +140,11 @@ fn trimming_the_cache_gives_deep_stacks_memory_back() {
         }
         drop(cos);
         let warm = rss_bytes();
-        assert!(warm - base >= N * DEPTH * 3 / 4, "pages were committed: {} MiB", (warm - base) >> 20);
+        assert!(
+            warm - base >= N * DEPTH * 3 / 4,
+            "pages were committed: {} MiB",
+            (warm - base) >> 20
+        );
         stack::trim_thread_cache();
         let trimmed = rss_bytes();
         assert!(
@@ -144,7 +166,12 @@ fn a_cache_overflow_releases_the_older_half() {
         const DEPTH: usize = 256 << 10;
         let base = rss_bytes();
         let mut cos: Vec<Coroutine<(), (), u8>> = (0..N)
-            .map(|_| Builder::new().stack_size(1 << 20).build(|_, ()| touch_stack(DEPTH)).unwrap())
+            .map(|_| {
+                Builder::new()
+                    .stack_size(1 << 20)
+                    .build(|_, ()| touch_stack(DEPTH))
+                    .unwrap()
+            })
             .collect();
         for co in &mut cos {
             assert!(co.resume(()).is_return());
@@ -169,24 +196,44 @@ fn a_cache_overflow_releases_the_older_half() {
 fn stacks_freed_on_another_thread_are_reused() {
     const SIZE: usize = 88 << 10; // used by no other test
     let cos: Vec<_> = (0..100)
-        .map(|_| Builder::new().stack_size(SIZE).build::<(), (), (), _>(|_, ()| {}).unwrap())
+        .map(|_| {
+            Builder::new()
+                .stack_size(SIZE)
+                .build::<(), (), (), _>(|_, ()| {})
+                .unwrap()
+        })
         .collect();
     let carved = stack::stats_for_size(SIZE).carved;
     // Coroutines are !Send, so a thread can only finish what it created; the slots go to
     // that thread's cache and, when it exits, back to the arena for everyone.
     std::thread::spawn(|| {
         let cos: Vec<_> = (0..200)
-            .map(|_| Builder::new().stack_size(SIZE).build::<(), (), (), _>(|_, ()| {}).unwrap())
+            .map(|_| {
+                Builder::new()
+                    .stack_size(SIZE)
+                    .build::<(), (), (), _>(|_, ()| {})
+                    .unwrap()
+            })
             .collect();
         drop(cos);
     })
     .join()
     .unwrap();
     let more: Vec<_> = (0..200)
-        .map(|_| Builder::new().stack_size(SIZE).build::<(), (), (), _>(|_, ()| {}).unwrap())
+        .map(|_| {
+            Builder::new()
+                .stack_size(SIZE)
+                .build::<(), (), (), _>(|_, ()| {})
+                .unwrap()
+        })
         .collect();
     let stats = stack::stats_for_size(SIZE);
-    assert!(stats.carved <= carved + 200 + 32, "carved {} after {}", stats.carved, carved);
+    assert!(
+        stats.carved <= carved + 200 + 32,
+        "carved {} after {}",
+        stats.carved,
+        carved
+    );
     assert_eq!(stats.in_use, 300);
     drop((cos, more));
     assert_eq!(stack::stats_for_size(SIZE).in_use, 0);

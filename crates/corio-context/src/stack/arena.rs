@@ -120,7 +120,9 @@ pub(crate) fn find_slot(addr: usize) -> Option<SlotHit> {
 fn publish_chunk(base: usize, len: usize, slot_size: usize, guard_size: usize) -> io::Result<()> {
     let index = CHUNK_COUNT.fetch_add(1, Ordering::AcqRel);
     if index >= MAX_CHUNKS {
-        return Err(io::Error::other("corio: the stack arena's chunk table is full"));
+        return Err(io::Error::other(
+            "corio: the stack arena's chunk table is full",
+        ));
     }
     let entry = &CHUNKS[index];
     entry.base.store(base, Ordering::Relaxed);
@@ -153,14 +155,20 @@ fn guards() -> &'static Guards {
         // each mprotect guard costs two mappings.
         let headroom = (max_map_count / 8).max(1024);
         let budget = max_map_count.saturating_sub(os::map_count() + headroom) / 2;
-        Guards { mode, budget: AtomicUsize::new(budget), max_map_count }
+        Guards {
+            mode,
+            budget: AtomicUsize::new(budget),
+            max_map_count,
+        }
     })
 }
 
 /// Whether `MADV_GUARD_INSTALL` works here: tried once on a scratch page.
 fn probe_guard_install() -> bool {
     let page = os::page_size();
-    let Ok(addr) = os::reserve(page) else { return false };
+    let Ok(addr) = os::reserve(page) else {
+        return false;
+    };
     let ok = os::guard_install(&[(addr, page)]).is_ok();
     // SAFETY: the scratch page was mapped above and nothing refers to it.
     unsafe { libc::munmap(addr as *mut libc::c_void, page) };
@@ -301,11 +309,12 @@ impl SizeClass {
             }
             GuardMode::Mprotect => {
                 for (done, &base) in bases.iter().enumerate() {
-                    let budget = guards.budget.fetch_update(
-                        Ordering::Relaxed,
-                        Ordering::Relaxed,
-                        |b| b.checked_sub(1),
-                    );
+                    let budget =
+                        guards
+                            .budget
+                            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |b| {
+                                b.checked_sub(1)
+                            });
                     let result = match budget {
                         Ok(_) => os::guard_mprotect(base, self.guard_size),
                         Err(_) => Err(io::Error::from_raw_os_error(libc::ENOMEM)),
@@ -333,8 +342,18 @@ impl SizeClass {
         let (warm, cold) = tops.split_at(room.min(tops.len()));
         let ranges: Vec<(usize, usize)> = warm
             .iter()
-            .map(|&top| (top - self.slot_size + self.guard_size, self.slot_size - self.guard_size - page))
-            .chain(cold.iter().map(|&top| (top - self.slot_size + self.guard_size, self.slot_size - self.guard_size)))
+            .map(|&top| {
+                (
+                    top - self.slot_size + self.guard_size,
+                    self.slot_size - self.guard_size - page,
+                )
+            })
+            .chain(cold.iter().map(|&top| {
+                (
+                    top - self.slot_size + self.guard_size,
+                    self.slot_size - self.guard_size,
+                )
+            }))
             .collect();
         // Releasing can only fail on a range that is not ours; ours are. If it ever did, the
         // slots would merely keep their pages.

@@ -37,9 +37,9 @@ use std::io;
 use std::panic::Location;
 use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
+use self::arena::SizeClass;
 pub(crate) use self::arena::find_slot;
 pub(crate) use self::os::page_size;
-use self::arena::SizeClass;
 
 /// The stack size a coroutine gets when none is asked for: 256 KiB.
 ///
@@ -120,7 +120,11 @@ impl Stack {
         let (stack_size, slot_size) = slot_geometry(size)?;
         let (class, top, rotation) = pool::alloc(stack_size, slot_size)?;
         let offset = (rotation % ROTATION_STEPS) * ROTATION_STEP;
-        Ok(Stack { class, top, start: top - HEADER_SIZE - offset })
+        Ok(Stack {
+            class,
+            top,
+            start: top - HEADER_SIZE - offset,
+        })
     }
 
     /// The slot's header.
@@ -212,7 +216,9 @@ pub fn stats() -> StackStats {
 /// that size was ever created. The same caveat as for [`stats`] applies.
 pub fn stats_for_size(size: usize) -> StackStats {
     let mut stats = StackStats::default();
-    let Ok((_, slot_size)) = slot_geometry(size) else { return stats };
+    let Ok((_, slot_size)) = slot_geometry(size) else {
+        return stats;
+    };
     SizeClass::for_each(|class| {
         if class.slot_size == slot_size {
             stats.carved = class.carved.load(Ordering::Relaxed);

@@ -124,7 +124,10 @@ fn advise(ranges: &[(usize, usize)], advice: libc::c_int) -> io::Result<()> {
 fn process_madvise(ranges: &[(usize, usize)], advice: libc::c_int) -> io::Result<usize> {
     let iov: Vec<libc::iovec> = ranges
         .iter()
-        .map(|&(addr, len)| libc::iovec { iov_base: addr as *mut libc::c_void, iov_len: len })
+        .map(|&(addr, len)| libc::iovec {
+            iov_base: addr as *mut libc::c_void,
+            iov_len: len,
+        })
         .collect();
     // SAFETY: `iov` describes ranges in reservations of ours; the kernel only reads the array.
     let r = unsafe {
@@ -163,5 +166,7 @@ pub(crate) fn max_map_count() -> usize {
 
 /// Counts this process's mappings (lines of `/proc/self/maps`).
 pub(crate) fn map_count() -> usize {
-    std::fs::read("/proc/self/maps").map(|b| b.iter().filter(|&&c| c == b'\n').count()).unwrap_or(0)
+    std::fs::read("/proc/self/maps")
+        .map(|b| b.iter().filter(|&&c| c == b'\n').count())
+        .unwrap_or(0)
 }

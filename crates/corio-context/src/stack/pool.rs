@@ -55,7 +55,11 @@ impl ThreadCache {
     /// The cache for slots of `slot_size` bytes, created on first use.
     fn class(&mut self, stack_size: usize, slot_size: usize) -> &mut ClassCache {
         // A linear scan: a thread rarely uses more than one or two stack sizes.
-        match self.classes.iter().position(|c| c.class.slot_size == slot_size) {
+        match self
+            .classes
+            .iter()
+            .position(|c| c.class.slot_size == slot_size)
+        {
             Some(i) => &mut self.classes[i],
             None => self.add_class(SizeClass::get(stack_size, slot_size)),
         }
@@ -64,8 +68,15 @@ impl ThreadCache {
     #[cold]
     fn add_class(&mut self, class: &'static SizeClass) -> &mut ClassCache {
         let published = Arc::new(AtomicUsize::new(0));
-        PUBLISHED.lock().unwrap_or_else(|e| e.into_inner()).push((class, published.clone()));
-        self.classes.push(ClassCache { class, slots: Vec::with_capacity(CACHE_CAP), published });
+        PUBLISHED
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((class, published.clone()));
+        self.classes.push(ClassCache {
+            class,
+            slots: Vec::with_capacity(CACHE_CAP),
+            published,
+        });
         self.classes.last_mut().expect("just pushed")
     }
 }
@@ -125,7 +136,10 @@ pub(crate) fn alloc(
 #[cold]
 fn alloc_slow(local: &mut ClassCache) -> io::Result<usize> {
     local.class.refill(&mut local.slots, REFILL)?;
-    let top = local.slots.pop().expect("refill adds at least one slot or fails");
+    let top = local
+        .slots
+        .pop()
+        .expect("refill adds at least one slot or fails");
     local.publish();
     Ok(top)
 }

@@ -20,7 +20,8 @@ pub fn child_case(name: &str) -> bool {
 pub fn run_in_child(name: &str, env: &[(&str, &str)]) -> Output {
     let exe = std::env::current_exe().expect("test binary path");
     let mut cmd = Command::new(exe);
-    cmd.args([name, "--exact", "--nocapture", "--test-threads=1"]).env(CHILD_ENV, name);
+    cmd.args([name, "--exact", "--nocapture", "--test-threads=1"])
+        .env(CHILD_ENV, name);
     cmd.env_remove("RUST_BACKTRACE");
     for (k, v) in env {
         cmd.env(k, v);
