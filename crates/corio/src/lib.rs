@@ -3,5 +3,8 @@
 //! The runtime is being built; today this crate re-exports the bare mechanism of
 //! [`corio_context`]: stackful coroutines with their own guarded stacks.
 
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(missing_docs, clippy::undocumented_unsafe_blocks)]
+
 pub use corio_context::coroutine;
 pub use corio_context::stack;
