@@ -8,3 +8,13 @@
 
 pub use corio_context::coroutine;
 pub use corio_context::stack;
+
+// Module tree (being filled in; helpers add their files under these).
+#[allow(dead_code)]
+mod loom;
+#[allow(dead_code)]
+pub(crate) mod runtime;
+#[allow(dead_code)]
+pub(crate) mod sync;
+#[allow(dead_code)]
+pub(crate) mod time;

@@ -1,0 +1,3 @@
+//! The runtime: schedulers, workers, sysmon.
+
+pub(crate) mod sched;

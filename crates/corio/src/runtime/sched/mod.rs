@@ -1,0 +1,4 @@
+//! The GMP scheduler.
+
+pub(crate) mod inject;
+pub(crate) mod queue;

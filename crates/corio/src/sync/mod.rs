@@ -1,0 +1,3 @@
+//! Synchronisation primitives.
+
+pub(crate) mod atomic_waker;

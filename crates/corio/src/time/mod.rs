@@ -1,0 +1,3 @@
+//! Timers.
+
+pub(crate) mod heap;
