@@ -48,6 +48,7 @@ use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
 use std::panic::{AssertUnwindSafe, Location, catch_unwind, resume_unwind};
 use std::ptr;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::arch::{self, StackPointer};
@@ -156,7 +157,7 @@ pub struct Coroutine<Input, Yield, Return> {
     /// The stack slot; `None` once finished.
     stack: Option<Stack>,
     id: u64,
-    name: Option<Box<str>>,
+    name: Option<Arc<str>>,
     /// `Input` flows in and `Yield`/`Return` flow out.
     _values: PhantomData<fn(Input) -> CoroutineResult<Yield, Return>>,
     /// Makes the type `!Send + !Sync` (see the module docs).
@@ -169,6 +170,8 @@ pub struct Coroutine<Input, Yield, Return> {
 /// the coroutine, nor another thread see it (it is `!Send + !Sync`).
 pub struct Yielder<Input, Yield> {
     link: *mut usize,
+    /// The lowest usable address of the coroutine's stack.
+    limit: usize,
     /// Set once the coroutine is being unwound by its owner's drop.
     unwinding: Cell<bool>,
     _marker: PhantomData<fn(Yield) -> Input>,
@@ -190,8 +193,9 @@ pub struct Yielder<Input, Yield> {
 #[derive(Debug, Default)]
 #[must_use = "a Builder does nothing until `build` is called"]
 pub struct Builder {
-    name: Option<String>,
+    name: Option<Arc<str>>,
     stack_size: Option<usize>,
+    id: Option<u64>,
 }
 
 impl Builder {
@@ -201,7 +205,7 @@ impl Builder {
     }
 
     /// Names the coroutine; the name appears in the stack-overflow message.
-    pub fn name(mut self, name: impl Into<String>) -> Builder {
+    pub fn name(mut self, name: impl Into<Arc<str>>) -> Builder {
         self.name = Some(name.into());
         self
     }
@@ -210,6 +214,14 @@ impl Builder {
     /// [`MIN_STACK_SIZE`](crate::stack::MIN_STACK_SIZE). Pages are committed only when touched.
     pub fn stack_size(mut self, size: usize) -> Builder {
         self.stack_size = Some(size);
+        self
+    }
+
+    /// Gives the coroutine an id from [`next_id`] instead of a fresh one (a scheduler that
+    /// numbers its tasks from the same counter uses this so both agree).
+    #[doc(hidden)]
+    pub fn id(mut self, id: u64) -> Builder {
+        self.id = Some(id);
         self
     }
 
@@ -230,7 +242,7 @@ impl Builder {
     {
         let location = Location::caller();
         let stack = Stack::new(self.stack_size.unwrap_or(DEFAULT_STACK_SIZE))?;
-        Coroutine::on_stack(stack, self.name.map(String::into_boxed_str), location, f)
+        Coroutine::on_stack(stack, self.name, self.id, location, f)
     }
 }
 
@@ -278,14 +290,16 @@ impl<Input, Yield, Return> Coroutine<Input, Yield, Return> {
     /// Moves `f` to the top of `stack` and lays out the entry frame.
     fn on_stack<F>(
         stack: Stack,
-        name: Option<Box<str>>,
+        name: Option<Arc<str>>,
+        id: Option<u64>,
         location: &'static Location<'static>,
         f: F,
     ) -> io::Result<Self>
     where
         F: FnOnce(&Yielder<Input, Yield>, Input) -> Return + 'static,
     {
-        let obj = (stack.start() - size_of::<F>()) & !(align_of::<F>() - 1);
+        let start = Start { f, limit: stack.limit() };
+        let obj = (stack.start() - size_of::<Start<F>>()) & !(align_of::<Start<F>>() - 1);
         let base = obj & !(arch::STACK_ALIGNMENT - 1);
         // The closure and the entry frame must leave the coroutine most of its stack.
         if base < stack.limit() + stack.size() / 2 {
@@ -298,7 +312,7 @@ impl<Input, Yield, Return> Coroutine<Input, Yield, Return> {
                 ),
             ));
         }
-        let id = next_id();
+        let id = id.unwrap_or_else(next_id);
         let header = stack.header();
         header.id.store(id, Ordering::Relaxed);
         let (name_ptr, name_len) = match &name {
@@ -311,11 +325,11 @@ impl<Input, Yield, Return> Coroutine<Input, Yield, Return> {
             .location
             .store(ptr::from_ref(location).cast_mut(), Ordering::Relaxed);
         header.stack_size.store(stack.size(), Ordering::Relaxed);
-        // SAFETY: `obj..obj + size_of::<F>()` lies below the slot's header, inside the slot we
-        // own, suitably aligned; the entry function reads it exactly once. `base` is 16-byte
-        // aligned with the init frame's 32 bytes free below it.
+        // SAFETY: `obj..obj + size_of::<Start<F>>()` lies below the slot's header, inside the
+        // slot we own, suitably aligned; the entry function reads it exactly once. `base` is
+        // 16-byte aligned with the init frame's 32 bytes free below it.
         let (sp, link) = unsafe {
-            ptr::write(obj as *mut F, f);
+            ptr::write(obj as *mut Start<F>, start);
             arch::init_stack(base, entry::<F, Input, Yield, Return>, obj as *mut u8)
         };
         Ok(Coroutine {
@@ -501,6 +515,19 @@ impl<Input, Yield> Yielder<Input, Yield> {
     }
 }
 
+impl<Input, Yield> Yielder<Input, Yield> {
+    /// Whether the calling code runs on this yielder's coroutine stack (and not, say, on the
+    /// stack of another coroutine that this one resumed). Only then may it call
+    /// [`suspend`](Yielder::suspend) — a rule safe code cannot break, but code that reaches a
+    /// yielder through a raw pointer (as a scheduler does) should check.
+    #[inline]
+    pub fn is_on_own_stack(&self) -> bool {
+        let here = 0u8;
+        let sp = ptr::from_ref(&here) as usize;
+        self.limit <= sp && sp < self.link as usize
+    }
+}
+
 impl<Input, Yield> fmt::Debug for Yielder<Input, Yield> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Yielder").finish_non_exhaustive()
@@ -512,18 +539,24 @@ fn forced_unwind() -> ! {
     resume_unwind(Box::new(ForcedUnwind))
 }
 
+/// What `Coroutine::on_stack` writes at the top of a new stack for `entry` to read.
+struct Start<F> {
+    f: F,
+    limit: usize,
+}
+
 /// The first Rust code on a coroutine's stack: runs the closure, then leaves for good.
 ///
 /// # Safety
 ///
 /// Called only by the trampoline of a stack laid out by `Coroutine::on_stack::<F, ..>`: `obj`
-/// points to its `F`, and `arg` is 0 or points to an `Input` the resumer has given up.
+/// points to its `Start<F>`, and `arg` is 0 or points to an `Input` the resumer has given up.
 unsafe extern "C" fn entry<F, Input, Yield, Return>(arg: usize, link: *mut usize, obj: *mut u8) -> !
 where
     F: FnOnce(&Yielder<Input, Yield>, Input) -> Return,
 {
     // SAFETY: per this function's contract; both are read exactly once.
-    let f = unsafe { ptr::read(obj as *mut F) };
+    let Start { f, limit } = unsafe { ptr::read(obj as *mut Start<F>) };
     let finish = if arg == 0 {
         // Dropped before it ever ran: drop the closure, nothing else is on the stack.
         match catch_unwind(AssertUnwindSafe(move || drop(f))) {
@@ -535,6 +568,7 @@ where
         let input = unsafe { ptr::read(arg as *const Input) };
         let yielder = Yielder {
             link,
+            limit,
             unwinding: Cell::new(false),
             _marker: PhantomData,
         };

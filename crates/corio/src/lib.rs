@@ -1,20 +1,171 @@
-//! corio: Go-style concurrency for Rust.
+//! corio: Go-style concurrency for Rust — stackful coroutines and async tasks on one GMP
+//! scheduler.
 //!
-//! The runtime is being built; today this crate re-exports the bare mechanism of
-//! [`corio_context`]: stackful coroutines with their own guarded stacks.
+//! ```
+//! // A stackful main coroutine on the default runtime: blocking-style code that can spawn a
+//! // million cheap coroutines, and call async code without colouring its callers.
+//! let sum = corio::run(|| {
+//!     let handles: Vec<_> = (0..100u64).map(|i| corio::go(move || i)).collect();
+//!     let async_part = corio::block_on(async { corio::spawn(async { 50 }).await.unwrap() });
+//!     handles.into_iter().map(|h| h.join().unwrap()).sum::<u64>() + async_part
+//! });
+//! assert_eq!(sum, 4950 + 50);
+//! ```
+//!
+//! | | stackful coroutine | stackless task |
+//! |---|---|---|
+//! | spawn | [`go`]`(|| ..)`, [`Builder::spawn`] | [`spawn`]`(async { .. })`, [`Builder::spawn_async`] |
+//! | wait for a future | [`block_on`]`(fut)` (suspends the coroutine) | `fut.await` |
+//! | yield | [`yield_now`]`()` | [`yield_now_async`]`().await` |
+//! | sleep | [`sleep`]`(d)` | [`time::sleep_async`]`(d).await` |
+//! | join | `handle.join()` | `handle.await` |
+//! | moves between threads | only before it starts | at any `.await` |
+//!
+//! Both kinds share the [`JoinHandle`] type, the [`Runtime`] and its workers. `docs/` in the
+//! repository explains the scheduler and the stacks with measurements.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs, clippy::undocumented_unsafe_blocks)]
 
-pub use corio_context::coroutine;
-pub use corio_context::stack;
-
-// Module tree (being filled in; helpers add their files under these).
+mod block_on;
 #[allow(dead_code)]
 mod loom;
-#[allow(dead_code)]
 pub(crate) mod runtime;
 #[allow(dead_code)]
 pub(crate) mod sync;
-#[allow(dead_code)]
-pub(crate) mod time;
+pub(crate) mod task;
+pub mod time;
+
+use std::future::Future;
+use std::sync::Arc;
+
+pub use corio_context::coroutine;
+pub use corio_context::stack;
+
+pub use crate::block_on::{YieldNow, block_on, yield_now, yield_now_async};
+pub use crate::runtime::{Builder as RuntimeBuilder, EnterGuard, Handle, Metrics, Runtime, blocking, spawn_blocking};
+pub use crate::runtime::TaskBuilder as Builder;
+pub use crate::task::{JoinError, JoinHandle};
+pub use crate::time::sleep;
+
+/// Spawns a stackful coroutine running `f` — blocking-style code with its own stack — on the
+/// current runtime (inside a task or `Runtime::block_on`), else on the default runtime.
+///
+/// The coroutine may be stolen by another worker until it first runs; from then on it stays
+/// on that worker's thread.
+///
+/// # Panics
+///
+/// If no stack can be had; [`Builder::spawn`] returns that as an error instead.
+///
+/// ```
+/// let rt = corio::Runtime::builder().workers(2).build().unwrap();
+/// let v = rt.run(|| corio::go(|| 6 * 7).join().unwrap());
+/// assert_eq!(v, 42);
+/// ```
+#[track_caller]
+pub fn go<F, T>(f: F) -> JoinHandle<T>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    match runtime::spawn_stackful(&runtime::current_or_default(), f, Builder::new()) {
+        Ok(handle) => handle,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+/// Spawns a stackless task (a future) on the current runtime, else on the default runtime.
+///
+/// ```
+/// let rt = corio::Runtime::builder().workers(2).build().unwrap();
+/// let v = rt.block_on(async { corio::spawn(async { 6 * 7 }).await.unwrap() });
+/// assert_eq!(v, 42);
+/// ```
+#[track_caller]
+pub fn spawn<F>(fut: F) -> JoinHandle<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    runtime::spawn_stackless(&runtime::current_or_default(), fut, None)
+}
+
+/// Runs `f` as the main stackful coroutine of the default runtime and waits for it, like a Go
+/// program's `main`. Workers: `CORIO_WORKERS`, else one per CPU.
+///
+/// # Panics
+///
+/// With `f`'s panic, or if called from inside a task.
+#[track_caller]
+pub fn run<F, T>(f: F) -> T
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    runtime::default_runtime().run(f)
+}
+
+/// The task (stackful coroutine or stackless task) that is running, as seen from inside it.
+#[derive(Clone, Debug)]
+pub struct Task {
+    id: u64,
+    name: Option<Arc<str>>,
+    stackful: bool,
+    location: &'static std::panic::Location<'static>,
+}
+
+impl Task {
+    /// Its process-unique id (the same as its `JoinHandle::id`).
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Its name, if it was spawned with one ([`Builder::name`]).
+    pub fn name(&self) -> Option<&str> {
+        self.name.as_deref()
+    }
+
+    /// Whether it is a stackful coroutine (else a stackless task).
+    pub fn is_stackful(&self) -> bool {
+        self.stackful
+    }
+
+    /// Where it was spawned.
+    pub fn location(&self) -> &'static std::panic::Location<'static> {
+        self.location
+    }
+}
+
+/// The running task.
+///
+/// # Panics
+///
+/// Outside a task; see [`try_current`].
+///
+/// ```
+/// let rt = corio::Runtime::builder().workers(1).build().unwrap();
+/// let (stackful, async_kind) = rt.run(|| {
+///     let a = corio::current().is_stackful();
+///     let b = corio::block_on(corio::spawn(async { corio::current().is_stackful() })).unwrap();
+///     (a, b)
+/// });
+/// assert!(stackful && !async_kind);
+/// assert!(corio::try_current().is_none());
+/// ```
+#[track_caller]
+pub fn current() -> Task {
+    try_current().expect("corio::current() called outside a corio task")
+}
+
+/// The running task, if this code runs inside one.
+pub fn try_current() -> Option<Task> {
+    runtime::context::current_task(|header| {
+        header.map(|h| Task {
+            id: h.id,
+            name: h.name.clone(),
+            stackful: matches!(h.kind, task::core::Kind::Stackful { .. }),
+            location: h.location,
+        })
+    })
+}

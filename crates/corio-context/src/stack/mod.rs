@@ -230,6 +230,28 @@ pub fn stats_for_size(size: usize) -> StackStats {
     stats
 }
 
+/// Checks that a stack of `size` bytes can be created (not above [`MAX_STACK_SIZE`]).
+///
+/// # Errors
+///
+/// `ErrorKind::InvalidInput` with a message naming the limit.
+pub fn validate_size(size: usize) -> io::Result<()> {
+    slot_geometry(size).map(|_| ())
+}
+
+/// Makes sure a stack of `size` bytes can be had on this thread right now: the thread's cache
+/// holds a free slot of that size, or the arena can provide one (which then goes to the cache).
+/// Nothing is taken: a scheduler that creates stacks lazily uses this to report exhaustion when
+/// a coroutine is spawned rather than when it first runs.
+///
+/// # Errors
+///
+/// As [`Builder::build`](crate::coroutine::Builder::build).
+pub fn ensure_available(size: usize) -> io::Result<()> {
+    let (stack_size, slot_size) = slot_geometry(size)?;
+    pool::ensure_available(stack_size, slot_size)
+}
+
 /// How this process makes guard pages (probed on first use; `CORIO_STACK_GUARD=mprotect`
 /// forces the fallback, for testing it).
 pub fn guard_kind() -> GuardKind {

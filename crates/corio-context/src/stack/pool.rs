@@ -133,6 +133,20 @@ pub(crate) fn alloc(
     }
 }
 
+/// See `stack::ensure_available`.
+pub(crate) fn ensure_available(stack_size: usize, slot_size: usize) -> io::Result<()> {
+    let checked = CACHE.try_with(|cache| {
+        let mut cache = cache.borrow_mut();
+        let local = cache.class(stack_size, slot_size);
+        if local.slots.is_empty() {
+            local.class.refill(&mut local.slots, REFILL)?;
+            local.publish();
+        }
+        Ok(())
+    });
+    checked.unwrap_or(Ok(()))
+}
+
 #[cold]
 fn alloc_slow(local: &mut ClassCache) -> io::Result<usize> {
     local.class.refill(&mut local.slots, REFILL)?;

@@ -1,3 +1,605 @@
-//! The runtime: schedulers, workers, sysmon.
+//! The runtime: a GMP scheduler for stackful coroutines and stackless futures.
+//!
+//! # G, M and P in corio
+//!
+//! The article's M:N model (Go's GMP) maps onto corio like this:
+//!
+//! - **G** is a task (`crate::task`): a future, or a coroutine with its own stack.
+//! - **M** is an OS thread running a worker loop (`worker.rs`).
+//! - **P** is what a worker owns to run Gs: a 256-slot local run queue that others may steal
+//!   from, a next-task slot, a queue of its pinned coroutines, a timer heap. In corio each
+//!   worker has one P for life; what Go does by moving a P to another M when its M blocks,
+//!   corio does by letting another M *steal* the blocked P's movable work (below).
+//!
+//! `workers(1)` is the article's 1:N model: one thread runs every coroutine. `workers(n)` is
+//! M:N.
+//!
+//! # Where a task goes when it becomes runnable (`Shared::schedule`)
+//!
+//! | the task | woken on its runtime's worker W | woken elsewhere |
+//! |---|---|---|
+//! | movable (a future, or a coroutine that has not started) | W's next-task slot (the task it displaces goes to W's run queue) | the global queue, then a parked worker is woken |
+//! | pinned (a started coroutine), home W | W's next-task slot | home's inbox, and the home is woken |
+//! | pinned, home H ≠ W | H's inbox, and H is woken | H's inbox, and H is woken |
+//! | re-queued after a yield | the back of W's run queue (or pinned queue) | — |
+//!
+//! A started coroutine never leaves its home thread: LLVM may keep a thread-local's address
+//! across the switch, and `!Send` values may sit on its stack (DESIGN.md, decision 2).
+//!
+//! # How a worker finds work (`worker.rs`)
+//!
+//! 1. Every 61st round, one task from the global queue first (Go's `schedtick % 61`), so
+//!    a busy worker cannot starve it.
+//! 2. The next-task slot, at most 3 times in a row (tokio's cap; a ping-pong pair would
+//!    otherwise starve the queue).
+//! 3. Its pinned queue and its run queue, alternately.
+//! 4. A batch from the global queue.
+//! 5. Searching: steal half of a random victim's run queue; run due timers of any worker. At
+//!    most half the busy workers search at once (`idle.rs`).
+//! 6. Park: at most one worker sleeps in the driver (`driver.rs`) until the nearest timer of
+//!    any worker; the others sleep on a futex. No timeouts otherwise: an idle runtime makes no
+//!    wake-ups.
+//!
+//! # When a coroutine hogs a worker or blocks it
+//!
+//! Rust has no safe points for signal-based preemption (DESIGN.md, decision 3). sysmon
+//! (`sysmon.rs`) watches every worker: one that has run the same task for 10 ms gets a
+//! preempt flag that the next runtime operation honours (the cooperative budget), and if
+//! movable work waits behind it — or behind a worker inside `corio::blocking` for more than a
+//! sysmon tick — sysmon wakes a parked worker, or starts a spare one, to steal that work. The
+//! hog itself is left alone and reported once.
 
+mod blocking;
+mod builder;
+pub(crate) mod context;
+mod driver;
+mod idle;
+mod owned;
+mod park;
 pub(crate) mod sched;
+mod spawn;
+mod sysmon;
+mod worker;
+
+use std::fmt;
+use std::future::Future;
+use std::io;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::thread::JoinHandle as ThreadHandle;
+use std::time::Instant;
+
+pub use self::blocking::{blocking, spawn_blocking};
+pub use self::builder::Builder;
+pub(crate) use self::spawn::{spawn_stackful, spawn_stackless};
+pub use self::spawn::TaskBuilder;
+
+use self::blocking::BlockingPool;
+use self::driver::Driver;
+use self::idle::Idle;
+use self::owned::OwnedTasks;
+use self::sched::inject::Inject;
+use self::sysmon::Sysmon;
+use self::worker::Remote;
+use crate::task::JoinHandle;
+use crate::task::core::{Header, Kind};
+use crate::task::raw::Notified;
+
+/// Settings fixed when the runtime is built.
+#[derive(Clone, Debug)]
+pub(crate) struct Config {
+    pub(crate) workers: usize,
+    pub(crate) spares: usize,
+    pub(crate) stack_size: usize,
+    pub(crate) thread_name: String,
+    pub(crate) max_blocking_threads: usize,
+    pub(crate) hog_report: bool,
+}
+
+/// Everything the workers, tasks and handles of one runtime share.
+pub(crate) struct Shared {
+    pub(crate) config: Config,
+    /// Per-worker parts others may touch: steal handle, inbox, timers, sysmon counters.
+    /// Indices `0..workers` are the regular workers, the rest are spares.
+    pub(crate) workers: Box<[Remote]>,
+    /// The global run queue (Go's `sched.runq`).
+    pub(crate) inject: Inject<Notified>,
+    pub(crate) idle: Idle,
+    pub(crate) owned: OwnedTasks,
+    pub(crate) driver: Driver,
+    pub(crate) blocking: BlockingPool,
+    pub(crate) sysmon: Sysmon,
+    pub(crate) shutdown: AtomicBool,
+    /// The runtime clock's origin: deadlines are nanoseconds since it.
+    pub(crate) epoch: Instant,
+    /// Worker threads, joined at shutdown.
+    threads: Mutex<Vec<ThreadHandle<()>>>,
+    pub(crate) metrics: Counters,
+}
+
+/// Runtime-wide counters (Relaxed; for `Runtime::metrics`).
+#[derive(Default)]
+pub(crate) struct Counters {
+    pub(crate) spawned: AtomicU64,
+    pub(crate) steals: AtomicU64,
+    pub(crate) parks: AtomicU64,
+    pub(crate) handoffs: AtomicU64,
+    pub(crate) spares_started: AtomicUsize,
+}
+
+impl Shared {
+    /// The runtime clock: nanoseconds since `epoch`.
+    #[inline]
+    pub(crate) fn now_ns(&self) -> u64 {
+        self.epoch.elapsed().as_nanos() as u64
+    }
+
+    pub(crate) fn is_shutdown(&self) -> bool {
+        self.shutdown.load(Ordering::Acquire)
+    }
+
+    /// A task was woken: queue it where it must run (see the table in the module docs).
+    pub(crate) fn schedule(self: &Arc<Self>, task: Notified) {
+        if task.header().kind == Kind::Blocking {
+            self.blocking.push(self, task);
+            return;
+        }
+        context::with_worker(|worker| match worker {
+            Some(w) if Arc::ptr_eq(w.shared(), self) => w.schedule_local(task, false),
+            _ => self.schedule_remote(task),
+        });
+    }
+
+    /// A task was woken while it ran (a yield): queue it behind the others.
+    pub(crate) fn yield_task(self: &Arc<Self>, task: Notified) {
+        if task.header().kind == Kind::Blocking {
+            self.blocking.push(self, task);
+            return;
+        }
+        context::with_worker(|worker| match worker {
+            Some(w) if Arc::ptr_eq(w.shared(), self) => w.schedule_local(task, true),
+            _ => self.schedule_remote(task),
+        });
+    }
+
+    /// Queues a task from a thread that is not one of this runtime's workers.
+    pub(crate) fn schedule_remote(&self, task: Notified) {
+        if let Some(home) = task.header().pinned_home() {
+            self.workers[home].push_inbox(task);
+            self.workers[home].unparker.unpark(&self.driver);
+            return;
+        }
+        match self.inject.push(task) {
+            Ok(()) => self.notify_work(),
+            // Shutting down: the task will be cancelled through the owned list.
+            Err(task) => drop(task),
+        }
+    }
+
+    /// New movable work appeared: wake a parked worker unless one is already searching.
+    pub(crate) fn notify_work(&self) {
+        // Pairs with the fence in `WorkerCtx::park`: either the parking worker sees the work
+        // or we see it parked.
+        std::sync::atomic::fence(Ordering::SeqCst);
+        if let Some(index) = self.idle.worker_to_notify() {
+            self.workers[index].unparker.unpark(&self.driver);
+        }
+    }
+
+    /// Removes a completed task from the owned list; true if the list's reference was
+    /// released to the caller (who drops it).
+    pub(crate) fn release(&self, header: &Header) -> bool {
+        match self.owned.remove(header) {
+            Some(task) => {
+                std::mem::forget(task);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The nearest timer deadline of any worker (`u64::MAX` if none).
+    pub(crate) fn next_timer(&self) -> u64 {
+        self.workers.iter().map(|w| w.next_timer.load(Ordering::SeqCst)).min().unwrap_or(u64::MAX)
+    }
+
+    /// A timer with `deadline` was added to worker `index`'s heap from this thread.
+    pub(crate) fn timer_added(&self, index: usize, deadline: u64) {
+        // SeqCst: pairs with the driver holder storing `until` before it re-reads the timers.
+        if self.driver.is_held() && self.driver.until.load(Ordering::SeqCst) > deadline {
+            self.driver.wake();
+        }
+        let on_owner = context::with_worker(|w| w.is_some_and(|w| w.index() == index && std::ptr::eq(w.shared().as_ref(), self)));
+        if !on_owner {
+            // The owner may be asleep on its futex, watching nothing: let it look.
+            self.workers[index].unparker.unpark(&self.driver);
+        }
+    }
+
+    /// Fires the due timers in worker `index`'s heap; returns how many fired.
+    pub(crate) fn fire_timers(&self, index: usize, now: u64) -> usize {
+        let remote = &self.workers[index];
+        if remote.next_timer.load(Ordering::SeqCst) > now {
+            return 0;
+        }
+        let mut fired = Vec::new();
+        {
+            let Ok(mut heap) = remote.timers.try_lock() else { return 0 };
+            while let Some(entry) = heap.pop_expired(now) {
+                fired.push(entry);
+            }
+            remote.next_timer.store(heap.next_deadline().unwrap_or(u64::MAX), Ordering::SeqCst);
+        }
+        let n = fired.len();
+        for entry in fired {
+            entry.fire();
+        }
+        n
+    }
+
+    /// Fires the due timers of every worker.
+    pub(crate) fn fire_all_timers(&self) -> usize {
+        let now = self.now_ns();
+        (0..self.workers.len()).map(|i| self.fire_timers(i, now)).sum()
+    }
+
+    /// Starts a spare worker (or wakes a started one) to steal work stuck behind a hog or a
+    /// blocking call. False if every spare is busy.
+    pub(crate) fn activate_spare(self: &Arc<Self>) -> bool {
+        for index in self.config.workers..self.workers.len() {
+            let remote = &self.workers[index];
+            if remote.active.swap(true, Ordering::AcqRel) {
+                continue;
+            }
+            if !remote.started.swap(true, Ordering::AcqRel) {
+                self.metrics.spares_started.fetch_add(1, Ordering::Relaxed);
+                if let Err(e) = self.start_worker(index) {
+                    remote.active.store(false, Ordering::Release);
+                    remote.started.store(false, Ordering::Release);
+                    eprintln!("corio: could not start a spare worker: {e}");
+                    return false;
+                }
+            } else {
+                remote.unparker.unpark(&self.driver);
+            }
+            return true;
+        }
+        false
+    }
+
+    fn start_worker(self: &Arc<Self>, index: usize) -> io::Result<()> {
+        let shared = self.clone();
+        let name = format!("{}-{index}", self.config.thread_name);
+        let thread = std::thread::Builder::new().name(name).spawn(move || worker::run(shared, index))?;
+        self.threads.lock().unwrap_or_else(|e| e.into_inner()).push(thread);
+        Ok(())
+    }
+}
+
+/// A corio runtime: worker threads, their queues, timers, sysmon and a blocking pool.
+///
+/// ```
+/// let rt = corio::Runtime::builder().workers(2).build().unwrap();
+///
+/// // A stackful main coroutine: blocking-style code, spawning more coroutines.
+/// let total = rt.run(|| {
+///     let a = corio::go(|| 40);
+///     let b = corio::spawn(async { 2 });
+///     a.join().unwrap() + b.join().unwrap()
+/// });
+/// assert_eq!(total, 42);
+///
+/// // A future, driven from this thread.
+/// assert_eq!(rt.block_on(async { corio::spawn(async { 7 }).await.unwrap() }), 7);
+/// ```
+///
+/// Dropping the runtime shuts it down: every task still alive is cancelled — futures are
+/// dropped, coroutines are unwound on their own threads so their destructors run — and the
+/// worker threads are joined.
+pub struct Runtime {
+    handle: Handle,
+}
+
+/// A cheap, clonable reference to a runtime, for spawning onto it from anywhere.
+#[derive(Clone)]
+pub struct Handle {
+    pub(crate) shared: Arc<Shared>,
+}
+
+impl Runtime {
+    /// A builder with the defaults (workers: `CORIO_WORKERS` or the number of CPUs).
+    pub fn builder() -> Builder {
+        Builder::new()
+    }
+
+    /// A runtime with the default settings.
+    ///
+    /// # Errors
+    ///
+    /// If the worker threads or the driver cannot be created.
+    pub fn new() -> io::Result<Runtime> {
+        Builder::new().build()
+    }
+
+    pub(crate) fn from_config(config: Config) -> io::Result<Runtime> {
+        let total = config.workers + config.spares;
+        let mut workers = Vec::with_capacity(total);
+        for index in 0..total {
+            workers.push(Remote::new(index >= config.workers));
+        }
+        let shared = Arc::new(Shared {
+            workers: workers.into_boxed_slice(),
+            inject: Inject::new(),
+            idle: Idle::new(config.workers),
+            owned: OwnedTasks::new(total),
+            driver: Driver::new()?,
+            blocking: BlockingPool::new(config.max_blocking_threads),
+            sysmon: Sysmon::new(),
+            shutdown: AtomicBool::new(false),
+            epoch: Instant::now(),
+            threads: Mutex::new(Vec::new()),
+            metrics: Counters::default(),
+            config,
+        });
+        for index in 0..shared.config.workers {
+            shared.workers[index].started.store(true, Ordering::Relaxed);
+            shared.workers[index].active.store(true, Ordering::Relaxed);
+            if let Err(e) = shared.start_worker(index) {
+                Handle { shared: shared.clone() }.shutdown_and_join();
+                return Err(e);
+            }
+        }
+        sysmon::start(&shared)?;
+        Ok(Runtime { handle: Handle { shared } })
+    }
+
+    /// A handle to this runtime.
+    pub fn handle(&self) -> &Handle {
+        &self.handle
+    }
+
+    /// Runs a future to completion on the calling thread (which is not one of the workers),
+    /// with this runtime entered, so that `corio::spawn`, `corio::go` and timers inside it use
+    /// this runtime. Tasks it spawns run on the workers.
+    ///
+    /// # Panics
+    ///
+    /// If called from inside a task (it would block a worker or a coroutine's thread).
+    #[track_caller]
+    pub fn block_on<F: Future>(&self, fut: F) -> F::Output {
+        if !matches!(context::here(), context::Here::Thread) || context::with_worker(|w| w.is_some()) {
+            panic!(
+                "corio: `Runtime::block_on` called from inside a task; use `corio::block_on` \
+                 (in a stackful coroutine) or `.await` (in an async task)"
+            );
+        }
+        let _enter = context::enter_runtime(self.handle.shared.clone());
+        crate::block_on::park_thread_on(fut)
+    }
+
+    /// Runs `f` as the main stackful coroutine on this runtime and waits for it, like Go's
+    /// `main`. A panic in `f` is resumed on the calling thread.
+    ///
+    /// # Panics
+    ///
+    /// If `f` panics (with its payload), or if called from inside a task.
+    #[track_caller]
+    pub fn run<F, T>(&self, f: F) -> T
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        let handle = self.handle.go(f);
+        match self.block_on(handle) {
+            Ok(v) => v,
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            Err(e) => panic!("corio: the main coroutine was cancelled ({e})"),
+        }
+    }
+
+    /// Spawns a stackless task (a future) on this runtime.
+    #[track_caller]
+    pub fn spawn<F>(&self, fut: F) -> JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        self.handle.spawn(fut)
+    }
+
+    /// Spawns a stackful coroutine on this runtime.
+    ///
+    /// # Panics
+    ///
+    /// If no stack can be had; see [`TaskBuilder::spawn`] for the fallible form.
+    #[track_caller]
+    pub fn go<F, T>(&self, f: F) -> JoinHandle<T>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        self.handle.go(f)
+    }
+
+    /// Makes this runtime the one `corio::spawn`/`corio::go` use on this thread until the
+    /// guard is dropped.
+    pub fn enter(&self) -> EnterGuard {
+        EnterGuard(context::enter_runtime(self.handle.shared.clone()))
+    }
+
+    /// A snapshot of the runtime's counters.
+    pub fn metrics(&self) -> Metrics {
+        self.handle.metrics()
+    }
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        let on_own_worker =
+            context::with_worker(|w| w.is_some_and(|w| Arc::ptr_eq(w.shared(), &self.handle.shared)));
+        if on_own_worker {
+            // Joining our own thread would deadlock; leave the threads to exit on their own.
+            self.handle.shared.begin_shutdown();
+            return;
+        }
+        self.handle.shutdown_and_join();
+    }
+}
+
+impl fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Runtime").field("workers", &self.handle.shared.config.workers).finish_non_exhaustive()
+    }
+}
+
+/// Returned by [`Runtime::enter`]; leaves the runtime when dropped.
+pub struct EnterGuard(#[allow(dead_code)] context::EnterGuard);
+
+impl fmt::Debug for EnterGuard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("EnterGuard")
+    }
+}
+
+impl Handle {
+    /// The runtime of the calling task, worker, or entered context.
+    ///
+    /// # Panics
+    ///
+    /// If there is none; see [`Handle::try_current`].
+    #[track_caller]
+    pub fn current() -> Handle {
+        Handle::try_current().expect(
+            "corio: no runtime here: call this inside a corio task, inside Runtime::block_on, \
+             or after Runtime::enter",
+        )
+    }
+
+    /// The runtime of the calling task, worker, or entered context, if any.
+    pub fn try_current() -> Option<Handle> {
+        context::current_shared().map(|shared| Handle { shared })
+    }
+
+    /// Spawns a stackless task.
+    #[track_caller]
+    pub fn spawn<F>(&self, fut: F) -> JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        spawn_stackless(&self.shared, fut, None)
+    }
+
+    /// Spawns a stackful coroutine with the runtime's default stack size.
+    ///
+    /// # Panics
+    ///
+    /// If no stack can be had (see [`TaskBuilder::spawn`]).
+    #[track_caller]
+    pub fn go<F, T>(&self, f: F) -> JoinHandle<T>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        match spawn_stackful(&self.shared, f, TaskBuilder::new()) {
+            Ok(handle) => handle,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    /// A snapshot of the runtime's counters.
+    pub fn metrics(&self) -> Metrics {
+        let shared = &self.shared;
+        let m = &shared.metrics;
+        Metrics {
+            workers: shared.config.workers,
+            spares_started: m.spares_started.load(Ordering::Relaxed),
+            live_tasks: shared.owned.len(),
+            spawned: m.spawned.load(Ordering::Relaxed),
+            steals: m.steals.load(Ordering::Relaxed),
+            parks: m.parks.load(Ordering::Relaxed),
+            handoffs: m.handoffs.load(Ordering::Relaxed),
+            global_queue: shared.inject.len(),
+            polls: shared.workers.iter().map(|w| w.ticks.load(Ordering::Relaxed)).sum(),
+            unparked_workers: shared.idle.num_unparked(),
+        }
+    }
+
+    fn shutdown_and_join(&self) {
+        let shared = &self.shared;
+        shared.begin_shutdown();
+        let threads = std::mem::take(&mut *shared.threads.lock().unwrap_or_else(|e| e.into_inner()));
+        for thread in threads {
+            let _ = thread.join();
+        }
+        // Whatever no worker took (movable tasks: futures and coroutines that never started)
+        // is cancelled here.
+        for task in shared.owned.close_and_take(|_| true) {
+            task.shutdown();
+        }
+        for remote in shared.workers.iter() {
+            remote.drain();
+        }
+        while let Some(task) = shared.inject.pop() {
+            drop(task);
+        }
+        shared.sysmon.stop();
+        shared.blocking.shutdown();
+    }
+}
+
+impl Shared {
+    fn begin_shutdown(&self) {
+        self.shutdown.store(true, Ordering::Release);
+        self.inject.close();
+        for remote in self.workers.iter() {
+            remote.unparker.unpark(&self.driver);
+        }
+        self.driver.wake();
+        self.sysmon.wake();
+    }
+}
+
+impl fmt::Debug for Handle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Handle").field("workers", &self.shared.config.workers).finish_non_exhaustive()
+    }
+}
+
+/// Counters of a runtime, read with [`Runtime::metrics`].
+#[derive(Clone, Debug, Default)]
+#[non_exhaustive]
+pub struct Metrics {
+    /// Worker threads (the P count, like `GOMAXPROCS`).
+    pub workers: usize,
+    /// Spare workers started by sysmon to take work stuck behind hogs or blocking calls.
+    pub spares_started: usize,
+    /// Tasks alive now (spawned and not finished).
+    pub live_tasks: usize,
+    /// Tasks spawned since the runtime started.
+    pub spawned: u64,
+    /// Successful steals (each moves half a run queue).
+    pub steals: u64,
+    /// Times a worker went to sleep.
+    pub parks: u64,
+    /// Times sysmon moved work away from a hogging or blocked worker.
+    pub handoffs: u64,
+    /// Tasks in the global queue now.
+    pub global_queue: usize,
+    /// Task polls (resumes, for coroutines) so far.
+    pub polls: u64,
+    /// Workers not asleep now.
+    pub unparked_workers: usize,
+}
+
+/// The process-wide runtime used by `corio::go`/`corio::spawn`/`corio::run` outside any
+/// other runtime. Built on first use with the default settings; lives until the process exits.
+pub(crate) fn default_runtime() -> &'static Runtime {
+    static DEFAULT: OnceLock<Runtime> = OnceLock::new();
+    DEFAULT.get_or_init(|| Runtime::new().unwrap_or_else(|e| panic!("corio: cannot start the default runtime: {e}")))
+}
+
+/// The runtime to spawn on from here: the current one, else the default.
+pub(crate) fn current_or_default() -> Arc<Shared> {
+    context::current_shared().unwrap_or_else(|| default_runtime().handle.shared.clone())
+}

@@ -1,3 +1,218 @@
-//! Timers.
+//! Time: sleeping, timeouts and intervals, in blocking style and as futures.
+//!
+//! Each operation comes twice, as every corio operation does: a blocking-style function for
+//! stackful coroutines and plain threads (`sleep`, `timeout`, `Interval::tick`) and an async
+//! one for stackless tasks (`sleep_async`, `timeout_async`, `Interval::tick_async`). The
+//! blocking form is the async one run by [`block_on`](crate::block_on): in a coroutine it
+//! suspends only the coroutine.
+//!
+//! Timers live in per-worker 4-ary heaps (Go's layout; `docs/scheduler.md` has the
+//! measurement that chose it over a timing wheel), fired by whoever looks for work on that
+//! worker, or by the worker sleeping in the driver until the nearest deadline.
 
+mod fallback;
 pub(crate) mod heap;
+mod sleep;
+
+use std::fmt;
+use std::future::{Future, IntoFuture};
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+pub use std::time::Instant;
+
+pub use self::sleep::Sleep;
+
+/// Blocks the calling coroutine (or thread) for `duration`.
+///
+/// In a stackful coroutine only the coroutine waits; its worker runs others meanwhile. On a
+/// plain thread the thread sleeps.
+///
+/// # Panics
+///
+/// Inside an async task (it would stall the worker): use [`sleep_async`] there.
+///
+/// ```
+/// use std::time::{Duration, Instant};
+///
+/// let rt = corio::Runtime::builder().workers(1).build().unwrap();
+/// let waited = rt.run(|| {
+///     let start = Instant::now();
+///     corio::sleep(Duration::from_millis(5));
+///     start.elapsed()
+/// });
+/// assert!(waited >= Duration::from_millis(5));
+/// ```
+#[track_caller]
+pub fn sleep(duration: Duration) {
+    sleep_until(Instant::now() + duration);
+}
+
+/// Blocks the calling coroutine (or thread) until `deadline`.
+///
+/// # Panics
+///
+/// Inside an async task: use [`sleep_until_async`] there.
+#[track_caller]
+pub fn sleep_until(deadline: Instant) {
+    match crate::runtime::context::here() {
+        crate::runtime::context::Here::Thread => {
+            let now = Instant::now();
+            if deadline > now {
+                std::thread::sleep(deadline - now);
+            }
+        }
+        _ => crate::block_on(Sleep::until(deadline)),
+    }
+}
+
+/// A future that completes after `duration`.
+pub fn sleep_async(duration: Duration) -> Sleep {
+    Sleep::until(Instant::now() + duration)
+}
+
+/// A future that completes at `deadline`.
+pub fn sleep_until_async(deadline: Instant) -> Sleep {
+    Sleep::until(deadline)
+}
+
+/// The error of a timeout that expired.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Elapsed(());
+
+impl fmt::Display for Elapsed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("deadline has elapsed")
+    }
+}
+
+impl std::error::Error for Elapsed {}
+
+impl From<Elapsed> for std::io::Error {
+    fn from(_: Elapsed) -> std::io::Error {
+        std::io::ErrorKind::TimedOut.into()
+    }
+}
+
+/// Waits for `fut` for at most `duration`, blocking-style. On expiry the future is dropped
+/// (cancelling what it waited for) and `Err(Elapsed)` is returned.
+///
+/// # Panics
+///
+/// Inside an async task: use [`timeout_async`] there.
+///
+/// ```
+/// use std::time::Duration;
+///
+/// let rt = corio::Runtime::builder().workers(1).build().unwrap();
+/// rt.run(|| {
+///     let slow = corio::time::sleep_async(Duration::from_secs(60));
+///     assert!(corio::time::timeout(Duration::from_millis(5), slow).is_err());
+///     assert_eq!(corio::time::timeout(Duration::from_secs(60), async { 1 }), Ok(1));
+/// });
+/// ```
+#[track_caller]
+pub fn timeout<F: IntoFuture>(duration: Duration, fut: F) -> Result<F::Output, Elapsed> {
+    crate::block_on(timeout_async(duration, fut))
+}
+
+/// A future that resolves to `fut`'s output, or to `Err(Elapsed)` after `duration`.
+pub fn timeout_async<F: IntoFuture>(duration: Duration, fut: F) -> Timeout<F::IntoFuture> {
+    Timeout { fut: fut.into_future(), sleep: sleep_async(duration) }
+}
+
+
+/// The future of [`timeout_async`].
+#[must_use = "futures do nothing unless polled"]
+#[derive(Debug)]
+pub struct Timeout<F> {
+    fut: F,
+    sleep: Sleep,
+}
+
+impl<F: Future> Future for Timeout<F> {
+    type Output = Result<F::Output, Elapsed>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        // SAFETY: `fut` is structurally pinned (never moved out; `Timeout` has no Drop that
+        // moves it); `sleep` is Unpin.
+        let this = unsafe { self.get_unchecked_mut() };
+        // SAFETY: as above.
+        if let Poll::Ready(v) = unsafe { Pin::new_unchecked(&mut this.fut) }.poll(cx) {
+            return Poll::Ready(Ok(v));
+        }
+        Pin::new(&mut this.sleep).poll(cx).map(|()| Err(Elapsed(())))
+    }
+}
+
+/// Ticks every `period`, the first tick at once (like Go's `time.Ticker`, and tokio's
+/// `interval`). A tick that comes late is not made up for by a burst: the next one is due a
+/// whole period after the missed deadline it skips to.
+///
+/// # Panics
+///
+/// If `period` is zero.
+///
+/// ```
+/// use std::time::Duration;
+///
+/// let rt = corio::Runtime::builder().workers(1).build().unwrap();
+/// rt.run(|| {
+///     let mut every = corio::time::interval(Duration::from_millis(2));
+///     for _ in 0..3 {
+///         every.tick();
+///     }
+/// });
+/// ```
+#[track_caller]
+pub fn interval(period: Duration) -> Interval {
+    assert!(!period.is_zero(), "corio: an interval's period must be positive");
+    Interval { period, next: Instant::now() }
+}
+
+/// See [`interval`].
+#[derive(Debug)]
+pub struct Interval {
+    period: Duration,
+    next: Instant,
+}
+
+impl Interval {
+    /// Waits for the next tick (blocking-style) and returns its scheduled instant.
+    ///
+    /// # Panics
+    ///
+    /// Inside an async task: use [`tick_async`](Interval::tick_async) there.
+    #[track_caller]
+    pub fn tick(&mut self) -> Instant {
+        let due = self.next;
+        sleep_until(due);
+        self.advance(due);
+        due
+    }
+
+    /// Waits for the next tick and returns its scheduled instant.
+    pub async fn tick_async(&mut self) -> Instant {
+        let due = self.next;
+        sleep_until_async(due).await;
+        self.advance(due);
+        due
+    }
+
+    fn advance(&mut self, due: Instant) {
+        let now = Instant::now();
+        let mut next = due + self.period;
+        if next <= now {
+            let behind = now - next;
+            let periods = behind.as_nanos() / self.period.as_nanos() + 1;
+            next += self.period * periods as u32;
+        }
+        self.next = next;
+    }
+
+    /// The period.
+    pub fn period(&self) -> Duration {
+        self.period
+    }
+}

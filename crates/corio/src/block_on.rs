@@ -1,0 +1,172 @@
+//! `block_on` and `yield_now`: the bridge between blocking-style code and futures.
+//!
+//! Every blocking operation in corio is a future; `block_on` is how blocking-style code waits
+//! for one, and it waits the right way for where it runs:
+//!
+//! | where | what `block_on(fut)` does |
+//! |---|---|
+//! | a stackful coroutine | polls `fut` with the task's waker; on `Pending` suspends the coroutine, and polls again when the task is resumed. Only the coroutine waits. |
+//! | a plain thread | polls `fut` with a waker that unparks the thread; parks between polls |
+//! | an async task | panics: blocking would stall the worker and every task queued on it; `.await` instead |
+
+use std::future::{Future, IntoFuture};
+use std::pin::{Pin, pin};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::{Context, Poll, Wake, Waker};
+use std::thread::Thread;
+
+use crate::runtime::context::{self, Here};
+
+/// Waits for a future, blocking-style: inside a stackful coroutine it suspends only that
+/// coroutine; on a plain thread it parks the thread.
+///
+/// This is how a coroutine calls async code without colouring its callers.
+///
+/// # Panics
+///
+/// Inside an async (stackless) task: `.await` the future there. Also on a runtime worker
+/// thread outside any task (from a destructor the scheduler runs), where parking would stall
+/// the worker.
+///
+/// ```
+/// let rt = corio::Runtime::builder().workers(1).build().unwrap();
+/// let v = rt.run(|| {
+///     // A plain function in a coroutine, calling async code:
+///     fn fetch() -> u32 {
+///         corio::block_on(async { corio::spawn(async { 21 }).await.unwrap() * 2 })
+///     }
+///     fetch()
+/// });
+/// assert_eq!(v, 42);
+///
+/// // On a plain thread it parks the thread:
+/// assert_eq!(corio::block_on(async { 5 }), 5);
+/// ```
+#[track_caller]
+pub fn block_on<F: IntoFuture>(fut: F) -> F::Output {
+    let fut = fut.into_future();
+    match context::here() {
+        Here::Stackful(ctx) => {
+            let mut fut = pin!(fut);
+            loop {
+                let mut cx = Context::from_waker(ctx.waker());
+                if let Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
+                    return v;
+                }
+                ctx.suspend();
+            }
+        }
+        Here::Stackless => panic!(
+            "corio::block_on (or a blocking-style call such as `join`, `sleep` or a channel \
+             `recv`) inside an async task would stall its worker: `.await` the future (or use the \
+             `_async` form) instead"
+        ),
+        Here::Thread => {
+            if context::with_worker(|w| w.is_some()) {
+                panic!("corio::block_on on a runtime worker thread outside any task would stall the worker");
+            }
+            park_thread_on(fut)
+        }
+    }
+}
+
+/// A waker that unparks one thread.
+struct ThreadWaker {
+    thread: Thread,
+    notified: AtomicBool,
+}
+
+impl Wake for ThreadWaker {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        // Release: pairs with the Acquire swap in `park_thread_on`.
+        if !self.notified.swap(true, Ordering::Release) {
+            self.thread.unpark();
+        }
+    }
+}
+
+/// Runs `fut` to completion on this thread, parking it between polls.
+pub(crate) fn park_thread_on<F: Future>(fut: F) -> F::Output {
+    let signal = Arc::new(ThreadWaker { thread: std::thread::current(), notified: AtomicBool::new(false) });
+    let waker = Waker::from(signal.clone());
+    let mut cx = Context::from_waker(&waker);
+    let mut fut = pin!(fut);
+    loop {
+        if let Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
+            return v;
+        }
+        while !signal.notified.swap(false, Ordering::Acquire) {
+            std::thread::park();
+        }
+    }
+}
+
+/// Lets the scheduler run other coroutines and tasks before this stackful coroutine continues
+/// (Go's `runtime.Gosched`). The coroutine goes to the back of its worker's queue.
+///
+/// # Panics
+///
+/// Outside a stackful coroutine: in an async task use [`yield_now_async`]`().await`; on a plain
+/// thread, `std::thread::yield_now()`.
+///
+/// ```
+/// use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+/// use std::sync::Arc;
+///
+/// let rt = corio::Runtime::builder().workers(1).build().unwrap();
+/// let order = rt.run(|| {
+///     let log = Arc::new(std::sync::Mutex::new(Vec::new()));
+///     let l = log.clone();
+///     let other = corio::go(move || l.lock().unwrap().push("other"));
+///     corio::yield_now(); // on one worker, the other coroutine runs now
+///     log.lock().unwrap().push("main");
+///     other.join().unwrap();
+///     let v = log.lock().unwrap().clone();
+///     v
+/// });
+/// assert_eq!(order, ["other", "main"]);
+/// ```
+#[track_caller]
+pub fn yield_now() {
+    match context::here() {
+        Here::Stackful(ctx) => {
+            ctx.waker().wake_by_ref();
+            ctx.suspend();
+        }
+        Here::Stackless => panic!("corio::yield_now() inside an async task: use `corio::yield_now_async().await`"),
+        Here::Thread => panic!(
+            "corio::yield_now() outside a corio coroutine: it yields a coroutine to the scheduler; \
+             a plain thread can call std::thread::yield_now()"
+        ),
+    }
+}
+
+/// Yields an async task to the scheduler once: it goes to the back of its worker's queue.
+pub fn yield_now_async() -> YieldNow {
+    YieldNow { yielded: false }
+}
+
+/// The future of [`yield_now_async`].
+#[must_use = "futures do nothing unless polled"]
+#[derive(Debug)]
+pub struct YieldNow {
+    yielded: bool,
+}
+
+impl Future for YieldNow {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if self.yielded {
+            return Poll::Ready(());
+        }
+        self.yielded = true;
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    }
+}

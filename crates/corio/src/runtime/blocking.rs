@@ -1,0 +1,153 @@
+//! Blocking work: `corio::blocking` (Go's entersyscall/exitsyscall) and the blocking pool
+//! (`corio::spawn_blocking`).
+//!
+//! `blocking(f)` runs `f` right where it is called — no thread hop, so a short call costs
+//! nothing — after flushing the worker's next-task slot into its run queue and telling sysmon
+//! that the worker is blocked. If `f` outlasts a sysmon tick while work waits on that worker,
+//! sysmon wakes (or starts) another worker to steal it. The coroutine that called `blocking`
+//! stays on its thread, as every started coroutine does.
+//!
+//! `spawn_blocking(f)` runs `f` on a pool of threads that grows on demand up to
+//! `max_blocking_threads` (512 by default, as tokio) and shrinks after 10 s idle; it returns a
+//! `JoinHandle` like any task.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+
+use super::{Shared, context};
+use crate::task::JoinHandle;
+use crate::task::raw::Notified;
+
+/// How long an idle pool thread waits for work before exiting (tokio's default).
+const KEEP_ALIVE: Duration = Duration::from_secs(10);
+
+pub(crate) struct BlockingPool {
+    state: Mutex<PoolState>,
+    condvar: Condvar,
+    max_threads: usize,
+    shutdown: AtomicBool,
+}
+
+struct PoolState {
+    queue: VecDeque<Notified>,
+    threads: usize,
+    idle: usize,
+}
+
+impl BlockingPool {
+    pub(crate) fn new(max_threads: usize) -> BlockingPool {
+        BlockingPool {
+            state: Mutex::new(PoolState { queue: VecDeque::new(), threads: 0, idle: 0 }),
+            condvar: Condvar::new(),
+            max_threads: max_threads.max(1),
+            shutdown: AtomicBool::new(false),
+        }
+    }
+
+    /// Queues a blocking task, starting a thread if none is idle.
+    pub(crate) fn push(&self, shared: &Arc<Shared>, task: Notified) {
+        if self.shutdown.load(Ordering::Acquire) {
+            drop(task); // cancelled through the owned list
+            return;
+        }
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.queue.push_back(task);
+        if state.idle > 0 {
+            state.idle -= 1;
+            drop(state);
+            self.condvar.notify_one();
+        } else if state.threads < self.max_threads {
+            state.threads += 1;
+            drop(state);
+            let shared = shared.clone();
+            let name = format!("{}-blocking", shared.config.thread_name);
+            let spawned = std::thread::Builder::new().name(name).spawn(move || pool_thread(shared));
+            if let Err(e) = spawned {
+                self.state.lock().unwrap_or_else(|e| e.into_inner()).threads -= 1;
+                eprintln!("corio: could not start a blocking-pool thread: {e}");
+            }
+        }
+    }
+
+    pub(crate) fn shutdown(&self) {
+        self.shutdown.store(true, Ordering::Release);
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.queue.clear();
+        drop(state);
+        self.condvar.notify_all();
+    }
+}
+
+fn pool_thread(shared: Arc<Shared>) {
+    let _enter = context::enter_runtime(shared.clone());
+    let pool = &shared.blocking;
+    let mut state = pool.state.lock().unwrap_or_else(|e| e.into_inner());
+    loop {
+        if let Some(task) = state.queue.pop_front() {
+            drop(state);
+            task.run();
+            state = pool.state.lock().unwrap_or_else(|e| e.into_inner());
+            continue;
+        }
+        if pool.shutdown.load(Ordering::Acquire) {
+            break;
+        }
+        state.idle += 1;
+        let (next, timeout) = pool.condvar.wait_timeout(state, KEEP_ALIVE).unwrap_or_else(|e| e.into_inner());
+        state = next;
+        if timeout.timed_out() && state.queue.is_empty() {
+            state.idle -= 1;
+            break;
+        }
+    }
+    state.threads -= 1;
+}
+
+/// Runs `f`, which may block the thread (a system call, a lock, a C library), telling the
+/// scheduler so.
+///
+/// Inside a task on a worker, work queued behind this task on the same worker is handed to
+/// other workers if `f` takes longer than a sysmon tick (20 µs to 10 ms); the calling
+/// coroutine itself continues on this thread when `f` returns. Elsewhere it just runs `f`.
+///
+/// ```
+/// let rt = corio::Runtime::builder().workers(2).build().unwrap();
+/// let len = rt.run(|| corio::blocking(|| std::fs::read("Cargo.toml").map(|b| b.len())).unwrap());
+/// assert!(len > 0);
+/// ```
+pub fn blocking<R>(f: impl FnOnce() -> R) -> R {
+    struct Exit;
+    impl Drop for Exit {
+        fn drop(&mut self) {
+            context::with_worker(|w| {
+                if let Some(w) = w {
+                    w.exit_blocking();
+                }
+            });
+        }
+    }
+    let on_worker = context::with_worker(|w| {
+        w.map(|w| w.enter_blocking()).is_some()
+    });
+    let _exit = on_worker.then_some(Exit);
+    f()
+}
+
+/// Runs `f` on the blocking pool of the current runtime (or the default one) and returns a
+/// handle to its result.
+///
+/// ```
+/// let rt = corio::Runtime::builder().workers(1).build().unwrap();
+/// let n = rt.block_on(async { corio::spawn_blocking(|| 6 * 7).await.unwrap() });
+/// assert_eq!(n, 42);
+/// ```
+#[track_caller]
+pub fn spawn_blocking<F, T>(f: F) -> JoinHandle<T>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    super::spawn::spawn_blocking_task(&super::current_or_default(), f)
+}

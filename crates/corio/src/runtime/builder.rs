@@ -1,0 +1,117 @@
+//! `Builder`: how many workers, how large the stacks, what to call the threads.
+
+use std::io;
+
+use super::{Config, Runtime};
+use corio_context::stack::DEFAULT_STACK_SIZE;
+
+/// Configures a [`Runtime`].
+///
+/// ```
+/// let rt = corio::Runtime::builder()
+///     .workers(1)               // the 1:N model: one thread runs every coroutine
+///     .stack_size(128 << 10)    // default stack of `corio::go` coroutines
+///     .thread_name("app")
+///     .build()
+///     .unwrap();
+/// assert_eq!(rt.metrics().workers, 1);
+/// ```
+#[derive(Debug, Clone)]
+pub struct Builder {
+    workers: Option<usize>,
+    stack_size: usize,
+    thread_name: String,
+    max_blocking_threads: usize,
+    hog_report: Option<bool>,
+}
+
+impl Default for Builder {
+    fn default() -> Builder {
+        Builder::new()
+    }
+}
+
+impl Builder {
+    /// The defaults: workers from `CORIO_WORKERS` or the CPU count, 256 KiB stacks, threads
+    /// named `corio-N`, up to 512 blocking-pool threads, hog reports on (`CORIO_HOG_REPORT=0`
+    /// turns them off).
+    pub fn new() -> Builder {
+        Builder {
+            workers: None,
+            stack_size: DEFAULT_STACK_SIZE,
+            thread_name: "corio".into(),
+            max_blocking_threads: 512,
+            hog_report: None,
+        }
+    }
+
+    /// The number of worker threads (Go's `GOMAXPROCS`). 1 is the 1:N model. Without it:
+    /// `CORIO_WORKERS`, else the number of CPUs.
+    pub fn workers(&mut self, n: usize) -> &mut Builder {
+        self.workers = Some(n);
+        self
+    }
+
+    /// The stack size of coroutines spawned without one (`corio::go`).
+    pub fn stack_size(&mut self, bytes: usize) -> &mut Builder {
+        self.stack_size = bytes;
+        self
+    }
+
+    /// The prefix of the runtime's thread names.
+    pub fn thread_name(&mut self, name: impl Into<String>) -> &mut Builder {
+        self.thread_name = name.into();
+        self
+    }
+
+    /// The most threads the blocking pool may run at once.
+    pub fn max_blocking_threads(&mut self, n: usize) -> &mut Builder {
+        self.max_blocking_threads = n;
+        self
+    }
+
+    /// Whether sysmon reports tasks that run a whole time slice without yielding.
+    pub fn hog_report(&mut self, on: bool) -> &mut Builder {
+        self.hog_report = Some(on);
+        self
+    }
+
+    /// Starts the runtime.
+    ///
+    /// # Errors
+    ///
+    /// `InvalidInput` for 0 workers, a `CORIO_WORKERS` that is not a positive number, or a
+    /// stack size above the maximum; an OS error if threads or the driver cannot be created.
+    pub fn build(&mut self) -> io::Result<Runtime> {
+        let workers = match self.workers {
+            Some(n) => n,
+            None => match std::env::var("CORIO_WORKERS") {
+                Ok(v) => v.trim().parse::<usize>().map_err(|_| {
+                    io::Error::new(
+                        io::ErrorKind::InvalidInput,
+                        format!("corio: CORIO_WORKERS={v:?} is not a positive number"),
+                    )
+                })?,
+                Err(_) => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            },
+        };
+        if workers == 0 || workers > 4096 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("corio: a runtime needs between 1 and 4096 workers, not {workers}"),
+            ));
+        }
+        corio_context::stack::validate_size(self.stack_size)?;
+        let hog_report = self
+            .hog_report
+            .unwrap_or_else(|| std::env::var("CORIO_HOG_REPORT").map_or(true, |v| v.trim() != "0"));
+        Runtime::from_config(Config {
+            workers,
+            spares: workers,
+            stack_size: self.stack_size,
+            thread_name: self.thread_name.clone(),
+            max_blocking_threads: self.max_blocking_threads,
+            hog_report,
+        })
+    }
+}

@@ -1,0 +1,149 @@
+//! Every live task, so that shutdown can find the ones no queue holds (those waiting for a
+//! waker) and cancel them.
+//!
+//! Intrusive doubly linked lists in shards, each behind a mutex: binding a task at spawn and
+//! releasing it at completion take one uncontended lock each. The shard is chosen by task id,
+//! so threads spawning concurrently mostly hit different shards.
+
+use std::ptr::NonNull;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::task::core::Header;
+use crate::task::raw::Task;
+
+pub(crate) struct OwnedTasks {
+    shards: Box<[Mutex<List>]>,
+    mask: usize,
+    closed: AtomicBool,
+}
+
+struct List {
+    head: Option<NonNull<Header>>,
+    len: usize,
+}
+
+// SAFETY: the list only holds pointers to tasks, which are Send and Sync through their
+// headers; the links are touched under the shard lock.
+unsafe impl Send for List {}
+
+impl OwnedTasks {
+    pub(crate) fn new(workers: usize) -> OwnedTasks {
+        let n = (workers * 4).next_power_of_two().max(4);
+        OwnedTasks {
+            shards: (0..n).map(|_| Mutex::new(List { head: None, len: 0 })).collect(),
+            mask: n - 1,
+            closed: AtomicBool::new(false),
+        }
+    }
+
+    fn shard(&self, index: usize) -> std::sync::MutexGuard<'_, List> {
+        self.shards[index].lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Adds a task; gives it back if the runtime is shutting down.
+    pub(crate) fn bind(&self, task: Task) -> Result<(), Task> {
+        let header = task.header();
+        let index = header.id as usize & self.mask;
+        header.shard.store(index, Ordering::Relaxed);
+        let mut list = self.shard(index);
+        // Checked under the lock: `close` sets the flag before it takes each shard's lock.
+        if self.closed.load(Ordering::SeqCst) {
+            return Err(task);
+        }
+        let ptr = task.header_ptr();
+        // SAFETY: the links of a task being bound are ours; the old head's are guarded by the
+        // lock we hold.
+        unsafe {
+            let links = &mut *header.owned.get();
+            links.prev = None;
+            links.next = list.head;
+            links.linked = true;
+            if let Some(head) = list.head {
+                (*head.as_ref().owned.get()).prev = Some(ptr);
+            }
+        }
+        list.head = Some(ptr);
+        list.len += 1;
+        std::mem::forget(task); // the list keeps its reference
+        Ok(())
+    }
+
+    /// Removes a task; returns the list's reference if the task was in the list.
+    pub(crate) fn remove(&self, header: &Header) -> Option<Task> {
+        let index = header.shard.load(Ordering::Relaxed);
+        let mut list = self.shard(index);
+        // SAFETY: links are guarded by the shard lock we hold.
+        unsafe { unlink(&mut list, NonNull::from(header)) }
+    }
+
+    /// Closes the list (later binds fail) and takes out every task that `take` accepts.
+    pub(crate) fn close_and_take(&self, mut take: impl FnMut(&Header) -> bool) -> Vec<Task> {
+        self.closed.store(true, Ordering::SeqCst);
+        let mut out = Vec::new();
+        for index in 0..self.shards.len() {
+            let mut list = self.shard(index);
+            let mut cursor = list.head;
+            while let Some(ptr) = cursor {
+                // SAFETY: a linked task is alive (the list holds a reference) and its links are
+                // guarded by the lock we hold.
+                let header = unsafe { ptr.as_ref() };
+                cursor = unsafe { (*header.owned.get()).next };
+                if take(header) {
+                    // SAFETY: as above.
+                    out.extend(unsafe { unlink(&mut list, ptr) });
+                }
+            }
+        }
+        out
+    }
+
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::SeqCst)
+    }
+
+    /// Tasks in the list.
+    pub(crate) fn len(&self) -> usize {
+        (0..self.shards.len()).map(|i| self.shard(i).len).sum()
+    }
+
+    /// Calls `f` on every live task, under each shard's lock in turn.
+    pub(crate) fn for_each(&self, mut f: impl FnMut(&Header)) {
+        for index in 0..self.shards.len() {
+            let list = self.shard(index);
+            let mut cursor = list.head;
+            while let Some(ptr) = cursor {
+                // SAFETY: as in `close_and_take`.
+                let header = unsafe { ptr.as_ref() };
+                f(header);
+                cursor = unsafe { (*header.owned.get()).next };
+            }
+        }
+    }
+}
+
+/// # Safety
+/// The caller holds the lock of the shard `list` is, and `ptr` is a live task.
+unsafe fn unlink(list: &mut List, ptr: NonNull<Header>) -> Option<Task> {
+    // SAFETY: per the contract.
+    let links = unsafe { &mut *ptr.as_ref().owned.get() };
+    if !links.linked {
+        return None;
+    }
+    // SAFETY: neighbours are linked tasks of this shard, guarded by the same lock.
+    unsafe {
+        match links.prev {
+            Some(prev) => (*prev.as_ref().owned.get()).next = links.next,
+            None => list.head = links.next,
+        }
+        if let Some(next) = links.next {
+            (*next.as_ref().owned.get()).prev = links.prev;
+        }
+    }
+    links.prev = None;
+    links.next = None;
+    links.linked = false;
+    list.len -= 1;
+    // SAFETY: the list owned one reference, which we hand back.
+    Some(unsafe { Task::from_raw(ptr) })
+}

@@ -1,0 +1,136 @@
+//! Putting a worker to sleep and waking it, on a futex or inside the driver.
+//!
+//! A worker sleeps in one of two ways: on its own futex word, indefinitely, or — for at most
+//! one worker at a time — in the driver's `epoll_wait`, until the nearest timer (so an idle
+//! runtime with no timers makes no wake-ups at all). [`Unparker::unpark`] wakes it either way.
+//!
+//! # Protocol
+//!
+//! The word holds `EMPTY`, `PARKED` (on the futex), `PARKED_DRIVER`, or `NOTIFIED`.
+//!
+//! 1. `park`: CAS `EMPTY → PARKED`; if the word was `NOTIFIED`, consume it and return. Then
+//!    `futex_wait` while the word is `PARKED`, and consume `NOTIFIED`.
+//! 2. `park_driver`: CAS `EMPTY → PARKED_DRIVER` (or consume `NOTIFIED` and return), wait in
+//!    the driver, then swap the word back to `EMPTY`.
+//! 3. `unpark`: swap in `NOTIFIED`; if the old value was `PARKED`, `futex_wake`; if it was
+//!    `PARKED_DRIVER`, wake the driver (an `eventfd` write). A `NOTIFIED` left behind makes the
+//!    next park return at once: a wake-up is never lost, at worst one is spurious.
+
+use std::sync::atomic::AtomicU32;
+use std::sync::atomic::Ordering::{AcqRel, Acquire, Release};
+use std::time::Duration;
+
+use super::driver::Driver;
+
+const EMPTY: u32 = 0;
+const PARKED: u32 = 1;
+const PARKED_DRIVER: u32 = 2;
+const NOTIFIED: u32 = 3;
+
+/// One worker's sleep word.
+pub(crate) struct Unparker {
+    state: AtomicU32,
+}
+
+impl Unparker {
+    pub(crate) fn new() -> Unparker {
+        Unparker { state: AtomicU32::new(EMPTY) }
+    }
+
+    /// Sleeps on the futex until `unpark`. Only the owning worker calls this.
+    pub(crate) fn park(&self) {
+        // Acquire: pairs with the Release swap in `unpark`, so what the waker published before
+        // waking us is visible.
+        if self.state.compare_exchange(EMPTY, PARKED, Acquire, Acquire).is_err() {
+            self.state.store(EMPTY, Release); // it was NOTIFIED
+            return;
+        }
+        loop {
+            futex_wait(&self.state, PARKED);
+            if self.state.compare_exchange(NOTIFIED, EMPTY, Acquire, Acquire).is_ok() {
+                return;
+            }
+            // Spurious futex wake-up: sleep again.
+        }
+    }
+
+    /// Sleeps in the driver for at most `timeout` (forever if `None`), or until `unpark`.
+    pub(crate) fn park_driver(&self, driver: &Driver, timeout: Option<Duration>) {
+        if self.state.compare_exchange(EMPTY, PARKED_DRIVER, Acquire, Acquire).is_err() {
+            self.state.store(EMPTY, Release);
+            return;
+        }
+        driver.wait(timeout);
+        // Consume a NOTIFIED if one arrived; either way we are awake now.
+        self.state.swap(EMPTY, Acquire);
+    }
+
+    /// Wakes the worker, or makes its next park return at once.
+    pub(crate) fn unpark(&self, driver: &Driver) {
+        // AcqRel: release what we published before waking; acquire the parker's state.
+        match self.state.swap(NOTIFIED, AcqRel) {
+            PARKED => futex_wake(&self.state),
+            PARKED_DRIVER => driver.wake(),
+            _ => {}
+        }
+    }
+}
+
+fn futex_wait(word: &AtomicU32, expected: u32) {
+    // SAFETY: FUTEX_WAIT on a valid aligned u32 with no timeout; the kernel only reads it.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
+            expected,
+            std::ptr::null::<libc::timespec>(),
+        );
+    }
+}
+
+fn futex_wake(word: &AtomicU32) {
+    // SAFETY: FUTEX_WAKE on a valid aligned u32.
+    unsafe {
+        libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG, 1);
+    }
+}
+
+/// A one-waiter futex event with an optional timeout (sysmon's sleep).
+pub(crate) struct Event {
+    state: AtomicU32,
+}
+
+impl Event {
+    pub(crate) fn new() -> Event {
+        Event { state: AtomicU32::new(EMPTY) }
+    }
+
+    /// Waits until `notify` or the timeout; consumes the notification.
+    pub(crate) fn wait(&self, timeout: Option<Duration>) {
+        if self.state.compare_exchange(EMPTY, PARKED, Acquire, Acquire).is_ok() {
+            let ts = timeout.map(|d| libc::timespec {
+                tv_sec: d.as_secs() as libc::time_t,
+                tv_nsec: d.subsec_nanos() as libc::c_long,
+            });
+            let ts_ptr = ts.as_ref().map_or(std::ptr::null(), |t| t as *const libc::timespec);
+            // SAFETY: FUTEX_WAIT on a valid aligned u32 with a relative timeout or none.
+            unsafe {
+                libc::syscall(
+                    libc::SYS_futex,
+                    self.state.as_ptr(),
+                    libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
+                    PARKED,
+                    ts_ptr,
+                );
+            }
+        }
+        self.state.swap(EMPTY, Acquire);
+    }
+
+    pub(crate) fn notify(&self) {
+        if self.state.swap(NOTIFIED, AcqRel) == PARKED {
+            futex_wake(&self.state);
+        }
+    }
+}

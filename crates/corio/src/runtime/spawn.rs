@@ -1,0 +1,187 @@
+//! Creating tasks: `go` (stackful), `spawn` (stackless), and the task [`TaskBuilder`].
+
+use std::future::Future;
+use std::io;
+use std::panic::Location;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use super::Shared;
+use crate::task::JoinHandle;
+use crate::task::core::{Body, Cell, Kind};
+use crate::task::raw::{Notified, Task};
+use crate::task::stackful::{StackConfig, Stackful};
+use crate::task::stackless::Stackless;
+
+/// Configures a task before spawning it: name, stack size, migration.
+///
+/// `spawn` makes a stackful coroutine (blocking-style code); `spawn_async` a stackless task.
+///
+/// ```
+/// let rt = corio::Runtime::builder().workers(1).build().unwrap();
+/// let name = rt.run(|| {
+///     corio::Builder::new()
+///         .name("parser")
+///         .stack_size(64 << 10)
+///         .spawn(|| corio::current().name().unwrap().to_string())
+///         .unwrap()
+///         .join()
+///         .unwrap()
+/// });
+/// assert_eq!(name, "parser");
+/// ```
+#[derive(Debug, Default, Clone)]
+#[must_use = "a Builder does nothing until it spawns"]
+pub struct TaskBuilder {
+    pub(crate) name: Option<Arc<str>>,
+    pub(crate) stack_size: Option<usize>,
+    pub(crate) migratable: bool,
+}
+
+impl TaskBuilder {
+    /// A builder with no name and the runtime's default stack size.
+    pub fn new() -> TaskBuilder {
+        TaskBuilder::default()
+    }
+
+    /// Names the task (shown by `corio::current()`, sysmon's hog report, the stack-overflow
+    /// message and task dumps).
+    pub fn name(mut self, name: impl Into<Arc<str>>) -> TaskBuilder {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// The coroutine's stack size in bytes (stackful only; rounded up to pages, at least
+    /// [`MIN_STACK_SIZE`](crate::stack::MIN_STACK_SIZE)). Pages are committed only when
+    /// touched, so a large size costs address space, not memory.
+    pub fn stack_size(mut self, size: usize) -> TaskBuilder {
+        self.stack_size = Some(size);
+        self
+    }
+
+    /// Lets the scheduler move this coroutine to another worker thread even after it has
+    /// started.
+    ///
+    /// # Safety
+    ///
+    /// Every value on the coroutine's stack at every suspension point must be `Send`, and the
+    /// coroutine must not rely on the identity of its thread: no thread-local whose address is
+    /// taken before and used after a suspension (LLVM may cache it, llvm#98479), no
+    /// `MutexGuard` or other guard held across a suspension, no `Rc`/`RefCell` shared with
+    /// code that stays on the first thread.
+    pub unsafe fn migratable(mut self) -> TaskBuilder {
+        self.migratable = true;
+        self
+    }
+
+    /// Spawns a stackful coroutine running `f` on the current runtime (or the default one).
+    ///
+    /// # Errors
+    ///
+    /// If its stack cannot be had: a stack size above the maximum, the address space
+    /// exhausted, or `vm.max_map_count` reached on kernels that need `mprotect` guards. The
+    /// stack itself is taken when the coroutine first runs, on the worker that runs it; if
+    /// stacks run out between this check and then, the coroutine fails and its `JoinHandle`
+    /// returns a `JoinError` whose panic payload says why.
+    #[track_caller]
+    pub fn spawn<F, T>(self, f: F) -> io::Result<JoinHandle<T>>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        spawn_stackful(&super::current_or_default(), f, self)
+    }
+
+    /// Spawns a stackless task running `fut` on the current runtime (or the default one).
+    /// The stack size and `migratable` settings do not apply.
+    #[track_caller]
+    pub fn spawn_async<F>(self, fut: F) -> io::Result<JoinHandle<F::Output>>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        Ok(spawn_stackless(&super::current_or_default(), fut, self.name))
+    }
+}
+
+/// Spawns a stackless task on `shared`.
+#[track_caller]
+pub(crate) fn spawn_stackless<F>(shared: &Arc<Shared>, fut: F, name: Option<Arc<str>>) -> JoinHandle<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let id = corio_context::coroutine::next_id();
+    let location = Location::caller();
+    bind_and_schedule(shared, Stackless::Pending(fut), Kind::Stackless, id, name, location)
+}
+
+/// Spawns a stackful coroutine on `shared`.
+#[track_caller]
+pub(crate) fn spawn_stackful<F, T>(shared: &Arc<Shared>, f: F, builder: TaskBuilder) -> io::Result<JoinHandle<T>>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    let location = Location::caller();
+    let stack_size = builder.stack_size.unwrap_or(shared.config.stack_size);
+    // The stack is taken when the coroutine first runs (see `Stackful`); check now that one
+    // can be had, so that exhaustion is an error here rather than a failed task later.
+    corio_context::stack::ensure_available(stack_size)?;
+    let id = corio_context::coroutine::next_id();
+    let config = StackConfig { id, name: builder.name.clone(), stack_size };
+    let body = Stackful::new(f, config);
+    let kind = Kind::Stackful { migratable: builder.migratable };
+    Ok(bind_and_schedule(shared, body, kind, id, builder.name, location))
+}
+
+/// Spawns a closure on the blocking pool of `shared`.
+#[track_caller]
+pub(crate) fn spawn_blocking_task<F, T>(shared: &Arc<Shared>, f: F) -> JoinHandle<T>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    let id = corio_context::coroutine::next_id();
+    let location = Location::caller();
+    let body = crate::task::stackless::Blocking(Some(f));
+    bind_and_schedule(shared, body, Kind::Blocking, id, None, location)
+}
+
+fn bind_and_schedule<B: Body>(
+    shared: &Arc<Shared>,
+    body: B,
+    kind: Kind,
+    id: u64,
+    name: Option<Arc<str>>,
+    location: &'static Location<'static>,
+) -> JoinHandle<B::Output> {
+    let ptr = Cell::new(body, kind, id, shared.clone(), name, location);
+    // SAFETY: a new task has three references (see `state.rs`): one each for the list, the
+    // queue and the join handle.
+    let (task, notified, join) = unsafe { (Task::from_raw(ptr), Notified::from_raw(ptr), JoinHandle::from_raw(ptr)) };
+    shared.metrics.spawned.fetch_add(1, Ordering::Relaxed);
+    match shared.owned.bind(task) {
+        Ok(()) => match kind {
+            Kind::Blocking => shared.blocking.push(shared, notified),
+            _ => shared.schedule_spawned(notified),
+        },
+        Err(task) => {
+            // The runtime is shutting down: the task is cancelled without running.
+            drop(notified);
+            task.shutdown();
+        }
+    }
+    join
+}
+
+impl Shared {
+    /// A new task: onto this worker's run queue (stealable, unlike the next-task slot, so
+    /// that a fan-out spreads over idle workers at once), else the global queue.
+    fn schedule_spawned(self: &Arc<Self>, task: Notified) {
+        super::context::with_worker(|worker| match worker {
+            Some(w) if Arc::ptr_eq(w.shared(), self) => w.schedule_local(task, true),
+            _ => self.schedule_remote(task),
+        });
+    }
+}

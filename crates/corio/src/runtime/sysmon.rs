@@ -1,0 +1,225 @@
+//! sysmon: the thread that watches the workers (Go's `sysmon`).
+//!
+//! Every tick — 20 µs, doubling after 50 quiet ticks up to 10 ms, as Go's — it looks at each
+//! worker's task counter (`Remote::ticks`). A counter that has not moved since the previous
+//! tick while the worker is busy means one task has been running all that time:
+//!
+//! - after a 10 ms time slice (Go's `forcePreemptNS`), the worker's preempt flag is set; the
+//!   task's next runtime operation (a yield point, a channel, IO or timer call) yields;
+//! - if movable work waits behind it — in that worker's run queue, or in the global queue
+//!   with no worker free to take it — a parked worker is woken to steal it, or, when every
+//!   worker is busy, a spare worker is started (at most one per worker);
+//! - the hog is reported once on stderr (name, id, spawn location, how long), unless
+//!   `Builder::hog_report(false)` or `CORIO_HOG_REPORT=0`.
+//!
+//! A worker inside `corio::blocking` for longer than one tick with work waiting gets the same
+//! hand-off, without the report.
+//!
+//! When every worker is asleep, sysmon sleeps too, without a timeout, until a worker wakes it
+//! (`wake_if_sleeping`): an idle runtime costs no wake-ups (Go's sysmon does not, #18236).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use super::Shared;
+use super::park::Event;
+use super::worker::{STATUS_BLOCKING, STATUS_IDLE, STATUS_RUNNING};
+
+/// Go's `forcePreemptNS`.
+const TIME_SLICE: Duration = Duration::from_millis(10);
+/// How long a task must have run before the work behind it is handed to others: two slices,
+/// so that a task that merely ran one long slice (a burst of spawns, a big computation
+/// between yields) does not start threads (async-std's blocking detection added threads too
+/// eagerly and lost throughput under load).
+const HAND_OFF_AFTER: Duration = Duration::from_millis(20);
+/// How long before a hog is reported.
+const REPORT_AFTER: Duration = Duration::from_millis(50);
+const MIN_DELAY: Duration = Duration::from_micros(20);
+const MAX_DELAY: Duration = Duration::from_millis(10);
+/// Quiet ticks before the delay starts doubling (Go: 50).
+const QUIET_TICKS: u32 = 50;
+
+pub(crate) struct Sysmon {
+    event: Event,
+    sleeping: AtomicBool,
+    stop: AtomicBool,
+    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Sysmon {
+    pub(crate) fn new() -> Sysmon {
+        Sysmon {
+            event: Event::new(),
+            sleeping: AtomicBool::new(false),
+            stop: AtomicBool::new(false),
+            thread: Mutex::new(None),
+        }
+    }
+
+    /// Wakes sysmon if it sleeps because the runtime was idle.
+    #[inline]
+    pub(crate) fn wake_if_sleeping(&self) {
+        if self.sleeping.load(Ordering::SeqCst) {
+            self.event.notify();
+        }
+    }
+
+    pub(crate) fn wake(&self) {
+        self.event.notify();
+    }
+
+    pub(crate) fn stop(&self) {
+        self.stop.store(true, Ordering::SeqCst);
+        self.event.notify();
+        if let Some(thread) = self.thread.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// Starts sysmon for `shared`. It holds the runtime until `Sysmon::stop`.
+pub(crate) fn start(shared: &Arc<Shared>) -> std::io::Result<()> {
+    let shared_for_thread = shared.clone();
+    let name = format!("{}-sysmon", shared.config.thread_name);
+    let thread = std::thread::Builder::new().name(name).spawn(move || {
+        let shared = shared_for_thread;
+        let sysmon = &shared.sysmon;
+        let mut watch = Watch::default();
+        while !sysmon.stop.load(Ordering::SeqCst) {
+            if is_quiet(&shared) {
+                sysmon.sleeping.store(true, Ordering::SeqCst);
+                // Re-check after publishing `sleeping` (pairs with `wake_if_sleeping`).
+                if is_quiet(&shared) && !sysmon.stop.load(Ordering::SeqCst) {
+                    sysmon.event.wait(None);
+                    watch.delay = MIN_DELAY;
+                }
+                sysmon.sleeping.store(false, Ordering::SeqCst);
+                continue;
+            }
+            sysmon.event.wait(Some(watch.delay));
+            watch.tick(&shared);
+        }
+    })?;
+    *shared.sysmon.thread.lock().unwrap_or_else(|e| e.into_inner()) = Some(thread);
+    Ok(())
+}
+
+fn is_quiet(shared: &Shared) -> bool {
+    shared.workers.iter().all(|w| w.status.load(Ordering::SeqCst) == STATUS_IDLE)
+}
+
+/// What sysmon remembers between ticks.
+struct Watch {
+    delay: Duration,
+    quiet: u32,
+    seen: Vec<Seen>,
+}
+
+#[derive(Clone, Copy)]
+struct Seen {
+    ticks: u64,
+    since: Instant,
+    handled: bool,
+}
+
+impl Default for Watch {
+    fn default() -> Watch {
+        Watch { delay: MIN_DELAY, quiet: 0, seen: Vec::new() }
+    }
+}
+
+impl Watch {
+    fn tick(&mut self, shared: &Arc<Shared>) {
+        let now = Instant::now();
+        if self.seen.len() != shared.workers.len() {
+            self.seen = vec![Seen { ticks: u64::MAX, since: now, handled: false }; shared.workers.len()];
+        }
+        let mut acted = false;
+        for (index, remote) in shared.workers.iter().enumerate() {
+            let status = remote.status.load(Ordering::Acquire);
+            let ticks = remote.ticks.load(Ordering::Relaxed);
+            let seen = &mut self.seen[index];
+            if status == STATUS_IDLE || ticks != seen.ticks {
+                *seen = Seen { ticks, since: now, handled: false };
+                continue;
+            }
+            let stuck_for = now - seen.since;
+            let work_waiting = remote.has_stealable_work() || !shared.inject.is_empty();
+            match status {
+                STATUS_RUNNING if stuck_for >= TIME_SLICE => {
+                    remote.preempt.store(true, Ordering::Relaxed);
+                    if stuck_for >= REPORT_AFTER && !seen.handled {
+                        seen.handled = true;
+                        if shared.config.hog_report {
+                            report_hog(shared, index, stuck_for);
+                        }
+                    }
+                    if stuck_for >= HAND_OFF_AFTER && work_waiting {
+                        acted |= hand_off(shared);
+                    }
+                }
+                STATUS_BLOCKING if stuck_for >= self.delay.max(MIN_DELAY) && work_waiting => {
+                    acted |= hand_off(shared);
+                }
+                _ => {}
+            }
+        }
+        if acted {
+            self.quiet = 0;
+            self.delay = MIN_DELAY;
+        } else {
+            self.quiet += 1;
+            if self.quiet > QUIET_TICKS {
+                self.delay = (self.delay * 2).min(MAX_DELAY);
+            }
+        }
+    }
+}
+
+/// Gets someone to steal work stuck behind a hogging or blocked worker. Never with one
+/// worker: `workers(1)` promises a single thread (the 1:N model, with its known weakness).
+fn hand_off(shared: &Arc<Shared>) -> bool {
+    if shared.config.workers == 1 {
+        return false;
+    }
+    if shared.idle.num_searching() > 0 {
+        return false; // a searching worker will find it
+    }
+    if let Some(index) = shared.idle.worker_to_notify() {
+        shared.workers[index].unparker.unpark(&shared.driver);
+    } else if !shared.activate_spare() {
+        return false;
+    }
+    shared.metrics.handoffs.fetch_add(1, Ordering::Relaxed);
+    true
+}
+
+fn report_hog(shared: &Shared, index: usize, stuck_for: Duration) {
+    let remote = &shared.workers[index];
+    let id = remote.current_id.load(Ordering::Relaxed);
+    let location = remote.current_location.load(Ordering::Relaxed);
+    let mut name = None;
+    let mut stackful = false;
+    shared.owned.for_each(|h| {
+        if h.id == id {
+            name = h.name.clone();
+            stackful = matches!(h.kind, crate::task::core::Kind::Stackful { .. });
+        }
+    });
+    let kind = if stackful { "coroutine" } else { "task" };
+    let name = name.as_deref().unwrap_or("<unnamed>");
+    let at = if location.is_null() {
+        String::from("?")
+    } else {
+        // SAFETY: locations are `&'static Location`s.
+        unsafe { (*location).to_string() }
+    };
+    eprintln!(
+        "corio: {kind} '{name}' (id {id}, spawned at {at}) has run for {} ms on worker {index} \
+         without yielding; work queued behind it is moved to other workers \
+         (this report: Builder::hog_report(false) or CORIO_HOG_REPORT=0 turns it off)",
+        stuck_for.as_millis()
+    );
+}

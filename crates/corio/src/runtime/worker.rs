@@ -1,0 +1,480 @@
+//! A worker: an OS thread (M) with its processor (P), running the scheduling loop.
+//!
+//! The P is split by who may touch it. [`Remote`] (in `Shared::workers`) is what other threads
+//! use: the steal end of the run queue, the inbox for this worker's pinned coroutines woken
+//! elsewhere, the timer heap, the parking word and the counters sysmon watches. `Core` (inside
+//! [`WorkerCtx`], on this thread's stack) is the owner's: the push/pop end of the run queue, the
+//! next-task slot and the pinned queue. The loop itself is described in `runtime/mod.rs` ("How a
+//! worker finds work").
+
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::panic::Location;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use super::Shared;
+use super::context;
+use super::park::Unparker;
+use super::sched::queue::{self, Local, Steal};
+use crate::task::raw::Notified;
+use crate::time::heap::TimerHeap;
+
+/// Every this many rounds a worker takes a task from the global queue before its own (Go's
+/// `schedtick%61 == 0` in `findRunnable`: a prime, so it does not beat with other periods).
+const GLOBAL_POLL_INTERVAL: u32 = 61;
+
+/// Consecutive runs from the next-task slot before the slot's task goes to the back of the
+/// queue (tokio's `MAX_LIFO_POLLS_PER_TICK`; tokio #5712 shows the starvation without a cap).
+const MAX_LIFO_POLLS: u32 = 3;
+
+/// Most tasks taken from the global queue at once (Go's `globrunqget` takes up to half the
+/// local queue, 128).
+const GLOBAL_BATCH: usize = 128;
+
+/// What a worker is doing, for sysmon.
+pub(crate) const STATUS_IDLE: u8 = 0;
+pub(crate) const STATUS_RUNNING: u8 = 1;
+pub(crate) const STATUS_BLOCKING: u8 = 2;
+
+/// The parts of a worker other threads may touch.
+pub(crate) struct Remote {
+    pub(crate) steal: Steal<Notified>,
+    /// The owner's end of the run queue, until the worker thread takes it.
+    local: Mutex<Option<Local<Notified>>>,
+    /// Pinned coroutines of this worker woken on other threads.
+    inbox: Mutex<Vec<Notified>>,
+    inbox_len: AtomicUsize,
+    pub(crate) unparker: Unparker,
+    /// Timers of tasks that slept on this worker.
+    pub(crate) timers: Mutex<TimerHeap>,
+    /// The heap's nearest deadline (`u64::MAX` if empty), readable without the lock.
+    pub(crate) next_timer: AtomicU64,
+    /// Tasks run so far (written by the owner only); sysmon compares it between its ticks to
+    /// see whether one task has been running all along (Go's `schedtick`).
+    pub(crate) ticks: AtomicU64,
+    pub(crate) status: AtomicU8,
+    /// Set by sysmon when a task ran for a whole time slice; honoured by the next runtime
+    /// operation (see `context::budget_proceed`), cleared after each task.
+    pub(crate) preempt: AtomicBool,
+    /// The running task, for sysmon's report.
+    pub(crate) current_id: AtomicU64,
+    pub(crate) current_location: AtomicPtr<Location<'static>>,
+    /// A spare worker: started by sysmon, not counted in `Idle`.
+    pub(crate) spare: bool,
+    pub(crate) started: AtomicBool,
+    /// For spares: whether sysmon wants it to look for work.
+    pub(crate) active: AtomicBool,
+}
+
+impl Remote {
+    pub(crate) fn new(spare: bool) -> Remote {
+        let (local, steal) = queue::local();
+        Remote {
+            steal,
+            local: Mutex::new(Some(local)),
+            inbox: Mutex::new(Vec::new()),
+            inbox_len: AtomicUsize::new(0),
+            unparker: Unparker::new(),
+            timers: Mutex::new(TimerHeap::new()),
+            next_timer: AtomicU64::new(u64::MAX),
+            ticks: AtomicU64::new(0),
+            status: AtomicU8::new(STATUS_IDLE),
+            preempt: AtomicBool::new(false),
+            current_id: AtomicU64::new(0),
+            current_location: AtomicPtr::new(std::ptr::null_mut()),
+            spare,
+            started: AtomicBool::new(false),
+            active: AtomicBool::new(false),
+        }
+    }
+
+    pub(crate) fn push_inbox(&self, task: Notified) {
+        let mut inbox = self.inbox.lock().unwrap_or_else(|e| e.into_inner());
+        inbox.push(task);
+        // Release: pairs with the Acquire load in `next_task`.
+        self.inbox_len.store(inbox.len(), Ordering::Release);
+    }
+
+    fn take_inbox(&self, into: &mut VecDeque<Notified>) {
+        let mut inbox = self.inbox.lock().unwrap_or_else(|e| e.into_inner());
+        into.extend(inbox.drain(..));
+        self.inbox_len.store(0, Ordering::Release);
+    }
+
+    /// Work queued on this worker that another could run (for parking decisions).
+    pub(crate) fn has_stealable_work(&self) -> bool {
+        !self.steal.is_empty()
+    }
+
+    /// Drops whatever is still queued here (shutdown).
+    pub(crate) fn drain(&self) {
+        let mut inbox = self.inbox.lock().unwrap_or_else(|e| e.into_inner());
+        inbox.clear();
+        self.inbox_len.store(0, Ordering::Relaxed);
+        drop(inbox);
+        if let Some(mut local) = self.local.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            while let Some(task) = local.pop() {
+                drop(task);
+            }
+        }
+        let mut timers = self.timers.lock().unwrap_or_else(|e| e.into_inner());
+        for entry in timers.drain() {
+            entry.fire();
+        }
+        self.next_timer.store(u64::MAX, Ordering::SeqCst);
+    }
+}
+
+/// The owner-only half of a P.
+struct Core {
+    run_queue: Local<Notified>,
+    /// The next-task slot (LIFO): the task woken last runs next, owner only, never stolen.
+    next: Option<Notified>,
+    lifo_polls: u32,
+    /// Started coroutines pinned here, runnable.
+    pinned: VecDeque<Notified>,
+    tick: u32,
+    /// Whether this worker counts as searching in `Idle`.
+    searching: bool,
+    rng: u64,
+}
+
+/// A worker thread's context, on its stack for the life of the loop.
+pub(crate) struct WorkerCtx {
+    index: usize,
+    shared: Arc<Shared>,
+    core: RefCell<Core>,
+}
+
+/// The worker thread's entry point.
+pub(crate) fn run(shared: Arc<Shared>, index: usize) {
+    let run_queue = shared.workers[index].local.lock().unwrap_or_else(|e| e.into_inner()).take();
+    let Some(run_queue) = run_queue else { return };
+    let ctx = WorkerCtx {
+        index,
+        core: RefCell::new(Core {
+            run_queue,
+            next: None,
+            lifo_polls: 0,
+            pinned: VecDeque::new(),
+            tick: 0,
+            searching: false,
+            rng: 0x9e37_79b9_7f4a_7c15 ^ (index as u64 + 1).wrapping_mul(0xbf58_476d_1ce4_e5b9),
+        }),
+        shared,
+    };
+    let _worker = context::enter_worker(&ctx);
+    ctx.run_loop();
+    ctx.shut_down();
+}
+
+impl WorkerCtx {
+    #[inline]
+    pub(crate) fn index(&self) -> usize {
+        self.index
+    }
+
+    #[inline]
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+
+    #[inline]
+    fn remote(&self) -> &Remote {
+        &self.shared.workers[self.index]
+    }
+
+    /// Whether sysmon asked the running task to yield.
+    #[inline]
+    pub(crate) fn preempt_requested(&self) -> bool {
+        self.remote().preempt.load(Ordering::Relaxed)
+    }
+
+    fn run_loop(&self) {
+        while !self.shared.is_shutdown() {
+            if let Some(task) = self.next_task() {
+                self.run_task(task);
+                continue;
+            }
+            if let Some(task) = self.search() {
+                self.run_task(task);
+                continue;
+            }
+            self.park();
+        }
+    }
+
+    fn run_task(&self, task: Notified) {
+        let remote = self.remote();
+        if self.core.borrow().searching {
+            self.stop_searching();
+        }
+        // Owner-only counters: a plain store is enough (sysmon only reads).
+        remote.ticks.store(remote.ticks.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        let header = task.header();
+        remote.current_id.store(header.id, Ordering::Relaxed);
+        remote.current_location.store(std::ptr::from_ref(header.location).cast_mut(), Ordering::Relaxed);
+        task.run();
+        if remote.preempt.load(Ordering::Relaxed) {
+            remote.preempt.store(false, Ordering::Relaxed);
+        }
+    }
+
+    /// The next task from this worker's own queues (steps 1–4 of the loop).
+    fn next_task(&self) -> Option<Notified> {
+        let remote = self.remote();
+        if remote.next_timer.load(Ordering::Relaxed) != u64::MAX {
+            // Firing wakes tasks, which schedules them into our core: not while borrowed.
+            self.shared.fire_timers(self.index, self.shared.now_ns());
+        }
+        let mut core = self.core.borrow_mut();
+        core.tick = core.tick.wrapping_add(1);
+        if core.tick % GLOBAL_POLL_INTERVAL == 0 {
+            if let Some(task) = self.shared.inject.pop() {
+                return Some(task);
+            }
+        }
+        // Acquire: pairs with the Release store in `push_inbox`.
+        if remote.inbox_len.load(Ordering::Acquire) > 0 {
+            remote.take_inbox(&mut core.pinned);
+        }
+        if let Some(task) = core.next.take() {
+            if core.lifo_polls < MAX_LIFO_POLLS {
+                core.lifo_polls += 1;
+                return Some(task);
+            }
+            self.push_back(&mut core, task);
+        }
+        core.lifo_polls = 0;
+        let task = if core.tick & 1 == 0 {
+            core.pinned.pop_front().or_else(|| core.run_queue.pop())
+        } else {
+            core.run_queue.pop().or_else(|| core.pinned.pop_front())
+        };
+        if task.is_some() {
+            return task;
+        }
+        if !self.shared.inject.is_empty() {
+            let core = &mut *core;
+            return self.shared.inject.pop_batch_into(&mut core.run_queue, GLOBAL_BATCH);
+        }
+        None
+    }
+
+    /// Puts a task at the back of the queue it belongs in.
+    fn push_back(&self, core: &mut Core, task: Notified) {
+        if task.is_movable() {
+            core.run_queue.push_back(task, &self.shared.inject);
+        } else {
+            core.pinned.push_back(task);
+        }
+    }
+
+    /// Queues a task woken on this worker (`is_yield`: behind the others).
+    pub(crate) fn schedule_local(&self, task: Notified, is_yield: bool) {
+        if let Some(home) = task.header().pinned_home() {
+            if home != self.index {
+                self.shared.schedule_remote(task);
+                return;
+            }
+        }
+        let Ok(mut core) = self.core.try_borrow_mut() else {
+            // Re-entered while the loop holds the core (a waker fired from inside the
+            // scheduler itself): take the slow, always-correct path.
+            self.shared.schedule_remote(task);
+            return;
+        };
+        if self.shared.is_shutdown() {
+            return; // dropped: shutdown cancels it through the owned list
+        }
+        let movable = task.is_movable();
+        if is_yield {
+            self.push_back(&mut core, task);
+        } else if let Some(previous) = core.next.replace(task) {
+            self.push_back(&mut core, previous);
+        } else {
+            return;
+        }
+        // Work others could steal appeared in our run queue.
+        if movable || !core.run_queue.is_empty() {
+            drop(core);
+            self.shared.notify_work();
+        }
+    }
+
+    /// Step 5: steal, take from the global queue, run others' due timers.
+    fn search(&self) -> Option<Notified> {
+        let shared = &self.shared;
+        let remote = self.remote();
+        if remote.spare && !remote.active.load(Ordering::Acquire) {
+            return None;
+        }
+        {
+            let mut core = self.core.borrow_mut();
+            if !core.searching {
+                if !remote.spare && !shared.idle.transition_worker_to_searching() {
+                    drop(core);
+                    return self.take_global();
+                }
+                core.searching = !remote.spare;
+            }
+        }
+        let n = shared.workers.len();
+        let start = {
+            let mut core = self.core.borrow_mut();
+            core.rng ^= core.rng << 13;
+            core.rng ^= core.rng >> 7;
+            core.rng ^= core.rng << 17;
+            core.rng as usize % n
+        };
+        for i in 0..n {
+            let victim = (start + i) % n;
+            if victim == self.index {
+                continue;
+            }
+            let mut core = self.core.borrow_mut();
+            if let Some(task) = shared.workers[victim].steal.steal_into(&mut core.run_queue) {
+                shared.metrics.steals.fetch_add(1, Ordering::Relaxed);
+                return Some(task);
+            }
+        }
+        if let Some(task) = self.take_global() {
+            return Some(task);
+        }
+        if shared.fire_all_timers() > 0 {
+            return self.next_task();
+        }
+        None
+    }
+
+    fn take_global(&self) -> Option<Notified> {
+        if self.shared.inject.is_empty() {
+            return None;
+        }
+        let mut core = self.core.borrow_mut();
+        self.shared.inject.pop_batch_into(&mut core.run_queue, GLOBAL_BATCH)
+    }
+
+    fn stop_searching(&self) {
+        self.core.borrow_mut().searching = false;
+        if self.shared.idle.transition_worker_from_searching() {
+            // The last searcher found work: there may be more, so wake another to look.
+            self.shared.notify_work();
+        }
+    }
+
+    /// Step 6: sleep until there is work.
+    fn park(&self) {
+        let shared = &self.shared;
+        let remote = self.remote();
+        let was_searching = std::mem::replace(&mut self.core.borrow_mut().searching, false);
+        if !remote.spare && shared.idle.transition_worker_to_parked(self.index, was_searching) {
+            // We were the last searcher; the re-check below covers the queues.
+        }
+        if remote.spare {
+            remote.active.store(false, Ordering::Release);
+        }
+        // Pairs with the fence in `Shared::notify_work`.
+        std::sync::atomic::fence(Ordering::SeqCst);
+        if !self.has_work() {
+            shared.metrics.parks.fetch_add(1, Ordering::Relaxed);
+            remote.status.store(STATUS_IDLE, Ordering::Release);
+            self.sleep();
+            remote.status.store(STATUS_RUNNING, Ordering::Release);
+        }
+        if !remote.spare && !shared.idle.unpark_worker_by_id(self.index) {
+            // `notify_work` took us off the list and counted us as searching.
+            self.core.borrow_mut().searching = true;
+        }
+        shared.sysmon.wake_if_sleeping();
+    }
+
+    /// Whether any work is visible that this worker could run (re-check before sleeping).
+    fn has_work(&self) -> bool {
+        let shared = &self.shared;
+        let remote = self.remote();
+        if shared.is_shutdown() || remote.inbox_len.load(Ordering::SeqCst) > 0 {
+            return true;
+        }
+        {
+            let core = self.core.borrow();
+            if core.next.is_some() || !core.pinned.is_empty() || !core.run_queue.is_empty() {
+                return true;
+            }
+        }
+        if remote.spare {
+            return false;
+        }
+        !shared.inject.is_empty() || shared.workers.iter().any(Remote::has_stealable_work)
+    }
+
+    /// Sleeps in the driver (until the nearest timer) if it is free, else on the futex.
+    fn sleep(&self) {
+        let shared = &self.shared;
+        let remote = self.remote();
+        if shared.driver.try_acquire() {
+            let until = shared.next_timer();
+            // SeqCst: pairs with `timer_added`, which reads `until` after adding a timer.
+            shared.driver.until.store(until, Ordering::SeqCst);
+            let until = until.min(shared.next_timer());
+            let timeout = (until != u64::MAX).then(|| Duration::from_nanos(until.saturating_sub(shared.now_ns())));
+            if timeout != Some(Duration::ZERO) {
+                remote.unparker.park_driver(&shared.driver, timeout);
+            }
+            shared.driver.release();
+            shared.fire_all_timers();
+            self.pass_driver_on();
+        } else {
+            if remote.next_timer.load(Ordering::SeqCst) < shared.driver.until.load(Ordering::SeqCst) {
+                // The driver's holder sleeps past our nearest timer: make it look again.
+                shared.driver.wake();
+            }
+            remote.unparker.park();
+        }
+    }
+
+    /// After leaving the driver: if a parked worker still has timers, wake it so that
+    /// someone watches them.
+    fn pass_driver_on(&self) {
+        let shared = &self.shared;
+        for (index, remote) in shared.workers.iter().enumerate() {
+            if index != self.index
+                && remote.next_timer.load(Ordering::SeqCst) != u64::MAX
+                && remote.status.load(Ordering::Acquire) == STATUS_IDLE
+            {
+                remote.unparker.unpark(&shared.driver);
+                return;
+            }
+        }
+    }
+
+    /// Flushes the next-task slot into the run queue so others can steal it while this
+    /// worker blocks (`corio::blocking`).
+    pub(crate) fn enter_blocking(&self) {
+        if let Ok(mut core) = self.core.try_borrow_mut() {
+            if let Some(task) = core.next.take() {
+                self.push_back(&mut core, task);
+            }
+        }
+        self.remote().status.store(STATUS_BLOCKING, Ordering::Release);
+    }
+
+    pub(crate) fn exit_blocking(&self) {
+        self.remote().status.store(STATUS_RUNNING, Ordering::Release);
+    }
+
+    /// Shutdown on this thread: cancel the coroutines pinned here (their stacks must unwind on
+    /// this thread), then drop what is queued.
+    fn shut_down(&self) {
+        let shared = &self.shared;
+        shared.owned.close_and_take(|h| h.pinned_home() == Some(self.index)).into_iter().for_each(|t| t.shutdown());
+        let mut core = self.core.borrow_mut();
+        core.next = None;
+        core.pinned.clear();
+        while let Some(task) = core.run_queue.pop() {
+            drop(task);
+        }
+    }
+}

@@ -1,0 +1,210 @@
+//! The memory of a task: one allocation holding a header, the future (or its output) and a
+//! trailer.
+//!
+//! ```text
+//!  Cell<B> (#[repr(C)], one Box)
+//!  ┌────────────────────────────┐ ← NonNull<Header>: what every handle points to
+//!  │ Header                     │  state word, vtable, id, kind, home worker, scheduler,
+//!  │                            │  owned-list links, name, spawn location
+//!  ├────────────────────────────┤
+//!  │ Core<B>: Stage             │  Running(body) → Finished(Result<Output, JoinError>) → Consumed
+//!  ├────────────────────────────┤
+//!  │ Trailer                    │  the JoinHandle's waker
+//!  └────────────────────────────┘
+//! ```
+//!
+//! The header is not generic, so schedulers, wakers and lists handle every task the same way;
+//! the vtable reaches the generic parts. Stackless and stackful tasks differ only in their body
+//! (`B`): a future, or a coroutine whose poll resumes its stack (`stackful.rs`).
+
+use std::any::Any;
+use std::cell::UnsafeCell;
+use std::panic::Location;
+use std::ptr::NonNull;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::task::{Context, Poll, Waker};
+
+use super::JoinError;
+use super::state::State;
+use crate::runtime::Shared;
+
+/// A panic payload.
+pub(crate) type Payload = Box<dyn Any + Send + 'static>;
+
+/// What kind of coroutine a task is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// A future, polled on any worker.
+    Stackless,
+    /// A coroutine with its own stack; pinned to the worker that first resumes it unless
+    /// `migratable`.
+    Stackful { migratable: bool },
+    /// A closure for the blocking pool.
+    Blocking,
+}
+
+/// No home worker yet.
+pub(crate) const NO_HOME: usize = usize::MAX;
+
+/// The non-generic part of every task.
+#[repr(C)]
+pub(crate) struct Header {
+    pub(crate) state: State,
+    pub(crate) vtable: &'static Vtable,
+    pub(crate) id: u64,
+    pub(crate) kind: Kind,
+    /// The worker a started stackful coroutine is pinned to, or `NO_HOME`. Written once, by
+    /// the worker that first resumes it, before the resume (Release); read by `schedule`
+    /// (Acquire). Every `Notified` created after that first poll is ordered after the write by
+    /// the state word's AcqRel transitions.
+    pub(crate) home: AtomicUsize,
+    /// The runtime that schedules this task.
+    pub(crate) scheduler: Arc<Shared>,
+    /// Links in the owned-tasks list; guarded by that list's shard lock.
+    pub(crate) owned: UnsafeCell<Links>,
+    /// Index of the owned-tasks shard holding this task; written before it is linked.
+    pub(crate) shard: AtomicUsize,
+    pub(crate) name: Option<Arc<str>>,
+    pub(crate) location: &'static Location<'static>,
+}
+
+/// Intrusive doubly linked list pointers.
+#[derive(Default)]
+pub(crate) struct Links {
+    pub(crate) prev: Option<NonNull<Header>>,
+    pub(crate) next: Option<NonNull<Header>>,
+    /// Whether the task is in its shard's list.
+    pub(crate) linked: bool,
+}
+
+/// What a task runs: a future (stackless) or a coroutine (stackful), behind one interface.
+pub(crate) trait Body: Send + 'static {
+    type Output: Send + 'static;
+
+    /// Makes progress. A panic is caught inside and reported as `Err(payload)`.
+    fn poll_body(&mut self, header: &Header, cx: &mut Context<'_>) -> Poll<Result<Self::Output, Payload>>;
+
+    /// Cancels the body. `Ready` once it is gone (dropped, or its stack unwound); `Pending` if
+    /// it blocked while unwinding and must be polled again when woken. `Some(payload)` if a
+    /// destructor panicked.
+    fn poll_cancel(&mut self, header: &Header, cx: &mut Context<'_>) -> Poll<Option<Payload>>;
+}
+
+pub(crate) enum Stage<B: Body> {
+    Running(B),
+    Finished(Result<B::Output, JoinError>),
+    Consumed,
+}
+
+#[repr(C)]
+pub(crate) struct Cell<B: Body> {
+    pub(crate) header: Header,
+    pub(crate) core: Core<B>,
+    pub(crate) trailer: Trailer,
+}
+
+pub(crate) struct Core<B: Body> {
+    /// Owned by whoever holds RUNNING, or after COMPLETE as described in `state.rs`.
+    pub(crate) stage: UnsafeCell<Stage<B>>,
+}
+
+pub(crate) struct Trailer {
+    /// The JoinHandle's waker; owned as described in `state.rs` (`JOIN_WAKER`).
+    pub(crate) waker: UnsafeCell<Option<Waker>>,
+}
+
+impl Trailer {
+    /// # Safety
+    /// The caller must own the waker field (see `state.rs`).
+    pub(crate) unsafe fn set_waker(&self, waker: Option<Waker>) {
+        // SAFETY: per the caller's contract nobody else touches the field now.
+        unsafe { *self.waker.get() = waker };
+    }
+
+    /// # Safety
+    /// The caller must own the waker field.
+    pub(crate) unsafe fn will_wake(&self, waker: &Waker) -> bool {
+        // SAFETY: per the caller's contract.
+        unsafe { (*self.waker.get()).as_ref().is_some_and(|w| w.will_wake(waker)) }
+    }
+
+    /// # Safety
+    /// The caller must own the waker field (the task side, with JOIN_WAKER set).
+    pub(crate) unsafe fn wake_join(&self) {
+        // SAFETY: per the caller's contract.
+        match unsafe { &*self.waker.get() } {
+            Some(waker) => waker.wake_by_ref(),
+            None => panic!("corio: the join waker is missing"),
+        }
+    }
+}
+
+/// The generic operations of a task, reached from its header.
+pub(crate) struct Vtable {
+    /// Runs the task once (see `harness.rs`); consumes a `Notified` reference.
+    pub(crate) poll: unsafe fn(NonNull<Header>),
+    /// Frees the allocation.
+    pub(crate) dealloc: unsafe fn(NonNull<Header>),
+    /// Moves the output into `*dst` (a `Poll<Result<T, JoinError>>`) if it is ready,
+    /// registering the waker otherwise.
+    pub(crate) try_read_output: unsafe fn(NonNull<Header>, *mut (), &Waker),
+    /// The slow path of dropping a `JoinHandle`.
+    pub(crate) drop_join_handle_slow: unsafe fn(NonNull<Header>),
+    /// Cancels the task for shutdown (see `Harness::shutdown`).
+    pub(crate) shutdown: unsafe fn(NonNull<Header>),
+}
+
+impl<B: Body> Cell<B> {
+    /// Allocates a task with three references (see `state.rs`).
+    pub(crate) fn new(
+        body: B,
+        kind: Kind,
+        id: u64,
+        scheduler: Arc<Shared>,
+        name: Option<Arc<str>>,
+        location: &'static Location<'static>,
+    ) -> NonNull<Header> {
+        let cell = Box::new(Cell {
+            header: Header {
+                state: State::new(),
+                vtable: vtable::<B>(),
+                id,
+                kind,
+                home: AtomicUsize::new(NO_HOME),
+                scheduler,
+                owned: UnsafeCell::new(Links::default()),
+                shard: AtomicUsize::new(0),
+                name,
+                location,
+            },
+            core: Core { stage: UnsafeCell::new(Stage::Running(body)) },
+            trailer: Trailer { waker: UnsafeCell::new(None) },
+        });
+        NonNull::from(Box::leak(cell)).cast()
+    }
+}
+
+fn vtable<B: Body>() -> &'static Vtable {
+    &Vtable {
+        poll: super::harness::poll::<B>,
+        dealloc: super::harness::dealloc::<B>,
+        try_read_output: super::harness::try_read_output::<B>,
+        drop_join_handle_slow: super::harness::drop_join_handle_slow::<B>,
+        shutdown: super::harness::shutdown::<B>,
+    }
+}
+
+impl Header {
+    /// The home worker of a pinned coroutine, if it has started and is not migratable.
+    #[inline]
+    pub(crate) fn pinned_home(&self) -> Option<usize> {
+        match self.kind {
+            Kind::Stackful { migratable: false } => {
+                let home = self.home.load(Ordering::Acquire);
+                (home != NO_HOME).then_some(home)
+            }
+            _ => None,
+        }
+    }
+}

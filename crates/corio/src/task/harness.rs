@@ -1,0 +1,262 @@
+//! Running a task: the generic functions behind a task's vtable.
+//!
+//! # Protocol (one poll)
+//!
+//! 1. `transition_to_running` consumes the `Notified` reference; on success this thread owns
+//!    the stage.
+//! 2. The body is polled with the task's own waker and with [`CURRENT`](crate::runtime::context)
+//!    describing it, so that blocking-style calls and `corio::current()` know what runs.
+//! 3. `Ready` stores the output and completes (step 5). `Pending` calls `transition_to_idle`:
+//!    if the task was woken while it ran (`OkNotified`, which is what `yield_now` does) the
+//!    reference becomes a `Notified` again and goes to the back of a run queue
+//!    (`Shared::yield_task`), never to the next-task slot, so a yield lets others run.
+//! 4. A task cancelled while idle, or while it ran, is cancelled instead of polled: a future is
+//!    dropped; a started coroutine is resumed with a cancel signal and unwinds its stack, which
+//!    may block again (a destructor that waits), in which case the task goes idle until woken.
+//! 5. Completion: `transition_to_complete`; if nobody holds the `JoinHandle` the output is
+//!    dropped here, else the join waker (if any) is woken; the task leaves the owned-tasks
+//!    list and the two references (the poll's and the list's) are dropped.
+
+use std::mem;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::ptr::NonNull;
+use std::task::{Context, Poll, Waker};
+
+use super::JoinError;
+use super::core::{Body, Cell, Header, Stage};
+use super::raw::{Notified, drop_reference};
+use super::state::{TransitionToIdle, TransitionToRunning};
+use super::waker::waker_ref;
+use crate::runtime::context;
+
+/// How often shutdown resumes a coroutine that keeps blocking while it unwinds before it is
+/// leaked instead.
+const SHUTDOWN_CANCEL_ATTEMPTS: usize = 16;
+
+/// # Safety
+/// `ptr` must be a `Cell<B>` and the caller must hand over a `Notified` reference.
+pub(crate) unsafe fn poll<B: Body>(ptr: NonNull<Header>) {
+    // SAFETY: the caller's reference keeps the cell alive.
+    let cell = unsafe { ptr.cast::<Cell<B>>().as_ref() };
+    match cell.header.state.transition_to_running() {
+        TransitionToRunning::Success => poll_running(cell, ptr),
+        TransitionToRunning::Cancelled => cancel_running(cell, ptr),
+        TransitionToRunning::Failed => {}
+        // SAFETY: the last reference was ours.
+        TransitionToRunning::Dealloc => unsafe { dealloc::<B>(ptr) },
+    }
+}
+
+/// Polls a task this thread has set RUNNING on.
+fn poll_running<B: Body>(cell: &Cell<B>, ptr: NonNull<Header>) {
+    let header = &cell.header;
+    let waker = waker_ref(header);
+    let mut cx = Context::from_waker(&waker);
+    let result = {
+        let _running = context::enter_task(header);
+        // SAFETY: RUNNING gives this thread the stage.
+        match unsafe { &mut *cell.core.stage.get() } {
+            Stage::Running(body) => body.poll_body(header, &mut cx),
+            _ => unreachable!("corio: polled a task whose body is gone"),
+        }
+    };
+    match result {
+        Poll::Ready(Ok(output)) => complete(cell, ptr, Ok(output)),
+        Poll::Ready(Err(payload)) => complete(cell, ptr, Err(JoinError::from_payload(header.id, payload))),
+        Poll::Pending => after_pending(cell, ptr, false),
+    }
+}
+
+/// The poll returned `Pending`: go idle, requeue, or cancel.
+fn after_pending<B: Body>(cell: &Cell<B>, ptr: NonNull<Header>, cancel_delivered: bool) {
+    let header = &cell.header;
+    match header.state.transition_to_idle(cancel_delivered) {
+        TransitionToIdle::Ok => {}
+        TransitionToIdle::OkNotified => {
+            // SAFETY: the poll's reference is now a Notified (see `transition_to_idle`).
+            header.scheduler.yield_task(unsafe { Notified::from_raw(ptr) });
+        }
+        // SAFETY: the last reference was ours.
+        TransitionToIdle::OkDealloc => unsafe { dealloc::<B>(ptr) },
+        TransitionToIdle::Cancelled => cancel_running(cell, ptr),
+    }
+}
+
+/// Cancels a task this thread has set RUNNING on.
+fn cancel_running<B: Body>(cell: &Cell<B>, ptr: NonNull<Header>) {
+    match cancel_once(cell) {
+        Poll::Ready(error) => complete(cell, ptr, Err(error)),
+        Poll::Pending => after_pending(cell, ptr, true),
+    }
+}
+
+/// One attempt to cancel the body; `Ready` with the error to complete with.
+fn cancel_once<B: Body>(cell: &Cell<B>) -> Poll<JoinError> {
+    let header = &cell.header;
+    let waker = waker_ref(header);
+    let mut cx = Context::from_waker(&waker);
+    let poll = {
+        let _running = context::enter_task(header);
+        // SAFETY: RUNNING gives this thread the stage.
+        match unsafe { &mut *cell.core.stage.get() } {
+            Stage::Running(body) => body.poll_cancel(header, &mut cx),
+            _ => unreachable!("corio: cancelled a task whose body is gone"),
+        }
+    };
+    poll.map(|panic| match panic {
+        None => JoinError::cancelled(header.id),
+        Some(payload) => JoinError::from_payload(header.id, payload),
+    })
+}
+
+/// Stores the result and completes the task (step 5 of the protocol).
+fn complete<B: Body>(cell: &Cell<B>, ptr: NonNull<Header>, result: Result<B::Output, JoinError>) {
+    let header = &cell.header;
+    // SAFETY: RUNNING gives this thread the stage; dropping the finished body cannot unwind
+    // into us (bodies catch their own panics), but catch anyway: a Drop may panic.
+    let _ = catch_unwind(AssertUnwindSafe(|| unsafe {
+        *cell.core.stage.get() = Stage::Consumed;
+    }));
+    // SAFETY: as above.
+    unsafe { *cell.core.stage.get() = Stage::Finished(result) };
+    let snapshot = header.state.transition_to_complete();
+    if !snapshot.is_join_interested() {
+        // Nobody will read the output: it is ours to drop.
+        // SAFETY: COMPLETE without JOIN_INTEREST leaves the stage to this thread.
+        let _ = catch_unwind(AssertUnwindSafe(|| unsafe {
+            *cell.core.stage.get() = Stage::Consumed;
+        }));
+    } else if snapshot.is_join_waker_set() {
+        // SAFETY: JOIN_WAKER set gives the task side the waker field.
+        unsafe { cell.trailer.wake_join() };
+        let snapshot = header.state.unset_waker_after_complete();
+        if !snapshot.is_join_interested() {
+            // The JoinHandle was dropped meanwhile and left the waker to us.
+            // SAFETY: we cleared JOIN_WAKER and JOIN_INTEREST is gone: the field is ours.
+            unsafe { cell.trailer.set_waker(None) };
+        }
+    }
+    let released = header.scheduler.release(header);
+    let refs = if released { 2 } else { 1 };
+    if header.state.transition_to_terminal(refs) {
+        // SAFETY: those were the last references.
+        unsafe { dealloc::<B>(ptr) };
+    }
+}
+
+/// # Safety
+/// `ptr` must be a `Cell<B>` with no references left.
+pub(crate) unsafe fn dealloc<B: Body>(ptr: NonNull<Header>) {
+    // SAFETY: the cell was allocated by `Cell::new` as a Box and nobody refers to it.
+    let cell = unsafe { Box::from_raw(ptr.cast::<Cell<B>>().as_ptr()) };
+    // A body or output still inside would be dropped here; catch a panicking Drop so that
+    // deallocation (often inside a waker) cannot unwind.
+    let _ = catch_unwind(AssertUnwindSafe(move || drop(cell)));
+}
+
+/// # Safety
+/// `ptr` must be a `Cell<B>` the caller holds the `JoinHandle` of, and `dst` a
+/// `*mut Poll<Result<B::Output, JoinError>>`.
+pub(crate) unsafe fn try_read_output<B: Body>(ptr: NonNull<Header>, dst: *mut (), waker: &Waker) {
+    // SAFETY: the JoinHandle's reference keeps the cell alive.
+    let cell = unsafe { ptr.cast::<Cell<B>>().as_ref() };
+    if can_read_output(cell, waker) {
+        // SAFETY: COMPLETE with JOIN_INTEREST gives the JoinHandle the stage.
+        let stage = unsafe { mem::replace(&mut *cell.core.stage.get(), Stage::Consumed) };
+        let Stage::Finished(result) = stage else {
+            panic!("corio: JoinHandle polled after it returned the task's output");
+        };
+        // SAFETY: the caller passes a pointer to the right Poll type.
+        unsafe { *(dst as *mut Poll<Result<B::Output, JoinError>>) = Poll::Ready(result) };
+    }
+}
+
+/// Whether the output is ready; if not, makes sure `waker` will be woken when it is.
+fn can_read_output<B: Body>(cell: &Cell<B>, waker: &Waker) -> bool {
+    let state = &cell.header.state;
+    let snapshot = state.load();
+    if snapshot.is_complete() {
+        return true;
+    }
+    let res = if snapshot.is_join_waker_set() {
+        // SAFETY: reading the waker to compare is allowed to the JoinHandle: the task side
+        // only reads it (to wake) and never writes it while JOIN_WAKER is set and the task is
+        // not complete.
+        if unsafe { cell.trailer.will_wake(waker) } {
+            return false;
+        }
+        state.unset_waker().and_then(|_| set_join_waker(cell, waker))
+    } else {
+        set_join_waker(cell, waker)
+    };
+    match res {
+        Ok(_) => false,
+        Err(snapshot) => {
+            debug_assert!(snapshot.is_complete());
+            true
+        }
+    }
+}
+
+fn set_join_waker<B: Body>(
+    cell: &Cell<B>,
+    waker: &Waker,
+) -> Result<super::state::Snapshot, super::state::Snapshot> {
+    // SAFETY: JOIN_WAKER is clear, so the JoinHandle owns the field.
+    unsafe { cell.trailer.set_waker(Some(waker.clone())) };
+    let res = cell.header.state.set_join_waker();
+    if res.is_err() {
+        // SAFETY: the task completed first; the field is still ours.
+        unsafe { cell.trailer.set_waker(None) };
+    }
+    res
+}
+
+/// # Safety
+/// `ptr` must be a `Cell<B>` whose `JoinHandle` (and its reference) the caller gives up.
+pub(crate) unsafe fn drop_join_handle_slow<B: Body>(ptr: NonNull<Header>) {
+    // SAFETY: the JoinHandle's reference keeps the cell alive.
+    let cell = unsafe { ptr.cast::<Cell<B>>().as_ref() };
+    let t = cell.header.state.transition_to_join_handle_dropped();
+    if t.drop_output {
+        // SAFETY: COMPLETE with the JoinHandle gone leaves the output to us.
+        let _ = catch_unwind(AssertUnwindSafe(|| unsafe {
+            *cell.core.stage.get() = Stage::Consumed;
+        }));
+    }
+    if t.drop_waker {
+        // SAFETY: the transition gave us the waker field.
+        unsafe { cell.trailer.set_waker(None) };
+    }
+    drop_reference(ptr);
+}
+
+/// # Safety
+/// `ptr` must be a `Cell<B>` and the caller gives up one reference (the owned list's).
+/// Started pinned coroutines must be shut down on their home worker.
+pub(crate) unsafe fn shutdown<B: Body>(ptr: NonNull<Header>) {
+    // SAFETY: the caller's reference keeps the cell alive.
+    let cell = unsafe { ptr.cast::<Cell<B>>().as_ref() };
+    if !cell.header.state.transition_to_shutdown() {
+        // Running or complete: whoever runs it sees CANCELLED.
+        drop_reference(ptr);
+        return;
+    }
+    // We own the task as if we had set RUNNING. The caller's reference stands in for the
+    // poll's, so `complete` (which drops the poll's reference) is balanced.
+    for _ in 0..SHUTDOWN_CANCEL_ATTEMPTS {
+        if let Poll::Ready(error) = cancel_once(cell) {
+            complete(cell, ptr, Err(error));
+            return;
+        }
+    }
+    // A coroutine that keeps blocking while it unwinds at shutdown: leak its body (and so
+    // its stack) rather than hang; its remaining destructors never run.
+    eprintln!(
+        "corio: task {} kept blocking while being cancelled at shutdown; leaking its stack",
+        cell.header.id
+    );
+    // SAFETY: RUNNING gives this thread the stage.
+    mem::forget(unsafe { mem::replace(&mut *cell.core.stage.get(), Stage::Consumed) });
+    complete(cell, ptr, Err(JoinError::cancelled(cell.header.id)));
+}

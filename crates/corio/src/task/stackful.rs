@@ -1,0 +1,235 @@
+//! A stackful task's body: a coroutine whose "poll" resumes its stack.
+//!
+//! # How a coroutine blocks on a future
+//!
+//! 1. The worker polls the task; `poll_body` records the task's waker and this coroutine's
+//!    context in the thread's context (`runtime::context`), then resumes the coroutine.
+//! 2. A blocking-style call inside it (`corio::block_on(fut)`, and through it every channel, IO
+//!    and timer call) polls `fut` with that waker. `Ready`: it returns at once, no switch.
+//!    `Pending`: it suspends the coroutine ([`StackfulCtx::suspend`]); the resume returns and
+//!    the poll returns `Pending`.
+//! 3. The future's waker wakes the task. The state word guarantees the task is requeued only
+//!    after the poll (and so the switch off the coroutine's stack) has ended — a wake during
+//!    the poll sets NOTIFIED and the worker requeues it when the poll returns. This is the
+//!    "publish after the switch" rule (Go's `mcall(park_m)`), made by the task state machine.
+//! 4. The next poll resumes the coroutine inside its `block_on`, which polls `fut` again.
+//!
+//! # Pinning
+//!
+//! The first resume stores the worker's index in the task's `home`; from then on the
+//! scheduler routes the task to that worker only (see `Header::pinned_home`), because the
+//! coroutine's stack may hold thread-bound state (see `corio_context::coroutine`). Before its
+//! first resume the stack holds only the closure, which `spawn` requires to be `Send`, so an
+//! unstarted coroutine may be stolen by any worker.
+//!
+//! # Cancellation
+//!
+//! An aborted coroutine is resumed with [`Signal::Cancel`]: its pending suspension raises a
+//! panic with the runtime's private `Cancelled` payload, which unwinds the stack, running
+//! destructors — which may block and suspend again; the task then waits to be woken as usual.
+//! While it unwinds (`std::thread::panicking()`), further suspensions do not raise again; if
+//! user code catches the payload and carries on, the next suspension raises it again.
+
+use std::cell::Cell;
+use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
+use std::ptr;
+use std::sync::atomic::Ordering;
+use std::task::{Context, Poll, Waker};
+
+use corio_context::coroutine::{Coroutine, CoroutineResult, Yielder};
+
+use super::core::{Body, Header, Payload};
+use super::error::Cancelled;
+use crate::runtime::context;
+
+/// What a resume tells the coroutine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Signal {
+    Run,
+    Cancel,
+}
+
+/// What blocking-style calls inside a coroutine need: how to suspend and which waker to
+/// register. Lives in the task's cell, so its address is stable.
+pub(crate) struct StackfulCtx {
+    /// The coroutine's yielder (on its own stack), published by the coroutine when it starts.
+    yielder: Cell<*const Yielder<Signal, ()>>,
+    /// The task's waker for the resume in progress.
+    waker: Cell<*const Waker>,
+}
+
+// SAFETY: the cells are touched only by the thread that resumes the coroutine, during the
+// resume (the home worker, or for the first resume the worker that starts it).
+unsafe impl Send for StackfulCtx {}
+
+impl StackfulCtx {
+    /// The running task's waker.
+    #[inline]
+    pub(crate) fn waker(&self) -> &Waker {
+        // SAFETY: set by `resume` to the Context's waker, which outlives the resume during
+        // which the coroutine (the only caller) runs.
+        unsafe { &*self.waker.get() }
+    }
+
+    /// Suspends the coroutine until its task is polled again.
+    ///
+    /// # Panics
+    ///
+    /// Raises the cancellation payload if the task was aborted (see the module docs), and
+    /// panics if called from the stack of another coroutine that this one resumed.
+    #[inline]
+    pub(crate) fn suspend(&self) {
+        // SAFETY: the yielder lives on the coroutine's stack, which is alive and on this
+        // thread while its code runs (and only its code reaches this context).
+        let yielder = unsafe { &*self.yielder.get() };
+        if !yielder.is_on_own_stack() {
+            nested_misuse();
+        }
+        if yielder.suspend(()) == Signal::Cancel && !std::thread::panicking() {
+            resume_unwind(Box::new(Cancelled));
+        }
+    }
+}
+
+#[cold]
+fn nested_misuse() -> ! {
+    panic!(
+        "corio: a blocking call was made inside a bare `Coroutine` that a task resumed; only \
+         the task's own coroutine can block on the scheduler. Suspend the nested coroutine \
+         with its `Yielder` and block in the task instead."
+    );
+}
+
+/// The coroutine, `Send` because it is resumed only on its home worker once started.
+struct PinnedCoroutine<T>(Coroutine<Signal, (), Result<T, Payload>>);
+
+// SAFETY: the scheduler resumes and drops a started coroutine only on its home worker (debug
+// assertion in `resume`), so its stack never changes thread; `T` crosses threads as output.
+unsafe impl<T: Send> Send for PinnedCoroutine<T> {}
+
+/// How to build the coroutine when the task first runs.
+pub(crate) struct StackConfig {
+    pub(crate) id: u64,
+    pub(crate) name: Option<std::sync::Arc<str>>,
+    pub(crate) stack_size: usize,
+}
+
+/// A stackful task's body.
+///
+/// The stack is taken when the coroutine first runs, not when it is spawned: an unstarted
+/// coroutine is just its closure in the task's cell. A burst of spawns therefore costs no stack
+/// memory, the stack comes from the cache of the worker that will run it (warm, and where it
+/// will stay), and a batch of short coroutines reuses a handful of stacks.
+pub(crate) enum Stackful<F, T> {
+    Unstarted { f: F, config: StackConfig },
+    Started { co: PinnedCoroutine<T>, ctx: StackfulCtx },
+    Done,
+}
+
+impl<F, T> Stackful<F, T>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    pub(crate) fn new(f: F, config: StackConfig) -> Self {
+        Stackful::Unstarted { f, config }
+    }
+
+    /// Builds the coroutine on this worker's stack cache.
+    #[cold]
+    fn start(&mut self) -> Result<(), Payload> {
+        let Stackful::Unstarted { .. } = self else { return Ok(()) };
+        let Stackful::Unstarted { f, config } = std::mem::replace(self, Stackful::Done) else { unreachable!() };
+        let mut builder = corio_context::coroutine::Builder::new().stack_size(config.stack_size).id(config.id);
+        if let Some(name) = config.name {
+            builder = builder.name(name);
+        }
+        let built = builder.build(move |yielder: &Yielder<Signal, ()>, first: Signal| {
+            match context::here() {
+                context::Here::Stackful(ctx) => ctx.yielder.set(yielder),
+                _ => unreachable!("corio: a task's coroutine started outside its poll"),
+            }
+            if first == Signal::Cancel {
+                drop(f);
+                return Err(Box::new(Cancelled) as Payload);
+            }
+            catch_unwind(AssertUnwindSafe(f))
+        });
+        match built {
+            Ok(co) => {
+                let ctx = StackfulCtx { yielder: Cell::new(ptr::null()), waker: Cell::new(ptr::null()) };
+                *self = Stackful::Started { co: PinnedCoroutine(co), ctx };
+                Ok(())
+            }
+            Err(e) => Err(Box::new(format!("corio: cannot create the coroutine's stack: {e}"))),
+        }
+    }
+
+    fn resume(&mut self, header: &Header, cx: &mut Context<'_>, signal: Signal) -> Poll<Result<T, Payload>> {
+        if let Stackful::Unstarted { .. } = self {
+            if let Err(payload) = self.start() {
+                return Poll::Ready(Err(payload));
+            }
+            let me = context::with_worker(|w| w.map(|w| w.index()));
+            let me = me.expect("corio: a stackful task was polled off its runtime's workers");
+            // Release: pairs with the Acquire in `Header::pinned_home`.
+            header.home.store(me, Ordering::Release);
+        }
+        let Stackful::Started { co, ctx } = self else {
+            unreachable!("corio: resumed a finished coroutine");
+        };
+        #[cfg(debug_assertions)]
+        if header.pinned_home().is_some() {
+            let me = context::with_worker(|w| w.map(|w| w.index()));
+            assert_eq!(
+                Some(header.home.load(Ordering::Relaxed)),
+                me,
+                "corio: a started coroutine was resumed off its home thread"
+            );
+        }
+        ctx.waker.set(cx.waker());
+        let result = {
+            let _stackful = context::enter_stackful(ctx);
+            co.0.resume(signal)
+        };
+        match result {
+            CoroutineResult::Yield(()) => Poll::Pending,
+            CoroutineResult::Return(result) => {
+                // The stack went back to this worker's cache when the coroutine finished.
+                *self = Stackful::Done;
+                Poll::Ready(result)
+            }
+        }
+    }
+}
+
+impl<F, T> Body for Stackful<F, T>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    type Output = T;
+
+    #[inline]
+    fn poll_body(&mut self, header: &Header, cx: &mut Context<'_>) -> Poll<Result<T, Payload>> {
+        self.resume(header, cx, Signal::Run)
+    }
+
+    fn poll_cancel(&mut self, header: &Header, cx: &mut Context<'_>) -> Poll<Option<Payload>> {
+        match self {
+            Stackful::Done => return Poll::Ready(None),
+            Stackful::Unstarted { .. } => {
+                // Never ran: dropping the closure is all there is to do.
+                return Poll::Ready(catch_unwind(AssertUnwindSafe(|| *self = Stackful::Done)).err());
+            }
+            Stackful::Started { .. } => {}
+        }
+        match self.resume(header, cx, Signal::Cancel) {
+            Poll::Pending => Poll::Pending,
+            // It caught the cancellation and returned: still cancelled; its output is dropped.
+            Poll::Ready(Ok(_)) => Poll::Ready(None),
+            Poll::Ready(Err(payload)) if payload.is::<Cancelled>() => Poll::Ready(None),
+            Poll::Ready(Err(payload)) => Poll::Ready(Some(payload)),
+        }
+    }
+}

@@ -1,0 +1,64 @@
+//! Timers for futures polled where no corio runtime is (a plain thread's `corio::block_on`):
+//! one lazily started thread with a timer heap, sleeping until the nearest deadline.
+
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::task::Waker;
+use std::time::{Duration, Instant};
+
+use super::heap::{TimerEntry, TimerHeap};
+
+struct Fallback {
+    epoch: Instant,
+    heap: Mutex<TimerHeap>,
+    changed: Condvar,
+}
+
+fn fallback() -> &'static Fallback {
+    static FALLBACK: OnceLock<&'static Fallback> = OnceLock::new();
+    FALLBACK.get_or_init(|| {
+        let fb: &'static Fallback = Box::leak(Box::new(Fallback {
+            epoch: Instant::now(),
+            heap: Mutex::new(TimerHeap::new()),
+            changed: Condvar::new(),
+        }));
+        std::thread::Builder::new()
+            .name("corio-timer".into())
+            .spawn(move || run(fb))
+            .expect("corio: cannot start the fallback timer thread");
+        fb
+    })
+}
+
+fn run(fb: &'static Fallback) {
+    let mut heap = fb.heap.lock().unwrap_or_else(|e| e.into_inner());
+    loop {
+        let now = fb.epoch.elapsed().as_nanos() as u64;
+        let mut due = Vec::new();
+        while let Some(entry) = heap.pop_expired(now) {
+            due.push(entry);
+        }
+        if !due.is_empty() {
+            drop(heap);
+            due.into_iter().for_each(|e| e.fire());
+            heap = fb.heap.lock().unwrap_or_else(|e| e.into_inner());
+            continue;
+        }
+        heap = match heap.next_deadline() {
+            Some(d) => fb.changed.wait_timeout(heap, Duration::from_nanos(d - now)).unwrap_or_else(|e| e.into_inner()).0,
+            None => fb.changed.wait(heap).unwrap_or_else(|e| e.into_inner()),
+        };
+    }
+}
+
+pub(crate) fn register(deadline: Instant, waker: &Waker) -> Arc<TimerEntry> {
+    let fb = fallback();
+    let entry = TimerEntry::new(deadline.saturating_duration_since(fb.epoch).as_nanos() as u64);
+    entry.register(waker);
+    fb.heap.lock().unwrap_or_else(|e| e.into_inner()).insert(entry.clone());
+    fb.changed.notify_one();
+    entry
+}
+
+pub(crate) fn cancel(entry: &TimerEntry) {
+    fallback().heap.lock().unwrap_or_else(|e| e.into_inner()).remove(entry);
+}

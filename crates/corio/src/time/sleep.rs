@@ -1,0 +1,113 @@
+//! `Sleep`: a future that completes at a deadline, on the runtime's per-worker timer heaps.
+//!
+//! The first poll puts a timer entry in the heap of the worker it runs on (or, off the
+//! workers, worker 0's; with no runtime at all, the fallback timer thread's). Whoever looks for
+//! work on that worker — its owner each round, a searching worker, or the one sleeping in the
+//! driver until the nearest deadline — fires it, which wakes the task. Dropping a `Sleep`
+//! before it fires removes its entry, so cancelled timers (the usual fate of a timeout) leave
+//! nothing behind.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Instant;
+
+use super::fallback;
+use super::heap::TimerEntry;
+use crate::runtime::{Shared, context};
+
+/// A future that completes at a deadline. Made by [`sleep_async`](super::sleep_async) or
+/// [`sleep_until_async`](super::sleep_until_async).
+#[must_use = "futures do nothing unless polled"]
+pub struct Sleep {
+    deadline: Instant,
+    timer: Option<Registered>,
+}
+
+enum Registered {
+    /// In worker `index`'s heap of a runtime.
+    Runtime { shared: Arc<Shared>, index: usize, entry: Arc<TimerEntry> },
+    /// With the fallback timer thread.
+    Fallback(Arc<TimerEntry>),
+}
+
+impl Sleep {
+    pub(crate) fn until(deadline: Instant) -> Sleep {
+        Sleep { deadline, timer: None }
+    }
+
+    /// The instant this sleep completes at.
+    pub fn deadline(&self) -> Instant {
+        self.deadline
+    }
+
+    /// Whether the deadline has passed.
+    pub fn is_elapsed(&self) -> bool {
+        Instant::now() >= self.deadline
+    }
+
+    fn register(&mut self, cx: &mut Context<'_>) {
+        let Some(shared) = context::current_shared() else {
+            let entry = fallback::register(self.deadline, cx.waker());
+            self.timer = Some(Registered::Fallback(entry));
+            return;
+        };
+        let index = context::with_worker(|w| match w {
+            Some(w) if Arc::ptr_eq(w.shared(), &shared) => w.index(),
+            _ => 0,
+        });
+        let deadline = self.deadline.saturating_duration_since(shared.epoch).as_nanos() as u64;
+        let entry = TimerEntry::new(deadline);
+        entry.register(cx.waker());
+        {
+            let remote = &shared.workers[index];
+            let mut heap = remote.timers.lock().unwrap_or_else(|e| e.into_inner());
+            heap.insert(entry.clone());
+            if deadline < remote.next_timer.load(std::sync::atomic::Ordering::SeqCst) {
+                remote.next_timer.store(deadline, std::sync::atomic::Ordering::SeqCst);
+            }
+        }
+        shared.timer_added(index, deadline);
+        self.timer = Some(Registered::Runtime { shared, index, entry });
+    }
+}
+
+impl Future for Sleep {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if !context::budget_proceed() {
+            cx.waker().wake_by_ref();
+            return Poll::Pending;
+        }
+        match &self.timer {
+            Some(Registered::Runtime { entry, .. } | Registered::Fallback(entry)) => entry.poll_elapsed(cx),
+            None if Instant::now() >= self.deadline => Poll::Ready(()),
+            None => {
+                self.register(cx);
+                Poll::Pending
+            }
+        }
+    }
+}
+
+impl Drop for Sleep {
+    fn drop(&mut self) {
+        match self.timer.take() {
+            Some(Registered::Runtime { shared, index, entry }) if !entry.is_fired() => {
+                let remote = &shared.workers[index];
+                let mut heap = remote.timers.lock().unwrap_or_else(|e| e.into_inner());
+                heap.remove(&entry);
+            }
+            Some(Registered::Fallback(entry)) if !entry.is_fired() => fallback::cancel(&entry),
+            _ => {}
+        }
+    }
+}
+
+impl std::fmt::Debug for Sleep {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sleep").field("deadline", &self.deadline).finish_non_exhaustive()
+    }
+}
