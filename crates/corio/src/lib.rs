@@ -8,6 +8,8 @@
 
 pub use corio_context::coroutine;
 pub use corio_context::stack;
+#[path = "gen/mod.rs"]
+pub mod generator;
 
 // Module tree (being filled in; helpers add their files under these).
 #[allow(dead_code)]
