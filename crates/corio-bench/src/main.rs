@@ -28,7 +28,6 @@ mod callgrind;
 mod cases;
 mod child;
 mod opts;
-mod proc;
 mod report;
 mod stats;
 
@@ -138,6 +137,7 @@ fn main() -> ExitCode {
                 eprintln!("corio-bench: case `{}` has no child half", case.name);
                 return ExitCode::from(2);
             };
+            child::install_panic_exit();
             if let Err(e) = child(&args) {
                 eprintln!("corio-bench __child {}: {e}", case.name);
                 return ExitCode::from(2);
