@@ -28,6 +28,7 @@ mod callgrind;
 mod cases;
 mod child;
 mod opts;
+mod proc;
 mod report;
 mod stats;
 

@@ -8,6 +8,7 @@ use crate::opts::Opts;
 use crate::report::Measurement;
 
 mod create;
+mod mem;
 mod switch;
 
 /// The half of a case that runs in a child process: gets the arguments after the case name,
@@ -32,6 +33,7 @@ pub struct Case {
 pub static CASES: &[Case] = &[
     switch::CASE, //
     create::CASE,
+    mem::CASE,
 ];
 
 /// The case named `name`.
