@@ -82,6 +82,16 @@ pub fn ctxt_switches(pid: &str) -> io::Result<CtxtSwitches> {
     })
 }
 
+/// The 1, 5 and 15 minute load averages, as `/proc/loadavg` prints them.
+pub fn loadavg() -> io::Result<String> {
+    let text = fs::read_to_string("/proc/loadavg")?;
+    Ok(text
+        .split_whitespace()
+        .take(3)
+        .collect::<Vec<_>>()
+        .join(" "))
+}
+
 /// A snapshot of this process's memory, for before/after differences.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct MemSnapshot {

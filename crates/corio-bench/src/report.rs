@@ -311,6 +311,10 @@ pub fn table(case: &Case, all: &[Measurement]) -> String {
         matches!(header[i], "n" | "median" | "min – max") || header[i].starts_with("vs ")
     };
     let mut out = format!("== {}: {} ==\n", case.name, case.about);
+    if let Ok(load) = crate::proc::loadavg() {
+        // Context for the reader: on a 2-vCPU VM a load above 2 means the runs were shared.
+        out.push_str(&format!("(load average after the runs: {load})\n"));
+    }
     let mut line = |cells: &[String]| {
         let mut l = String::new();
         for (i, cell) in cells.iter().enumerate() {

@@ -134,9 +134,9 @@ fn run(opts: &Opts) -> Vec<Measurement> {
         time_warm(w.f, w.n / 10);
     }
     let mut samples = vec![Vec::new(); warm.len()];
-    for _ in 0..runs {
-        for (w, out) in warm.iter().zip(&mut samples) {
-            out.push(time_warm(w.f, w.n));
+    for run in 0..runs {
+        for i in super::run_order(run, warm.len()) {
+            samples[i].push(time_warm(warm[i].f, warm[i].n));
         }
     }
     let mut ms: Vec<Measurement> = warm

@@ -40,3 +40,10 @@ pub static CASES: &[Case] = &[
 pub fn find(name: &str) -> Option<&'static Case> {
     CASES.iter().find(|c| c.name == name)
 }
+
+/// The order in which run `run` visits `len` implementations: rotated by one each run
+/// (A B C, B C A, C A B, ..), so that no implementation always runs first, right after a
+/// warm-up or a slower neighbour, or always last.
+pub fn run_order(run: usize, len: usize) -> impl Iterator<Item = usize> {
+    (0..len).map(move |i| (run + i) % len)
+}

@@ -12,7 +12,7 @@
 //!   would pay it.
 //! - The input goes through `black_box`, and the final value is checked, so no round trip can
 //!   be optimised away.
-//! - Each run warms up first, and corio and corosensei runs alternate (A B A B ..).
+//! - Both warm up first, and each run alternates which goes first (A B, B A, ..).
 //!
 //! # Instructions per switch
 //!
@@ -139,9 +139,9 @@ fn run(opts: &Opts) -> Vec<Measurement> {
         s.round_trips(n / 4);
     }
     let mut samples = vec![Vec::new(); IMPLS.len()];
-    for _ in 0..runs {
-        for (s, out) in subjects.iter_mut().zip(&mut samples) {
-            out.push(s.time(n));
+    for run in 0..runs {
+        for i in super::run_order(run, subjects.len()) {
+            samples[i].push(subjects[i].time(n));
         }
     }
     let mut ms: Vec<Measurement> = IMPLS
