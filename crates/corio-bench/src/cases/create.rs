@@ -19,7 +19,14 @@
 //! from the arena (guard installed) whose top page faults in on first touch; for corosensei an
 //! `mmap` + `mprotect` each. corosensei needs two mappings per stack, so it stops at about
 //! 32,700 live coroutines under the default `vm.max_map_count`; that is reported as a failure
-//! with the point reached.
+//! with the point reached. The note gives the split between the create, resume and drop
+//! phases of the last run.
+//!
+//! # Instructions (`warm_instructions_per_coroutine`)
+//!
+//! With `--callgrind` (and in `table` when valgrind is installed) the warm loops run under
+//! callgrind at two sizes (see `callgrind.rs`): user-space instructions per coroutine, without
+//! the noise. System calls are not counted, so corosensei's `mmap` looks cheap there.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -174,7 +181,7 @@ fn warm_fn(imp: &str) -> Option<fn(u64) -> u64> {
     }
 }
 
-/// The `instructions_per_coroutine` rows (warm loop under callgrind), or why they are missing.
+/// The `warm_instructions_per_coroutine` rows (warm loop under callgrind), or why they are missing.
 fn instructions() -> Vec<Measurement> {
     let metric = "warm_instructions_per_coroutine";
     // corosensei's mmap per coroutine is slow under valgrind: fewer of them.

@@ -8,6 +8,7 @@ use crate::opts::Opts;
 use crate::report::Measurement;
 
 mod create;
+mod r#gen;
 mod mem;
 mod switch;
 
@@ -34,6 +35,7 @@ pub static CASES: &[Case] = &[
     switch::CASE, //
     create::CASE,
     mem::CASE,
+    r#gen::CASE,
 ];
 
 /// The case named `name`.
