@@ -74,7 +74,7 @@ impl ChildCommand {
 
     /// Starts the child and waits for it (at most the timeout).
     pub fn run(&self) -> io::Result<ChildOutput> {
-        let exe = std::env::current_exe()?;
+        let exe = own_exe()?;
         let mut command = match self.wrapper.split_first() {
             Some((program, rest)) => {
                 let mut c = Command::new(program);
@@ -111,6 +111,21 @@ impl ChildCommand {
             stdout,
             stderr,
         })
+    }
+}
+
+/// The path of this process's own executable, for the child to run the same code.
+///
+/// `/proc/<pid>/exe` rather than the path it was started from: a `cargo build` in the same
+/// target directory during a long run replaces (or briefly removes) the file at that path,
+/// but the link keeps naming the inode this process runs. The pid, not `self`, so that a
+/// wrapper (valgrind) opening the path finds our binary rather than its own.
+fn own_exe() -> io::Result<std::path::PathBuf> {
+    let link = std::path::PathBuf::from(format!("/proc/{}/exe", std::process::id()));
+    if link.exists() {
+        Ok(link)
+    } else {
+        std::env::current_exe()
     }
 }
 
