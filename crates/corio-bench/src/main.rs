@@ -138,6 +138,7 @@ fn main() -> ExitCode {
                 eprintln!("corio-bench: case `{}` has no child half", case.name);
                 return ExitCode::from(2);
             };
+            child::install_panic_exit();
             if let Err(e) = child(&args) {
                 eprintln!("corio-bench __child {}: {e}", case.name);
                 return ExitCode::from(2);

@@ -25,8 +25,17 @@ impl Summary {
         let mut v = values.to_vec();
         v.sort_by(f64::total_cmp);
         let n = v.len();
-        let median = if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 };
-        Some(Summary { median, min: v[0], max: v[n - 1], runs: n })
+        let median = if n % 2 == 1 {
+            v[n / 2]
+        } else {
+            (v[n / 2 - 1] + v[n / 2]) / 2.0
+        };
+        Some(Summary {
+            median,
+            min: v[0],
+            max: v[n - 1],
+            runs: n,
+        })
     }
 }
 
