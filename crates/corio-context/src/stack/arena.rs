@@ -19,10 +19,19 @@
 //!
 //! # Free slots
 //!
-//! Freed slots go first to a per-thread cache (see `pool.rs`), then, when that overflows, here:
-//! to `warm` with their pages released but for the top one (which holds the slot header and the
-//! first frames, so reusing the slot does not fault), or, beyond [`GLOBAL_WARM_CAP`], to `cold`
-//! with every page released. Allocation prefers warm, then cold, then carving.
+//! Freed slots go first to a per-thread cache (see `pool.rs`), then, when that overflows, here,
+//! in three lists that allocation prefers in this order:
+//!
+//! - `dirty`: as the coroutine left them, every touched page still resident. Up to
+//!   [`DIRTY_CAP`] slots wait here so that the next burst of coroutines reuses them without a
+//!   fault or a system call.
+//! - `warm`: pages released but for the top one (which holds the slot header and the first
+//!   frames, so reuse does not fault), up to [`GLOBAL_WARM_CAP`] slots.
+//! - `cold`: every page released.
+//!
+//! When `dirty` grows past twice its cap, the oldest half is released in one batch (one
+//! `process_madvise` for up to 1,024 slots), so a thread that finishes coroutines pays a system
+//! call per few hundred of them, not per batch of 32.
 //!
 //! # The chunk table
 //!
@@ -58,6 +67,10 @@ pub(crate) const CARVE_BATCH: usize = 32;
 /// Freed slots per class that keep their top page; more are released entirely.
 /// 1024 slots × 4 KiB = 4 MiB of RSS kept warm per size class at most.
 const GLOBAL_WARM_CAP: usize = 1024;
+
+/// Freed slots per class kept with all their pages. 256 coroutines that used one page each
+/// is 1 MiB; the cost of the cap is what deep coroutines leave behind, 256 × their depth.
+const DIRTY_CAP: usize = 256;
 
 /// Size of the chunk table. Chunks double, so 1024 is far beyond any address space.
 const MAX_CHUNKS: usize = 1024;
@@ -195,6 +208,8 @@ pub(crate) struct SizeClass {
 }
 
 struct ClassState {
+    /// Free slot tops with their pages as their last coroutine left them (oldest first).
+    dirty: Vec<usize>,
     /// Free slot tops whose top page is still committed.
     warm: Vec<usize>,
     /// Free slot tops with every page released.
@@ -223,6 +238,7 @@ impl SizeClass {
             stack_size,
             carved: AtomicUsize::new(0),
             state: Mutex::new(ClassState {
+                dirty: Vec::new(),
                 warm: Vec::new(),
                 cold: Vec::new(),
                 cursor: 0,
@@ -243,7 +259,7 @@ impl SizeClass {
     /// Free slots held here (not in thread caches).
     pub(crate) fn free_count(&self) -> usize {
         let state = self.lock();
-        state.warm.len() + state.cold.len()
+        state.dirty.len() + state.warm.len() + state.cold.len()
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, ClassState> {
@@ -255,7 +271,7 @@ impl SizeClass {
     pub(crate) fn refill(&self, out: &mut Vec<usize>, n: usize) -> io::Result<()> {
         let mut guard = self.lock();
         let state = &mut *guard;
-        for list in [&mut state.warm, &mut state.cold] {
+        for list in [&mut state.dirty, &mut state.warm, &mut state.cold] {
             let take = list.len().min(n);
             if take > 0 {
                 let from = list.len() - take;
@@ -331,29 +347,37 @@ impl SizeClass {
         }
     }
 
-    /// Takes back free slots from a thread cache: releases their pages (all but the top page
-    /// while the warm list has room, all of them beyond), then lists them as free.
+    /// Takes back free slots from a thread cache (oldest first). They join the dirty list;
+    /// if that grows past twice its cap, its oldest half has its pages released (see the
+    /// module docs).
     pub(crate) fn give_back(&self, tops: &[usize]) {
         if tops.is_empty() {
             return;
         }
+        let excess: Vec<usize> = {
+            let mut state = self.lock();
+            state.dirty.extend_from_slice(tops);
+            if state.dirty.len() <= 2 * DIRTY_CAP {
+                return;
+            }
+            let n = state.dirty.len() - DIRTY_CAP;
+            state.dirty.drain(..n).collect()
+        };
+        self.release(&excess);
+    }
+
+    /// Releases the pages of free slots and lists them as warm (top page kept) while the warm
+    /// list has room, else cold.
+    fn release(&self, tops: &[usize]) {
         let page = os::page_size();
         let room = GLOBAL_WARM_CAP.saturating_sub(self.lock().warm.len());
         let (warm, cold) = tops.split_at(room.min(tops.len()));
+        let bottom = |top: usize| top - self.slot_size + self.guard_size;
+        let usable = self.slot_size - self.guard_size;
         let ranges: Vec<(usize, usize)> = warm
             .iter()
-            .map(|&top| {
-                (
-                    top - self.slot_size + self.guard_size,
-                    self.slot_size - self.guard_size - page,
-                )
-            })
-            .chain(cold.iter().map(|&top| {
-                (
-                    top - self.slot_size + self.guard_size,
-                    self.slot_size - self.guard_size,
-                )
-            }))
+            .map(|&top| (bottom(top), usable - page))
+            .chain(cold.iter().map(|&top| (bottom(top), usable)))
             .collect();
         // Releasing can only fail on a range that is not ours; ours are. If it ever did, the
         // slots would merely keep their pages.
@@ -361,6 +385,12 @@ impl SizeClass {
         let mut state = self.lock();
         state.warm.extend_from_slice(warm);
         state.cold.extend_from_slice(cold);
+    }
+
+    /// Releases the pages of every dirty slot now (for `trim_thread_cache`).
+    pub(crate) fn release_dirty(&self) {
+        let dirty: Vec<usize> = std::mem::take(&mut self.lock().dirty);
+        self.release(&dirty);
     }
 }
 

@@ -6,8 +6,7 @@
 //! range. What the kernel supports is probed once, on first use.
 
 use std::io;
-use std::sync::OnceLock;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 
 /// `MADV_GUARD_INSTALL` (Linux 6.13): turns a range into guard markers that fault on access,
 /// without a VMA of their own. Not yet in every libc crate release.
@@ -19,11 +18,19 @@ const PIDFD_SELF: libc::c_int = -10000;
 /// Most ranges one `process_madvise` call accepts (`UIO_MAXIOV`).
 const MAX_IOV: usize = 1024;
 
-/// The system page size.
+/// The system page size (read once; a relaxed load afterwards, as creating a coroutine asks).
+#[inline]
 pub(crate) fn page_size() -> usize {
-    static PAGE: OnceLock<usize> = OnceLock::new();
-    // SAFETY: sysconf has no preconditions.
-    *PAGE.get_or_init(|| unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize)
+    static PAGE: AtomicUsize = AtomicUsize::new(0);
+    match PAGE.load(Ordering::Relaxed) {
+        0 => {
+            // SAFETY: sysconf has no preconditions.
+            let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
+            PAGE.store(page, Ordering::Relaxed);
+            page
+        }
+        page => page,
+    }
 }
 
 /// Reserves `len` bytes of address space, readable and writable, committed on first touch.

@@ -53,31 +53,34 @@ struct ThreadCache {
 
 impl ThreadCache {
     /// The cache for slots of `slot_size` bytes, created on first use.
+    #[inline]
     fn class(&mut self, stack_size: usize, slot_size: usize) -> &mut ClassCache {
-        // A linear scan: a thread rarely uses more than one or two stack sizes.
-        match self
-            .classes
-            .iter()
-            .position(|c| c.class.slot_size == slot_size)
-        {
-            Some(i) => &mut self.classes[i],
-            None => self.add_class(SizeClass::get(stack_size, slot_size)),
+        // The first entry is the size used most recently, so the common case is one compare.
+        if self.classes.first().is_some_and(|c| c.class.slot_size == slot_size) {
+            return &mut self.classes[0];
         }
+        self.class_slow(stack_size, slot_size)
     }
 
     #[cold]
-    fn add_class(&mut self, class: &'static SizeClass) -> &mut ClassCache {
+    fn class_slow(&mut self, stack_size: usize, slot_size: usize) -> &mut ClassCache {
+        // A linear scan: a thread rarely uses more than one or two stack sizes. The hit (or
+        // the new entry) moves to the front.
+        let i = match self.classes.iter().position(|c| c.class.slot_size == slot_size) {
+            Some(i) => i,
+            None => {
+                self.add_class(SizeClass::get(stack_size, slot_size));
+                self.classes.len() - 1
+            }
+        };
+        self.classes.swap(0, i);
+        &mut self.classes[0]
+    }
+
+    fn add_class(&mut self, class: &'static SizeClass) {
         let published = Arc::new(AtomicUsize::new(0));
-        PUBLISHED
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push((class, published.clone()));
-        self.classes.push(ClassCache {
-            class,
-            slots: Vec::with_capacity(CACHE_CAP),
-            published,
-        });
-        self.classes.last_mut().expect("just pushed")
+        PUBLISHED.lock().unwrap_or_else(|e| e.into_inner()).push((class, published.clone()));
+        self.classes.push(ClassCache { class, slots: Vec::with_capacity(CACHE_CAP), published });
     }
 }
 
@@ -193,12 +196,14 @@ pub(crate) fn cached_count(class: &'static SizeClass) -> usize {
         .sum()
 }
 
-/// Gives every slot in the calling thread's cache back to the arena (pages released).
+/// Gives every slot in the calling thread's cache back to the arena and releases the pages
+/// of every dirty slot there.
 pub(crate) fn trim_thread_cache() {
     let _ = CACHE.try_with(|cache| {
         for local in &mut cache.borrow_mut().classes {
             let slots: Vec<usize> = local.slots.drain(..).collect();
             local.class.give_back(&slots);
+            local.class.release_dirty();
             local.publish();
         }
     });
