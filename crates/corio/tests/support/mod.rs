@@ -1,0 +1,251 @@
+//! Helpers shared by the runtime's integration tests (`rt_*.rs`): runtimes of each scheduler
+//! flavour, a watchdog so that a hang is a failure rather than a stuck CI job, drop counters, a
+//! one-shot gate future, panic-message helpers and a small deterministic PRNG.
+//!
+//! Each test binary uses a different subset of these.
+#![allow(dead_code)]
+
+use std::any::Any;
+use std::future::Future;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
+use std::sync::{Arc, Mutex, Once};
+use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
+
+use corio::Runtime;
+
+/// The scheduler flavours every common test body runs on: the 1:N scheduler (one worker) and
+/// the M:N scheduler (two workers, the size of the CI machine).
+pub const FLAVOURS: [usize; 2] = [1, 2];
+
+/// A runtime with `workers` workers and hog reports off (a loaded CI machine can make any
+/// task look like a hog; the reports would only be noise).
+pub fn rt(workers: usize) -> Runtime {
+    Runtime::builder()
+        .workers(workers)
+        .hog_report(false)
+        .build()
+        .expect("cannot build a runtime")
+}
+
+/// A generous limit for "finishes eventually" on a loaded 2-core machine.
+pub const EVENTUALLY: Duration = Duration::from_secs(30);
+
+/// Runs `f` on a fresh thread and returns its result, failing the test if it has not finished
+/// within `limit` (a hang is reported instead of stalling the whole test run). A panic in `f`
+/// is resumed here.
+#[track_caller]
+pub fn within<T: Send + 'static>(limit: Duration, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::Builder::new()
+        .name("within".into())
+        .spawn(move || {
+            let _ = tx.send(catch_unwind(AssertUnwindSafe(f)));
+        })
+        .expect("cannot start the watchdog's thread");
+    match rx.recv_timeout(limit) {
+        Ok(Ok(v)) => v,
+        Ok(Err(payload)) => std::panic::resume_unwind(payload),
+        Err(_) => panic!("did not finish within {limit:?}: the runtime hangs"),
+    }
+}
+
+/// Polls `cond` (sleeping 1 ms between tries, on a plain thread) until it holds; fails after
+/// [`EVENTUALLY`].
+#[track_caller]
+pub fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !cond() {
+        assert!(
+            start.elapsed() < EVENTUALLY,
+            "timed out waiting until {what}"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// Counts drops of the [`DropToken`]s it hands out, and how many it handed out.
+#[derive(Clone, Default)]
+pub struct Drops {
+    made: Arc<AtomicUsize>,
+    dropped: Arc<AtomicUsize>,
+}
+
+impl Drops {
+    pub fn new() -> Drops {
+        Drops::default()
+    }
+
+    /// A value whose drop is counted.
+    pub fn token(&self) -> DropToken {
+        self.made.fetch_add(1, SeqCst);
+        DropToken(self.dropped.clone())
+    }
+
+    /// Tokens dropped so far.
+    pub fn dropped(&self) -> usize {
+        self.dropped.load(SeqCst)
+    }
+
+    /// Tokens made so far.
+    pub fn made(&self) -> usize {
+        self.made.load(SeqCst)
+    }
+}
+
+/// Counts one drop in its [`Drops`].
+pub struct DropToken(Arc<AtomicUsize>);
+
+impl Drop for DropToken {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, SeqCst);
+    }
+}
+
+/// A one-shot flag that futures can wait for: closed until [`Gate::open`], then open for
+/// good. A gate that is never opened is a future that never completes.
+#[derive(Clone, Default)]
+pub struct Gate(Arc<GateInner>);
+
+#[derive(Default)]
+struct GateInner {
+    open: AtomicBool,
+    wakers: Mutex<Vec<Waker>>,
+}
+
+impl Gate {
+    pub fn new() -> Gate {
+        Gate::default()
+    }
+
+    /// Opens the gate and wakes every waiter.
+    pub fn open(&self) {
+        self.0.open.store(true, SeqCst);
+        let wakers = std::mem::take(&mut *self.0.wakers.lock().unwrap());
+        for w in wakers {
+            w.wake();
+        }
+    }
+
+    pub fn is_open(&self) -> bool {
+        self.0.open.load(SeqCst)
+    }
+
+    /// A future that completes when the gate is open.
+    pub fn wait(&self) -> GateWait {
+        GateWait(self.0.clone())
+    }
+}
+
+/// The future of [`Gate::wait`].
+pub struct GateWait(Arc<GateInner>);
+
+impl Future for GateWait {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if self.0.open.load(SeqCst) {
+            return Poll::Ready(());
+        }
+        let mut wakers = self.0.wakers.lock().unwrap();
+        if !wakers.iter().any(|w| w.will_wake(cx.waker())) {
+            wakers.push(cx.waker().clone());
+        }
+        drop(wakers);
+        if self.0.open.load(SeqCst) {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    }
+}
+
+/// A future wrapper that counts its polls.
+pub struct CountPolls<F> {
+    pub polls: Arc<AtomicUsize>,
+    pub inner: Pin<Box<F>>,
+}
+
+impl<F: Future> CountPolls<F> {
+    pub fn new(polls: Arc<AtomicUsize>, inner: F) -> CountPolls<F> {
+        CountPolls {
+            polls,
+            inner: Box::pin(inner),
+        }
+    }
+}
+
+impl<F: Future> Future for CountPolls<F> {
+    type Output = F::Output;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        self.polls.fetch_add(1, SeqCst);
+        self.inner.as_mut().poll(cx)
+    }
+}
+
+/// The text of a panic payload (`&str` or `String`), or a placeholder.
+pub fn payload_text(payload: &(dyn Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        s.to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        String::from("<non-string payload>")
+    }
+}
+
+/// Runs `f`, expects it to panic, and returns the panic message.
+#[track_caller]
+pub fn panic_message(f: impl FnOnce()) -> String {
+    let payload = catch_unwind(AssertUnwindSafe(f)).expect_err("expected a panic");
+    payload_text(&*payload)
+}
+
+/// Put in the message of panics a test causes on purpose; [`quiet_expected_panics`] keeps
+/// them off stderr.
+pub const EXPECTED: &str = "[expected panic]";
+
+/// Installs (once per process) a panic hook that stays silent for panics whose message
+/// contains [`EXPECTED`] and defers to the previous hook for every other panic.
+pub fn quiet_expected_panics() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if payload_text(info.payload()).contains(EXPECTED) {
+                return;
+            }
+            previous(info);
+        }));
+    });
+}
+
+/// xorshift64*: a small deterministic PRNG, so that a failing stress run can be repeated.
+#[derive(Clone, Debug)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    /// Uniform in `0..n`.
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next_u64() % n
+    }
+
+    /// True with probability `percent`/100.
+    pub fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
+}
