@@ -7,6 +7,7 @@
 //! guarantee, parallelism that needs two) sit outside the macro and say so in their names.
 //! Ports of Go's runtime tests cite the original in `src/runtime/proc_test.go`.
 
+#[macro_use]
 mod support;
 
 use std::io;
@@ -19,37 +20,6 @@ use support::{
     CountPolls, Drops, EVENTUALLY, EXPECTED, Gate, panic_message, payload_text,
     quiet_expected_panics, wait_until, within,
 };
-
-/// Instantiates the test items once per scheduler flavour, in modules `one_worker` and
-/// `two_workers`; inside, `rt()` builds a runtime of that flavour and `WORKERS` is its size.
-macro_rules! rt_common {
-    ($($item:item)*) => {
-        /// The 1:N scheduler: one worker thread runs every coroutine.
-        mod one_worker {
-            #[allow(unused_imports)]
-            use super::*;
-            #[allow(dead_code)]
-            const WORKERS: usize = 1;
-            #[allow(dead_code)]
-            fn rt() -> corio::Runtime {
-                support::rt(WORKERS)
-            }
-            $($item)*
-        }
-        /// The M:N scheduler with two workers (the CI machine has two cores).
-        mod two_workers {
-            #[allow(unused_imports)]
-            use super::*;
-            #[allow(dead_code)]
-            const WORKERS: usize = 2;
-            #[allow(dead_code)]
-            fn rt() -> corio::Runtime {
-                support::rt(WORKERS)
-            }
-            $($item)*
-        }
-    };
-}
 
 /// Recurses `depth` levels, alternating a coroutine joined in blocking style and a task
 /// awaited, each level adding one.

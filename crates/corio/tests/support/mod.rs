@@ -16,6 +16,38 @@ use std::time::{Duration, Instant};
 
 use corio::Runtime;
 
+/// Instantiates the test items once per scheduler flavour, in modules `one_worker` and
+/// `two_workers`; inside, `rt()` builds a runtime of that flavour and `WORKERS` is its size.
+/// (Declare the helpers with `#[macro_use] mod support;`.)
+macro_rules! rt_common {
+    ($($item:item)*) => {
+        /// The 1:N scheduler: one worker thread runs every coroutine.
+        mod one_worker {
+            #[allow(unused_imports)]
+            use super::*;
+            #[allow(dead_code)]
+            const WORKERS: usize = 1;
+            #[allow(dead_code)]
+            fn rt() -> corio::Runtime {
+                support::rt(WORKERS)
+            }
+            $($item)*
+        }
+        /// The M:N scheduler with two workers (the CI machine has two cores).
+        mod two_workers {
+            #[allow(unused_imports)]
+            use super::*;
+            #[allow(dead_code)]
+            const WORKERS: usize = 2;
+            #[allow(dead_code)]
+            fn rt() -> corio::Runtime {
+                support::rt(WORKERS)
+            }
+            $($item)*
+        }
+    };
+}
+
 /// The scheduler flavours every common test body runs on: the 1:N scheduler (one worker) and
 /// the M:N scheduler (two workers, the size of the CI machine).
 pub const FLAVOURS: [usize; 2] = [1, 2];

@@ -1,0 +1,380 @@
+//! Timers: `sleep` in coroutines and on plain threads, `sleep_async` in tasks, `timeout`,
+//! `interval`, many concurrent sleepers, the fallback timer thread used where no runtime is, and
+//! a timer whose worker is busy.
+//!
+//! Every duration is checked only from below ("slept at least d"); upper bounds are "finishes
+//! eventually" (the watchdog), so the tests hold on a loaded machine.
+
+#[macro_use]
+mod support;
+
+use std::io;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
+use std::sync::{Arc, Mutex};
+use std::thread::ThreadId;
+use std::time::{Duration, Instant};
+
+use corio::time::{self, Elapsed};
+use support::{CountPolls, Drops, EVENTUALLY, Gate, Rng, panic_message, within};
+
+const MS: Duration = Duration::from_millis(1);
+
+rt_common! {
+    #[test]
+    fn sleep_in_a_coroutine_lasts_at_least_its_duration() {
+        let rt = rt();
+        within(EVENTUALLY, move || {
+            rt.run(|| {
+                for d in [MS, 5 * MS, 20 * MS] {
+                    let start = Instant::now();
+                    corio::sleep(d);
+                    assert!(start.elapsed() >= d, "slept {:?} < {d:?}", start.elapsed());
+                }
+            })
+        });
+    }
+
+    #[test]
+    fn sleep_async_in_a_task_lasts_at_least_its_duration() {
+        let rt = rt();
+        within(EVENTUALLY, move || {
+            let task = rt.spawn(async {
+                for d in [MS, 5 * MS, 20 * MS] {
+                    let start = Instant::now();
+                    let sleep = time::sleep_async(d);
+                    assert!(sleep.deadline() >= start + d);
+                    assert!(!sleep.is_elapsed());
+                    sleep.await;
+                    assert!(start.elapsed() >= d, "slept {:?} < {d:?}", start.elapsed());
+                }
+            });
+            task.join().unwrap();
+        });
+    }
+
+    #[test]
+    fn sleeping_zero_or_until_the_past_returns() {
+        let rt = rt();
+        within(EVENTUALLY, move || {
+            rt.run(|| {
+                let past = Instant::now();
+                corio::sleep(Duration::ZERO);
+                time::sleep_until(past);
+                assert!(time::sleep_until_async(past).is_elapsed());
+                corio::block_on(time::sleep_until_async(past));
+                corio::spawn(async move {
+                    time::sleep_async(Duration::ZERO).await;
+                    time::sleep_until_async(past).await;
+                })
+                .join()
+                .unwrap();
+            })
+        });
+    }
+
+    #[test]
+    fn a_thousand_coroutines_sleeping_random_durations_all_wake_after_their_deadlines() {
+        let rt = rt();
+        within(EVENTUALLY, move || {
+            let mut rng = Rng::new(0x51ee_9e75);
+            let handles: Vec<_> = (0..1000)
+                .map(|_| {
+                    let d = Duration::from_micros(rng.below(20_000));
+                    rt.go(move || {
+                        let start = Instant::now();
+                        corio::sleep(d);
+                        start.elapsed() >= d
+                    })
+                })
+                .collect();
+            let early = handles.into_iter().map(|h| h.join().unwrap()).filter(|ok| !ok).count();
+            assert_eq!(early, 0, "sleepers woke before their deadline");
+        });
+    }
+
+    #[test]
+    fn a_thousand_tasks_sleeping_random_durations_all_wake_after_their_deadlines() {
+        let rt = rt();
+        within(EVENTUALLY, move || {
+            let mut rng = Rng::new(0x7a5c);
+            let woke = Arc::new(AtomicUsize::new(0));
+            let handles: Vec<_> = (0..1000)
+                .map(|_| {
+                    let d = Duration::from_micros(rng.below(20_000));
+                    let woke = woke.clone();
+                    rt.spawn(async move {
+                        let start = Instant::now();
+                        time::sleep_async(d).await;
+                        woke.fetch_add(1, SeqCst);
+                        start.elapsed() >= d
+                    })
+                })
+                .collect();
+            let early = handles.into_iter().map(|h| h.join().unwrap()).filter(|ok| !ok).count();
+            assert_eq!(early, 0, "sleepers woke before their deadline");
+            assert_eq!(woke.load(SeqCst), 1000);
+        });
+    }
+
+    #[test]
+    fn an_expired_timeout_returns_elapsed_and_drops_the_future() {
+        let rt = rt();
+        within(EVENTUALLY, move || {
+            let drops = Drops::new();
+            let token = drops.token();
+            let polls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+            let p = polls.clone();
+            let d = drops.clone();
+            rt.run(move || {
+                let inner = CountPolls::new(p, async move {
+                    let _token = token;
+                    Gate::new().wait().await; // never completes
+                });
+                let start = Instant::now();
+                let result = time::timeout(5 * MS, inner);
+                assert!(start.elapsed() >= 5 * MS);
+                let _elapsed: Elapsed = result.unwrap_err();
+                // Dropped by the time `timeout` returns, not later.
+                assert_eq!(d.dropped(), 1);
+            });
+            assert!(polls.load(SeqCst) >= 1);
+        });
+    }
+
+    #[test]
+    fn a_timeout_whose_future_completes_returns_its_output() {
+        let rt = rt();
+        within(EVENTUALLY, move || {
+            rt.run(|| {
+                assert_eq!(time::timeout(Duration::from_secs(60), async { 7 }), Ok(7));
+                let slow_enough = time::timeout(Duration::from_secs(60), time::sleep_async(2 * MS));
+                assert_eq!(slow_enough, Ok(()));
+            })
+        });
+    }
+
+    #[test]
+    fn timeout_async_in_a_task_has_both_outcomes() {
+        let rt = rt();
+        within(EVENTUALLY, move || {
+            let drops = Drops::new();
+            let token = drops.token();
+            let (expired, completed) = rt.block_on(async move {
+                corio::spawn(async move {
+                    let never = async move {
+                        let _token = token;
+                        Gate::new().wait().await
+                    };
+                    let expired = time::timeout_async(3 * MS, never).await;
+                    let completed = time::timeout_async(Duration::from_secs(60), async { 1 }).await;
+                    (expired, completed)
+                })
+                .await
+                .unwrap()
+            });
+            assert!(expired.is_err());
+            assert_eq!(completed, Ok(1));
+            assert_eq!(drops.dropped(), 1);
+        });
+    }
+
+    #[test]
+    fn interval_ticks_lie_on_its_period_grid_and_never_come_early() {
+        let rt = rt();
+        within(EVENTUALLY, move || {
+            rt.run(|| {
+                let period = 3 * MS;
+                let mut every = time::interval(period);
+                assert_eq!(every.period(), period);
+                let first = every.tick(); // the first tick is at once
+                let mut previous = first;
+                for _ in 0..5 {
+                    let due = every.tick();
+                    assert!(Instant::now() >= due, "a tick returned before it was due");
+                    assert!(due > previous);
+                    let since_first = (due - first).as_nanos();
+                    assert_eq!(since_first % period.as_nanos(), 0, "tick off the grid");
+                    previous = due;
+                }
+            })
+        });
+    }
+
+    #[test]
+    fn a_late_interval_skips_missed_ticks_instead_of_bursting() {
+        let rt = rt();
+        within(EVENTUALLY, move || {
+            rt.run(|| {
+                let period = 5 * MS;
+                let mut every = time::interval(period);
+                let first = every.tick();
+                corio::sleep(6 * period); // miss several ticks
+                let late = every.tick(); // the missed one, returned at once
+                let returned_at = Instant::now();
+                let next = every.tick();
+                assert_eq!(late, first + period);
+                assert!(next > returned_at, "a burst: the tick after a late one was already due");
+                assert_eq!((next - first).as_nanos() % period.as_nanos(), 0);
+            })
+        });
+    }
+
+    #[test]
+    fn interval_tick_async_in_a_task() {
+        let rt = rt();
+        within(EVENTUALLY, move || {
+            let n = rt
+                .spawn(async {
+                    let mut every = time::interval(2 * MS);
+                    let start = every.tick_async().await;
+                    let mut last = start;
+                    for _ in 0..4 {
+                        last = every.tick_async().await;
+                    }
+                    assert!(last - start >= 8 * MS);
+                    4
+                })
+                .join()
+                .unwrap();
+            assert_eq!(n, 4);
+        });
+    }
+
+    #[test]
+    fn runtime_block_on_sleeps_on_the_runtime_timers_from_a_plain_thread() {
+        let rt = rt();
+        within(EVENTUALLY, move || {
+            let start = Instant::now();
+            rt.block_on(time::sleep_async(20 * MS));
+            assert!(start.elapsed() >= 20 * MS);
+            // And from a future that also waits for a task.
+            let start = Instant::now();
+            rt.block_on(async {
+                let t = corio::spawn(time::sleep_async(10 * MS));
+                time::sleep_async(10 * MS).await;
+                t.await.unwrap();
+            });
+            assert!(start.elapsed() >= 10 * MS);
+        });
+    }
+
+    #[test]
+    fn a_sleeper_spawned_on_an_idle_runtime_wakes() {
+        let rt = rt();
+        within(EVENTUALLY, move || {
+            std::thread::sleep(20 * MS); // let every worker park
+            let start = Instant::now();
+            rt.go(|| corio::sleep(30 * MS)).join().unwrap();
+            assert!(start.elapsed() >= 30 * MS);
+            std::thread::sleep(20 * MS);
+            rt.spawn(time::sleep_async(30 * MS)).join().unwrap();
+        });
+    }
+}
+
+// ----- without a runtime ---------------------------------------------------------------------
+
+#[test]
+fn sleep_on_a_plain_thread_sleeps_the_thread() {
+    let start = Instant::now();
+    corio::sleep(10 * MS);
+    assert!(start.elapsed() >= 10 * MS);
+}
+
+#[test]
+fn sleep_async_without_a_runtime_uses_the_fallback_timer_thread() {
+    let start = Instant::now();
+    corio::block_on(time::sleep_async(10 * MS));
+    assert!(start.elapsed() >= 10 * MS);
+    // Many at once, out of order.
+    let sleepers: Vec<_> = [15u64, 3, 9, 1, 12]
+        .into_iter()
+        .map(|ms| {
+            std::thread::spawn(move || {
+                let start = Instant::now();
+                corio::block_on(time::sleep_async(Duration::from_millis(ms)));
+                start.elapsed() >= Duration::from_millis(ms)
+            })
+        })
+        .collect();
+    assert!(sleepers.into_iter().all(|t| t.join().unwrap()));
+}
+
+#[test]
+fn timeout_on_a_plain_thread_expires_and_completes() {
+    let start = Instant::now();
+    let expired = time::timeout(5 * MS, Gate::new().wait());
+    assert!(start.elapsed() >= 5 * MS);
+    let err = expired.unwrap_err();
+    assert_eq!(err.to_string(), "deadline has elapsed");
+    assert_eq!(io::Error::from(err).kind(), io::ErrorKind::TimedOut);
+    // A completed timeout cancels its fallback timer; later sleeps are unaffected.
+    assert_eq!(time::timeout(Duration::from_secs(60), async { 3 }), Ok(3));
+    let start = Instant::now();
+    corio::block_on(time::sleep_async(5 * MS));
+    assert!(start.elapsed() >= 5 * MS);
+}
+
+#[test]
+fn an_interval_with_a_zero_period_panics_with_a_message() {
+    let msg = panic_message(|| {
+        let _ = time::interval(Duration::ZERO);
+    });
+    assert!(msg.contains("period must be positive"), "{msg}");
+}
+
+// ----- one flavour ---------------------------------------------------------------------------
+
+/// A stackless task whose timer sits in the heap of a worker that a coroutine then hogs (spins
+/// without any runtime call): the timer must still fire — found by the other worker, or by
+/// sysmon — and the task, being movable, must run on the other worker while the hog goes on.
+/// The hog spins until the task has finished (or 10 s), so there is no timing assertion: a
+/// timer stuck behind the hog makes the hog give up and the test fail.
+#[test]
+fn a_task_whose_timer_is_on_a_hogged_worker_still_wakes_on_the_other_worker() {
+    let rt = support::rt(2);
+    within(EVENTUALLY, move || {
+        for attempt in 0..20 {
+            let outcome = rt.run(|| {
+                let hog_thread = std::thread::current().id();
+                let polled_on: Arc<Mutex<Option<ThreadId>>> = Arc::default();
+                let done = Arc::new(AtomicBool::new(false));
+                let (p, d) = (polled_on.clone(), done.clone());
+                let task = corio::spawn(async move {
+                    *p.lock().unwrap() = Some(std::thread::current().id());
+                    time::sleep_async(5 * MS).await;
+                    d.store(true, SeqCst);
+                    std::thread::current().id()
+                });
+                // Let the task run (and register its timer) on this worker or the other.
+                while polled_on.lock().unwrap().is_none() {
+                    corio::yield_now();
+                }
+                if *polled_on.lock().unwrap() != Some(hog_thread) {
+                    task.join().unwrap();
+                    return None; // registered on the other worker: try again
+                }
+                // Hog this worker without any runtime call.
+                let start = Instant::now();
+                while !done.load(SeqCst) && start.elapsed() < Duration::from_secs(10) {
+                    std::hint::spin_loop();
+                }
+                let woke_while_hogged = done.load(SeqCst);
+                let woke_on = task.join().unwrap();
+                Some((woke_while_hogged, woke_on != hog_thread))
+            });
+            if let Some((woke_while_hogged, elsewhere)) = outcome {
+                assert!(
+                    woke_while_hogged,
+                    "the timer never fired while its worker was busy"
+                );
+                assert!(elsewhere);
+                return;
+            }
+            assert!(
+                attempt < 19,
+                "the task never registered its timer on the hog's worker"
+            );
+        }
+    });
+}
