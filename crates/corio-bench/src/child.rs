@@ -5,6 +5,8 @@
 //! mappings takes its process down with it. So such a measurement runs in a child: the parent
 //! starts `current_exe() __child <case> <args..>` (optionally under a wrapper such as
 //! valgrind), the case's `child` function does the work there, and reports on stdout.
+//! The Go peer (`gopeer.rs`) speaks the same protocol and runs the same way, as a
+//! [`ChildCommand::program`].
 //!
 //! # Protocol
 //!
@@ -29,6 +31,8 @@ use std::time::{Duration, Instant};
 /// A child run to start: `[wrapper..] current_exe __child <case> <args..>`.
 #[derive(Clone, Debug)]
 pub struct ChildCommand {
+    /// A program to run instead of this binary's `__child <case>` (a Go peer).
+    program: Option<std::path::PathBuf>,
     case: String,
     args: Vec<String>,
     wrapper: Vec<OsString>,
@@ -39,10 +43,20 @@ impl ChildCommand {
     /// Will run the child half of `case`, with a 120 s timeout.
     pub fn new(case: &str) -> ChildCommand {
         ChildCommand {
+            program: None,
             case: case.to_string(),
             args: Vec::new(),
             wrapper: Vec::new(),
             timeout: Duration::from_secs(120),
+        }
+    }
+
+    /// Will run another program (a Go peer that speaks the same `@key value` protocol) with
+    /// the given arguments instead of this binary's `__child <case>`; 120 s timeout.
+    pub fn program(path: impl Into<std::path::PathBuf>) -> ChildCommand {
+        ChildCommand {
+            program: Some(path.into()),
+            ..ChildCommand::new("")
         }
     }
 
@@ -74,7 +88,10 @@ impl ChildCommand {
 
     /// Starts the child and waits for it (at most the timeout).
     pub fn run(&self) -> io::Result<ChildOutput> {
-        let exe = own_exe()?;
+        let exe = match &self.program {
+            Some(program) => program.clone(),
+            None => own_exe()?,
+        };
         let mut command = match self.wrapper.split_first() {
             Some((program, rest)) => {
                 let mut c = Command::new(program);
@@ -83,7 +100,10 @@ impl ChildCommand {
             }
             None => Command::new(&exe),
         };
-        command.arg("__child").arg(&self.case).args(&self.args);
+        if self.program.is_none() {
+            command.arg("__child").arg(&self.case);
+        }
+        command.args(&self.args);
         command
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

@@ -27,6 +27,7 @@
 mod callgrind;
 mod cases;
 mod child;
+mod gopeer;
 mod opts;
 mod proc;
 mod report;

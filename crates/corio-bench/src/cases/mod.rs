@@ -8,9 +8,11 @@ use crate::opts::Opts;
 use crate::report::Measurement;
 
 mod create;
+mod fresh;
 mod r#gen;
 mod mem;
 mod switch;
+mod r#yield;
 
 /// The half of a case that runs in a child process: gets the arguments after the case name,
 /// reports with `child::emit`, and returns an error message on bad arguments.
@@ -36,6 +38,7 @@ pub static CASES: &[Case] = &[
     create::CASE,
     mem::CASE,
     r#gen::CASE,
+    r#yield::CASE,
 ];
 
 /// The case named `name`.

@@ -1,0 +1,284 @@
+// Command corio-peers is the Go side of corio-bench's scheduler cases: the same work as the
+// Rust children, reported the same way (one "@key value" line per result on stdout).
+//
+// corio-bench embeds this file, writes it to its cache directory (target/corio-bench-go/),
+// and builds it there with "go build" (standard library only, no modules) whenever the
+// source is newer than the binary.
+//
+// Usage (procs is GOMAXPROCS):
+//
+//	corio-peers yield    <procs> <n per goroutine> <warm-up n>
+//	corio-peers spawn    <procs> <n>
+//	corio-peers skynet   <procs> <leaves>
+//	corio-peers fairness <procs> <hogs> <window ms>
+//	corio-peers idle     <procs> <settle ms> <window ms>
+package main
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+func emit(key string, value interface{}) {
+	// os.Stdout is unbuffered: each line reaches the parent at once.
+	fmt.Printf("@%s %v\n", key, value)
+}
+
+func fail(format string, args ...interface{}) {
+	fmt.Fprintf(os.Stderr, "corio-peers: "+format+"\n", args...)
+	os.Exit(2)
+}
+
+func intArg(i int, what string) int {
+	if len(os.Args) <= i {
+		fail("missing argument %d (%s)", i, what)
+	}
+	v, err := strconv.Atoi(os.Args[i])
+	if err != nil || v < 0 {
+		fail("bad %s: %q", what, os.Args[i])
+	}
+	return v
+}
+
+func main() {
+	if len(os.Args) < 3 {
+		fail("usage: corio-peers <yield|spawn|skynet|fairness|idle> <procs> <args..>")
+	}
+	runtime.GOMAXPROCS(intArg(2, "procs"))
+	emit("gomaxprocs", runtime.GOMAXPROCS(0))
+	emit("go_version", runtime.Version())
+	switch os.Args[1] {
+	case "yield":
+		yieldMain(intArg(3, "n"), intArg(4, "warm-up n"))
+	case "spawn":
+		spawnMain(intArg(3, "n"))
+	case "skynet":
+		skynetMain(intArg(3, "leaves"))
+	case "fairness":
+		fairnessMain(intArg(3, "hogs"), time.Duration(intArg(4, "window ms"))*time.Millisecond)
+	case "idle":
+		idleMain(time.Duration(intArg(3, "settle ms"))*time.Millisecond,
+			time.Duration(intArg(4, "window ms"))*time.Millisecond)
+	default:
+		fail("unknown subcommand %q", os.Args[1])
+	}
+}
+
+// yield: two goroutines each call runtime.Gosched n times; the main goroutine waits for both
+// (parked, not runnable). The time covers starting both and waiting for both.
+func yieldRun(n int) time.Duration {
+	var wg sync.WaitGroup
+	wg.Add(2)
+	start := time.Now()
+	for g := 0; g < 2; g++ {
+		go func() {
+			for i := 0; i < n; i++ {
+				runtime.Gosched()
+			}
+			wg.Done()
+		}()
+	}
+	wg.Wait()
+	return time.Since(start)
+}
+
+func yieldMain(n, warm int) {
+	if warm > 0 {
+		yieldRun(warm)
+	}
+	d := yieldRun(n)
+	emit("ns_per_yield", float64(d.Nanoseconds())/float64(2*n))
+}
+
+// spawn: n goroutines with an empty body (wg.Done), all started, then all waited for. Two
+// batches: the first on a fresh heap, the second on what the first left.
+func spawnRun(n int) time.Duration {
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() { wg.Done() }()
+	}
+	wg.Wait()
+	return time.Since(start)
+}
+
+func spawnMain(n int) {
+	first := spawnRun(n)
+	second := spawnRun(n)
+	emit("ns_per_task", float64(first.Nanoseconds())/float64(n))
+	emit("warm_ns_per_task", float64(second.Nanoseconds())/float64(n))
+}
+
+// skynet: the classic skynet.go (github.com/atemerev/skynet): every node starts `div`
+// children and sums what they send on its channel.
+func skynet(c chan int, num, size, div int) {
+	if size == 1 {
+		c <- num
+		return
+	}
+	rc := make(chan int)
+	sum := 0
+	for i := 0; i < div; i++ {
+		subNum := num + i*(size/div)
+		go skynet(rc, subNum, size/div, div)
+	}
+	for i := 0; i < div; i++ {
+		sum += <-rc
+	}
+	c <- sum
+}
+
+func skynetRun(leaves int) time.Duration {
+	start := time.Now()
+	c := make(chan int)
+	go skynet(c, 0, leaves, 10)
+	sum := <-c
+	d := time.Since(start)
+	want := leaves * (leaves - 1) / 2
+	if sum != want {
+		fail("skynet: sum %d, want %d", sum, want)
+	}
+	return d
+}
+
+func skynetMain(leaves int) {
+	// Two runs in this process: the first on a fresh heap, the second on what the first left.
+	cold := skynetRun(leaves)
+	warm := skynetRun(leaves)
+	emit("cold_ms", float64(cold.Nanoseconds())/1e6)
+	emit("ms", float64(warm.Nanoseconds())/1e6)
+}
+
+// fairness: a sleeper sleeps 1 ms again and again and records how late each wake-up is, while
+// `hogs` goroutines spin on an atomic flag. The sleeper starts (and finishes one sleep) before
+// the hogs; every sleep that ends after the window began is recorded.
+func fairnessMain(hogs int, window time.Duration) {
+	var stop, recording int32
+	samples := make([]int64, 0, 1<<16)
+	first := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		started := false
+		for atomic.LoadInt32(&stop) == 0 {
+			t0 := time.Now()
+			time.Sleep(time.Millisecond)
+			late := time.Since(t0) - time.Millisecond
+			if atomic.LoadInt32(&recording) != 0 {
+				samples = append(samples, int64(late))
+			}
+			if !started {
+				started = true
+				close(first)
+			}
+		}
+		close(done)
+	}()
+	<-first
+	var hogsDone sync.WaitGroup
+	hogsDone.Add(hogs)
+	for i := 0; i < hogs; i++ {
+		go func() {
+			for atomic.LoadInt32(&stop) == 0 {
+			}
+			hogsDone.Done()
+		}()
+	}
+	atomic.StoreInt32(&recording, 1)
+	time.Sleep(window)
+	atomic.StoreInt32(&stop, 1)
+	hogsDone.Wait()
+	<-done
+	emitLateness(samples)
+}
+
+// emitLateness reports the sample count and the p50, p99 and max lateness in microseconds
+// (nearest rank, as the Rust children compute it).
+func emitLateness(samples []int64) {
+	emit("samples", len(samples))
+	if len(samples) == 0 {
+		return
+	}
+	sort.Slice(samples, func(i, j int) bool { return samples[i] < samples[j] })
+	rank := func(p int) float64 {
+		i := (len(samples)*p + 99) / 100
+		if i < 1 {
+			i = 1
+		}
+		return float64(samples[i-1]) / 1e3
+	}
+	emit("p50_us", rank(50))
+	emit("p99_us", rank(99))
+	emit("max_us", float64(samples[len(samples)-1])/1e3)
+}
+
+// idle: a Go program whose main goroutine is parked in time.Sleep on its own (locked) thread;
+// the context switches of every other thread of the process over the window.
+func idleMain(settle, window time.Duration) {
+	runtime.LockOSThread()
+	self := syscall.Gettid()
+	// Use the scheduler once, as the Rust children do with their runtimes.
+	ch := make(chan int)
+	go func() { ch <- 1 }()
+	<-ch
+	time.Sleep(settle)
+	before := threadSwitches(self)
+	start := time.Now()
+	time.Sleep(window)
+	after := threadSwitches(self)
+	elapsed := time.Since(start)
+	var vol, nonvol int64
+	for tid, a := range after {
+		b := before[tid]
+		vol += a[0] - b[0]
+		nonvol += a[1] - b[1]
+	}
+	emit("switches_per_sec", float64(vol+nonvol)/elapsed.Seconds())
+	emit("voluntary", vol)
+	emit("nonvoluntary", nonvol)
+	emit("threads", len(after)+1)
+}
+
+// threadSwitches reads voluntary and nonvoluntary context switches of every thread of this
+// process except `skip`.
+func threadSwitches(skip int) map[int][2]int64 {
+	out := map[int][2]int64{}
+	entries, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		fail("reading /proc/self/task: %v", err)
+	}
+	for _, e := range entries {
+		tid, err := strconv.Atoi(e.Name())
+		if err != nil || tid == skip {
+			continue
+		}
+		status, err := os.ReadFile("/proc/self/task/" + e.Name() + "/status")
+		if err != nil {
+			continue // the thread exited
+		}
+		var v [2]int64
+		for _, line := range strings.Split(string(status), "\n") {
+			fields := strings.Fields(line)
+			if len(fields) != 2 {
+				continue
+			}
+			n, _ := strconv.ParseInt(fields[1], 10, 64)
+			switch fields[0] {
+			case "voluntary_ctxt_switches:":
+				v[0] = n
+			case "nonvoluntary_ctxt_switches:":
+				v[1] = n
+			}
+		}
+		out[tid] = v
+	}
+	return out
+}
