@@ -11,6 +11,7 @@ mod create;
 mod fresh;
 mod r#gen;
 mod mem;
+mod spawn;
 mod switch;
 mod r#yield;
 
@@ -39,6 +40,7 @@ pub static CASES: &[Case] = &[
     mem::CASE,
     r#gen::CASE,
     r#yield::CASE,
+    spawn::CASE,
 ];
 
 /// The case named `name`.
