@@ -11,6 +11,7 @@ mod create;
 mod fresh;
 mod r#gen;
 mod mem;
+mod skynet;
 mod spawn;
 mod switch;
 mod r#yield;
@@ -41,6 +42,7 @@ pub static CASES: &[Case] = &[
     r#gen::CASE,
     r#yield::CASE,
     spawn::CASE,
+    skynet::CASE,
 ];
 
 /// The case named `name`.
