@@ -8,6 +8,7 @@ use crate::opts::Opts;
 use crate::report::Measurement;
 
 mod create;
+mod fairness;
 mod fresh;
 mod r#gen;
 mod mem;
@@ -43,6 +44,7 @@ pub static CASES: &[Case] = &[
     r#yield::CASE,
     spawn::CASE,
     skynet::CASE,
+    fairness::CASE,
 ];
 
 /// The case named `name`.
