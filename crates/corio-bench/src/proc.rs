@@ -72,9 +72,6 @@ pub struct CtxtSwitches {
 }
 
 /// The context switches of process `pid` (or `"self"`) so far.
-///
-/// Not used by the first cases; the scheduler cases (yield, idle, fairness) will be.
-#[allow(dead_code)]
 pub fn ctxt_switches(pid: &str) -> io::Result<CtxtSwitches> {
     Ok(CtxtSwitches {
         voluntary: status_field(pid, "voluntary_ctxt_switches")?,

@@ -11,6 +11,7 @@ mod create;
 mod fairness;
 mod fresh;
 mod r#gen;
+mod idle;
 mod mem;
 mod skynet;
 mod spawn;
@@ -45,6 +46,7 @@ pub static CASES: &[Case] = &[
     spawn::CASE,
     skynet::CASE,
     fairness::CASE,
+    idle::CASE,
 ];
 
 /// The case named `name`.
