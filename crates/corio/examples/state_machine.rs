@@ -96,8 +96,9 @@ impl Future for NotReadyOnce {
 
 /// Polls `future` until it is ready: the event loop of the article, for a Rust future.
 ///
-/// RUNTIME: switch to `corio::block_on(future)` once the runtime lands; it parks the thread
-/// until the waker fires instead of polling again at once.
+/// Polls `future` until it is ready, printing each poll: the article's `send()` loop made
+/// visible (a no-op waker; the futures here are ready at their second poll). The corio
+/// runtime's version is `corio::block_on`, used at the end of `main`.
 fn block_on<F: Future>(future: F) -> F::Output {
     let mut future = pin!(future);
     let mut cx = Context::from_waker(Waker::noop());
@@ -227,10 +228,12 @@ async fn fetch_generator(co: &FetchCo) -> String {
 
 // --- sizes -----------------------------------------------------------------------------------
 
+/// Pending once (asking to be polled again, as a future must), then ready.
 async fn yield_once() {
     let mut once = true;
-    std::future::poll_fn(move |_| {
+    std::future::poll_fn(move |cx| {
         if std::mem::take(&mut once) {
+            cx.waker().wake_by_ref();
             Poll::Pending
         } else {
             Poll::Ready(())
@@ -315,19 +318,24 @@ fn main() {
         "  async fn, 1 KiB buffer in scope at the await:    {:>5}",
         size_of_val(&scratch_in_scope_at_await())
     );
-    assert!(block_on_quiet(scratch_before_await()) == 1024);
-    assert!(block_on_quiet(scratch_in_scope_at_await()) == 1024);
-}
+    assert!(corio::block_on(scratch_before_await()) == 1024);
+    assert!(corio::block_on(scratch_in_scope_at_await()) == 1024);
 
-/// `block_on` without the commentary.
-///
-/// RUNTIME: `corio::block_on` as well.
-fn block_on_quiet<F: Future>(future: F) -> F::Output {
-    let mut future = pin!(future);
-    let mut cx = Context::from_waker(Waker::noop());
-    loop {
-        if let Poll::Ready(output) = future.as_mut().poll(&mut cx) {
-            return output;
-        }
-    }
+    println!("\non the corio runtime (one worker):");
+    let rt = corio::Runtime::builder().workers(1).build().expect("runtime");
+    let (stackless, stackful) = rt.run(|| {
+        // The async fn as a stackless task, awaited from a stackful coroutine with block_on...
+        let stackless = corio::block_on(corio::spawn(fetch())).expect("task");
+        // ...and the same fetch as blocking-style code in a stackful coroutine: each "IO" is a
+        // future that the coroutine waits for with corio::block_on, suspending only itself.
+        let stackful = corio::go(|| {
+            let data = corio::block_on(read_socket());
+            corio::block_on(process(data))
+        })
+        .join()
+        .expect("coroutine");
+        (stackless, stackful)
+    });
+    println!("  stackless task: {stackless:?}\n  stackful coroutine: {stackful:?}");
+    assert_eq!(stackless, stackful);
 }

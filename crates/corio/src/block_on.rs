@@ -134,10 +134,7 @@ pub(crate) fn park_thread_on<F: Future>(fut: F) -> F::Output {
 #[track_caller]
 pub fn yield_now() {
     match context::here() {
-        Here::Stackful(ctx) => {
-            ctx.waker().wake_by_ref();
-            ctx.suspend();
-        }
+        Here::Stackful(ctx) => ctx.yield_now(),
         Here::Stackless => panic!("corio::yield_now() inside an async task: use `corio::yield_now_async().await`"),
         Here::Thread => panic!(
             "corio::yield_now() outside a corio coroutine: it yields a coroutine to the scheduler; \

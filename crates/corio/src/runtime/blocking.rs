@@ -87,7 +87,7 @@ fn pool_thread(shared: Arc<Shared>) {
     loop {
         if let Some(task) = state.queue.pop_front() {
             drop(state);
-            task.run();
+            let _ = task.run(); // blocking tasks never yield
             state = pool.state.lock().unwrap_or_else(|e| e.into_inner());
             continue;
         }

@@ -34,6 +34,8 @@ const TIME_SLICE: Duration = Duration::from_millis(10);
 /// between yields) does not start threads (async-std's blocking detection added threads too
 /// eagerly and lost throughput under load).
 const HAND_OFF_AFTER: Duration = Duration::from_millis(20);
+/// How late a busy worker's timer must be before sysmon fires it instead.
+const OVERDUE_NS: u64 = 200_000;
 /// How long before a hog is reported.
 const REPORT_AFTER: Duration = Duration::from_millis(50);
 const MIN_DELAY: Duration = Duration::from_micros(20);
@@ -137,6 +139,16 @@ impl Watch {
             self.seen = vec![Seen { ticks: u64::MAX, since: now, handled: false }; shared.workers.len()];
         }
         let mut acted = false;
+        // A worker busy with one long task reads the clock only between tasks: fire its due
+        // timers from here so that sleepers on it are not late by a whole task.
+        let runtime_now = shared.now_ns();
+        for (index, remote) in shared.workers.iter().enumerate() {
+            if remote.next_timer.load(Ordering::Relaxed).saturating_add(OVERDUE_NS) <= runtime_now
+                && remote.status.load(Ordering::Acquire) != STATUS_IDLE
+            {
+                acted |= shared.fire_timers(index, runtime_now) > 0;
+            }
+        }
         for (index, remote) in shared.workers.iter().enumerate() {
             let status = remote.status.load(Ordering::Acquire);
             let ticks = remote.ticks.load(Ordering::Relaxed);
@@ -199,23 +211,19 @@ fn hand_off(shared: &Arc<Shared>) -> bool {
 fn report_hog(shared: &Shared, index: usize, stuck_for: Duration) {
     let remote = &shared.workers[index];
     let id = remote.current_id.load(Ordering::Relaxed);
-    let location = remote.current_location.load(Ordering::Relaxed);
     let mut name = None;
     let mut stackful = false;
+    let mut at = String::from("?");
+    // The task is alive while it is in the owned list, whose lock we hold while reading it.
     shared.owned.for_each(|h| {
         if h.id == id {
             name = h.name.clone();
             stackful = matches!(h.kind, crate::task::core::Kind::Stackful { .. });
+            at = h.location.to_string();
         }
     });
     let kind = if stackful { "coroutine" } else { "task" };
     let name = name.as_deref().unwrap_or("<unnamed>");
-    let at = if location.is_null() {
-        String::from("?")
-    } else {
-        // SAFETY: locations are `&'static Location`s.
-        unsafe { (*location).to_string() }
-    };
     eprintln!(
         "corio: {kind} '{name}' (id {id}, spawned at {at}) has run for {} ms on worker {index} \
          without yielding; work queued behind it is moved to other workers \

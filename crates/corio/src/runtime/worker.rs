@@ -9,8 +9,7 @@
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
-use std::panic::Location;
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -18,7 +17,8 @@ use super::Shared;
 use super::context;
 use super::park::Unparker;
 use super::sched::queue::{self, Local, Steal};
-use crate::task::raw::Notified;
+use crate::task::core::RunResult;
+use crate::task::raw::{Notified, Running};
 use crate::time::heap::TimerHeap;
 
 /// Every this many rounds a worker takes a task from the global queue before its own (Go's
@@ -28,6 +28,10 @@ const GLOBAL_POLL_INTERVAL: u32 = 61;
 /// Consecutive runs from the next-task slot before the slot's task goes to the back of the
 /// queue (tokio's `MAX_LIFO_POLLS_PER_TICK`; tokio #5712 shows the starvation without a cap).
 const MAX_LIFO_POLLS: u32 = 3;
+
+/// Every this many rounds a worker reads the clock to fire its due timers (a clock read costs
+/// 20–85 ns on the VMs corio is measured on; sysmon fires timers a busy worker is late on).
+const TIMER_CHECK_INTERVAL: u32 = 16;
 
 /// Most tasks taken from the global queue at once (Go's `globrunqget` takes up to half the
 /// local queue, 128).
@@ -60,7 +64,6 @@ pub(crate) struct Remote {
     pub(crate) preempt: AtomicBool,
     /// The running task, for sysmon's report.
     pub(crate) current_id: AtomicU64,
-    pub(crate) current_location: AtomicPtr<Location<'static>>,
     /// A spare worker: started by sysmon, not counted in `Idle`.
     pub(crate) spare: bool,
     pub(crate) started: AtomicBool,
@@ -83,7 +86,6 @@ impl Remote {
             status: AtomicU8::new(STATUS_IDLE),
             preempt: AtomicBool::new(false),
             current_id: AtomicU64::new(0),
-            current_location: AtomicPtr::new(std::ptr::null_mut()),
             spare,
             started: AtomicBool::new(false),
             active: AtomicBool::new(false),
@@ -97,9 +99,9 @@ impl Remote {
         self.inbox_len.store(inbox.len(), Ordering::Release);
     }
 
-    fn take_inbox(&self, into: &mut VecDeque<Notified>) {
+    fn take_inbox(&self, into: &mut VecDeque<Runnable>) {
         let mut inbox = self.inbox.lock().unwrap_or_else(|e| e.into_inner());
-        into.extend(inbox.drain(..));
+        into.extend(inbox.drain(..).map(Runnable::Notified));
         self.inbox_len.store(0, Ordering::Release);
     }
 
@@ -127,6 +129,32 @@ impl Remote {
     }
 }
 
+/// A task a worker may run next.
+pub(crate) enum Runnable {
+    /// Woken through the state word (consumes a `Notified` reference).
+    Notified(Notified),
+    /// A pinned coroutine that yielded and is still RUNNING (see `raw::Running`).
+    Running(Running),
+}
+
+impl Runnable {
+    #[inline]
+    fn header_ptr(&self) -> std::ptr::NonNull<crate::task::core::Header> {
+        match self {
+            Runnable::Notified(t) => std::ptr::NonNull::from(t.header()),
+            Runnable::Running(t) => std::ptr::NonNull::from(t.header()),
+        }
+    }
+
+    #[inline]
+    fn run(self) -> RunResult {
+        match self {
+            Runnable::Notified(t) => t.run(),
+            Runnable::Running(t) => t.run(),
+        }
+    }
+}
+
 /// The owner-only half of a P.
 struct Core {
     run_queue: Local<Notified>,
@@ -134,8 +162,12 @@ struct Core {
     next: Option<Notified>,
     lifo_polls: u32,
     /// Started coroutines pinned here, runnable.
-    pinned: VecDeque<Notified>,
+    pinned: VecDeque<Runnable>,
     tick: u32,
+    /// Rounds until the global queue is looked at first.
+    global_countdown: u32,
+    /// The runtime clock at the last timer check.
+    now: u64,
     /// Whether this worker counts as searching in `Idle`.
     searching: bool,
     rng: u64,
@@ -160,6 +192,8 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
             lifo_polls: 0,
             pinned: VecDeque::new(),
             tick: 0,
+            global_countdown: GLOBAL_POLL_INTERVAL,
+            now: 0,
             searching: false,
             rng: 0x9e37_79b9_7f4a_7c15 ^ (index as u64 + 1).wrapping_mul(0xbf58_476d_1ce4_e5b9),
         }),
@@ -206,61 +240,93 @@ impl WorkerCtx {
         }
     }
 
-    fn run_task(&self, task: Notified) {
+    fn run_task(&self, task: Runnable) {
         let remote = self.remote();
         if self.core.borrow().searching {
             self.stop_searching();
         }
         // Owner-only counters: a plain store is enough (sysmon only reads).
         remote.ticks.store(remote.ticks.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
-        let header = task.header();
-        remote.current_id.store(header.id, Ordering::Relaxed);
-        remote.current_location.store(std::ptr::from_ref(header.location).cast_mut(), Ordering::Relaxed);
-        task.run();
+        let ptr = task.header_ptr();
+        // SAFETY: the task is alive: `task` holds a reference until it runs.
+        remote.current_id.store(unsafe { ptr.as_ref() }.id, Ordering::Relaxed);
+        if task.run() == RunResult::Yielded {
+            // SAFETY: on `Yielded` the reference we handed over became a Running's.
+            let running = unsafe { Running::from_raw(ptr) };
+            self.core.borrow_mut().pinned.push_back(Runnable::Running(running));
+        }
         if remote.preempt.load(Ordering::Relaxed) {
             remote.preempt.store(false, Ordering::Relaxed);
         }
     }
 
     /// The next task from this worker's own queues (steps 1–4 of the loop).
-    fn next_task(&self) -> Option<Notified> {
+    #[inline]
+    fn next_task(&self) -> Option<Runnable> {
         let remote = self.remote();
-        if remote.next_timer.load(Ordering::Relaxed) != u64::MAX {
-            // Firing wakes tasks, which schedules them into our core: not while borrowed.
-            self.shared.fire_timers(self.index, self.shared.now_ns());
-        }
         let mut core = self.core.borrow_mut();
         core.tick = core.tick.wrapping_add(1);
-        if core.tick % GLOBAL_POLL_INTERVAL == 0 {
-            if let Some(task) = self.shared.inject.pop() {
+        core.global_countdown -= 1;
+        if core.global_countdown == 0
+            || core.tick % TIMER_CHECK_INTERVAL == 0
+            || remote.inbox_len.load(Ordering::Relaxed) != 0
+            || remote.next_timer.load(Ordering::Relaxed) <= core.now
+        {
+            drop(core);
+            if let Some(task) = self.maintenance() {
                 return Some(task);
             }
-        }
-        // Acquire: pairs with the Release store in `push_inbox`.
-        if remote.inbox_len.load(Ordering::Acquire) > 0 {
-            remote.take_inbox(&mut core.pinned);
+            core = self.core.borrow_mut();
         }
         if let Some(task) = core.next.take() {
             if core.lifo_polls < MAX_LIFO_POLLS {
                 core.lifo_polls += 1;
-                return Some(task);
+                return Some(Runnable::Notified(task));
             }
             self.push_back(&mut core, task);
         }
         core.lifo_polls = 0;
         let task = if core.tick & 1 == 0 {
-            core.pinned.pop_front().or_else(|| core.run_queue.pop())
+            core.pinned.pop_front().or_else(|| core.run_queue.pop().map(Runnable::Notified))
         } else {
-            core.run_queue.pop().or_else(|| core.pinned.pop_front())
+            core.run_queue.pop().map(Runnable::Notified).or_else(|| core.pinned.pop_front())
         };
         if task.is_some() {
             return task;
         }
-        if !self.shared.inject.is_empty() {
-            let core = &mut *core;
-            return self.shared.inject.pop_batch_into(&mut core.run_queue, GLOBAL_BATCH);
+        drop(core);
+        self.take_global().map(Runnable::Notified)
+    }
+
+    /// The periodic part of step 1: the global queue every 61 rounds, the inbox, due timers
+    /// (the clock is read every `TIMER_CHECK_INTERVAL` rounds: on this kind of machine a clock
+    /// read costs as much as a task switch).
+    #[cold]
+    #[inline(never)]
+    fn maintenance(&self) -> Option<Runnable> {
+        let remote = self.remote();
+        let mut first = None;
+        {
+            let mut core = self.core.borrow_mut();
+            if core.global_countdown == 0 {
+                core.global_countdown = GLOBAL_POLL_INTERVAL;
+                first = self.shared.inject.pop().map(Runnable::Notified);
+            }
+            // Acquire: pairs with the Release store in `push_inbox`.
+            if remote.inbox_len.load(Ordering::Acquire) > 0 {
+                remote.take_inbox(&mut core.pinned);
+            }
         }
-        None
+        let next_timer = remote.next_timer.load(Ordering::Relaxed);
+        if next_timer != u64::MAX {
+            let now = self.shared.now_ns();
+            self.core.borrow_mut().now = now;
+            if next_timer <= now {
+                // Firing wakes tasks, which schedules them into our core: not while borrowed.
+                self.shared.fire_timers(self.index, now);
+            }
+        }
+        first
     }
 
     /// Puts a task at the back of the queue it belongs in.
@@ -268,7 +334,7 @@ impl WorkerCtx {
         if task.is_movable() {
             core.run_queue.push_back(task, &self.shared.inject);
         } else {
-            core.pinned.push_back(task);
+            core.pinned.push_back(Runnable::Notified(task));
         }
     }
 
@@ -305,7 +371,7 @@ impl WorkerCtx {
     }
 
     /// Step 5: steal, take from the global queue, run others' due timers.
-    fn search(&self) -> Option<Notified> {
+    fn search(&self) -> Option<Runnable> {
         let shared = &self.shared;
         let remote = self.remote();
         if remote.spare && !remote.active.load(Ordering::Acquire) {
@@ -316,7 +382,7 @@ impl WorkerCtx {
             if !core.searching {
                 if !remote.spare && !shared.idle.transition_worker_to_searching() {
                     drop(core);
-                    return self.take_global();
+                    return self.take_global().map(Runnable::Notified);
                 }
                 core.searching = !remote.spare;
             }
@@ -337,11 +403,11 @@ impl WorkerCtx {
             let mut core = self.core.borrow_mut();
             if let Some(task) = shared.workers[victim].steal.steal_into(&mut core.run_queue) {
                 shared.metrics.steals.fetch_add(1, Ordering::Relaxed);
-                return Some(task);
+                return Some(Runnable::Notified(task));
             }
         }
         if let Some(task) = self.take_global() {
-            return Some(task);
+            return Some(Runnable::Notified(task));
         }
         if shared.fire_all_timers() > 0 {
             return self.next_task();
@@ -470,9 +536,15 @@ impl WorkerCtx {
     fn shut_down(&self) {
         let shared = &self.shared;
         shared.owned.close_and_take(|h| h.pinned_home() == Some(self.index)).into_iter().for_each(|t| t.shutdown());
+        // Yielded coroutines in the pinned queue are still RUNNING, owned by this worker:
+        // dropping their `Running` cancels them here (see `raw::Running`).
+        let pinned: Vec<Runnable> = {
+            let mut core = self.core.borrow_mut();
+            core.next = None;
+            core.pinned.drain(..).collect()
+        };
+        drop(pinned);
         let mut core = self.core.borrow_mut();
-        core.next = None;
-        core.pinned.clear();
         while let Some(task) = core.run_queue.pop() {
             drop(task);
         }

@@ -89,6 +89,13 @@ pub(crate) trait Body: Send + 'static {
     /// it blocked while unwinding and must be polled again when woken. `Some(payload)` if a
     /// destructor panicked.
     fn poll_cancel(&mut self, header: &Header, cx: &mut Context<'_>) -> Poll<Option<Payload>>;
+
+    /// After a `Pending` poll: whether the body only yielded (`corio::yield_now` in a pinned
+    /// coroutine) and should run again after the others, without going through the waker.
+    #[inline]
+    fn take_yielded(&mut self) -> bool {
+        false
+    }
 }
 
 pub(crate) enum Stage<B: Body> {
@@ -140,10 +147,21 @@ impl Trailer {
     }
 }
 
+/// How a run of a task ended, for the worker that ran it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[must_use]
+pub(crate) enum RunResult {
+    /// Nothing more for the worker to do: the task completed, went idle, or was requeued.
+    Done,
+    /// A pinned coroutine yielded: the worker must queue it back as `Runnable::Running` (the
+    /// caller's reference is now that `Running`'s).
+    Yielded,
+}
+
 /// The generic operations of a task, reached from its header.
 pub(crate) struct Vtable {
     /// Runs the task once (see `harness.rs`); consumes a `Notified` reference.
-    pub(crate) poll: unsafe fn(NonNull<Header>),
+    pub(crate) poll: unsafe fn(NonNull<Header>) -> RunResult,
     /// Frees the allocation.
     pub(crate) dealloc: unsafe fn(NonNull<Header>),
     /// Moves the output into `*dst` (a `Poll<Result<T, JoinError>>`) if it is ready,
@@ -153,6 +171,10 @@ pub(crate) struct Vtable {
     pub(crate) drop_join_handle_slow: unsafe fn(NonNull<Header>),
     /// Cancels the task for shutdown (see `Harness::shutdown`).
     pub(crate) shutdown: unsafe fn(NonNull<Header>),
+    /// Runs a task that yielded and is still RUNNING (see `raw::Running`).
+    pub(crate) resume_running: unsafe fn(NonNull<Header>) -> RunResult,
+    /// Cancels a task that yielded and is still RUNNING, for shutdown.
+    pub(crate) shutdown_running: unsafe fn(NonNull<Header>),
 }
 
 impl<B: Body> Cell<B> {
@@ -192,6 +214,8 @@ fn vtable<B: Body>() -> &'static Vtable {
         try_read_output: super::harness::try_read_output::<B>,
         drop_join_handle_slow: super::harness::drop_join_handle_slow::<B>,
         shutdown: super::harness::shutdown::<B>,
+        resume_running: super::harness::resume_running::<B>,
+        shutdown_running: super::harness::shutdown_running::<B>,
     }
 }
 

@@ -23,7 +23,7 @@ use std::ptr::NonNull;
 use std::task::{Context, Poll, Waker};
 
 use super::JoinError;
-use super::core::{Body, Cell, Header, Stage};
+use super::core::{Body, Cell, Header, RunResult, Stage};
 use super::raw::{Notified, drop_reference};
 use super::state::{TransitionToIdle, TransitionToRunning};
 use super::waker::waker_ref;
@@ -35,36 +35,67 @@ const SHUTDOWN_CANCEL_ATTEMPTS: usize = 16;
 
 /// # Safety
 /// `ptr` must be a `Cell<B>` and the caller must hand over a `Notified` reference.
-pub(crate) unsafe fn poll<B: Body>(ptr: NonNull<Header>) {
+pub(crate) unsafe fn poll<B: Body>(ptr: NonNull<Header>) -> RunResult {
     // SAFETY: the caller's reference keeps the cell alive.
     let cell = unsafe { ptr.cast::<Cell<B>>().as_ref() };
     match cell.header.state.transition_to_running() {
-        TransitionToRunning::Success => poll_running(cell, ptr),
+        TransitionToRunning::Success => return poll_running(cell, ptr),
         TransitionToRunning::Cancelled => cancel_running(cell, ptr),
         TransitionToRunning::Failed => {}
         // SAFETY: the last reference was ours.
         TransitionToRunning::Dealloc => unsafe { dealloc::<B>(ptr) },
     }
+    RunResult::Done
 }
 
 /// Polls a task this thread has set RUNNING on.
-fn poll_running<B: Body>(cell: &Cell<B>, ptr: NonNull<Header>) {
+#[inline]
+fn poll_running<B: Body>(cell: &Cell<B>, ptr: NonNull<Header>) -> RunResult {
     let header = &cell.header;
     let waker = waker_ref(header);
     let mut cx = Context::from_waker(&waker);
-    let result = {
+    let (result, yielded) = {
         let _running = context::enter_task(header);
         // SAFETY: RUNNING gives this thread the stage.
         match unsafe { &mut *cell.core.stage.get() } {
-            Stage::Running(body) => body.poll_body(header, &mut cx),
+            Stage::Running(body) => {
+                let result = body.poll_body(header, &mut cx);
+                let yielded = result.is_pending() && body.take_yielded();
+                (result, yielded)
+            }
             _ => unreachable!("corio: polled a task whose body is gone"),
         }
     };
     match result {
         Poll::Ready(Ok(output)) => complete(cell, ptr, Ok(output)),
         Poll::Ready(Err(payload)) => complete(cell, ptr, Err(JoinError::from_payload(header.id, payload))),
+        // A pinned coroutine yielded: it stays RUNNING and its worker queues it at the back of
+        // its pinned queue; no waker, no state transition (see `raw::Running`).
+        Poll::Pending if yielded => return RunResult::Yielded,
         Poll::Pending => after_pending(cell, ptr, false),
     }
+    RunResult::Done
+}
+
+/// # Safety
+/// `ptr` must be a `Cell<B>` with RUNNING set by this thread's worker, and the caller hands
+/// over the poll's reference (a `Running`).
+pub(crate) unsafe fn resume_running<B: Body>(ptr: NonNull<Header>) -> RunResult {
+    // SAFETY: the caller's reference keeps the cell alive.
+    let cell = unsafe { ptr.cast::<Cell<B>>().as_ref() };
+    if cell.header.state.load().is_cancelled() {
+        cancel_running(cell, ptr);
+        return RunResult::Done;
+    }
+    poll_running(cell, ptr)
+}
+
+/// # Safety
+/// As `resume_running`; for shutdown.
+pub(crate) unsafe fn shutdown_running<B: Body>(ptr: NonNull<Header>) {
+    // SAFETY: the caller's reference keeps the cell alive; we own it as RUNNING.
+    let cell = unsafe { ptr.cast::<Cell<B>>().as_ref() };
+    shutdown_owned(cell, ptr);
 }
 
 /// The poll returned `Pending`: go idle, requeue, or cancel.
@@ -244,6 +275,11 @@ pub(crate) unsafe fn shutdown<B: Body>(ptr: NonNull<Header>) {
     }
     // We own the task as if we had set RUNNING. The caller's reference stands in for the
     // poll's, so `complete` (which drops the poll's reference) is balanced.
+    shutdown_owned(cell, ptr);
+}
+
+/// Cancels a task this thread owns as RUNNING, for shutdown; drops one reference.
+fn shutdown_owned<B: Body>(cell: &Cell<B>, ptr: NonNull<Header>) {
     for _ in 0..SHUTDOWN_CANCEL_ATTEMPTS {
         if let Poll::Ready(error) = cancel_once(cell) {
             complete(cell, ptr, Err(error));

@@ -10,7 +10,7 @@
 use std::fmt;
 use std::ptr::NonNull;
 
-use super::core::{Header, Kind};
+use super::core::{Header, Kind, RunResult};
 
 /// A task that must be run: it has `NOTIFIED` set and this reference is the one that will
 /// run it.
@@ -18,6 +18,13 @@ pub(crate) struct Notified(NonNull<Header>);
 
 /// The owned-tasks list's reference.
 pub(crate) struct Task(NonNull<Header>);
+
+/// A pinned coroutine that yielded (`corio::yield_now`) and waits in its home worker's pinned
+/// queue *still RUNNING*: the reference is its poll's, and no waker was involved. Running it
+/// again skips `transition_to_running`; a cancellation that arrived meanwhile is seen by the
+/// CANCELLED bit. It exists only on its home worker, and must not be dropped unrun: its Drop
+/// cancels the task (which runs destructors on the coroutine's stack, on this thread).
+pub(crate) struct Running(NonNull<Header>);
 
 // SAFETY: a task's header is Sync (atomics, immutable fields, and cells guarded by the state
 // protocol), and bodies are Send; what is pinned to a thread (a started coroutine) is only
@@ -47,8 +54,10 @@ impl Notified {
         unsafe { self.0.as_ref() }
     }
 
-    /// Runs the task once; consumes this reference.
-    pub(crate) fn run(self) {
+    /// Runs the task once; consumes this reference (which, on `Yielded`, becomes a
+    /// `Running` the caller must queue).
+    #[inline]
+    pub(crate) fn run(self) -> RunResult {
         let ptr = self.into_raw();
         // SAFETY: the vtable belongs to this task, and we hand it our Notified reference.
         unsafe { (ptr.as_ref().vtable.poll)(ptr) }
@@ -70,6 +79,36 @@ impl Drop for Notified {
 impl fmt::Debug for Notified {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "Notified(task {})", self.header().id)
+    }
+}
+
+impl Running {
+    /// # Safety
+    /// `ptr` must be a task this thread's worker has RUNNING, and the caller hands over the
+    /// poll's reference.
+    pub(crate) unsafe fn from_raw(ptr: NonNull<Header>) -> Running {
+        Running(ptr)
+    }
+
+    pub(crate) fn header(&self) -> &Header {
+        // SAFETY: we hold a reference.
+        unsafe { self.0.as_ref() }
+    }
+
+    /// Runs the task again (see `Notified::run` for the result).
+    #[inline]
+    pub(crate) fn run(self) -> RunResult {
+        let ptr = self.0;
+        std::mem::forget(self);
+        // SAFETY: the vtable belongs to this task and we hand it the poll's reference.
+        unsafe { (ptr.as_ref().vtable.resume_running)(ptr) }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        // SAFETY: as in `run`: cancelling completes the task and drops our reference.
+        unsafe { (self.0.as_ref().vtable.shutdown_running)(self.0) }
     }
 }
 

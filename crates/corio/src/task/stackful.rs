@@ -56,6 +56,10 @@ pub(crate) struct StackfulCtx {
     yielder: Cell<*const Yielder<Signal, ()>>,
     /// The task's waker for the resume in progress.
     waker: Cell<*const Waker>,
+    /// Set by `yield_voluntarily` before it suspends.
+    yielded: Cell<bool>,
+    /// Whether the coroutine is pinned to its worker (not `migratable`).
+    pinned: bool,
 }
 
 // SAFETY: the cells are touched only by the thread that resumes the coroutine, during the
@@ -77,6 +81,19 @@ impl StackfulCtx {
     ///
     /// Raises the cancellation payload if the task was aborted (see the module docs), and
     /// panics if called from the stack of another coroutine that this one resumed.
+    /// Yields to the scheduler (`corio::yield_now`): the coroutine runs again after the other
+    /// runnable tasks of its worker.
+    #[inline]
+    pub(crate) fn yield_now(&self) {
+        if self.pinned {
+            // Requeued by the worker as still running: no waker, no state transitions.
+            self.yielded.set(true);
+        } else {
+            self.waker().wake_by_ref();
+        }
+        self.suspend();
+    }
+
     #[inline]
     pub(crate) fn suspend(&self) {
         // SAFETY: the yielder lives on the coroutine's stack, which is alive and on this
@@ -137,7 +154,7 @@ where
 
     /// Builds the coroutine on this worker's stack cache.
     #[cold]
-    fn start(&mut self) -> Result<(), Payload> {
+    fn start(&mut self, pinned: bool) -> Result<(), Payload> {
         let Stackful::Unstarted { .. } = self else { return Ok(()) };
         let Stackful::Unstarted { f, config } = std::mem::replace(self, Stackful::Done) else { unreachable!() };
         let mut builder = corio_context::coroutine::Builder::new().stack_size(config.stack_size).id(config.id);
@@ -157,7 +174,12 @@ where
         });
         match built {
             Ok(co) => {
-                let ctx = StackfulCtx { yielder: Cell::new(ptr::null()), waker: Cell::new(ptr::null()) };
+                let ctx = StackfulCtx {
+                    yielder: Cell::new(ptr::null()),
+                    waker: Cell::new(ptr::null()),
+                    yielded: Cell::new(false),
+                    pinned,
+                };
                 *self = Stackful::Started { co: PinnedCoroutine(co), ctx };
                 Ok(())
             }
@@ -167,7 +189,8 @@ where
 
     fn resume(&mut self, header: &Header, cx: &mut Context<'_>, signal: Signal) -> Poll<Result<T, Payload>> {
         if let Stackful::Unstarted { .. } = self {
-            if let Err(payload) = self.start() {
+            let pinned = matches!(header.kind, crate::task::core::Kind::Stackful { migratable: false });
+            if let Err(payload) = self.start(pinned) {
                 return Poll::Ready(Err(payload));
             }
             let me = context::with_worker(|w| w.map(|w| w.index()));
@@ -213,6 +236,14 @@ where
     #[inline]
     fn poll_body(&mut self, header: &Header, cx: &mut Context<'_>) -> Poll<Result<T, Payload>> {
         self.resume(header, cx, Signal::Run)
+    }
+
+    #[inline]
+    fn take_yielded(&mut self) -> bool {
+        match self {
+            Stackful::Started { ctx, .. } => ctx.yielded.replace(false),
+            _ => false,
+        }
     }
 
     fn poll_cancel(&mut self, header: &Header, cx: &mut Context<'_>) -> Poll<Option<Payload>> {

@@ -29,8 +29,9 @@
 //!   the task side while it is set.
 
 use std::fmt;
-use std::sync::atomic::AtomicUsize;
-use std::sync::atomic::Ordering::{AcqRel, Acquire, Release};
+
+use crate::loom::sync::atomic::AtomicUsize;
+use crate::loom::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
 
 const RUNNING: usize = 1 << 0;
 const COMPLETE: usize = 1 << 1;
@@ -328,7 +329,7 @@ impl State {
 
     pub(crate) fn ref_inc(&self) {
         // Relaxed is enough to create a reference from an existing one (as Arc::clone).
-        let prev = self.val.fetch_add(REF_ONE, std::sync::atomic::Ordering::Relaxed);
+        let prev = self.val.fetch_add(REF_ONE, Relaxed);
         assert!(prev < usize::MAX / 2, "task reference count overflow");
     }
 
@@ -439,5 +440,120 @@ mod tests {
         let done = state.transition_to_complete();
         assert!(done.is_complete() && !done.is_running());
         assert!(state.set_join_waker().is_err());
+    }
+}
+
+/// Model checks of the transitions that race: a wake against the end of a poll, an abort
+/// against the end of a poll, the join waker against completion, and a `JoinHandle` drop
+/// against completion. Run with
+/// `RUSTFLAGS="--cfg loom" cargo test -p corio --release --lib loom`.
+#[cfg(all(test, loom))]
+mod loom_tests {
+    use super::*;
+    use loom::sync::Arc;
+    use loom::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+    use loom::thread;
+
+    /// A task that has been polled once and is idle, with its JoinHandle and list refs (2).
+    fn idle_task() -> Arc<State> {
+        let state = Arc::new(State::new());
+        assert_eq!(state.transition_to_running(), TransitionToRunning::Success);
+        assert_eq!(state.transition_to_idle(false), TransitionToIdle::Ok);
+        state
+    }
+
+    #[test]
+    fn a_wake_racing_the_end_of_a_poll_resubmits_exactly_once() {
+        loom::model(|| {
+            let state = idle_task();
+            state.ref_inc(); // the waker's reference
+            // The task is woken (by its own first notification) and polled.
+            assert_eq!(state.transition_to_notified_by_ref(), TransitionToNotifiedByRef::Submit);
+            assert_eq!(state.transition_to_running(), TransitionToRunning::Success);
+            let submits = Arc::new(AtomicUsize::new(0));
+            let waker = {
+                let (state, submits) = (state.clone(), submits.clone());
+                thread::spawn(move || {
+                    if state.transition_to_notified_by_val() == TransitionToNotifiedByVal::Submit {
+                        submits.fetch_add(1, SeqCst);
+                    }
+                })
+            };
+            if state.transition_to_idle(false) == TransitionToIdle::OkNotified {
+                submits.fetch_add(1, SeqCst);
+            }
+            waker.join().unwrap();
+            assert_eq!(submits.load(SeqCst), 1, "the wake was lost or submitted twice");
+            let s = state.load();
+            assert!(s.is_notified() && !s.is_running());
+            // list + handle + the one Notified
+            assert_eq!(s.ref_count(), 3);
+        });
+    }
+
+    #[test]
+    fn an_abort_racing_the_end_of_a_poll_is_never_lost() {
+        loom::model(|| {
+            let state = idle_task();
+            assert_eq!(state.transition_to_notified_by_ref(), TransitionToNotifiedByRef::Submit);
+            assert_eq!(state.transition_to_running(), TransitionToRunning::Success);
+            let aborter = {
+                let state = state.clone();
+                thread::spawn(move || state.transition_to_notified_and_cancel())
+            };
+            let after_poll = state.transition_to_idle(false);
+            let submitted_by_abort = aborter.join().unwrap();
+            // Either the poll saw the cancellation (and cancels), or the abort submitted the
+            // task to be cancelled; never neither, never both.
+            let poll_cancels = after_poll == TransitionToIdle::Cancelled;
+            let requeued = after_poll == TransitionToIdle::OkNotified;
+            assert_eq!(
+                [poll_cancels, requeued, submitted_by_abort].iter().filter(|&&b| b).count(),
+                1,
+                "{after_poll:?} submitted_by_abort={submitted_by_abort}"
+            );
+            assert!(state.load().is_cancelled());
+        });
+    }
+
+    #[test]
+    fn the_join_waker_is_either_woken_or_the_output_is_read() {
+        loom::model(|| {
+            let state = Arc::new(State::new());
+            assert_eq!(state.transition_to_running(), TransitionToRunning::Success);
+            let completer = {
+                let state = state.clone();
+                // The worker completes the task; true if it must wake the JoinHandle.
+                thread::spawn(move || state.transition_to_complete().is_join_waker_set())
+            };
+            // The JoinHandle registers its waker unless the task is complete.
+            let registered = state.set_join_waker().is_ok();
+            let woken = completer.join().unwrap();
+            // A registered waker must be woken; an unregistered one means the JoinHandle saw
+            // the task complete and reads the output itself.
+            assert_eq!(registered, woken);
+        });
+    }
+
+    #[test]
+    fn a_join_handle_dropped_during_completion_drops_the_output_once() {
+        loom::model(|| {
+            let state = Arc::new(State::new());
+            assert_eq!(state.transition_to_running(), TransitionToRunning::Success);
+            let drops = Arc::new(AtomicUsize::new(0));
+            let completer = {
+                let (state, drops) = (state.clone(), drops.clone());
+                thread::spawn(move || {
+                    if !state.transition_to_complete().is_join_interested() {
+                        drops.fetch_add(1, SeqCst);
+                    }
+                })
+            };
+            if state.transition_to_join_handle_dropped().drop_output {
+                drops.fetch_add(1, SeqCst);
+            }
+            completer.join().unwrap();
+            assert_eq!(drops.load(SeqCst), 1);
+        });
     }
 }
