@@ -329,7 +329,7 @@ impl Runtime {
         }
         let shared = Arc::new(Shared {
             workers: workers.into_boxed_slice(),
-            inject: Inject::new(),
+            inject: Inject::new(config.workers),
             idle: Idle::new(config.workers),
             owned: OwnedTasks::new(total),
             driver: Driver::new()?,

@@ -59,16 +59,22 @@
 //! would leave the slot locked forever (every later wake lost), so the release of step 1–2 runs in a
 //! drop guard, on unwind too. The replaced waker is dropped only after the slot is released.
 //!
-//! ## Atomics
+//! ## Model checking
 //!
-//! This file uses `std` atomics and `std::cell::UnsafeCell` directly: the crate's `loom` shim was a
-//! placeholder when it was written. A `#[cfg(loom)]` model test is left for when the shim lands.
+//! Atomics and the cell come through `crate::loom`, so `RUSTFLAGS="--cfg loom"` runs the
+//! `loom_tests` below under the model checker: a register racing with one or two wakes, where a
+//! lost wake-up shows up as a deadlock. Run them with a preemption bound, as tokio's CI does:
+//! `LOOM_MAX_PREEMPTIONS=3 RUSTFLAGS="--cfg loom" cargo test --release -p corio --lib atomic_waker`
+//! takes about a second; unbounded, the two-producer model runs for more than eight minutes.
+//! (Checked: deleting the `wake_by_ref` of step 3 makes the two-producer model deadlock.)
 
-use std::cell::UnsafeCell;
 use std::fmt;
-use std::sync::atomic::AtomicUsize;
-use std::sync::atomic::Ordering::{AcqRel, Acquire, Release};
 use std::task::Waker;
+
+use crate::loom::cell::UnsafeCell;
+use crate::loom::hint;
+use crate::loom::sync::atomic::AtomicUsize;
+use crate::loom::sync::atomic::Ordering::{AcqRel, Acquire, Release};
 
 /// Nobody holds the slot.
 const WAITING: usize = 0;
@@ -95,8 +101,8 @@ pub(crate) struct AtomicWaker {
 unsafe impl Sync for AtomicWaker {}
 
 impl AtomicWaker {
-    /// An empty slot.
-    pub(crate) const fn new() -> Self {
+    /// An empty slot. (Not `const`: loom's atomics cannot be built in a constant.)
+    pub(crate) fn new() -> Self {
         Self {
             state: AtomicUsize::new(WAITING),
             waker: UnsafeCell::new(None),
@@ -121,15 +127,15 @@ impl AtomicWaker {
                 // Step 1: we own the cell until `unlock` releases it (also on unwind, should the
                 // waker's `clone` panic).
                 let unlock = Unlock(self);
-                // SAFETY: the successful CAS to `REGISTERING` made this thread the cell's only
-                // user; a producer that comes now sees `REGISTERING` and does not touch the cell.
-                let replaced = unsafe {
-                    let slot = &mut *self.waker.get();
+                let replaced = self.waker.with_mut(|slot| {
+                    // SAFETY: the successful CAS to `REGISTERING` made this thread the cell's only
+                    // user; a producer that comes now sees `REGISTERING` and does not touch it.
+                    let slot = unsafe { &mut *slot };
                     match slot {
                         Some(old) if old.will_wake(waker) => None,
                         _ => slot.replace(waker.clone()),
                     }
-                };
+                });
                 drop(unlock);
                 // Dropped only after the slot is released: a waker's drop is foreign code.
                 drop(replaced);
@@ -139,7 +145,7 @@ impl AtomicWaker {
                 waker.wake_by_ref();
                 // The producer is about to clear `WAKING`; a consumer that re-polls in a tight loop
                 // would otherwise keep landing here.
-                std::hint::spin_loop();
+                hint::spin_loop();
             }
             Err(state) => {
                 // Another `register` holds the slot: the single-consumer rule was broken. Ignoring
@@ -173,7 +179,7 @@ impl AtomicWaker {
             WAITING => {
                 // SAFETY: `fetch_or` saw `WAITING`, so this thread set `WAKING` on an idle slot and
                 // owns the cell: `register` now fails its first CAS, other producers return `None`.
-                let waker = unsafe { (*self.waker.get()).take() };
+                let waker = self.waker.with_mut(|slot| unsafe { (*slot).take() });
                 // Release pairs with the Acquire of `register`'s first CAS: the emptied cell is
                 // visible to the next owner.
                 self.state.fetch_and(!WAKING, Release);
@@ -223,7 +229,7 @@ impl Drop for Unlock<'_> {
             debug_assert_eq!(actual, REGISTERING | WAKING);
             // SAFETY: the state is `REGISTERING | WAKING`: producers that see it do not touch the
             // cell, and no other register can take the slot, so this thread still owns it.
-            let waker = unsafe { (*aw.waker.get()).take() };
+            let waker = aw.waker.with_mut(|slot| unsafe { (*slot).take() });
             // AcqRel: Release hands the (now empty) cell to the next owner, pairing with
             // `register`'s first CAS and `take`'s `fetch_or`.
             aw.state.swap(WAITING, AcqRel);
@@ -348,7 +354,7 @@ mod tests {
                             aw.wake();
                             r += 2;
                         } else {
-                            std::hint::spin_loop();
+                            hint::spin_loop();
                         }
                     }
                 })
@@ -425,5 +431,89 @@ mod tests {
             1,
             "slot stayed locked after the panic"
         );
+    }
+}
+
+#[cfg(all(test, loom))]
+mod loom_tests {
+    use super::AtomicWaker;
+    use crate::loom::sync::atomic::AtomicUsize;
+    use crate::loom::sync::atomic::Ordering::{AcqRel, Acquire};
+    use crate::loom::sync::{Arc, Mutex};
+    use loom::sync::Condvar;
+    use std::task::{Wake, Waker};
+
+    /// A one-bit semaphore as the waker: `wake` sets the bit, `wait` blocks until it is set and
+    /// clears it. Not loom's `thread::park`: loom 0.7 drops a pending unpark token when the thread
+    /// yields (as `hint::spin_loop` does under loom) and trips an assertion when a joining thread
+    /// is unparked (tokio-rs/loom#249); nor loom's `block_on`, which needs a cargo feature corio
+    /// does not enable.
+    struct Signal {
+        set: Mutex<bool>,
+        cond: Condvar,
+    }
+
+    impl Wake for Signal {
+        fn wake(self: std::sync::Arc<Self>) {
+            self.wake_by_ref();
+        }
+        fn wake_by_ref(self: &std::sync::Arc<Self>) {
+            *self.set.lock().unwrap() = true;
+            self.cond.notify_one();
+        }
+    }
+
+    impl Signal {
+        fn wait(&self) {
+            let mut set = self.set.lock().unwrap();
+            while !*set {
+                set = self.cond.wait(set).unwrap();
+            }
+            *set = false;
+        }
+    }
+
+    /// Producers each add one to `events` and wake; the consumer registers, checks and waits
+    /// until it has seen them all. A lost wake-up leaves it waiting forever, which loom reports
+    /// as a deadlock.
+    fn consumer_sees_every_event(producers: usize) {
+        loom::model(move || {
+            let aw = Arc::new(AtomicWaker::new());
+            let events = Arc::new(AtomicUsize::new(0));
+            let threads: Vec<_> = (0..producers)
+                .map(|_| {
+                    let (aw, events) = (aw.clone(), events.clone());
+                    loom::thread::spawn(move || {
+                        events.fetch_add(1, AcqRel);
+                        aw.wake();
+                    })
+                })
+                .collect();
+            let signal = std::sync::Arc::new(Signal {
+                set: Mutex::new(false),
+                cond: Condvar::new(),
+            });
+            let waker = Waker::from(signal.clone());
+            loop {
+                aw.register(&waker);
+                if events.load(Acquire) == producers {
+                    break;
+                }
+                signal.wait();
+            }
+            for t in threads {
+                t.join().unwrap();
+            }
+        });
+    }
+
+    #[test]
+    fn a_wake_racing_with_register_is_never_lost() {
+        consumer_sees_every_event(1);
+    }
+
+    #[test]
+    fn two_wakes_racing_with_register_are_never_lost() {
+        consumer_sees_every_event(2);
     }
 }

@@ -72,13 +72,14 @@
 //!
 //! ## Memory orderings
 //!
-//! Each use site names its partner; the pairs are:
+//! Each use site names its partner; the pairs are (step numbers from "Protocol"; "batch" is
+//! [`Local::push_back_batch`]; every `head` store is a CAS in pop, overflow, 4.2 or 4.4):
 //!
-//! | store (Release)                                   | load (Acquire)                             | what it carries                                                                                   |
-//! |---------------------------------------------------|--------------------------------------------|---------------------------------------------------------------------------------------------------|
-//! | `tail` store in push / batch push / steal step 5  | `tail` load in the claim (step 4.2)        | the tasks written below that tail                                                                 |
-//! | `head` CAS of the release (step 4.4)              | `head` load in push / batch push / step 4.1 | the thief's reads of its slots happen before the owner writes them again                          |
-//! | `head` CAS in pop / overflow / release            | `head` load and CAS in the claim           | a thief that sees `real` also sees a `tail >= real` (invariant 1), so `tail - real` cannot underflow |
+//! | Release side                 | Acquire side                | what it carries               |
+//! |------------------------------|-----------------------------|-------------------------------|
+//! | `tail` store (1, 4.5, batch) | `tail` load (4.2)           | the tasks below that tail     |
+//! | `head` CAS of 4.4            | `head` load (1, 4.1, batch) | thief's reads before rewrites |
+//! | every `head` store           | `head` in 4.2, `Steal::len` | `tail >= real` (invariant 1)  |
 //!
 //! The owner reads its own `tail` with `Relaxed`: it is the only writer (coherence returns its own
 //! latest store), and a `Local` that moves to another thread moves through a synchronising
@@ -128,7 +129,7 @@
 
 use crate::loom::cell::UnsafeCell;
 use crate::loom::sync::Arc;
-use crate::loom::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+use crate::loom::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
 use crate::loom::sync::atomic::{AtomicU32, AtomicU64};
 
 use std::cell::Cell;
@@ -167,6 +168,9 @@ pub(crate) trait Overflow<T> {
     fn push(&self, task: T);
 
     /// Takes a batch of tasks, oldest first, preferably under one lock acquisition.
+    ///
+    /// The tasks still in `iter` when it is dropped are dropped with it (the overflow batch is
+    /// half a ring plus one: 129 tasks, or 3 under loom).
     fn push_batch<I: Iterator<Item = T>>(&self, iter: I);
 }
 
@@ -492,8 +496,8 @@ impl<T> Steal<T> {
     /// Number of queued tasks: a snapshot that may be stale in either direction (at most
     /// [`LOCAL_QUEUE_CAPACITY`]). A hint for choosing a victim.
     pub(crate) fn len(&self) -> usize {
-        // Acquire: pairs with the Release `head` CASes (pop, overflow, release), so the tail read
-        // next is at least this `real` (invariant 1) and the difference cannot underflow.
+        // Acquire: pairs with the Release of every `head` store (pop, overflow, claim, release),
+        // so the tail read next is at least this `real` (invariant 1): no underflow.
         let (_, real) = unpack(self.0.head.load(Acquire));
         // Relaxed: only a count; no slot is read through it. A newer tail only over-reports.
         let tail = self.0.tail.load(Relaxed);
@@ -513,9 +517,9 @@ impl<T> Inner<T> {
     /// The caller owns `dst` (holds its `&mut Local`), has checked that `dst` has room for
     /// `HALF` tasks at `dst_tail`, and `dst` is not `self`.
     fn grab_into(&self, dst: &Inner<T>, dst_tail: u32) -> u32 {
-        // Acquire: pairs with the Release `head` CASes (pop, overflow, another thief's release):
-        // whoever moved `real` here had seen a tail at least this far, so the tail loaded below is
-        // too (invariant 1) and `tail - real` cannot underflow.
+        // Acquire: pairs with the Release of every `head` store (pop, overflow, another thief's
+        // claim or release): whoever moved `real` here had seen a tail at least this far, so the
+        // tail loaded below is too (invariant 1) and `tail - real` cannot underflow.
         let mut head = self.head.load(Acquire);
         let (first, n) = loop {
             let (steal, real) = unpack(head);
@@ -531,13 +535,16 @@ impl<T> Inner<T> {
             if n == 0 {
                 return 0;
             }
-            // Acquire on failure: the value found seeds the next attempt, so it needs the same
-            // guarantee as the load above. Acquire on success: the same partners; redundant with
-            // the load when nothing changed (see "ABA"), kept so each attempt stands alone.
+            // Success, Release: pairs with the Acquire `head` load of `Steal::len`, so a reader of
+            // the claimed `real` sees a tail at least as far, as for every other head store
+            // (invariant 1). Success, Acquire: the same partners as the load above; redundant
+            // with it when nothing changed (see "ABA"), kept so each attempt stands alone.
+            // Failure, Acquire: the value found seeds the next attempt, so it needs the load's
+            // guarantee.
             match self.head.compare_exchange(
                 head,
                 pack(real, real.wrapping_add(n)),
-                Acquire,
+                AcqRel,
                 Acquire,
             ) {
                 Ok(_) => break (real, n),
@@ -873,8 +880,14 @@ mod tests {
         assert_eq!(steal.steal_into(&mut thief), Some(CAP / 2 + CAP / 4 - 1));
         assert_eq!(thief.len(), CAP / 4 - 1);
         assert_eq!(victim.len(), CAP / 4);
-        assert_eq!(drain(&mut victim), (CAP / 2 + CAP / 4..CAP).collect::<Vec<_>>());
-        assert_eq!(drain(&mut thief), (CAP / 2..CAP / 2 + CAP / 4 - 1).collect::<Vec<_>>());
+        assert_eq!(
+            drain(&mut victim),
+            (CAP / 2 + CAP / 4..CAP).collect::<Vec<_>>()
+        );
+        assert_eq!(
+            drain(&mut thief),
+            (CAP / 2..CAP / 2 + CAP / 4 - 1).collect::<Vec<_>>()
+        );
     }
 
     #[test]
@@ -890,7 +903,10 @@ mod tests {
             assert_eq!(local.pop(), Some(task + 1 - CAP));
         }
         assert!(overflow.tasks.borrow().is_empty());
-        assert_eq!(drain(&mut local), (9 * CAP + 1..10 * CAP).collect::<Vec<_>>());
+        assert_eq!(
+            drain(&mut local),
+            (9 * CAP + 1..10 * CAP).collect::<Vec<_>>()
+        );
     }
 
     #[test]
@@ -970,7 +986,8 @@ mod tests {
     /// from random victims, the overflow shared: every task must run exactly once.
     #[test]
     fn many_thieves_run_every_task_exactly_once() {
-        const TASKS: usize = 200_000;
+        // Miri (data-race and weak-memory checking) runs a smaller instance.
+        const TASKS: usize = if cfg!(miri) { 2_000 } else { 200_000 };
         const WORKERS: usize = 4;
 
         let runs: Vec<AtomicUsize> = (0..TASKS).map(|_| AtomicUsize::new(0)).collect();
@@ -1121,6 +1138,24 @@ mod loom_tests {
     }
 
     #[test]
+    fn loom_a_thief_that_sees_an_overflow_sees_the_pushes_before_it() {
+        // The thief starts before the owner fills the ring, so only the orderings of push and
+        // overflow (not the spawn) tell it how far the tail is.
+        loom::model(|| {
+            let (mut local, steal) = local();
+            let thief = thread::spawn(move || steal_all(&steal));
+            let overflow = Recorder::default();
+            for i in 0..=LOCAL_QUEUE_CAPACITY as u32 {
+                local.push_back(i, &overflow);
+            }
+            let mut seen = drain(&mut local);
+            seen.extend(thread_result(thief));
+            seen.extend(overflow.0.into_inner());
+            assert_each_once(seen, LOCAL_QUEUE_CAPACITY as u32 + 1);
+        });
+    }
+
+    #[test]
     fn loom_two_thieves_and_the_owner() {
         loom::model(|| {
             let (mut local, steal) = local();
@@ -1140,6 +1175,34 @@ mod loom_tests {
             }
             seen.extend(drain(&mut local));
             assert_each_once(seen, 3);
+        });
+    }
+
+    #[test]
+    fn loom_two_thieves_while_the_owner_refills() {
+        // The second thief must back off while the first copies (invariant 5); if it claimed
+        // too, the first one's release would hand the owner slots the second is still reading.
+        loom::model(|| {
+            let (mut local, steal) = local();
+            let overflow = Recorder::default();
+            for i in 0..LOCAL_QUEUE_CAPACITY as u32 {
+                local.push_back(i, &overflow);
+            }
+            let thieves: Vec<_> = (0..2)
+                .map(|_| {
+                    let steal = steal.clone();
+                    thread::spawn(move || steal_all(&steal))
+                })
+                .collect();
+            local.push_back(4, &overflow);
+            local.push_back(5, &overflow);
+            let mut seen = Vec::new();
+            for thief in thieves {
+                seen.extend(thread_result(thief));
+            }
+            seen.extend(drain(&mut local));
+            seen.extend(overflow.0.into_inner());
+            assert_each_once(seen, 6);
         });
     }
 
@@ -1179,6 +1242,34 @@ mod loom_tests {
             seen.extend(thread_result(a));
             seen.extend(thread_result(b));
             assert_each_once(seen, LOCAL_QUEUE_CAPACITY as u32);
+        });
+    }
+
+    #[test]
+    fn loom_a_queue_being_robbed_can_be_the_destination_of_a_steal() {
+        // `mine` is robbed by one thread while its owner empties it and steals into it; the
+        // steal reuses a slot the robber read, so it must wait for the robber's release.
+        loom::model(|| {
+            let (mut victim, victim_steal) = local();
+            let (mut mine, mine_steal) = local();
+            let overflow = Recorder::default();
+            for i in 0..4 {
+                victim.push_back(i, &overflow);
+            }
+            for i in 4..7 {
+                mine.push_back(i, &overflow);
+            }
+            let robber = thread::spawn(move || steal_all(&mine_steal));
+            let owner = thread::spawn(move || {
+                let mut seen = drain(&mut mine);
+                seen.extend(victim_steal.steal_into(&mut mine));
+                seen.extend(drain(&mut mine));
+                seen
+            });
+            let mut seen = thread_result(robber);
+            seen.extend(thread_result(owner));
+            seen.extend(drain(&mut victim));
+            assert_each_once(seen, 7);
         });
     }
 
