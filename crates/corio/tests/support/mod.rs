@@ -281,3 +281,68 @@ impl Rng {
         self.below(100) < percent
     }
 }
+
+/// Like [`wait_until`] with its own limit; false if `cond` never held.
+pub fn holds_within(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    while !cond() {
+        if start.elapsed() > limit {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    true
+}
+
+/// One thread of this process, from `/proc/self/task`.
+#[derive(Clone, Debug)]
+pub struct ThreadInfo {
+    pub tid: u32,
+    /// The thread's name as the kernel keeps it (at most 15 bytes).
+    pub comm: String,
+    /// Voluntary plus involuntary context switches so far.
+    pub switches: u64,
+}
+
+/// Every thread of this process (Linux only).
+pub fn threads() -> Vec<ThreadInfo> {
+    let mut out = Vec::new();
+    let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
+        return out;
+    };
+    for entry in dir.flatten() {
+        let Ok(tid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let path = entry.path();
+        // A thread may exit between the listing and the reads: skip it then.
+        let Ok(comm) = std::fs::read_to_string(path.join("comm")) else {
+            continue;
+        };
+        let Ok(status) = std::fs::read_to_string(path.join("status")) else {
+            continue;
+        };
+        let switches = status
+            .lines()
+            .filter(|l| {
+                l.starts_with("voluntary_ctxt_switches")
+                    || l.starts_with("nonvoluntary_ctxt_switches")
+            })
+            .filter_map(|l| l.split_whitespace().last()?.parse::<u64>().ok())
+            .sum();
+        out.push(ThreadInfo {
+            tid,
+            comm: comm.trim_end().to_string(),
+            switches,
+        });
+    }
+    out
+}
+
+/// The threads whose names start with `prefix` (a runtime's `thread_name`).
+pub fn threads_named(prefix: &str) -> Vec<ThreadInfo> {
+    threads()
+        .into_iter()
+        .filter(|t| t.comm.starts_with(prefix))
+        .collect()
+}
