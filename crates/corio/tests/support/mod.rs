@@ -339,10 +339,19 @@ pub fn threads() -> Vec<ThreadInfo> {
     out
 }
 
-/// The threads whose names start with `prefix` (a runtime's `thread_name`).
+/// The calling thread's kernel id.
+pub fn current_tid() -> Option<u32> {
+    let link = std::fs::read_link("/proc/thread-self").ok()?;
+    link.file_name()?.to_str()?.parse().ok()
+}
+
+/// The threads of a runtime whose `thread_name` is `prefix` (named `prefix-N`,
+/// `prefix-sysmon`, `prefix-blocking`), never the calling thread.
 pub fn threads_named(prefix: &str) -> Vec<ThreadInfo> {
+    let me = current_tid();
+    let prefix = format!("{prefix}-");
     threads()
         .into_iter()
-        .filter(|t| t.comm.starts_with(prefix))
+        .filter(|t| t.comm.starts_with(&prefix) && Some(t.tid) != me)
         .collect()
 }

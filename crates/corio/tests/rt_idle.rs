@@ -1,0 +1,157 @@
+//! An idle runtime makes no wake-ups (DESIGN.md: "an idle process makes no wake-ups"; Go's
+//! sysmon cost in #18236 is the cautionary tale).
+//!
+//! Method: give the runtime a unique `thread_name`, let it settle, then read the context-switch
+//! counters (`voluntary_ctxt_switches` + `nonvoluntary_ctxt_switches` in
+//! `/proc/self/task/<tid>/status`) of every thread whose name (`comm`) starts with that prefix,
+//! twice, one second apart. A thread that sleeps without a timeout is not switched in at all,
+//! so the target is 0; the tests allow [`NOISE`] switches in total for the odd stray event (a
+//! signal, a page-cache flush touching the thread), and say so.
+//!
+//! The tests in this file run one at a time (they measure).
+
+#[macro_use]
+mod support;
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use support::{EVENTUALLY, Gate, within};
+
+/// Switches tolerated in the measured second, over all of a runtime's threads (target: 0).
+const NOISE: u64 = 2;
+
+/// The tests here measure; running two at once would not disturb the counters of idle
+/// threads, but keeps the machine quiet for the settle periods.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// Builds a runtime named `prefix`, runs `setup` on it, lets it settle for 200 ms, and returns
+/// the context switches its threads made during the following second (by thread name).
+fn switches_in_an_idle_second(
+    workers: usize,
+    prefix: &str,
+    setup: impl FnOnce(&corio::Runtime),
+) -> Vec<(String, u64)> {
+    let rt = corio::Runtime::builder()
+        .workers(workers)
+        .hog_report(false)
+        .thread_name(prefix)
+        .build()
+        .unwrap();
+    setup(&rt);
+    std::thread::sleep(Duration::from_millis(200));
+    let before: HashMap<u32, u64> = support::threads_named(prefix)
+        .iter()
+        .map(|t| (t.tid, t.switches))
+        .collect();
+    assert!(
+        before.len() > workers,
+        "expected the workers and sysmon, found {before:?}"
+    );
+    std::thread::sleep(Duration::from_secs(1));
+    let after = support::threads_named(prefix);
+    let deltas = after
+        .iter()
+        .map(|t| {
+            (
+                format!("{} ({})", t.comm, t.tid),
+                t.switches - before.get(&t.tid).copied().unwrap_or(0),
+            )
+        })
+        .collect();
+    drop(rt);
+    deltas
+}
+
+#[track_caller]
+fn assert_idle(deltas: &[(String, u64)]) {
+    let total: u64 = deltas.iter().map(|(_, d)| d).sum();
+    assert!(
+        total <= NOISE,
+        "an idle runtime's threads were switched in {total} times in one second: {deltas:?}"
+    );
+}
+
+rt_common! {
+    #[test]
+    fn a_fresh_runtime_makes_no_wake_ups() {
+        let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        let deltas = within(EVENTUALLY, || switches_in_an_idle_second(WORKERS, &format!("fresh{WORKERS}"), |_| {}));
+        assert_idle(&deltas);
+    }
+
+    #[test]
+    fn a_runtime_that_has_gone_idle_after_work_makes_no_wake_ups() {
+        let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        let deltas = within(EVENTUALLY, || {
+            switches_in_an_idle_second(WORKERS, &format!("after{WORKERS}"), |rt| {
+                rt.run(|| {
+                    let hs: Vec<_> = (0..200u64)
+                        .map(|i| {
+                            corio::go(move || {
+                                corio::yield_now();
+                                corio::sleep(Duration::from_millis(i % 5));
+                            })
+                        })
+                        .collect();
+                    let ts: Vec<_> = (0..200u64)
+                        .map(|i| corio::spawn(corio::time::sleep_async(Duration::from_millis(i % 5))))
+                        .collect();
+                    hs.into_iter().chain(ts).for_each(|h| h.join().unwrap());
+                });
+            })
+        });
+        assert_idle(&deltas);
+    }
+
+    #[test]
+    fn cancelled_timers_leave_no_wake_ups_behind() {
+        let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        let deltas = within(EVENTUALLY, || {
+            switches_in_an_idle_second(WORKERS, &format!("timer{WORKERS}"), |rt| {
+                // Timers due inside the measured second, all cancelled before it starts:
+                // aborted sleepers of both kinds and timeouts whose futures completed.
+                let sleepers: Vec<_> = (0..50u64)
+                    .map(|i| {
+                        let d = Duration::from_millis(500 + i);
+                        if i % 2 == 0 {
+                            rt.go(move || corio::sleep(d))
+                        } else {
+                            rt.spawn(corio::time::sleep_async(d))
+                        }
+                    })
+                    .collect();
+                rt.run(|| {
+                    for _ in 0..50 {
+                        assert_eq!(corio::time::timeout(Duration::from_millis(600), async { 1 }), Ok(1));
+                    }
+                });
+                std::thread::sleep(Duration::from_millis(20));
+                for s in sleepers {
+                    s.abort();
+                    assert!(s.join().unwrap_err().is_cancelled());
+                }
+            })
+        });
+        assert_idle(&deltas);
+    }
+
+    #[test]
+    fn coroutines_and_tasks_parked_on_futures_cost_no_wake_ups() {
+        let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        let gate = Gate::new();
+        let g = gate.clone();
+        let deltas = within(EVENTUALLY, move || {
+            switches_in_an_idle_second(WORKERS, &format!("park{WORKERS}"), move |rt| {
+                for _ in 0..100 {
+                    let g1 = g.clone();
+                    drop(rt.go(move || corio::block_on(g1.wait())));
+                    drop(rt.spawn(g.wait()));
+                }
+            })
+        });
+        gate.open();
+        assert_idle(&deltas);
+    }
+}
