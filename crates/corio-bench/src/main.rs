@@ -46,7 +46,7 @@ fn usage() -> String {
          options:\n  --json       one JSON object per measurement per line, instead of tables\n  \
          --quick      smaller problem sizes (same number of runs, except slow cases)\n  \
          --runs N     repeat each measurement N times (default 5; mem --quick: 3)\n  \
-         --callgrind  also count instructions under valgrind (switch; `table` does it \
+         --callgrind  also count instructions under valgrind (switch, create, yield; `table` does it \
          when valgrind is on PATH)\n\ncases:\n",
     );
     for case in CASES {

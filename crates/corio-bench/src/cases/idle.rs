@@ -73,21 +73,22 @@ fn run(opts: &Opts) -> Vec<Measurement> {
         .iter()
         .zip(&series)
         .map(|((imp, _, note), s)| {
-            let last = |k| fresh::last(s, k).unwrap_or("?");
-            Row {
+            let m = Row {
                 case: "idle",
                 imp: imp.to_string(),
                 metric: "switches_per_sec",
                 unit: "1/s",
                 n: window_ms,
             }
-            .of(s, "switches_per_sec")
-            .with_note(format!(
-                "{note}; last run: {} voluntary + {} nonvoluntary over {window_ms} ms, {} threads",
-                last("voluntary"),
-                last("nonvoluntary"),
-                last("threads")
-            ))
+            .of(s, "switches_per_sec");
+            let last = |k| fresh::last(s, k);
+            match (last("voluntary"), last("nonvoluntary"), last("threads")) {
+                (Some(v), Some(nv), Some(t)) => m.with_note(format!(
+                    "{note}; last run: {v} voluntary + {nv} nonvoluntary over {window_ms} ms, \
+                     {t} threads"
+                )),
+                _ => m.with_note(*note),
+            }
         })
         .collect()
 }
