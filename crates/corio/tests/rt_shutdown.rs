@@ -87,6 +87,42 @@ rt_common! {
     }
 
     #[test]
+    fn dropping_the_runtime_cancels_coroutines_and_tasks_that_keep_yielding() {
+        let rt = rt();
+        within(EVENTUALLY, move || {
+            let drops = Drops::new();
+            let spins = Arc::new(AtomicUsize::new(0));
+            let mut handles = Vec::new();
+            for _ in 0..20 {
+                let (token, s) = (drops.token(), spins.clone());
+                handles.push(rt.go(move || {
+                    let _token = token;
+                    loop {
+                        s.fetch_add(1, SeqCst);
+                        corio::yield_now();
+                    }
+                }));
+                let (token, s) = (drops.token(), spins.clone());
+                handles.push(rt.spawn(async move {
+                    let _token = token;
+                    loop {
+                        s.fetch_add(1, SeqCst);
+                        corio::yield_now_async().await;
+                    }
+                }));
+            }
+            wait_until("they spin", || spins.load(SeqCst) > 1000);
+            let start = Instant::now();
+            drop(rt);
+            assert!(start.elapsed() < PROMPTLY);
+            assert_eq!(drops.dropped(), 40);
+            for h in handles {
+                assert!(h.join().unwrap_err().is_cancelled());
+            }
+        });
+    }
+
+    #[test]
     fn dropping_the_runtime_drops_the_closures_of_coroutines_that_never_started() {
         let rt = rt();
         within(EVENTUALLY, move || {

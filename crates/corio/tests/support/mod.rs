@@ -19,6 +19,7 @@ use corio::Runtime;
 /// Instantiates the test items once per scheduler flavour, in modules `one_worker` and
 /// `two_workers`; inside, `rt()` builds a runtime of that flavour and `WORKERS` is its size.
 /// (Declare the helpers with `#[macro_use] mod support;`.)
+#[allow(unused_macros)] // not every test binary has tests for both flavours
 macro_rules! rt_common {
     ($($item:item)*) => {
         /// The 1:N scheduler: one worker thread runs every coroutine.
