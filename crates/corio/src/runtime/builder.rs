@@ -107,7 +107,11 @@ impl Builder {
             .unwrap_or_else(|| std::env::var("CORIO_HOG_REPORT").map_or(true, |v| v.trim() != "0"));
         Runtime::from_config(Config {
             workers,
-            spares: workers,
+            // Spare workers take work stuck behind hogs and blocking calls (sysmon starts them
+            // one at a time, only while all others are busy and work waits). Four per worker:
+            // enough for a hog on every worker and its spare, and then some; never with one
+            // worker, whose promise is a single thread.
+            spares: if workers == 1 { 0 } else { 4 * workers },
             stack_size: self.stack_size,
             thread_name: self.thread_name.clone(),
             max_blocking_threads: self.max_blocking_threads,

@@ -6,7 +6,7 @@
 //! reading it is a plain TLS load.
 
 use std::cell::{Cell, RefCell};
-use std::ptr::{self, NonNull};
+use std::ptr;
 use std::sync::Arc;
 
 use super::Shared;
@@ -199,9 +199,4 @@ impl Drop for EnterGuard {
         let previous = self.0.take();
         let _ = ENTERED.try_with(|e| *e.borrow_mut() = previous);
     }
-}
-
-/// A pointer to the running task, for identity checks.
-pub(crate) fn current_task_ptr() -> Option<NonNull<Header>> {
-    CONTEXT.with(|c| NonNull::new(c.task.get().cast_mut()))
 }

@@ -117,11 +117,6 @@ impl Idle {
     pub(crate) fn num_searching(&self) -> usize {
         searching(self.state.load(SeqCst))
     }
-
-    /// The parked workers now (for shutdown and diagnostics).
-    pub(crate) fn parked(&self) -> Vec<usize> {
-        self.sleepers.lock().unwrap_or_else(|e| e.into_inner()).clone()
-    }
 }
 
 #[cfg(all(test, not(loom)))]

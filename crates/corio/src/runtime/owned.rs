@@ -88,6 +88,7 @@ impl OwnedTasks {
                 // SAFETY: a linked task is alive (the list holds a reference) and its links are
                 // guarded by the lock we hold.
                 let header = unsafe { ptr.as_ref() };
+                // SAFETY: as above.
                 cursor = unsafe { (*header.owned.get()).next };
                 if take(header) {
                     // SAFETY: as above.
@@ -96,10 +97,6 @@ impl OwnedTasks {
             }
         }
         out
-    }
-
-    pub(crate) fn is_closed(&self) -> bool {
-        self.closed.load(Ordering::SeqCst)
     }
 
     /// Tasks in the list.
@@ -116,6 +113,7 @@ impl OwnedTasks {
                 // SAFETY: as in `close_and_take`.
                 let header = unsafe { ptr.as_ref() };
                 f(header);
+                // SAFETY: as above.
                 cursor = unsafe { (*header.owned.get()).next };
             }
         }

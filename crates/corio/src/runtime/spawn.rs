@@ -156,7 +156,7 @@ fn bind_and_schedule<B: Body>(
     name: Option<Arc<str>>,
     location: &'static Location<'static>,
 ) -> JoinHandle<B::Output> {
-    let ptr = Cell::new(body, kind, id, shared.clone(), name, location);
+    let ptr = Cell::allocate(body, kind, id, shared.clone(), name, location);
     // SAFETY: a new task has three references (see `state.rs`): one each for the list, the
     // queue and the join handle.
     let (task, notified, join) = unsafe { (Task::from_raw(ptr), Notified::from_raw(ptr), JoinHandle::from_raw(ptr)) };

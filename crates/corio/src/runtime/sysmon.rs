@@ -8,7 +8,7 @@
 //!   task's next runtime operation (a yield point, a channel, IO or timer call) yields;
 //! - if movable work waits behind it — in that worker's run queue, or in the global queue
 //!   with no worker free to take it — a parked worker is woken to steal it, or, when every
-//!   worker is busy, a spare worker is started (at most one per worker);
+//!   worker is busy, a spare worker is started (at most four per worker);
 //! - the hog is reported once on stderr (name, id, spawn location, how long), unless
 //!   `Builder::hog_report(false)` or `CORIO_HOG_REPORT=0`.
 //!
@@ -117,6 +117,9 @@ struct Watch {
     delay: Duration,
     quiet: u32,
     seen: Vec<Seen>,
+    /// When work was last handed off: at most one hand-off per time slice, so a woken or
+    /// started worker has time to take the work before another is started.
+    last_hand_off: Option<Instant>,
 }
 
 #[derive(Clone, Copy)]
@@ -128,11 +131,20 @@ struct Seen {
 
 impl Default for Watch {
     fn default() -> Watch {
-        Watch { delay: MIN_DELAY, quiet: 0, seen: Vec::new() }
+        Watch { delay: MIN_DELAY, quiet: 0, seen: Vec::new(), last_hand_off: None }
     }
 }
 
 impl Watch {
+    /// Whether a hand-off may happen now (and, if so, records it).
+    fn may_hand_off(&mut self, now: Instant) -> bool {
+        if self.last_hand_off.is_some_and(|t| now - t < TIME_SLICE) {
+            return false;
+        }
+        self.last_hand_off = Some(now);
+        true
+    }
+
     fn tick(&mut self, shared: &Arc<Shared>) {
         let now = Instant::now();
         if self.seen.len() != shared.workers.len() {
@@ -168,11 +180,13 @@ impl Watch {
                             report_hog(shared, index, stuck_for);
                         }
                     }
-                    if stuck_for >= HAND_OFF_AFTER && work_waiting {
+                    if stuck_for >= HAND_OFF_AFTER && work_waiting && self.may_hand_off(now) {
                         acted |= hand_off(shared);
                     }
                 }
-                STATUS_BLOCKING if stuck_for >= self.delay.max(MIN_DELAY) && work_waiting => {
+                STATUS_BLOCKING
+                    if stuck_for >= self.delay.max(MIN_DELAY) && work_waiting && self.may_hand_off(now) =>
+                {
                     acted |= hand_off(shared);
                 }
                 _ => {}

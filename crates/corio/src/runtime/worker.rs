@@ -178,6 +178,10 @@ pub(crate) struct WorkerCtx {
     index: usize,
     shared: Arc<Shared>,
     core: RefCell<Core>,
+    /// Set while this worker fires timers: the tasks they wake go to the back of the run
+    /// queue, where others can steal them, not to the next-task slot — a slot the worker may
+    /// not come back to for a long time if the task it runs next hogs it.
+    firing: std::cell::Cell<bool>,
 }
 
 /// The worker thread's entry point.
@@ -186,6 +190,7 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
     let Some(run_queue) = run_queue else { return };
     let ctx = WorkerCtx {
         index,
+        firing: std::cell::Cell::new(false),
         core: RefCell::new(Core {
             run_queue,
             next: None,
@@ -200,8 +205,10 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
         shared,
     };
     let _worker = context::enter_worker(&ctx);
+    ctx.remote().status.store(STATUS_RUNNING, Ordering::Release);
     ctx.run_loop();
     ctx.shut_down();
+    ctx.remote().status.store(STATUS_IDLE, Ordering::Release);
 }
 
 impl WorkerCtx {
@@ -218,6 +225,14 @@ impl WorkerCtx {
     #[inline]
     fn remote(&self) -> &Remote {
         &self.shared.workers[self.index]
+    }
+
+    /// Runs `f` (which fires timers) with timer wake-ups sent to the run queue.
+    fn firing_timers<R>(&self, f: impl FnOnce() -> R) -> R {
+        let was = self.firing.replace(true);
+        let r = f();
+        self.firing.set(was);
+        r
     }
 
     /// Whether sysmon asked the running task to yield.
@@ -268,7 +283,7 @@ impl WorkerCtx {
         core.tick = core.tick.wrapping_add(1);
         core.global_countdown -= 1;
         if core.global_countdown == 0
-            || core.tick % TIMER_CHECK_INTERVAL == 0
+            || core.tick.is_multiple_of(TIMER_CHECK_INTERVAL)
             || remote.inbox_len.load(Ordering::Relaxed) != 0
             || remote.next_timer.load(Ordering::Relaxed) <= core.now
         {
@@ -323,7 +338,7 @@ impl WorkerCtx {
             self.core.borrow_mut().now = now;
             if next_timer <= now {
                 // Firing wakes tasks, which schedules them into our core: not while borrowed.
-                self.shared.fire_timers(self.index, now);
+                self.firing_timers(|| self.shared.fire_timers(self.index, now));
             }
         }
         first
@@ -340,11 +355,9 @@ impl WorkerCtx {
 
     /// Queues a task woken on this worker (`is_yield`: behind the others).
     pub(crate) fn schedule_local(&self, task: Notified, is_yield: bool) {
-        if let Some(home) = task.header().pinned_home() {
-            if home != self.index {
-                self.shared.schedule_remote(task);
-                return;
-            }
+        if task.header().pinned_home().is_some_and(|home| home != self.index) {
+            self.shared.schedule_remote(task);
+            return;
         }
         let Ok(mut core) = self.core.try_borrow_mut() else {
             // Re-entered while the loop holds the core (a waker fired from inside the
@@ -356,7 +369,7 @@ impl WorkerCtx {
             return; // dropped: shutdown cancels it through the owned list
         }
         let movable = task.is_movable();
-        if is_yield {
+        if is_yield || self.firing.get() {
             self.push_back(&mut core, task);
         } else if let Some(previous) = core.next.replace(task) {
             self.push_back(&mut core, previous);
@@ -409,7 +422,7 @@ impl WorkerCtx {
         if let Some(task) = self.take_global() {
             return Some(Runnable::Notified(task));
         }
-        if shared.fire_all_timers() > 0 {
+        if self.firing_timers(|| shared.fire_all_timers()) > 0 {
             return self.next_task();
         }
         None
@@ -490,7 +503,7 @@ impl WorkerCtx {
                 remote.unparker.park_driver(&shared.driver, timeout);
             }
             shared.driver.release();
-            shared.fire_all_timers();
+            self.firing_timers(|| shared.fire_all_timers());
             self.pass_driver_on();
         } else {
             if remote.next_timer.load(Ordering::SeqCst) < shared.driver.until.load(Ordering::SeqCst) {
@@ -519,10 +532,10 @@ impl WorkerCtx {
     /// Flushes the next-task slot into the run queue so others can steal it while this
     /// worker blocks (`corio::blocking`).
     pub(crate) fn enter_blocking(&self) {
-        if let Ok(mut core) = self.core.try_borrow_mut() {
-            if let Some(task) = core.next.take() {
-                self.push_back(&mut core, task);
-            }
+        if let Ok(mut core) = self.core.try_borrow_mut()
+            && let Some(task) = core.next.take()
+        {
+            self.push_back(&mut core, task);
         }
         self.remote().status.store(STATUS_BLOCKING, Ordering::Release);
     }

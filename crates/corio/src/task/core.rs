@@ -179,7 +179,7 @@ pub(crate) struct Vtable {
 
 impl<B: Body> Cell<B> {
     /// Allocates a task with three references (see `state.rs`).
-    pub(crate) fn new(
+    pub(crate) fn allocate(
         body: B,
         kind: Kind,
         id: u64,

@@ -10,7 +10,7 @@
 use std::fmt;
 use std::ptr::NonNull;
 
-use super::core::{Header, Kind, RunResult};
+use super::core::{Header, RunResult};
 
 /// A task that must be run: it has `NOTIFIED` set and this reference is the one that will
 /// run it.
@@ -134,10 +134,6 @@ impl Task {
         std::mem::forget(self);
         // SAFETY: we hand the vtable our reference.
         unsafe { (ptr.as_ref().vtable.shutdown)(ptr) }
-    }
-
-    pub(crate) fn kind(&self) -> Kind {
-        self.header().kind
     }
 }
 

@@ -118,7 +118,7 @@ fn nested_misuse() -> ! {
 }
 
 /// The coroutine, `Send` because it is resumed only on its home worker once started.
-struct PinnedCoroutine<T>(Coroutine<Signal, (), Result<T, Payload>>);
+pub(crate) struct PinnedCoroutine<T>(Coroutine<Signal, (), Result<T, Payload>>);
 
 // SAFETY: the scheduler resumes and drops a started coroutine only on its home worker (debug
 // assertion in `resume`), so its stack never changes thread; `T` crosses threads as output.

@@ -45,7 +45,7 @@ const REF_SHIFT: u32 = 6;
 const REF_ONE: usize = 1 << REF_SHIFT;
 
 /// Three references (owned list, run queue, join handle), a join handle, and a pending poll.
-const INITIAL: usize = REF_ONE * 3 | JOIN_INTEREST | NOTIFIED;
+const INITIAL: usize = (REF_ONE * 3) | JOIN_INTEREST | NOTIFIED;
 
 /// The state word.
 pub(crate) struct State {
