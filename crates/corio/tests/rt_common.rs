@@ -1255,3 +1255,121 @@ fn a_runtime_with_zero_workers_or_a_huge_default_stack_is_an_invalid_input_error
         .unwrap_err();
     assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
 }
+
+// ----- more edges ----------------------------------------------------------------------------
+
+/// Panics when dropped (with a message the quiet hook recognises).
+struct PanicOnDrop;
+
+impl Drop for PanicOnDrop {
+    fn drop(&mut self) {
+        panic!("{EXPECTED} drop");
+    }
+}
+
+#[test]
+fn the_default_runtime_serves_run_go_and_spawn_without_a_builder() {
+    let v = within(EVENTUALLY, || {
+        corio::run(|| {
+            let a = corio::go(|| 1).join().unwrap();
+            let b = corio::block_on(corio::spawn(async { 2 })).unwrap();
+            a + b
+        })
+    });
+    assert_eq!(v, 3);
+    // From a plain thread with no runtime entered, go and spawn use it too.
+    assert_eq!(corio::go(|| 4).join().unwrap(), 4);
+    assert_eq!(corio::spawn(async { 5 }).join().unwrap(), 5);
+}
+
+#[test]
+fn polling_a_join_handle_after_it_returned_panics_with_a_message() {
+    let rt = support::rt(1);
+    let mut h = rt.spawn(async { 1 });
+    assert_eq!(corio::block_on(&mut h).unwrap(), 1);
+    let msg = panic_message(move || drop(corio::block_on(&mut h)));
+    assert!(msg.contains("after it returned"), "{msg}");
+}
+
+#[test]
+fn a_future_whose_destructor_panics_when_aborted_reports_that_panic() {
+    quiet_expected_panics();
+    let rt = support::rt(2);
+    within(EVENTUALLY, move || {
+        let polled = Arc::new(AtomicBool::new(false));
+        let p = polled.clone();
+        let h = rt.spawn(async move {
+            let _bomb = PanicOnDrop;
+            p.store(true, SeqCst);
+            Gate::new().wait().await;
+        });
+        wait_until("it is polled", || polled.load(SeqCst));
+        h.abort();
+        let err = h.join().unwrap_err();
+        assert!(err.is_panic(), "{err:?}");
+        assert!(payload_text(&*err.into_panic()).contains("drop"));
+        // The runtime is unharmed.
+        assert_eq!(rt.spawn(async { 1 }).join().unwrap(), 1);
+    });
+}
+
+#[test]
+fn a_detached_output_whose_destructor_panics_does_not_harm_the_runtime() {
+    quiet_expected_panics();
+    let rt = support::rt(2);
+    within(EVENTUALLY, move || {
+        for _ in 0..10 {
+            drop(rt.go(|| PanicOnDrop));
+            drop(rt.spawn(async { PanicOnDrop }));
+        }
+        assert_eq!(rt.run(|| corio::go(|| 1).join().unwrap()), 1);
+        wait_until("live_tasks is 0", || rt.metrics().live_tasks == 0);
+    });
+}
+
+#[test]
+fn handle_current_names_the_runtime_of_the_task_block_on_or_entered_thread() {
+    let one = support::rt(1);
+    let two = support::rt(2);
+    assert!(corio::Handle::try_current().is_none());
+    let msg = panic_message(|| drop(corio::Handle::current()));
+    assert!(msg.contains("no runtime here"), "{msg}");
+    within(EVENTUALLY, move || {
+        assert_eq!(one.run(|| corio::Handle::current().metrics().workers), 1);
+        assert_eq!(
+            two.spawn(async { corio::Handle::current().metrics().workers })
+                .join()
+                .unwrap(),
+            2
+        );
+        assert_eq!(
+            two.block_on(async { corio::Handle::current().metrics().workers }),
+            2
+        );
+        // Entering nests and unwinds.
+        let outer = one.enter();
+        assert_eq!(corio::Handle::current().metrics().workers, 1);
+        {
+            let _inner = two.enter();
+            assert_eq!(corio::Handle::current().metrics().workers, 2);
+        }
+        assert_eq!(corio::Handle::current().metrics().workers, 1);
+        drop(outer);
+        assert!(corio::Handle::try_current().is_none());
+    });
+}
+
+#[test]
+fn join_handles_and_errors_format_for_debugging() {
+    let rt = support::rt(1);
+    let h = rt.go(|| corio::block_on(Gate::new().wait()));
+    let text = format!("{h:?}");
+    assert!(
+        text.contains("JoinHandle") && text.contains(&h.id().to_string()),
+        "{text}"
+    );
+    h.abort();
+    let err = h.join().unwrap_err();
+    assert!(format!("{err:?}").contains("Cancelled"), "{err:?}");
+    assert!(format!("{rt:?}").contains("workers"));
+}

@@ -123,6 +123,67 @@ rt_common! {
     }
 
     #[test]
+    fn dropping_the_runtime_while_other_threads_keep_spawning_resolves_every_handle() {
+        let rt = rt();
+        within(EVENTUALLY, move || {
+            let drops = Drops::new();
+            let stop = Arc::new(AtomicBool::new(false));
+            let spawners: Vec<_> = (0..3)
+                .map(|t| {
+                    let (handle, drops, stop) = (rt.handle().clone(), drops.clone(), stop.clone());
+                    std::thread::spawn(move || {
+                        let mut handles = Vec::new();
+                        let mut after_stop = 0;
+                        let mut i = 0u64;
+                        while after_stop < 200 {
+                            if stop.load(SeqCst) {
+                                after_stop += 1;
+                            }
+                            let token = drops.token();
+                            let h = if (i + t) % 2 == 0 {
+                                handle.go(move || {
+                                    let _token = token;
+                                    corio::yield_now();
+                                    i
+                                })
+                            } else {
+                                handle.spawn(async move {
+                                    let _token = token;
+                                    corio::yield_now_async().await;
+                                    i
+                                })
+                            };
+                            handles.push((i, h));
+                            i += 1;
+                        }
+                        handles
+                    })
+                })
+                .collect();
+            std::thread::sleep(Duration::from_millis(20));
+            drop(rt);
+            stop.store(true, SeqCst);
+            let (mut values, mut cancelled) = (0, 0);
+            for s in spawners {
+                for (i, h) in s.join().unwrap() {
+                    match h.join() {
+                        Ok(v) => {
+                            assert_eq!(v, i);
+                            values += 1;
+                        }
+                        Err(e) => {
+                            assert!(e.is_cancelled(), "{e:?}");
+                            cancelled += 1;
+                        }
+                    }
+                }
+            }
+            assert!(values > 0 && cancelled >= 600, "values {values}, cancelled {cancelled}");
+            assert_eq!(drops.dropped(), drops.made());
+        });
+    }
+
+    #[test]
     fn dropping_the_runtime_drops_the_closures_of_coroutines_that_never_started() {
         let rt = rt();
         within(EVENTUALLY, move || {
