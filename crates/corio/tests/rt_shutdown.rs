@@ -140,7 +140,7 @@ rt_common! {
                                 after_stop += 1;
                             }
                             let token = drops.token();
-                            let h = if (i + t) % 2 == 0 {
+                            let h = if (i + t).is_multiple_of(2) {
                                 handle.go(move || {
                                     let _token = token;
                                     corio::yield_now();
