@@ -270,6 +270,71 @@ rt_common! {
             rt.spawn(time::sleep_async(30 * MS)).join().unwrap();
         });
     }
+
+    /// Many timeouts whose futures complete early remove their timers from the heaps while
+    /// sleepers' timers must stay and fire on time: a heap that loses, misplaces or fires the
+    /// wrong entry shows here as an early or a missing wake-up.
+    #[test]
+    fn sleepers_wake_on_time_while_thousands_of_timeouts_are_cancelled_around_them() {
+        let rt = rt();
+        within(EVENTUALLY, move || {
+            let mut rng = Rng::new(0x71e0);
+            let sleepers: Vec<_> = (0..300)
+                .map(|_| {
+                    let d = Duration::from_micros(rng.below(30_000));
+                    rt.go(move || {
+                        let start = Instant::now();
+                        corio::sleep(d);
+                        start.elapsed() >= d
+                    })
+                })
+                .collect();
+            let cancellers: Vec<_> = (0..20u64)
+                .map(|k| {
+                    rt.spawn(async move {
+                        let mut rng = Rng::new(k);
+                        for _ in 0..200 {
+                            let d = Duration::from_micros(1_000 + rng.below(50_000));
+                            let early = time::timeout_async(d, corio::yield_now_async()).await;
+                            assert_eq!(early, Ok(()));
+                        }
+                    })
+                })
+                .collect();
+            for c in cancellers {
+                c.join().unwrap();
+            }
+            let early = sleepers.into_iter().map(|h| h.join().unwrap()).filter(|ok| !ok).count();
+            assert_eq!(early, 0, "sleepers woke before their deadlines");
+        });
+    }
+
+    /// An abort that arrives while a coroutine is inside `corio::blocking` takes effect at its
+    /// next suspension after the blocking call returns.
+    #[test]
+    fn an_abort_during_blocking_takes_effect_at_the_next_suspension() {
+        let rt = rt();
+        within(EVENTUALLY, move || {
+            let inside = Arc::new(AtomicBool::new(false));
+            let after_blocking = Arc::new(AtomicBool::new(false));
+            let after_yield = Arc::new(AtomicBool::new(false));
+            let (i, ab, ay) = (inside.clone(), after_blocking.clone(), after_yield.clone());
+            let h = rt.go(move || {
+                corio::blocking(|| {
+                    i.store(true, SeqCst);
+                    std::thread::sleep(30 * MS);
+                });
+                ab.store(true, SeqCst);
+                corio::yield_now();
+                ay.store(true, SeqCst);
+            });
+            support::wait_until("it is inside blocking", || inside.load(SeqCst));
+            h.abort();
+            assert!(h.join().unwrap_err().is_cancelled());
+            assert!(after_blocking.load(SeqCst), "blocking calls are not interrupted");
+            assert!(!after_yield.load(SeqCst), "ran past the first suspension after the abort");
+        });
+    }
 }
 
 // ----- without a runtime ---------------------------------------------------------------------
@@ -376,5 +441,46 @@ fn a_task_whose_timer_is_on_a_hogged_worker_still_wakes_on_the_other_worker() {
                 "the task never registered its timer on the hog's worker"
             );
         }
+    });
+}
+
+// ----- timers and the runtime's lifetime -----------------------------------------------------
+
+/// A plain thread inside `Runtime::enter` sleeps on that runtime's timers. If another thread
+/// drops the runtime meanwhile, the sleep must still last its whole duration: shutting a
+/// runtime down must not end other threads' sleeps early.
+#[test]
+#[ignore = "BUG: shutdown fires every pending timer, so a sleep registered by an entered plain thread returns early"]
+fn a_sleep_on_an_entered_thread_lasts_its_duration_even_if_the_runtime_is_dropped() {
+    let rt = support::rt(2);
+    within(EVENTUALLY, move || {
+        let _entered = rt.enter();
+        let dropper = std::thread::spawn(move || {
+            std::thread::sleep(30 * MS);
+            drop(rt);
+        });
+        let start = Instant::now();
+        corio::block_on(time::sleep_async(300 * MS));
+        let slept = start.elapsed();
+        dropper.join().unwrap();
+        assert!(slept >= 300 * MS, "a 300 ms sleep returned after {slept:?}");
+    });
+}
+
+/// The same thread, still inside `enter` after the runtime is gone, sleeps again: it must not
+/// wait for ever on timers nobody fires any more.
+#[test]
+#[ignore = "BUG: a sleep registered on a runtime that has shut down never fires (hangs)"]
+fn a_sleep_on_an_entered_thread_after_the_runtime_is_dropped_still_wakes() {
+    let rt = support::rt(1);
+    within(Duration::from_secs(10), move || {
+        let entered = rt.enter();
+        std::thread::scope(|s| {
+            s.spawn(move || drop(rt));
+        });
+        let start = Instant::now();
+        corio::block_on(time::sleep_async(10 * MS));
+        assert!(start.elapsed() >= 10 * MS);
+        drop(entered);
     });
 }
