@@ -106,7 +106,12 @@ pub(crate) fn here<'a>() -> Here<'a> {
             // stack (see `enter_stackful`), and the context lives in the task cell.
             Here::Stackful(unsafe { &*stackful })
         } else if !c.task.get().is_null() {
-            Here::Stackless
+            // SAFETY: as in `current_task`.
+            match unsafe { &*c.task.get() }.kind {
+                // A blocking-pool closure owns its thread: it may block like a plain thread.
+                crate::task::core::Kind::Blocking => Here::Thread,
+                _ => Here::Stackless,
+            }
         } else {
             Here::Thread
         }

@@ -1,56 +1,101 @@
 //! The driver: the one place a worker sleeps while the runtime waits for time (and, later,
 //! for IO readiness, when the netpoller registers sockets with the same `epoll` instance).
 //!
-//! It is an `epoll` instance with an `eventfd` registered on it. At most one idle worker waits
-//! in it (see `Shared::park`), with the nearest timer of any worker as the timeout; others
-//! sleep on their futex. `wake` writes the `eventfd`. Whoever polls the driver fires due
-//! timers afterwards, so timers on a worker that is asleep still fire on time.
+//! # Mechanism
+//!
+//! An `epoll` instance with two descriptors registered on it: an `eventfd` that [`wake`]
+//! writes, and a `timerfd` armed at the nearest timer deadline of any worker. At most one idle
+//! worker waits in it (the *holder*, see `WorkerCtx::sleep`); the others sleep on their futex.
+//! The holder fires every worker's due timers when it wakes, so timers on workers that are
+//! asleep still fire on time.
+//!
+//! The deadline lives in the timerfd, not in `epoll_wait`'s timeout, so that it can be moved
+//! *without waking the holder*: a timer added with an earlier deadline re-arms it earlier
+//! ([`arm_earlier`]), and the nearest timer being cancelled re-arms it later
+//! ([`rearm_after_cancel`]). An idle runtime whose timers are cancelled therefore makes no
+//! wake-up at all, and a new early timer costs one `timerfd_settime` instead of a wake-up and
+//! a re-sleep. The timerfd's deadlines are absolute `CLOCK_MONOTONIC` times, with nanosecond
+//! resolution (an `epoll_wait` timeout is in milliseconds).
+//!
+//! # Protocol
+//!
+//! `until` is the deadline the timerfd is armed at (`u64::MAX`: disarmed). Arming is
+//! serialised by `arm_lock` and only ever moves `until` to the minimum of what the callers
+//! asked for, except [`rearm_after_cancel`], which recomputes it from the workers' heaps.
+//!
+//! [`wake`]: Driver::wake
+//! [`arm_earlier`]: Driver::arm_earlier
+//! [`rearm_after_cancel`]: Driver::rearm_after_cancel
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::Duration;
 
 /// epoll token of the eventfd.
-const WAKE_TOKEN: u64 = u64::MAX;
+const WAKE_TOKEN: u64 = 1;
+/// epoll token of the timerfd.
+const TIMER_TOKEN: u64 = 2;
 
 pub(crate) struct Driver {
     epoll: OwnedFd,
     event: OwnedFd,
+    timer: OwnedFd,
+    /// `CLOCK_MONOTONIC` at the runtime's epoch, in ns: runtime deadlines plus this are the
+    /// timerfd's absolute times.
+    epoch_monotonic: u64,
     /// Whether a worker holds the driver (waits in it or is about to).
     held: AtomicBool,
-    /// The deadline (runtime clock, ns) the holder sleeps until; `u64::MAX` for none.
+    /// The deadline (runtime clock, ns) the timerfd is armed at; `u64::MAX` when disarmed.
     pub(crate) until: AtomicU64,
+    arm_lock: Mutex<()>,
     /// Wake-ups delivered through the eventfd (metrics).
     pub(crate) wakes: AtomicU64,
 }
 
+fn owned(fd: libc::c_int) -> io::Result<OwnedFd> {
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` is a fresh descriptor that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+fn monotonic_now_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: a valid out-pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
 impl Driver {
-    pub(crate) fn new() -> io::Result<Driver> {
-        // SAFETY: plain system calls; the results are checked and owned below.
-        let epoll = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
-        if epoll < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: `epoll` is a fresh descriptor we own.
-        let epoll = unsafe { OwnedFd::from_raw_fd(epoll) };
+    /// A driver for a runtime whose clock started at `epoch` (read just before this call).
+    pub(crate) fn new(epoch: std::time::Instant) -> io::Result<Driver> {
+        // SAFETY: plain system calls; results are checked by `owned`.
+        let epoll = owned(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) })?;
         // SAFETY: as above.
-        let event = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
-        if event < 0 {
-            return Err(io::Error::last_os_error());
+        let event = owned(unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) })?;
+        // SAFETY: as above.
+        let timer = owned(unsafe {
+            libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_CLOEXEC | libc::TFD_NONBLOCK)
+        })?;
+        for (fd, token) in [(&event, WAKE_TOKEN), (&timer, TIMER_TOKEN)] {
+            let mut ev = libc::epoll_event { events: libc::EPOLLIN as u32, u64: token };
+            // SAFETY: both descriptors are valid; `ev` is a valid event.
+            if unsafe { libc::epoll_ctl(epoll.as_raw_fd(), libc::EPOLL_CTL_ADD, fd.as_raw_fd(), &mut ev) } < 0 {
+                return Err(io::Error::last_os_error());
+            }
         }
-        // SAFETY: `event` is a fresh descriptor we own.
-        let event = unsafe { OwnedFd::from_raw_fd(event) };
-        let mut ev = libc::epoll_event { events: libc::EPOLLIN as u32, u64: WAKE_TOKEN };
-        // SAFETY: both descriptors are valid; `ev` is a valid event.
-        if unsafe { libc::epoll_ctl(epoll.as_raw_fd(), libc::EPOLL_CTL_ADD, event.as_raw_fd(), &mut ev) } < 0 {
-            return Err(io::Error::last_os_error());
-        }
+        // Instant is CLOCK_MONOTONIC on Linux: map the epoch onto it.
+        let epoch_monotonic = monotonic_now_ns().saturating_sub(epoch.elapsed().as_nanos() as u64);
         Ok(Driver {
             epoll,
             event,
+            timer,
+            epoch_monotonic,
             held: AtomicBool::new(false),
             until: AtomicU64::new(u64::MAX),
+            arm_lock: Mutex::new(()),
             wakes: AtomicU64::new(0),
         })
     }
@@ -62,60 +107,74 @@ impl Driver {
             && self.held.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).is_ok()
     }
 
+    /// Gives up the driver (and disarms the timerfd).
     pub(crate) fn release(&self) {
-        self.until.store(u64::MAX, Ordering::SeqCst);
-        self.held.store(false, Ordering::Release);
+        {
+            let _arm = self.arm_lock.lock().unwrap_or_else(|e| e.into_inner());
+            self.set_timer(u64::MAX);
+        }
+        self.held.store(false, Ordering::SeqCst);
     }
 
     pub(crate) fn is_held(&self) -> bool {
         self.held.load(Ordering::SeqCst)
     }
 
-    /// Waits for a wake or the timeout. Only the holder calls this.
-    ///
-    /// `epoll_pwait2` (Linux 5.11) takes a nanosecond timeout; `epoll_wait`'s millisecond one
-    /// would make a 100 µs sleep last a millisecond. The fallback rounds up.
-    pub(crate) fn wait(&self, timeout: Option<Duration>) {
-        static NO_PWAIT2: AtomicBool = AtomicBool::new(false);
+    /// Arms the timerfd at `deadline` if that is earlier than where it is armed (the holder
+    /// before it waits, or a thread that added an earlier timer while the holder waits).
+    pub(crate) fn arm_earlier(&self, deadline: u64) {
+        if deadline >= self.until.load(Ordering::SeqCst) {
+            return;
+        }
+        let _arm = self.arm_lock.lock().unwrap_or_else(|e| e.into_inner());
+        if deadline < self.until.load(Ordering::SeqCst) {
+            self.set_timer(deadline);
+        }
+    }
+
+    /// The timer at `cancelled` was removed; if the timerfd was armed for it, re-arm it at
+    /// `next()` (the nearest deadline left) — later, without waking the holder.
+    pub(crate) fn rearm_after_cancel(&self, cancelled: u64, next: impl FnOnce() -> u64) {
+        if !self.is_held() || self.until.load(Ordering::SeqCst) != cancelled {
+            return;
+        }
+        let _arm = self.arm_lock.lock().unwrap_or_else(|e| e.into_inner());
+        if self.is_held() && self.until.load(Ordering::SeqCst) == cancelled {
+            self.set_timer(next());
+        }
+    }
+
+    /// Arms (or with `u64::MAX` disarms) the timerfd; the caller holds `arm_lock`.
+    fn set_timer(&self, deadline: u64) {
+        self.until.store(deadline, Ordering::SeqCst);
+        let value = if deadline == u64::MAX {
+            libc::timespec { tv_sec: 0, tv_nsec: 0 } // disarm
+        } else {
+            // At least 1 ns: a zero it_value would disarm instead.
+            let at = self.epoch_monotonic.saturating_add(deadline).max(1);
+            libc::timespec { tv_sec: (at / 1_000_000_000) as libc::time_t, tv_nsec: (at % 1_000_000_000) as libc::c_long }
+        };
+        let spec = libc::itimerspec { it_interval: libc::timespec { tv_sec: 0, tv_nsec: 0 }, it_value: value };
+        // SAFETY: a valid timerfd and itimerspec; the old value is not wanted.
+        unsafe {
+            libc::timerfd_settime(self.timer.as_raw_fd(), libc::TFD_TIMER_ABSTIME, &spec, std::ptr::null_mut());
+        }
+    }
+
+    /// Waits until `wake` or the armed deadline. Only the holder calls this.
+    pub(crate) fn wait(&self) {
         let mut events = [libc::epoll_event { events: 0, u64: 0 }; 16];
-        let mut n = -1;
-        if !NO_PWAIT2.load(Ordering::Relaxed) {
-            let ts = timeout.map(|d| libc::timespec {
-                tv_sec: d.as_secs().min(i64::MAX as u64) as libc::time_t,
-                tv_nsec: d.subsec_nanos() as libc::c_long,
-            });
-            let ts_ptr = ts.as_ref().map_or(std::ptr::null(), |t| t as *const libc::timespec);
-            // SAFETY: `events` is a valid buffer of 16 entries, `ts_ptr` null or a timespec,
-            // and the null sigmask leaves the mask unchanged.
-            n = unsafe {
-                libc::syscall(
-                    libc::SYS_epoll_pwait2,
-                    self.epoll.as_raw_fd(),
-                    events.as_mut_ptr(),
-                    16,
-                    ts_ptr,
-                    std::ptr::null::<libc::sigset_t>(),
-                    0usize,
-                )
-            } as i32;
-            if n < 0 && io::Error::last_os_error().raw_os_error() == Some(libc::ENOSYS) {
-                NO_PWAIT2.store(true, Ordering::Relaxed);
-            }
-        }
-        if NO_PWAIT2.load(Ordering::Relaxed) {
-            let ms = match timeout {
-                None => -1,
-                Some(d) => d.as_nanos().div_ceil(1_000_000).min(i32::MAX as u128) as i32,
-            };
-            // SAFETY: `events` is a valid buffer of 16 entries.
-            n = unsafe { libc::epoll_wait(self.epoll.as_raw_fd(), events.as_mut_ptr(), 16, ms) };
-        }
+        // SAFETY: `events` is a valid buffer of 16 entries.
+        let n = unsafe { libc::epoll_wait(self.epoll.as_raw_fd(), events.as_mut_ptr(), 16, -1) };
         for ev in events.iter().take(n.max(0) as usize) {
-            if ev.u64 == WAKE_TOKEN {
-                let mut buf = 0u64;
-                // SAFETY: reading 8 bytes from our nonblocking eventfd into a u64.
-                unsafe { libc::read(self.event.as_raw_fd(), (&raw mut buf).cast(), 8) };
-            }
+            let fd = match ev.u64 {
+                WAKE_TOKEN => self.event.as_raw_fd(),
+                TIMER_TOKEN => self.timer.as_raw_fd(),
+                _ => continue,
+            };
+            let mut buf = 0u64;
+            // SAFETY: reading 8 bytes from our nonblocking eventfd/timerfd into a u64.
+            unsafe { libc::read(fd, (&raw mut buf).cast(), 8) };
         }
     }
 

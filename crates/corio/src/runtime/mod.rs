@@ -114,6 +114,10 @@ pub(crate) struct Shared {
     pub(crate) epoch: Instant,
     /// Worker threads, joined at shutdown.
     threads: Mutex<Vec<ThreadHandle<()>>>,
+    /// Worker threads running their loop; the last to exit at shutdown finishes it.
+    running_workers: AtomicUsize,
+    /// Whether `finish_shutdown` has run.
+    finished: AtomicBool,
     pub(crate) metrics: Counters,
 }
 
@@ -205,15 +209,23 @@ impl Shared {
 
     /// A timer with `deadline` was added to worker `index`'s heap from this thread.
     pub(crate) fn timer_added(&self, index: usize, deadline: u64) {
-        // SeqCst: pairs with the driver holder storing `until` before it re-reads the timers.
-        if self.driver.is_held() && self.driver.until.load(Ordering::SeqCst) > deadline {
-            self.driver.wake();
+        // SeqCst (inside): pairs with the holder arming the driver after it took it and read
+        // the heaps' deadlines: either it saw this timer or we see it holding the driver.
+        if self.driver.is_held() {
+            // Re-arm the holder's timerfd if this is earlier: no wake-up needed.
+            self.driver.arm_earlier(deadline);
+            return;
         }
         let on_owner = context::with_worker(|w| w.is_some_and(|w| w.index() == index && std::ptr::eq(w.shared().as_ref(), self)));
         if !on_owner {
             // The owner may be asleep on its futex, watching nothing: let it look.
             self.workers[index].unparker.unpark(&self.driver);
         }
+    }
+
+    /// The timer at `deadline` was removed from a heap (whose `next_timer` is updated).
+    pub(crate) fn timer_removed(&self, deadline: u64) {
+        self.driver.rearm_after_cancel(deadline, || self.next_timer());
     }
 
     /// Fires the due timers in worker `index`'s heap; returns how many fired.
@@ -268,9 +280,16 @@ impl Shared {
     }
 
     fn start_worker(self: &Arc<Self>, index: usize) -> io::Result<()> {
+        self.running_workers.fetch_add(1, Ordering::SeqCst);
         let shared = self.clone();
         let name = format!("{}-{index}", self.config.thread_name);
-        let thread = std::thread::Builder::new().name(name).spawn(move || worker::run(shared, index))?;
+        let thread = match std::thread::Builder::new().name(name).spawn(move || worker::run(shared, index)) {
+            Ok(thread) => thread,
+            Err(e) => {
+                self.running_workers.fetch_sub(1, Ordering::SeqCst);
+                return Err(e);
+            }
+        };
         self.threads.lock().unwrap_or_else(|e| e.into_inner()).push(thread);
         Ok(())
     }
@@ -327,17 +346,20 @@ impl Runtime {
         for index in 0..total {
             workers.push(Remote::new(index >= config.workers));
         }
+        let epoch = Instant::now();
         let shared = Arc::new(Shared {
             workers: workers.into_boxed_slice(),
             inject: Inject::new(config.workers),
             idle: Idle::new(config.workers),
             owned: OwnedTasks::new(total),
-            driver: Driver::new()?,
+            driver: Driver::new(epoch)?,
             blocking: BlockingPool::new(config.max_blocking_threads),
             sysmon: Sysmon::new(),
             shutdown: AtomicBool::new(false),
-            epoch: Instant::now(),
+            epoch,
             threads: Mutex::new(Vec::new()),
+            running_workers: AtomicUsize::new(0),
+            finished: AtomicBool::new(false),
             metrics: Counters::default(),
             config,
         });
@@ -532,23 +554,44 @@ impl Handle {
         for thread in threads {
             let _ = thread.join();
         }
-        // Whatever no worker took (movable tasks: futures and coroutines that never started)
-        // is cancelled here.
-        for task in shared.owned.close_and_take(|_| true) {
-            task.shutdown();
-        }
-        for remote in shared.workers.iter() {
-            remote.drain();
-        }
-        while let Some(task) = shared.inject.pop() {
-            drop(task);
-        }
-        shared.sysmon.stop();
-        shared.blocking.shutdown();
+        shared.finish_shutdown();
     }
 }
 
 impl Shared {
+    /// A worker thread leaves its loop; the last one at shutdown finishes the shutdown (so it
+    /// completes even when the runtime was dropped on one of its own workers, where nobody can
+    /// join the threads).
+    pub(crate) fn worker_exited(&self) {
+        if self.running_workers.fetch_sub(1, Ordering::SeqCst) == 1 && self.is_shutdown() {
+            self.finish_shutdown();
+        }
+    }
+
+    /// Cancels what no worker took (futures and coroutines that never started), drops what is
+    /// queued, stops sysmon and the blocking pool. Runs once, after the workers' own shutdown.
+    fn finish_shutdown(&self) {
+        if self.finished.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        for task in self.owned.close_and_collect(|_| true) {
+            if task.header().pinned_home().is_some() {
+                // Its worker left without finishing it (it cannot run it elsewhere).
+                task.leak();
+            } else {
+                let _ = task.shutdown();
+            }
+        }
+        for remote in self.workers.iter() {
+            remote.drain();
+        }
+        while let Some(task) = self.inject.pop() {
+            drop(task);
+        }
+        self.sysmon.stop();
+        self.blocking.shutdown();
+    }
+
     fn begin_shutdown(&self) {
         self.shutdown.store(true, Ordering::Release);
         self.inject.close();

@@ -77,26 +77,26 @@ impl OwnedTasks {
         unsafe { unlink(&mut list, NonNull::from(header)) }
     }
 
-    /// Closes the list (later binds fail) and takes out every task that `take` accepts.
-    pub(crate) fn close_and_take(&self, mut take: impl FnMut(&Header) -> bool) -> Vec<Task> {
+    /// Closes the list (later binds fail) and returns a new reference to every task that
+    /// `take` accepts, leaving them in the list (they leave it when they complete).
+    pub(crate) fn close_and_collect(&self, mut take: impl FnMut(&Header) -> bool) -> Vec<Task> {
         self.closed.store(true, Ordering::SeqCst);
         let mut out = Vec::new();
-        for index in 0..self.shards.len() {
-            let mut list = self.shard(index);
-            let mut cursor = list.head;
-            while let Some(ptr) = cursor {
-                // SAFETY: a linked task is alive (the list holds a reference) and its links are
-                // guarded by the lock we hold.
-                let header = unsafe { ptr.as_ref() };
-                // SAFETY: as above.
-                cursor = unsafe { (*header.owned.get()).next };
-                if take(header) {
-                    // SAFETY: as above.
-                    out.extend(unsafe { unlink(&mut list, ptr) });
-                }
+        self.for_each(|header| {
+            if take(header) {
+                header.state.ref_inc();
+                // SAFETY: we just took a reference for this handle.
+                out.push(unsafe { Task::from_raw(NonNull::from(header)) });
             }
-        }
+        });
         out
+    }
+
+    /// Whether any task in the list satisfies `pred`.
+    pub(crate) fn any(&self, mut pred: impl FnMut(&Header) -> bool) -> bool {
+        let mut found = false;
+        self.for_each(|h| found |= pred(h));
+        found
     }
 
     /// Tasks in the list.
@@ -110,7 +110,8 @@ impl OwnedTasks {
             let list = self.shard(index);
             let mut cursor = list.head;
             while let Some(ptr) = cursor {
-                // SAFETY: as in `close_and_take`.
+                // SAFETY: a linked task is alive (the list holds a reference) and its links are
+                // guarded by the shard lock we hold.
                 let header = unsafe { ptr.as_ref() };
                 f(header);
                 // SAFETY: as above.

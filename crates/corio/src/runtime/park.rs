@@ -54,13 +54,13 @@ impl Unparker {
         }
     }
 
-    /// Sleeps in the driver for at most `timeout` (forever if `None`), or until `unpark`.
-    pub(crate) fn park_driver(&self, driver: &Driver, timeout: Option<Duration>) {
+    /// Sleeps in the driver until its armed deadline or `unpark`.
+    pub(crate) fn park_driver(&self, driver: &Driver) {
         if self.state.compare_exchange(EMPTY, PARKED_DRIVER, Acquire, Acquire).is_err() {
             self.state.store(EMPTY, Release);
             return;
         }
-        driver.wait(timeout);
+        driver.wait();
         // Consume a NOTIFIED if one arrived; either way we are awake now.
         self.state.swap(EMPTY, Acquire);
     }

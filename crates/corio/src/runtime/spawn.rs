@@ -169,7 +169,7 @@ fn bind_and_schedule<B: Body>(
         Err(task) => {
             // The runtime is shutting down: the task is cancelled without running.
             drop(notified);
-            task.shutdown();
+            let _ = task.shutdown(); // it never ran: it cannot yield
         }
     }
     join

@@ -33,6 +33,10 @@ const MAX_LIFO_POLLS: u32 = 3;
 /// 20–85 ns on the VMs corio is measured on; sysmon fires timers a busy worker is late on).
 const TIMER_CHECK_INTERVAL: u32 = 16;
 
+/// How long a worker keeps running the coroutines it cancels at shutdown (their destructors
+/// may block or yield while they unwind) before it leaks those that still block.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
+
 /// Most tasks taken from the global queue at once (Go's `globrunqget` takes up to half the
 /// local queue, 128).
 const GLOBAL_BATCH: usize = 128;
@@ -161,8 +165,12 @@ struct Core {
     /// The next-task slot (LIFO): the task woken last runs next, owner only, never stolen.
     next: Option<Notified>,
     lifo_polls: u32,
-    /// Started coroutines pinned here, runnable.
+    /// Started coroutines pinned here, woken.
     pinned: VecDeque<Runnable>,
+    /// Pinned coroutines that yielded, still RUNNING (see `raw::Running`): they run after
+    /// everything else runnable here, as Go's `Gosched` puts a goroutine behind the local
+    /// queue, except every 61st round (step 1), so a busy run queue cannot starve them.
+    yielded: VecDeque<Running>,
     tick: u32,
     /// Rounds until the global queue is looked at first.
     global_countdown: u32,
@@ -196,6 +204,7 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
             next: None,
             lifo_polls: 0,
             pinned: VecDeque::new(),
+            yielded: VecDeque::new(),
             tick: 0,
             global_countdown: GLOBAL_POLL_INTERVAL,
             now: 0,
@@ -204,11 +213,14 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
         }),
         shared,
     };
-    let _worker = context::enter_worker(&ctx);
-    ctx.remote().status.store(STATUS_RUNNING, Ordering::Release);
-    ctx.run_loop();
-    ctx.shut_down();
-    ctx.remote().status.store(STATUS_IDLE, Ordering::Release);
+    {
+        let _worker = context::enter_worker(&ctx);
+        ctx.remote().status.store(STATUS_RUNNING, Ordering::Release);
+        ctx.run_loop();
+        ctx.shut_down();
+        ctx.remote().status.store(STATUS_IDLE, Ordering::Release);
+    }
+    ctx.shared.worker_exited();
 }
 
 impl WorkerCtx {
@@ -268,7 +280,7 @@ impl WorkerCtx {
         if task.run() == RunResult::Yielded {
             // SAFETY: on `Yielded` the reference we handed over became a Running's.
             let running = unsafe { Running::from_raw(ptr) };
-            self.core.borrow_mut().pinned.push_back(Runnable::Running(running));
+            self.core.borrow_mut().yielded.push_back(running);
         }
         if remote.preempt.load(Ordering::Relaxed) {
             remote.preempt.store(false, Ordering::Relaxed);
@@ -309,6 +321,9 @@ impl WorkerCtx {
         if task.is_some() {
             return task;
         }
+        if let Some(task) = core.yielded.pop_front() {
+            return Some(Runnable::Running(task));
+        }
         drop(core);
         self.take_global().map(Runnable::Notified)
     }
@@ -326,6 +341,9 @@ impl WorkerCtx {
             if core.global_countdown == 0 {
                 core.global_countdown = GLOBAL_POLL_INTERVAL;
                 first = self.shared.inject.pop().map(Runnable::Notified);
+                if first.is_none() {
+                    first = core.yielded.pop_front().map(Runnable::Running);
+                }
             }
             // Acquire: pairs with the Release store in `push_inbox`.
             if remote.inbox_len.load(Ordering::Acquire) > 0 {
@@ -365,7 +383,7 @@ impl WorkerCtx {
             self.shared.schedule_remote(task);
             return;
         };
-        if self.shared.is_shutdown() {
+        if self.shared.is_shutdown() && task.is_movable() {
             return; // dropped: shutdown cancels it through the owned list
         }
         let movable = task.is_movable();
@@ -479,7 +497,11 @@ impl WorkerCtx {
         }
         {
             let core = self.core.borrow();
-            if core.next.is_some() || !core.pinned.is_empty() || !core.run_queue.is_empty() {
+            if core.next.is_some()
+                || !core.pinned.is_empty()
+                || !core.yielded.is_empty()
+                || !core.run_queue.is_empty()
+            {
                 return true;
             }
         }
@@ -494,22 +516,15 @@ impl WorkerCtx {
         let shared = &self.shared;
         let remote = self.remote();
         if shared.driver.try_acquire() {
-            let until = shared.next_timer();
-            // SeqCst: pairs with `timer_added`, which reads `until` after adding a timer.
-            shared.driver.until.store(until, Ordering::SeqCst);
-            let until = until.min(shared.next_timer());
-            let timeout = (until != u64::MAX).then(|| Duration::from_nanos(until.saturating_sub(shared.now_ns())));
-            if timeout != Some(Duration::ZERO) {
-                remote.unparker.park_driver(&shared.driver, timeout);
-            }
+            // A timer added after this read arms the driver itself (`Shared::timer_added`).
+            shared.driver.arm_earlier(shared.next_timer());
+            remote.unparker.park_driver(&shared.driver);
             shared.driver.release();
             self.firing_timers(|| shared.fire_all_timers());
             self.pass_driver_on();
         } else {
-            if remote.next_timer.load(Ordering::SeqCst) < shared.driver.until.load(Ordering::SeqCst) {
-                // The driver's holder sleeps past our nearest timer: make it look again.
-                shared.driver.wake();
-            }
+            // The holder must also wake for our timers.
+            shared.driver.arm_earlier(remote.next_timer.load(Ordering::SeqCst));
             remote.unparker.park();
         }
     }
@@ -545,21 +560,73 @@ impl WorkerCtx {
     }
 
     /// Shutdown on this thread: cancel the coroutines pinned here (their stacks must unwind on
-    /// this thread), then drop what is queued.
+    /// this thread), then keep running them — destructors may block or yield while they
+    /// unwind — until none is left or `SHUTDOWN_GRACE` has passed, then leak what still
+    /// blocks. Movable work is cancelled by `Shared::finish_shutdown`.
     fn shut_down(&self) {
         let shared = &self.shared;
-        shared.owned.close_and_take(|h| h.pinned_home() == Some(self.index)).into_iter().for_each(|t| t.shutdown());
-        // Yielded coroutines in the pinned queue are still RUNNING, owned by this worker:
-        // dropping their `Running` cancels them here (see `raw::Running`).
-        let pinned: Vec<Runnable> = {
+        let mine = |h: &crate::task::core::Header| h.pinned_home() == Some(self.index);
+        for task in shared.owned.close_and_collect(mine) {
+            let ptr = task.header_ptr();
+            if task.shutdown() == RunResult::Yielded {
+                // SAFETY: on `Yielded` our reference became a Running's.
+                self.core.borrow_mut().yielded.push_back(unsafe { Running::from_raw(ptr) });
+            }
+        }
+        let deadline = std::time::Instant::now() + SHUTDOWN_GRACE;
+        loop {
+            while let Some(task) = self.next_pinned() {
+                self.run_task(task);
+            }
+            self.firing_timers(|| shared.fire_all_timers());
+            if self.has_pinned_work() {
+                continue;
+            }
+            if !shared.owned.any(mine) {
+                break;
+            }
+            if std::time::Instant::now() >= deadline {
+                shared.owned.close_and_collect(mine).into_iter().for_each(|t| t.leak());
+                break;
+            }
+            // Wait for the wakes and timers the unwinding coroutines wait for.
+            std::thread::sleep(Duration::from_micros(500));
+        }
+        // Yielded coroutines left (after a leak) are still RUNNING here: dropping their
+        // `Running` cancels or leaks them on this thread (see `raw::Running`).
+        let (yielded, pinned): (Vec<Running>, Vec<Runnable>) = {
             let mut core = self.core.borrow_mut();
             core.next = None;
-            core.pinned.drain(..).collect()
+            (core.yielded.drain(..).collect(), core.pinned.drain(..).collect())
         };
-        drop(pinned);
+        drop((yielded, pinned));
         let mut core = self.core.borrow_mut();
         while let Some(task) = core.run_queue.pop() {
             drop(task);
         }
+    }
+
+    /// A pinned task of this worker to run during the shutdown drain; movable ones met on the
+    /// way are dropped (`finish_shutdown` cancels them).
+    fn next_pinned(&self) -> Option<Runnable> {
+        let remote = self.remote();
+        let mut core = self.core.borrow_mut();
+        if remote.inbox_len.load(Ordering::Acquire) > 0 {
+            remote.take_inbox(&mut core.pinned);
+        }
+        if let Some(task) = core.next.take() {
+            if !task.is_movable() {
+                return Some(Runnable::Notified(task));
+            }
+        }
+        if let Some(task) = core.pinned.pop_front() {
+            return Some(task);
+        }
+        core.yielded.pop_front().map(Runnable::Running)
+    }
+
+    fn has_pinned_work(&self) -> bool {
+        let core = self.core.borrow();
+        !core.pinned.is_empty() || !core.yielded.is_empty() || self.remote().inbox_len.load(Ordering::Acquire) > 0
     }
 }

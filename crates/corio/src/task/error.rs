@@ -35,7 +35,21 @@ struct SyncPayload(Payload);
 unsafe impl Sync for SyncPayload {}
 
 /// The payload the runtime raises inside a coroutine to unwind it on cancellation.
-pub(crate) struct Cancelled;
+///
+/// It carries the coroutine's "unwinding" flag and clears it when dropped: if user code
+/// catches the payload and drops it, the coroutine is no longer unwinding, and its next
+/// suspension raises the cancellation again (`StackfulCtx::suspend`).
+pub(crate) struct Cancelled {
+    pub(crate) unwinding: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+}
+
+impl Drop for Cancelled {
+    fn drop(&mut self) {
+        if let Some(flag) = &self.unwinding {
+            flag.store(false, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+}
 
 impl JoinError {
     pub(crate) fn cancelled(id: u64) -> JoinError {

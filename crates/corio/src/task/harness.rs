@@ -40,7 +40,7 @@ pub(crate) unsafe fn poll<B: Body>(ptr: NonNull<Header>) -> RunResult {
     let cell = unsafe { ptr.cast::<Cell<B>>().as_ref() };
     match cell.header.state.transition_to_running() {
         TransitionToRunning::Success => return poll_running(cell, ptr),
-        TransitionToRunning::Cancelled => cancel_running(cell, ptr),
+        TransitionToRunning::Cancelled => return cancel_running(cell, ptr),
         TransitionToRunning::Failed => {}
         // SAFETY: the last reference was ours.
         TransitionToRunning::Dealloc => unsafe { dealloc::<B>(ptr) },
@@ -72,7 +72,7 @@ fn poll_running<B: Body>(cell: &Cell<B>, ptr: NonNull<Header>) -> RunResult {
         // A pinned coroutine yielded: it stays RUNNING and its worker queues it at the back of
         // its pinned queue; no waker, no state transition (see `raw::Running`).
         Poll::Pending if yielded => return RunResult::Yielded,
-        Poll::Pending => after_pending(cell, ptr, false),
+        Poll::Pending => return after_pending(cell, ptr, false),
     }
     RunResult::Done
 }
@@ -84,22 +84,13 @@ pub(crate) unsafe fn resume_running<B: Body>(ptr: NonNull<Header>) -> RunResult 
     // SAFETY: the caller's reference keeps the cell alive.
     let cell = unsafe { ptr.cast::<Cell<B>>().as_ref() };
     if cell.header.state.load().is_cancelled() {
-        cancel_running(cell, ptr);
-        return RunResult::Done;
+        return cancel_running(cell, ptr);
     }
     poll_running(cell, ptr)
 }
 
-/// # Safety
-/// As `resume_running`; for shutdown.
-pub(crate) unsafe fn shutdown_running<B: Body>(ptr: NonNull<Header>) {
-    // SAFETY: the caller's reference keeps the cell alive; we own it as RUNNING.
-    let cell = unsafe { ptr.cast::<Cell<B>>().as_ref() };
-    shutdown_owned(cell, ptr);
-}
-
 /// The poll returned `Pending`: go idle, requeue, or cancel.
-fn after_pending<B: Body>(cell: &Cell<B>, ptr: NonNull<Header>, cancel_delivered: bool) {
+fn after_pending<B: Body>(cell: &Cell<B>, ptr: NonNull<Header>, cancel_delivered: bool) -> RunResult {
     let header = &cell.header;
     match header.state.transition_to_idle(cancel_delivered) {
         TransitionToIdle::Ok => {}
@@ -109,35 +100,45 @@ fn after_pending<B: Body>(cell: &Cell<B>, ptr: NonNull<Header>, cancel_delivered
         }
         // SAFETY: the last reference was ours.
         TransitionToIdle::OkDealloc => unsafe { dealloc::<B>(ptr) },
-        TransitionToIdle::Cancelled => cancel_running(cell, ptr),
+        TransitionToIdle::Cancelled => return cancel_running(cell, ptr),
     }
+    RunResult::Done
 }
 
 /// Cancels a task this thread has set RUNNING on.
-fn cancel_running<B: Body>(cell: &Cell<B>, ptr: NonNull<Header>) {
+fn cancel_running<B: Body>(cell: &Cell<B>, ptr: NonNull<Header>) -> RunResult {
     match cancel_once(cell) {
-        Poll::Ready(error) => complete(cell, ptr, Err(error)),
-        Poll::Pending => after_pending(cell, ptr, true),
+        (Poll::Ready(error), _) => complete(cell, ptr, Err(error)),
+        // A destructor yielded while the coroutine unwinds: requeue it as running.
+        (Poll::Pending, true) => return RunResult::Yielded,
+        (Poll::Pending, false) => return after_pending(cell, ptr, true),
     }
+    RunResult::Done
 }
 
-/// One attempt to cancel the body; `Ready` with the error to complete with.
-fn cancel_once<B: Body>(cell: &Cell<B>) -> Poll<JoinError> {
+/// One attempt to cancel the body: `Ready` with the error to complete with; and whether it
+/// yielded (`corio::yield_now` in a destructor of an unwinding coroutine).
+fn cancel_once<B: Body>(cell: &Cell<B>) -> (Poll<JoinError>, bool) {
     let header = &cell.header;
     let waker = waker_ref(header);
     let mut cx = Context::from_waker(&waker);
-    let poll = {
+    let (poll, yielded) = {
         let _running = context::enter_task(header);
         // SAFETY: RUNNING gives this thread the stage.
         match unsafe { &mut *cell.core.stage.get() } {
-            Stage::Running(body) => body.poll_cancel(header, &mut cx),
+            Stage::Running(body) => {
+                let poll = body.poll_cancel(header, &mut cx);
+                let yielded = poll.is_pending() && body.take_yielded();
+                (poll, yielded)
+            }
             _ => unreachable!("corio: cancelled a task whose body is gone"),
         }
     };
-    poll.map(|panic| match panic {
+    let poll = poll.map(|panic| match panic {
         None => JoinError::cancelled(header.id),
         Some(payload) => JoinError::from_payload(header.id, payload),
-    })
+    });
+    (poll, yielded)
 }
 
 /// Stores the result and completes the task (step 5 of the protocol).
@@ -263,35 +264,56 @@ pub(crate) unsafe fn drop_join_handle_slow<B: Body>(ptr: NonNull<Header>) {
 }
 
 /// # Safety
-/// `ptr` must be a `Cell<B>` and the caller gives up one reference (the owned list's).
-/// Started pinned coroutines must be shut down on their home worker.
-pub(crate) unsafe fn shutdown<B: Body>(ptr: NonNull<Header>) {
+/// `ptr` must be a `Cell<B>` and the caller gives up one reference. Started pinned coroutines
+/// must be shut down on their home worker, which must requeue the task if this returns
+/// `Yielded` (the reference becomes a `Running`'s).
+///
+/// Cancels the task if it is idle (a coroutine may block while it unwinds: it then waits to be
+/// woken, and the worker's shutdown drain runs it). With `leak`, a task that still has a body
+/// (a coroutine that kept blocking through the shutdown grace period) is completed without
+/// running anything more: its body is leaked, so its stack is never reused and its remaining
+/// destructors never run.
+pub(crate) unsafe fn shutdown<B: Body>(ptr: NonNull<Header>, leak: bool) -> RunResult {
     // SAFETY: the caller's reference keeps the cell alive.
     let cell = unsafe { ptr.cast::<Cell<B>>().as_ref() };
     if !cell.header.state.transition_to_shutdown() {
         // Running or complete: whoever runs it sees CANCELLED.
         drop_reference(ptr);
-        return;
+        return RunResult::Done;
     }
-    // We own the task as if we had set RUNNING. The caller's reference stands in for the
-    // poll's, so `complete` (which drops the poll's reference) is balanced.
-    shutdown_owned(cell, ptr);
-}
-
-/// Cancels a task this thread owns as RUNNING, for shutdown; drops one reference.
-fn shutdown_owned<B: Body>(cell: &Cell<B>, ptr: NonNull<Header>) {
-    for _ in 0..SHUTDOWN_CANCEL_ATTEMPTS {
-        if let Poll::Ready(error) = cancel_once(cell) {
-            complete(cell, ptr, Err(error));
-            return;
-        }
+    // We own the task as if we had set RUNNING; the caller's reference stands in for the
+    // poll's.
+    if !leak {
+        return cancel_running(cell, ptr);
     }
-    // A coroutine that keeps blocking while it unwinds at shutdown: leak its body (and so
-    // its stack) rather than hang; its remaining destructors never run.
     eprintln!(
-        "corio: task {} kept blocking while being cancelled at shutdown; leaking its stack",
+        "corio: task {} kept blocking while being cancelled at shutdown; leaking its stack \
+         (its remaining destructors do not run)",
         cell.header.id
     );
+    // SAFETY: RUNNING gives this thread the stage.
+    mem::forget(unsafe { mem::replace(&mut *cell.core.stage.get(), Stage::Consumed) });
+    complete(cell, ptr, Err(JoinError::cancelled(cell.header.id)));
+    RunResult::Done
+}
+
+/// # Safety
+/// `ptr` must be a `Cell<B>` with RUNNING owned by the caller (a `Running`), on its home
+/// worker, for shutdown; the caller gives up the poll's reference.
+pub(crate) unsafe fn shutdown_running<B: Body>(ptr: NonNull<Header>) {
+    // SAFETY: the caller's reference keeps the cell alive; we own it as RUNNING.
+    let cell = unsafe { ptr.cast::<Cell<B>>().as_ref() };
+    // A yielded coroutine dropped unrun (its worker exits): cancel it here, and if it keeps
+    // yielding or blocking, leak it rather than loop.
+    for _ in 0..SHUTDOWN_CANCEL_ATTEMPTS {
+        match cancel_once(cell) {
+            (Poll::Ready(error), _) => {
+                complete(cell, ptr, Err(error));
+                return;
+            }
+            (Poll::Pending, _) => {}
+        }
+    }
     // SAFETY: RUNNING gives this thread the stage.
     mem::forget(unsafe { mem::replace(&mut *cell.core.stage.get(), Stage::Consumed) });
     complete(cell, ptr, Err(JoinError::cancelled(cell.header.id)));

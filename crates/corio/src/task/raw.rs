@@ -128,12 +128,23 @@ impl Task {
         self.0
     }
 
-    /// Cancels the task for shutdown: if it is idle, the caller's thread cancels it now.
-    pub(crate) fn shutdown(self) {
+    /// Cancels the task for shutdown: if it is idle, the caller's thread cancels it now. A
+    /// pinned coroutine must be shut down on its home worker, which queues it as `Running` on
+    /// `Yielded`.
+    pub(crate) fn shutdown(self) -> RunResult {
         let ptr = self.0;
         std::mem::forget(self);
         // SAFETY: we hand the vtable our reference.
-        unsafe { (ptr.as_ref().vtable.shutdown)(ptr) }
+        unsafe { (ptr.as_ref().vtable.shutdown)(ptr, false) }
+    }
+
+    /// Completes a task that kept blocking through the shutdown grace period without running
+    /// anything more (see `harness::shutdown`).
+    pub(crate) fn leak(self) {
+        let ptr = self.0;
+        std::mem::forget(self);
+        // SAFETY: as in `shutdown`.
+        let _ = unsafe { (ptr.as_ref().vtable.shutdown)(ptr, true) };
     }
 }
 

@@ -27,13 +27,23 @@
 //! An aborted coroutine is resumed with [`Signal::Cancel`]: its pending suspension raises a
 //! panic with the runtime's private `Cancelled` payload, which unwinds the stack, running
 //! destructors — which may block and suspend again; the task then waits to be woken as usual.
-//! While it unwinds (`std::thread::panicking()`), further suspensions do not raise again; if
-//! user code catches the payload and carries on, the next suspension raises it again.
+//! While it unwinds, further suspensions do not raise again. Whether it still unwinds is a flag
+//! the payload carries and clears when dropped, not `std::thread::panicking()`, which is per
+//! thread and so also true while *another* coroutine of the thread is suspended mid-unwind.
+//! If user code catches the payload and carries on, its next suspension raises it again,
+//! before suspending (so a coroutine that then waits for something that never comes is still
+//! cancelled).
+//!
+//! A coroutine suspended in the middle of an unwind leaves the thread's panic count raised
+//! until it finishes unwinding: meanwhile `std::thread::panicking()` is true in every coroutine
+//! of that thread (a `MutexGuard` taken before and dropped during that time poisons its mutex).
+//! Rust keeps that count per thread and gives no way to switch it with the stack.
 
 use std::cell::Cell;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::ptr;
-use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll, Waker};
 
 use corio_context::coroutine::{Coroutine, CoroutineResult, Yielder};
@@ -56,8 +66,13 @@ pub(crate) struct StackfulCtx {
     yielder: Cell<*const Yielder<Signal, ()>>,
     /// The task's waker for the resume in progress.
     waker: Cell<*const Waker>,
-    /// Set by `yield_voluntarily` before it suspends.
+    /// Set by `yield_now` before it suspends.
     yielded: Cell<bool>,
+    /// Set once a resume has delivered `Signal::Cancel`.
+    cancel_requested: Cell<bool>,
+    /// While the cancellation raised by this coroutine unwinds its stack: true (see the
+    /// module docs, "Cancellation").
+    unwinding: std::cell::RefCell<Option<Arc<AtomicBool>>>,
     /// Whether the coroutine is pinned to its worker (not `migratable`).
     pinned: bool,
 }
@@ -102,8 +117,27 @@ impl StackfulCtx {
         if !yielder.is_on_own_stack() {
             nested_misuse();
         }
-        if yielder.suspend(()) == Signal::Cancel && !std::thread::panicking() {
-            resume_unwind(Box::new(Cancelled));
+        if self.cancel_requested.get() {
+            self.raise_if_not_unwinding();
+        }
+        if yielder.suspend(()) == Signal::Cancel {
+            self.cancel_requested.set(true);
+            self.raise_if_not_unwinding();
+        }
+    }
+
+    /// Raises the cancellation unless this coroutine is already unwinding from it.
+    #[cold]
+    fn raise_if_not_unwinding(&self) {
+        // Unwinding from our own cancellation: the payload is alive (not dropped by a catch) and
+        // the thread is panicking. Either alone is not enough: the payload may be held by code
+        // that caught it, and the thread may be panicking for another coroutine.
+        let unwinding = self.unwinding.borrow().as_ref().is_some_and(|f| f.load(Ordering::Relaxed))
+            && std::thread::panicking();
+        if !unwinding {
+            let flag = Arc::new(AtomicBool::new(true));
+            *self.unwinding.borrow_mut() = Some(flag.clone());
+            resume_unwind(Box::new(Cancelled { unwinding: Some(flag) }));
         }
     }
 }
@@ -168,7 +202,7 @@ where
             }
             if first == Signal::Cancel {
                 drop(f);
-                return Err(Box::new(Cancelled) as Payload);
+                return Err(Box::new(Cancelled { unwinding: None }) as Payload);
             }
             catch_unwind(AssertUnwindSafe(f))
         });
@@ -178,6 +212,8 @@ where
                     yielder: Cell::new(ptr::null()),
                     waker: Cell::new(ptr::null()),
                     yielded: Cell::new(false),
+                    cancel_requested: Cell::new(false),
+                    unwinding: std::cell::RefCell::new(None),
                     pinned,
                 };
                 *self = Stackful::Started { co: PinnedCoroutine(co), ctx };

@@ -97,8 +97,18 @@ impl Drop for Sleep {
         match self.timer.take() {
             Some(Registered::Runtime { shared, index, entry }) if !entry.is_fired() => {
                 let remote = &shared.workers[index];
-                let mut heap = remote.timers.lock().unwrap_or_else(|e| e.into_inner());
-                heap.remove(&entry);
+                {
+                    let mut heap = remote.timers.lock().unwrap_or_else(|e| e.into_inner());
+                    if !heap.remove(&entry) {
+                        return; // popped: it is firing
+                    }
+                    // Under the lock, as every writer of `next_timer`.
+                    let next = heap.next_deadline().unwrap_or(u64::MAX);
+                    remote.next_timer.store(next, std::sync::atomic::Ordering::SeqCst);
+                }
+                // Cancelled timers leave nothing behind, not even a stale deadline that would
+                // wake an idle runtime.
+                shared.timer_removed(entry.deadline());
             }
             Some(Registered::Fallback(entry)) if !entry.is_fired() => fallback::cancel(&entry),
             _ => {}
