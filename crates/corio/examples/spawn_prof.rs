@@ -7,10 +7,10 @@ fn main() {
     for _ in 0..3 {
         let t = Instant::now();
         if stackless {
-            rt.block_on(async move {
+            rt.block_on(rt.spawn(async move {
                 let hs: Vec<_> = (0..m).map(|_| corio::spawn(async {})).collect();
                 for h in hs { h.await.unwrap(); }
-            });
+            })).unwrap();
         } else {
             rt.run(move || {
                 let hs: Vec<_> = (0..m).map(|_| corio::go(|| ())).collect();

@@ -44,9 +44,7 @@ impl OwnedTasks {
     /// Adds a task; gives it back if the runtime is shutting down.
     pub(crate) fn bind(&self, task: Task) -> Result<(), Task> {
         let header = task.header();
-        let index = header.id as usize & self.mask;
-        header.shard.store(index, Ordering::Relaxed);
-        let mut list = self.shard(index);
+        let mut list = self.shard(header.id as usize & self.mask);
         // Checked under the lock: `close` sets the flag before it takes each shard's lock.
         if self.closed.load(Ordering::SeqCst) {
             return Err(task);
@@ -58,7 +56,6 @@ impl OwnedTasks {
             let links = &mut *header.owned.get();
             links.prev = None;
             links.next = list.head;
-            links.linked = true;
             if let Some(head) = list.head {
                 (*head.as_ref().owned.get()).prev = Some(ptr);
             }
@@ -71,8 +68,7 @@ impl OwnedTasks {
 
     /// Removes a task; returns the list's reference if the task was in the list.
     pub(crate) fn remove(&self, header: &Header) -> Option<Task> {
-        let index = header.shard.load(Ordering::Relaxed);
-        let mut list = self.shard(index);
+        let mut list = self.shard(header.id as usize & self.mask);
         // SAFETY: links are guarded by the shard lock we hold.
         unsafe { unlink(&mut list, NonNull::from(header)) }
     }
@@ -126,8 +122,8 @@ impl OwnedTasks {
 unsafe fn unlink(list: &mut List, ptr: NonNull<Header>) -> Option<Task> {
     // SAFETY: per the contract.
     let links = unsafe { &mut *ptr.as_ref().owned.get() };
-    if !links.linked {
-        return None;
+    if links.prev.is_none() && list.head != Some(ptr) {
+        return None; // not in the list
     }
     // SAFETY: neighbours are linked tasks of this shard, guarded by the same lock.
     unsafe {
@@ -141,7 +137,6 @@ unsafe fn unlink(list: &mut List, ptr: NonNull<Header>) -> Option<Task> {
     }
     links.prev = None;
     links.next = None;
-    links.linked = false;
     list.len -= 1;
     // SAFETY: the list owned one reference, which we hand back.
     Some(unsafe { Task::from_raw(ptr) })

@@ -614,10 +614,10 @@ impl WorkerCtx {
         if remote.inbox_len.load(Ordering::Acquire) > 0 {
             remote.take_inbox(&mut core.pinned);
         }
-        if let Some(task) = core.next.take() {
-            if !task.is_movable() {
-                return Some(Runnable::Notified(task));
-            }
+        if let Some(task) = core.next.take()
+            && !task.is_movable()
+        {
+            return Some(Runnable::Notified(task));
         }
         if let Some(task) = core.pinned.pop_front() {
             return Some(task);

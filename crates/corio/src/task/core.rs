@@ -22,7 +22,7 @@ use std::cell::UnsafeCell;
 use std::panic::Location;
 use std::ptr::NonNull;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::task::{Context, Poll, Waker};
 
 use super::JoinError;
@@ -45,37 +45,34 @@ pub(crate) enum Kind {
 }
 
 /// No home worker yet.
-pub(crate) const NO_HOME: usize = usize::MAX;
+pub(crate) const NO_HOME: u32 = u32::MAX;
 
-/// The non-generic part of every task.
+/// The non-generic part of every task (80 bytes: it is in every task's allocation).
 #[repr(C)]
 pub(crate) struct Header {
     pub(crate) state: State,
     pub(crate) vtable: &'static Vtable,
     pub(crate) id: u64,
-    pub(crate) kind: Kind,
+    /// The runtime that schedules this task.
+    pub(crate) scheduler: Arc<Shared>,
+    /// Links in the owned-tasks list (shard `id & mask`); guarded by that shard's lock.
+    pub(crate) owned: UnsafeCell<Links>,
     /// The worker a started stackful coroutine is pinned to, or `NO_HOME`. Written once, by
     /// the worker that first resumes it, before the resume (Release); read by `schedule`
     /// (Acquire). Every `Notified` created after that first poll is ordered after the write by
     /// the state word's AcqRel transitions.
-    pub(crate) home: AtomicUsize,
-    /// The runtime that schedules this task.
-    pub(crate) scheduler: Arc<Shared>,
-    /// Links in the owned-tasks list; guarded by that list's shard lock.
-    pub(crate) owned: UnsafeCell<Links>,
-    /// Index of the owned-tasks shard holding this task; written before it is linked.
-    pub(crate) shard: AtomicUsize,
+    pub(crate) home: AtomicU32,
+    pub(crate) kind: Kind,
     pub(crate) name: Option<Arc<str>>,
     pub(crate) location: &'static Location<'static>,
 }
 
-/// Intrusive doubly linked list pointers.
+/// Intrusive doubly linked list pointers. A task is in its shard's list iff `prev` is set or
+/// it is the list's head.
 #[derive(Default)]
 pub(crate) struct Links {
     pub(crate) prev: Option<NonNull<Header>>,
     pub(crate) next: Option<NonNull<Header>>,
-    /// Whether the task is in its shard's list.
-    pub(crate) linked: bool,
 }
 
 /// What a task runs: a future (stackless) or a coroutine (stackful), behind one interface.
@@ -188,23 +185,25 @@ impl<B: Body> Cell<B> {
         name: Option<Arc<str>>,
         location: &'static Location<'static>,
     ) -> NonNull<Header> {
-        let cell = Box::new(Cell {
+        let cell = Cell {
             header: Header {
                 state: State::new(),
                 vtable: vtable::<B>(),
                 id,
                 kind,
-                home: AtomicUsize::new(NO_HOME),
+                home: AtomicU32::new(NO_HOME),
                 scheduler,
                 owned: UnsafeCell::new(Links::default()),
-                shard: AtomicUsize::new(0),
                 name,
                 location,
             },
             core: Core { stage: UnsafeCell::new(Stage::Running(body)) },
             trailer: Trailer { waker: UnsafeCell::new(None) },
-        });
-        NonNull::from(Box::leak(cell)).cast()
+        };
+        let ptr = super::alloc::allocate(std::alloc::Layout::new::<Cell<B>>()).cast::<Cell<B>>();
+        // SAFETY: a fresh block with the layout of `Cell<B>`.
+        unsafe { ptr.as_ptr().write(cell) };
+        ptr.cast()
     }
 }
 
@@ -227,9 +226,19 @@ impl Header {
         match self.kind {
             Kind::Stackful { migratable: false } => {
                 let home = self.home.load(Ordering::Acquire);
-                (home != NO_HOME).then_some(home)
+                (home != NO_HOME).then_some(home as usize)
             }
             _ => None,
         }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod size_tests {
+    use super::*;
+
+    #[test]
+    fn the_header_stays_small() {
+        assert!(size_of::<Header>() <= 80, "Header is {} bytes", size_of::<Header>());
     }
 }

@@ -179,11 +179,13 @@ fn complete<B: Body>(cell: &Cell<B>, ptr: NonNull<Header>, result: Result<B::Out
 /// # Safety
 /// `ptr` must be a `Cell<B>` with no references left.
 pub(crate) unsafe fn dealloc<B: Body>(ptr: NonNull<Header>) {
-    // SAFETY: the cell was allocated by `Cell::new` as a Box and nobody refers to it.
-    let cell = unsafe { Box::from_raw(ptr.cast::<Cell<B>>().as_ptr()) };
-    // A body or output still inside would be dropped here; catch a panicking Drop so that
+    let cell = ptr.cast::<Cell<B>>();
+    // A body or output still inside is dropped here; catch a panicking Drop so that
     // deallocation (often inside a waker) cannot unwind.
-    let _ = catch_unwind(AssertUnwindSafe(move || drop(cell)));
+    // SAFETY: the cell was written by `Cell::allocate` and nobody refers to it any more.
+    let _ = catch_unwind(AssertUnwindSafe(|| unsafe { std::ptr::drop_in_place(cell.as_ptr()) }));
+    // SAFETY: allocated by `Cell::allocate` with this layout; dropped above.
+    unsafe { super::alloc::free(cell.cast(), std::alloc::Layout::new::<Cell<B>>()) };
 }
 
 /// # Safety

@@ -5,6 +5,7 @@
 //! (`harness.rs`). Its body is a future (`stackless.rs`) or a coroutine (`stackful.rs`); the
 //! scheduler never needs to know which, except to keep a started coroutine on its thread.
 
+mod alloc;
 pub(crate) mod core;
 mod error;
 mod harness;

@@ -232,7 +232,7 @@ where
             let me = context::with_worker(|w| w.map(|w| w.index()));
             let me = me.expect("corio: a stackful task was polled off its runtime's workers");
             // Release: pairs with the Acquire in `Header::pinned_home`.
-            header.home.store(me, Ordering::Release);
+            header.home.store(me as u32, Ordering::Release);
         }
         let Stackful::Started { co, ctx } = self else {
             unreachable!("corio: resumed a finished coroutine");
@@ -241,7 +241,7 @@ where
         if header.pinned_home().is_some() {
             let me = context::with_worker(|w| w.map(|w| w.index()));
             assert_eq!(
-                Some(header.home.load(Ordering::Relaxed)),
+                Some(header.home.load(Ordering::Relaxed) as usize),
                 me,
                 "corio: a started coroutine was resumed off its home thread"
             );
