@@ -55,7 +55,6 @@ rt_common! {
     }
 
     #[test]
-    #[ignore = "BUG: inside spawn_blocking, corio::sleep/block_on/join panic claiming to be inside an async task"]
     fn spawn_blocking_closures_may_use_blocking_style_corio_calls() {
         let rt = rt();
         within(EVENTUALLY, move || {

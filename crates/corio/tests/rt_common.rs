@@ -541,7 +541,6 @@ rt_common! {
     }
 
     #[test]
-    #[ignore = "BUG: yield_now in a coroutine being cancelled suspends it for ever (yield fast path ignored by the cancel path)"]
     fn an_aborted_coroutine_whose_destructor_yields_finishes_unwinding() {
         let rt = rt();
         within(EVENTUALLY, move || abort_with_a_blocking_destructor(rt, DropBlocks::Yield));
@@ -592,7 +591,6 @@ rt_common! {
     }
 
     #[test]
-    #[ignore = "BUG: yield_now in a coroutine being cancelled suspends it for ever (yield fast path ignored by the cancel path)"]
     fn a_caught_cancellation_is_raised_again_at_the_next_yield() {
         let rt = rt();
         within(EVENTUALLY, move || {
@@ -618,7 +616,6 @@ rt_common! {
     }
 
     #[test]
-    #[ignore = "BUG: a caught cancellation is not raised at a later suspension on a future that is never woken; abort hangs"]
     fn a_caught_cancellation_is_raised_again_when_the_coroutine_next_blocks() {
         let rt = rt();
         within(Duration::from_secs(10), move || {
@@ -928,7 +925,6 @@ rt_common! {
 /// coroutines that each log and yield must alternate strictly, because `yield_now` puts the
 /// caller "at the back of its worker's queue" (`block_on.rs`).
 #[test]
-#[ignore = "BUG: yield_now can resume the yielder before a runnable unstarted coroutine (pinned vs run queue by tick parity; intermittent)"]
 fn two_yielding_coroutines_alternate_on_one_worker() {
     let rt = support::rt(1);
     let log = within(EVENTUALLY, move || {
@@ -1137,7 +1133,6 @@ fn coroutine_suspended_mid_unwind(rt: &corio::Runtime) -> (corio::JoinHandle<()>
 /// cancelled, which `stackful.rs` allows) must not change how other coroutines on the same
 /// thread are cancelled.
 #[test]
-#[ignore = "BUG: abort is ignored while another coroutine on the same thread is suspended mid-unwind (thread::panicking() leaks)"]
 fn a_coroutine_suspended_mid_unwind_does_not_stop_another_from_being_cancelled() {
     let rt = support::rt(1);
     within(EVENTUALLY, move || {

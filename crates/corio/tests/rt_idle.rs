@@ -106,7 +106,6 @@ rt_common! {
     }
 
     #[test]
-    #[ignore = "BUG: removing a timer leaves the heap's cached next_timer stale (fails when the stale wake-up exceeds the noise allowance)"]
     fn cancelled_timers_leave_no_wake_ups_behind() {
         let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
         let deltas = within(EVENTUALLY, || {
@@ -183,7 +182,6 @@ impl std::future::Future for YieldOnce {
 /// a stale deadline cost two wake-ups of the driver's holder (each also waking sysmon), which
 /// the noise allowance cannot hide.
 #[test]
-#[ignore = "BUG: removing a timer leaves the heap's cached next_timer stale: the runtime wakes at the cancelled deadline"]
 fn completed_timeouts_on_two_workers_leave_no_wake_ups_at_their_deadlines() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let deltas = within(EVENTUALLY, || {

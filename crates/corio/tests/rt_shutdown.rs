@@ -338,7 +338,6 @@ rt_common! {
     }
 
     #[test]
-    #[ignore = "BUG: a coroutine whose destructor sleeps while shutdown unwinds it is leaked (stack and remaining destructors)"]
     fn a_destructor_that_sleeps_while_shutdown_unwinds_its_coroutine_still_completes() {
         let rt = rt();
         within(EVENTUALLY, move || {
@@ -375,7 +374,6 @@ rt_common! {
 /// the shutdown and lets the threads exit. Everything else it owns must still be cancelled
 /// and dropped: here a pending task (a future holding a token).
 #[test]
-#[ignore = "BUG: a Runtime dropped on its own worker never cancels its movable tasks (nor stops sysmon or the blocking pool)"]
 fn a_runtime_dropped_inside_its_own_coroutine_still_cancels_its_pending_tasks() {
     for workers in support::FLAVOURS {
         let rt = support::rt(workers);
@@ -434,7 +432,6 @@ fn dropping_a_runtime_leaves_none_of_its_threads_behind() {
 
 /// The same when the runtime is dropped inside one of its own coroutines.
 #[test]
-#[ignore = "BUG: a Runtime dropped on its own worker never stops sysmon or the blocking pool: threads leak"]
 fn a_runtime_dropped_inside_its_own_coroutine_leaves_none_of_its_threads_behind() {
     for workers in support::FLAVOURS {
         let prefix = format!("sdself{workers}");
