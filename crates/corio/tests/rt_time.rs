@@ -335,6 +335,45 @@ rt_common! {
             assert!(!after_yield.load(SeqCst), "ran past the first suspension after the abort");
         });
     }
+
+    /// Plain threads register timers on the runtime (through `Runtime::block_on`, so into
+    /// worker 0's heap) and cancel others (timeouts that complete), all at once, while the
+    /// workers park and unpark: every sleep ends, none early — no timer is lost by the driver
+    /// being re-armed or handed from worker to worker.
+    #[test]
+    fn timers_added_and_cancelled_from_many_plain_threads_all_fire() {
+        let rt = Arc::new(rt());
+        within(EVENTUALLY, move || {
+            let threads: Vec<_> = (0..6u64)
+                .map(|t| {
+                    let rt = rt.clone();
+                    std::thread::spawn(move || {
+                        let mut rng = Rng::new(t + 100);
+                        let mut early = 0;
+                        for _ in 0..150 {
+                            let d = Duration::from_micros(rng.below(1_500));
+                            let start = Instant::now();
+                            if rng.chance(30) {
+                                let done = rt.block_on(time::timeout_async(
+                                    Duration::from_millis(50),
+                                    time::sleep_async(d),
+                                ));
+                                assert_eq!(done, Ok(()));
+                            } else {
+                                rt.block_on(time::sleep_async(d));
+                            }
+                            if start.elapsed() < d {
+                                early += 1;
+                            }
+                        }
+                        early
+                    })
+                })
+                .collect();
+            let early: u32 = threads.into_iter().map(|t| t.join().unwrap()).sum();
+            assert_eq!(early, 0, "sleeps ended before their deadlines");
+        });
+    }
 }
 
 // ----- without a runtime ---------------------------------------------------------------------
