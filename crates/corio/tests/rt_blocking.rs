@@ -252,3 +252,44 @@ fn coroutines_keep_running_while_one_sleeps_inside_blocking() {
         }
     });
 }
+
+/// With one pool thread busy, a queued `spawn_blocking` closure that is aborted never runs and
+/// is dropped; the running one cannot be interrupted and returns its value.
+#[test]
+fn aborting_a_queued_spawn_blocking_drops_its_closure_without_running_it() {
+    let rt = corio::Runtime::builder()
+        .workers(1)
+        .hog_report(false)
+        .max_blocking_threads(1)
+        .build()
+        .unwrap();
+    within(EVENTUALLY, move || {
+        let _entered = rt.enter();
+        let (release_tx, release_rx) = mpsc::channel::<()>();
+        let (running_tx, running_rx) = mpsc::channel::<()>();
+        let busy = corio::spawn_blocking(move || {
+            running_tx.send(()).unwrap();
+            release_rx.recv().unwrap();
+            1
+        });
+        running_rx.recv().unwrap();
+        let drops = support::Drops::new();
+        let ran = Arc::new(AtomicBool::new(false));
+        let (token, r) = (drops.token(), ran.clone());
+        let queued = corio::spawn_blocking(move || {
+            let _token = token;
+            r.store(true, SeqCst);
+            2
+        });
+        queued.abort();
+        busy.abort(); // running: too late to stop it
+        release_tx.send(()).unwrap();
+        assert!(queued.join().unwrap_err().is_cancelled());
+        assert!(!ran.load(SeqCst));
+        assert_eq!(drops.dropped(), 1);
+        match busy.join() {
+            Ok(v) => assert_eq!(v, 1),
+            Err(e) => panic!("a running blocking closure was reported as {e:?}"),
+        }
+    });
+}
