@@ -1368,3 +1368,22 @@ fn join_handles_and_errors_format_for_debugging() {
     assert!(format!("{err:?}").contains("Cancelled"), "{err:?}");
     assert!(format!("{rt:?}").contains("workers"));
 }
+
+#[test]
+fn a_blocking_call_inside_a_bare_coroutine_resumed_by_a_task_panics_with_advice() {
+    use corio::coroutine::Coroutine;
+    let rt = support::rt(1);
+    within(EVENTUALLY, move || {
+        let err = rt
+            .go(|| {
+                let mut inner: Coroutine<(), (), ()> = Coroutine::new(|_, ()| corio::yield_now());
+                let _ = inner.resume(());
+            })
+            .join()
+            .unwrap_err();
+        let msg = payload_text(&*err.into_panic());
+        assert!(msg.contains("bare `Coroutine`"), "{msg}");
+        // The task's own coroutine is unharmed: the runtime goes on.
+        assert_eq!(rt.run(|| corio::go(|| 1).join().unwrap()), 1);
+    });
+}
