@@ -196,6 +196,7 @@ pub struct Builder {
     name: Option<Arc<str>>,
     stack_size: Option<usize>,
     id: Option<u64>,
+    location: Option<&'static Location<'static>>,
 }
 
 impl Builder {
@@ -225,6 +226,14 @@ impl Builder {
         self
     }
 
+    /// Records `location` as where the coroutine was created (shown by the stack-overflow
+    /// message) instead of the caller of `build` (a scheduler passes its spawn site).
+    #[doc(hidden)]
+    pub fn location(mut self, location: &'static Location<'static>) -> Builder {
+        self.location = Some(location);
+        self
+    }
+
     /// Creates the coroutine; it starts running at its first [`resume`](Coroutine::resume).
     ///
     /// # Errors
@@ -240,7 +249,7 @@ impl Builder {
         Yield: 'static,
         Return: 'static,
     {
-        let location = Location::caller();
+        let location = self.location.unwrap_or_else(Location::caller);
         let stack = Stack::new(self.stack_size.unwrap_or(DEFAULT_STACK_SIZE))?;
         Coroutine::on_stack(stack, self.name, self.id, location, f)
     }

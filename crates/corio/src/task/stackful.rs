@@ -188,10 +188,13 @@ where
 
     /// Builds the coroutine on this worker's stack cache.
     #[cold]
-    fn start(&mut self, pinned: bool) -> Result<(), Payload> {
+    fn start(&mut self, pinned: bool, location: &'static std::panic::Location<'static>) -> Result<(), Payload> {
         let Stackful::Unstarted { .. } = self else { return Ok(()) };
         let Stackful::Unstarted { f, config } = std::mem::replace(self, Stackful::Done) else { unreachable!() };
-        let mut builder = corio_context::coroutine::Builder::new().stack_size(config.stack_size).id(config.id);
+        let mut builder = corio_context::coroutine::Builder::new()
+            .stack_size(config.stack_size)
+            .id(config.id)
+            .location(location);
         if let Some(name) = config.name {
             builder = builder.name(name);
         }
@@ -226,7 +229,7 @@ where
     fn resume(&mut self, header: &Header, cx: &mut Context<'_>, signal: Signal) -> Poll<Result<T, Payload>> {
         if let Stackful::Unstarted { .. } = self {
             let pinned = matches!(header.kind, crate::task::core::Kind::Stackful { migratable: false });
-            if let Err(payload) = self.start(pinned) {
+            if let Err(payload) = self.start(pinned, header.location) {
                 return Poll::Ready(Err(payload));
             }
             let me = context::with_worker(|w| w.map(|w| w.index()));
