@@ -1158,7 +1158,7 @@ fn a_coroutine_suspended_mid_unwind_does_not_stop_another_from_being_cancelled()
 /// `std::thread::panicking()` must be false in it and a `std::sync::Mutex` guard it drops must
 /// not poison the mutex.
 #[test]
-#[ignore = "BUG: thread::panicking() is true in every coroutine of a thread while one is suspended mid-unwind; Mutex guards poison"]
+#[ignore = "LIMITATION: Rust keeps the panic count per thread; a coroutine suspended mid-unwind makes thread::panicking() true for its thread (docs/scheduler.md, Cancellation)"]
 fn a_coroutine_suspended_mid_unwind_does_not_make_others_look_panicking() {
     let rt = support::rt(1);
     within(EVENTUALLY, move || {

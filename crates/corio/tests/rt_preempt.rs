@@ -74,7 +74,6 @@ fn a_coroutine_that_runs_a_whole_slice_yields_at_its_next_runtime_operation() {
 /// parks must still be watched by sysmon. Twenty fresh runtimes, so that the start-up race
 /// (sysmon finding every worker idle before the first one marks itself running) is hit.
 #[test]
-#[ignore = "BUG: sysmon can sleep through a worker that finds work before its first park: no preemption or hand-off"]
 fn a_fresh_runtimes_first_coroutine_is_preempted_after_a_slice() {
     within(Duration::from_secs(120), || {
         for attempt in 0..20 {
@@ -140,7 +139,6 @@ fn work_queued_behind_hogs_on_every_worker_is_handed_to_a_spare_worker() {
 }
 
 #[test]
-#[ignore = "BUG: sysmon can sleep through a worker that finds work before its first park: no preemption or hand-off"]
 fn work_queued_behind_hogs_on_a_fresh_runtime_is_handed_to_a_spare_worker() {
     within(Duration::from_secs(120), || {
         for attempt in 0..5 {

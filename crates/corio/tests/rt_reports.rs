@@ -39,7 +39,6 @@ fn recurse(depth: u64) -> u64 {
 }
 
 #[test]
-#[ignore = "BUG: the overflow report of a runtime coroutine names corio's stackful.rs as its creation site, not the spawn site"]
 fn a_stack_overflow_in_a_runtime_coroutine_names_it_and_where_it_was_spawned() {
     const NAME: &str = "a_stack_overflow_in_a_runtime_coroutine_names_it_and_where_it_was_spawned";
     if child_case(NAME) {

@@ -385,7 +385,6 @@ rt_common! {
     /// for ever, so shutdown must cancel it): the join must return (cancelled), and the
     /// unwinding go on, instead of the coroutine being leaked after the grace period.
     #[test]
-    #[ignore = "BUG: shutdown unwinds pinned coroutines before it cancels movable tasks, so a destructor joining one waits out the grace and is leaked"]
     fn a_destructor_that_joins_a_pending_task_at_shutdown_completes() {
         let rt = rt();
         within(EVENTUALLY, move || {

@@ -489,7 +489,6 @@ fn a_task_whose_timer_is_on_a_hogged_worker_still_wakes_on_the_other_worker() {
 /// drops the runtime meanwhile, the sleep must still last its whole duration: shutting a
 /// runtime down must not end other threads' sleeps early.
 #[test]
-#[ignore = "BUG: shutdown fires every pending timer, so a sleep registered by an entered plain thread returns early"]
 fn a_sleep_on_an_entered_thread_lasts_its_duration_even_if_the_runtime_is_dropped() {
     let rt = support::rt(2);
     within(EVENTUALLY, move || {
@@ -509,7 +508,6 @@ fn a_sleep_on_an_entered_thread_lasts_its_duration_even_if_the_runtime_is_droppe
 /// The same thread, still inside `enter` after the runtime is gone, sleeps again: it must not
 /// wait for ever on timers nobody fires any more.
 #[test]
-#[ignore = "BUG: a sleep registered on a runtime that has shut down never fires (hangs)"]
 fn a_sleep_on_an_entered_thread_after_the_runtime_is_dropped_still_wakes() {
     let rt = support::rt(1);
     within(Duration::from_secs(10), move || {

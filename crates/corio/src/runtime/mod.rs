@@ -583,7 +583,7 @@ impl Shared {
             }
         }
         for remote in self.workers.iter() {
-            remote.drain();
+            remote.drain(self.epoch);
         }
         while let Some(task) = self.inject.pop() {
             drop(task);
@@ -593,8 +593,16 @@ impl Shared {
     }
 
     fn begin_shutdown(&self) {
-        self.shutdown.store(true, Ordering::Release);
+        if self.shutdown.swap(true, Ordering::AcqRel) {
+            return;
+        }
         self.inject.close();
+        // Futures and coroutines that never started can be cancelled from any thread: do it
+        // now, so that a coroutine whose destructor waits for one of them (while its worker
+        // drains it, see `WorkerCtx::shut_down`) sees it finish.
+        for task in self.owned.close_and_collect(|h| h.pinned_home().is_none()) {
+            let _ = task.shutdown(); // not started: cannot yield
+        }
         for remote in self.workers.iter() {
             remote.unparker.unpark(&self.driver);
         }

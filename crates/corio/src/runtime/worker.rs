@@ -114,8 +114,9 @@ impl Remote {
         !self.steal.is_empty()
     }
 
-    /// Drops whatever is still queued here (shutdown).
-    pub(crate) fn drain(&self) {
+    /// Drops whatever is still queued here (shutdown); pending timers go to the fallback timer
+    /// thread (`epoch` is the runtime clock's origin).
+    pub(crate) fn drain(&self, epoch: std::time::Instant) {
         let mut inbox = self.inbox.lock().unwrap_or_else(|e| e.into_inner());
         inbox.clear();
         self.inbox_len.store(0, Ordering::Relaxed);
@@ -126,10 +127,14 @@ impl Remote {
             }
         }
         let mut timers = self.timers.lock().unwrap_or_else(|e| e.into_inner());
-        for entry in timers.drain() {
-            entry.fire();
-        }
+        let pending: Vec<_> = timers.drain().collect();
         self.next_timer.store(u64::MAX, Ordering::SeqCst);
+        drop(timers);
+        // Sleepers outside the runtime (a thread in `Runtime::enter`) still wake at their
+        // deadline: the fallback timer thread takes their timers over.
+        for entry in pending {
+            crate::time::adopt(epoch, entry);
+        }
     }
 }
 
@@ -216,6 +221,8 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
     {
         let _worker = context::enter_worker(&ctx);
         ctx.remote().status.store(STATUS_RUNNING, Ordering::Release);
+        // sysmon may have gone to sleep seeing every worker idle before this one started.
+        ctx.shared.sysmon.wake_if_sleeping();
         ctx.run_loop();
         ctx.shut_down();
         ctx.remote().status.store(STATUS_IDLE, Ordering::Release);
@@ -284,6 +291,10 @@ impl WorkerCtx {
         }
         if remote.preempt.load(Ordering::Relaxed) {
             remote.preempt.store(false, Ordering::Relaxed);
+            // A task that ran a whole time slice went back to a local queue (a started
+            // coroutine cannot go anywhere else); let the global queue go first now, as Go
+            // does by putting a preempted goroutine on the global queue.
+            self.core.borrow_mut().global_countdown = 1;
         }
     }
 

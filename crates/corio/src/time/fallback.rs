@@ -62,3 +62,17 @@ pub(crate) fn register(deadline: Instant, waker: &Waker) -> Arc<TimerEntry> {
 pub(crate) fn cancel(entry: &TimerEntry) {
     fallback().heap.lock().unwrap_or_else(|e| e.into_inner()).remove(entry);
 }
+
+/// Takes over a runtime's pending timer (the runtime is shutting down): `entry` fires at its
+/// deadline (ns after `epoch`) from the fallback thread.
+pub(crate) fn adopt(epoch: Instant, entry: Arc<TimerEntry>) {
+    struct Forward(Arc<TimerEntry>);
+    impl std::task::Wake for Forward {
+        fn wake(self: Arc<Self>) {
+            self.0.fire();
+        }
+    }
+    let deadline = epoch + Duration::from_nanos(entry.deadline());
+    let waker = Waker::from(Arc::new(Forward(entry)));
+    register(deadline, &waker);
+}

@@ -23,6 +23,7 @@ use std::time::Duration;
 pub use std::time::Instant;
 
 pub use self::sleep::Sleep;
+pub(crate) use self::fallback::adopt;
 
 /// Blocks the calling coroutine (or thread) for `duration`.
 ///
@@ -204,9 +205,11 @@ impl Interval {
         let now = Instant::now();
         let mut next = due + self.period;
         if next <= now {
-            let behind = now - next;
-            let periods = behind.as_nanos() / self.period.as_nanos() + 1;
-            next += self.period * periods as u32;
+            // Skip the missed ticks: the next one is the first on the grid after `now`.
+            let behind = (now - next).as_nanos();
+            let periods = behind / self.period.as_nanos() + 1;
+            let skip = self.period.as_nanos().saturating_mul(periods).min(u64::MAX as u128);
+            next += Duration::from_nanos(skip as u64);
         }
         self.next = next;
     }

@@ -48,7 +48,7 @@ impl Sleep {
     }
 
     fn register(&mut self, cx: &mut Context<'_>) {
-        let Some(shared) = context::current_shared() else {
+        let Some(shared) = context::current_shared().filter(|s| !s.is_shutdown()) else {
             let entry = fallback::register(self.deadline, cx.waker());
             self.timer = Some(Registered::Fallback(entry));
             return;
