@@ -39,10 +39,10 @@
 //!   cancelled timer's memory (its `Arc`, and through the waker whatever task it names) lingers
 //!   until then. corio removes eagerly.
 //! - *A hierarchical timing wheel* (tokio: 6 levels × 64 slots, 1 ms). Measured against this heap
-//!   by `wheel_proto.rs` (a test-only prototype, kept for re-measurement); the full table is in
-//!   `docs/scheduler.md`. Per-operation costs are within ±25% of each other in a server's pattern
-//!   (the heap ahead at 1k timers, the wheel ahead at 100k–1M); the wheel is 4–6× cheaper per
-//!   fired timer when 100k or more expire together. The heap was chosen because its deadlines are
+//!   by `wheel_proto.rs` (a test-only prototype, kept for re-measurement; the table is there).
+//!   Per-operation costs are within ±30% of each other in a server's pattern (the heap ahead at
+//!   1k timers, the wheel ahead at 100k–1M); the wheel is 3–7× cheaper per fired timer when 100k
+//!   or more expire together. The heap was chosen because its deadlines are
 //!   exact: a wheel fires up to 1 ms late (it rounds to its slots), and its `next_deadline` is only
 //!   a lower bound above level 0, so an idle M would wake early to cascade, while corio promises
 //!   nanosecond `sleep` deadlines and an idle M that wakes only for a timer that is due.
