@@ -307,7 +307,10 @@ impl<Input, Yield, Return> Coroutine<Input, Yield, Return> {
     where
         F: FnOnce(&Yielder<Input, Yield>, Input) -> Return + 'static,
     {
-        let start = Start { f, limit: stack.limit() };
+        let start = Start {
+            f,
+            limit: stack.limit(),
+        };
         let obj = (stack.start() - size_of::<Start<F>>()) & !(align_of::<Start<F>>() - 1);
         let base = obj & !(arch::STACK_ALIGNMENT - 1);
         // The closure and the entry frame must leave the coroutine most of its stack.

@@ -322,7 +322,10 @@ fn main() {
     assert!(corio::block_on(scratch_in_scope_at_await()) == 1024);
 
     println!("\non the corio runtime (one worker):");
-    let rt = corio::Runtime::builder().workers(1).build().expect("runtime");
+    let rt = corio::Runtime::builder()
+        .workers(1)
+        .build()
+        .expect("runtime");
     let (stackless, stackful) = rt.run(|| {
         // The async fn as a stackless task, awaited from a stackful coroutine with block_on...
         let stackless = corio::block_on(corio::spawn(fetch())).expect("task");

@@ -64,7 +64,9 @@ pub fn block_on<F: IntoFuture>(fut: F) -> F::Output {
         ),
         Here::Thread => {
             if context::with_worker(|w| w.is_some()) {
-                panic!("corio::block_on on a runtime worker thread outside any task would stall the worker");
+                panic!(
+                    "corio::block_on on a runtime worker thread outside any task would stall the worker"
+                );
             }
             park_thread_on(fut)
         }
@@ -92,7 +94,10 @@ impl Wake for ThreadWaker {
 
 /// Runs `fut` to completion on this thread, parking it between polls.
 pub(crate) fn park_thread_on<F: Future>(fut: F) -> F::Output {
-    let signal = Arc::new(ThreadWaker { thread: std::thread::current(), notified: AtomicBool::new(false) });
+    let signal = Arc::new(ThreadWaker {
+        thread: std::thread::current(),
+        notified: AtomicBool::new(false),
+    });
     let waker = Waker::from(signal.clone());
     let mut cx = Context::from_waker(&waker);
     let mut fut = pin!(fut);
@@ -135,7 +140,9 @@ pub(crate) fn park_thread_on<F: Future>(fut: F) -> F::Output {
 pub fn yield_now() {
     match context::here() {
         Here::Stackful(ctx) => ctx.yield_now(),
-        Here::Stackless => panic!("corio::yield_now() inside an async task: use `corio::yield_now_async().await`"),
+        Here::Stackless => {
+            panic!("corio::yield_now() inside an async task: use `corio::yield_now_async().await`")
+        }
         Here::Thread => panic!(
             "corio::yield_now() outside a corio coroutine: it yields a coroutine to the scheduler; \
              a plain thread can call std::thread::yield_now()"

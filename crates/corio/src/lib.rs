@@ -47,8 +47,10 @@ pub use corio_context::coroutine;
 pub use corio_context::stack;
 
 pub use crate::block_on::{YieldNow, block_on, yield_now, yield_now_async};
-pub use crate::runtime::{Builder as RuntimeBuilder, EnterGuard, Handle, Metrics, Runtime, blocking, spawn_blocking};
 pub use crate::runtime::TaskBuilder as Builder;
+pub use crate::runtime::{
+    Builder as RuntimeBuilder, EnterGuard, Handle, Metrics, Runtime, blocking, spawn_blocking,
+};
 pub use crate::task::{JoinError, JoinHandle};
 pub use crate::time::sleep;
 

@@ -56,7 +56,11 @@ impl ThreadCache {
     #[inline]
     fn class(&mut self, stack_size: usize, slot_size: usize) -> &mut ClassCache {
         // The first entry is the size used most recently, so the common case is one compare.
-        if self.classes.first().is_some_and(|c| c.class.slot_size == slot_size) {
+        if self
+            .classes
+            .first()
+            .is_some_and(|c| c.class.slot_size == slot_size)
+        {
             return &mut self.classes[0];
         }
         self.class_slow(stack_size, slot_size)
@@ -66,7 +70,11 @@ impl ThreadCache {
     fn class_slow(&mut self, stack_size: usize, slot_size: usize) -> &mut ClassCache {
         // A linear scan: a thread rarely uses more than one or two stack sizes. The hit (or
         // the new entry) moves to the front.
-        let i = match self.classes.iter().position(|c| c.class.slot_size == slot_size) {
+        let i = match self
+            .classes
+            .iter()
+            .position(|c| c.class.slot_size == slot_size)
+        {
             Some(i) => i,
             None => {
                 self.add_class(SizeClass::get(stack_size, slot_size));
@@ -79,8 +87,15 @@ impl ThreadCache {
 
     fn add_class(&mut self, class: &'static SizeClass) {
         let published = Arc::new(AtomicUsize::new(0));
-        PUBLISHED.lock().unwrap_or_else(|e| e.into_inner()).push((class, published.clone()));
-        self.classes.push(ClassCache { class, slots: Vec::with_capacity(CACHE_CAP), published });
+        PUBLISHED
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((class, published.clone()));
+        self.classes.push(ClassCache {
+            class,
+            slots: Vec::with_capacity(CACHE_CAP),
+            published,
+        });
     }
 }
 

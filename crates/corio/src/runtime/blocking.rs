@@ -39,7 +39,11 @@ struct PoolState {
 impl BlockingPool {
     pub(crate) fn new(max_threads: usize) -> BlockingPool {
         BlockingPool {
-            state: Mutex::new(PoolState { queue: VecDeque::new(), threads: 0, idle: 0 }),
+            state: Mutex::new(PoolState {
+                queue: VecDeque::new(),
+                threads: 0,
+                idle: 0,
+            }),
             condvar: Condvar::new(),
             max_threads: max_threads.max(1),
             shutdown: AtomicBool::new(false),
@@ -63,7 +67,9 @@ impl BlockingPool {
             drop(state);
             let shared = shared.clone();
             let name = format!("{}-blocking", shared.config.thread_name);
-            let spawned = std::thread::Builder::new().name(name).spawn(move || pool_thread(shared));
+            let spawned = std::thread::Builder::new()
+                .name(name)
+                .spawn(move || pool_thread(shared));
             if let Err(e) = spawned {
                 self.state.lock().unwrap_or_else(|e| e.into_inner()).threads -= 1;
                 eprintln!("corio: could not start a blocking-pool thread: {e}");
@@ -95,7 +101,10 @@ fn pool_thread(shared: Arc<Shared>) {
             break;
         }
         state.idle += 1;
-        let (next, timeout) = pool.condvar.wait_timeout(state, KEEP_ALIVE).unwrap_or_else(|e| e.into_inner());
+        let (next, timeout) = pool
+            .condvar
+            .wait_timeout(state, KEEP_ALIVE)
+            .unwrap_or_else(|e| e.into_inner());
         state = next;
         if timeout.timed_out() && state.queue.is_empty() {
             state.idle -= 1;
@@ -128,9 +137,7 @@ pub fn blocking<R>(f: impl FnOnce() -> R) -> R {
             });
         }
     }
-    let on_worker = context::with_worker(|w| {
-        w.map(|w| w.enter_blocking()).is_some()
-    });
+    let on_worker = context::with_worker(|w| w.map(|w| w.enter_blocking()).is_some());
     let _exit = on_worker.then_some(Exit);
     f()
 }

@@ -141,7 +141,10 @@ pub(crate) fn with_worker<R>(f: impl FnOnce(Option<&WorkerCtx>) -> R) -> R {
 /// Registers this thread as a worker for the duration of the returned guard.
 pub(crate) fn enter_worker(worker: &WorkerCtx) -> WorkerGuard {
     CONTEXT.with(|c| {
-        assert!(c.worker.get().is_null(), "corio: a worker thread cannot run another runtime's worker");
+        assert!(
+            c.worker.get().is_null(),
+            "corio: a worker thread cannot run another runtime's worker"
+        );
         c.worker.set(worker);
     });
     WorkerGuard(())

@@ -62,7 +62,10 @@ fn owned(fd: libc::c_int) -> io::Result<OwnedFd> {
 }
 
 fn monotonic_now_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: a valid out-pointer.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
@@ -77,12 +80,26 @@ impl Driver {
         let event = owned(unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) })?;
         // SAFETY: as above.
         let timer = owned(unsafe {
-            libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_CLOEXEC | libc::TFD_NONBLOCK)
+            libc::timerfd_create(
+                libc::CLOCK_MONOTONIC,
+                libc::TFD_CLOEXEC | libc::TFD_NONBLOCK,
+            )
         })?;
         for (fd, token) in [(&event, WAKE_TOKEN), (&timer, TIMER_TOKEN)] {
-            let mut ev = libc::epoll_event { events: libc::EPOLLIN as u32, u64: token };
+            let mut ev = libc::epoll_event {
+                events: libc::EPOLLIN as u32,
+                u64: token,
+            };
             // SAFETY: both descriptors are valid; `ev` is a valid event.
-            if unsafe { libc::epoll_ctl(epoll.as_raw_fd(), libc::EPOLL_CTL_ADD, fd.as_raw_fd(), &mut ev) } < 0 {
+            if unsafe {
+                libc::epoll_ctl(
+                    epoll.as_raw_fd(),
+                    libc::EPOLL_CTL_ADD,
+                    fd.as_raw_fd(),
+                    &mut ev,
+                )
+            } < 0
+            {
                 return Err(io::Error::last_os_error());
             }
         }
@@ -104,7 +121,10 @@ impl Driver {
     pub(crate) fn try_acquire(&self) -> bool {
         // Acquire: pairs with `release`, ordering the previous holder's reads of timers.
         !self.held.load(Ordering::Relaxed)
-            && self.held.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).is_ok()
+            && self
+                .held
+                .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
     }
 
     /// Gives up the driver (and disarms the timerfd).
@@ -148,16 +168,33 @@ impl Driver {
     fn set_timer(&self, deadline: u64) {
         self.until.store(deadline, Ordering::SeqCst);
         let value = if deadline == u64::MAX {
-            libc::timespec { tv_sec: 0, tv_nsec: 0 } // disarm
+            libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            } // disarm
         } else {
             // At least 1 ns: a zero it_value would disarm instead.
             let at = self.epoch_monotonic.saturating_add(deadline).max(1);
-            libc::timespec { tv_sec: (at / 1_000_000_000) as libc::time_t, tv_nsec: (at % 1_000_000_000) as libc::c_long }
+            libc::timespec {
+                tv_sec: (at / 1_000_000_000) as libc::time_t,
+                tv_nsec: (at % 1_000_000_000) as libc::c_long,
+            }
         };
-        let spec = libc::itimerspec { it_interval: libc::timespec { tv_sec: 0, tv_nsec: 0 }, it_value: value };
+        let spec = libc::itimerspec {
+            it_interval: libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            },
+            it_value: value,
+        };
         // SAFETY: a valid timerfd and itimerspec; the old value is not wanted.
         unsafe {
-            libc::timerfd_settime(self.timer.as_raw_fd(), libc::TFD_TIMER_ABSTIME, &spec, std::ptr::null_mut());
+            libc::timerfd_settime(
+                self.timer.as_raw_fd(),
+                libc::TFD_TIMER_ABSTIME,
+                &spec,
+                std::ptr::null_mut(),
+            );
         }
     }
 

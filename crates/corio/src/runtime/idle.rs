@@ -136,7 +136,11 @@ mod tests {
         let idle = Idle::new(2);
         assert!(!idle.transition_worker_to_parked(1, false));
         assert!(idle.transition_worker_to_searching());
-        assert_eq!(idle.worker_to_notify(), None, "a searcher will find the work");
+        assert_eq!(
+            idle.worker_to_notify(),
+            None,
+            "a searcher will find the work"
+        );
         assert!(idle.transition_worker_from_searching());
         assert_eq!(idle.worker_to_notify(), Some(1));
         assert_eq!(idle.num_searching(), 1);

@@ -71,8 +71,8 @@ use std::time::Instant;
 
 pub use self::blocking::{blocking, spawn_blocking};
 pub use self::builder::Builder;
-pub(crate) use self::spawn::{spawn_stackful, spawn_stackless};
 pub use self::spawn::TaskBuilder;
+pub(crate) use self::spawn::{spawn_stackful, spawn_stackless};
 
 use self::blocking::BlockingPool;
 use self::driver::Driver;
@@ -204,7 +204,11 @@ impl Shared {
 
     /// The nearest timer deadline of any worker (`u64::MAX` if none).
     pub(crate) fn next_timer(&self) -> u64 {
-        self.workers.iter().map(|w| w.next_timer.load(Ordering::SeqCst)).min().unwrap_or(u64::MAX)
+        self.workers
+            .iter()
+            .map(|w| w.next_timer.load(Ordering::SeqCst))
+            .min()
+            .unwrap_or(u64::MAX)
     }
 
     /// A timer with `deadline` was added to worker `index`'s heap from this thread.
@@ -216,7 +220,9 @@ impl Shared {
             self.driver.arm_earlier(deadline);
             return;
         }
-        let on_owner = context::with_worker(|w| w.is_some_and(|w| w.index() == index && std::ptr::eq(w.shared().as_ref(), self)));
+        let on_owner = context::with_worker(|w| {
+            w.is_some_and(|w| w.index() == index && std::ptr::eq(w.shared().as_ref(), self))
+        });
         if !on_owner {
             // The owner may be asleep on its futex, watching nothing: let it look.
             self.workers[index].unparker.unpark(&self.driver);
@@ -225,7 +231,8 @@ impl Shared {
 
     /// The timer at `deadline` was removed from a heap (whose `next_timer` is updated).
     pub(crate) fn timer_removed(&self, deadline: u64) {
-        self.driver.rearm_after_cancel(deadline, || self.next_timer());
+        self.driver
+            .rearm_after_cancel(deadline, || self.next_timer());
     }
 
     /// Fires the due timers in worker `index`'s heap; returns how many fired.
@@ -236,11 +243,15 @@ impl Shared {
         }
         let mut fired = Vec::new();
         {
-            let Ok(mut heap) = remote.timers.try_lock() else { return 0 };
+            let Ok(mut heap) = remote.timers.try_lock() else {
+                return 0;
+            };
             while let Some(entry) = heap.pop_expired(now) {
                 fired.push(entry);
             }
-            remote.next_timer.store(heap.next_deadline().unwrap_or(u64::MAX), Ordering::SeqCst);
+            remote
+                .next_timer
+                .store(heap.next_deadline().unwrap_or(u64::MAX), Ordering::SeqCst);
         }
         let n = fired.len();
         for entry in fired {
@@ -252,7 +263,9 @@ impl Shared {
     /// Fires the due timers of every worker.
     pub(crate) fn fire_all_timers(&self) -> usize {
         let now = self.now_ns();
-        (0..self.workers.len()).map(|i| self.fire_timers(i, now)).sum()
+        (0..self.workers.len())
+            .map(|i| self.fire_timers(i, now))
+            .sum()
     }
 
     /// Starts a spare worker (or wakes a started one) to steal work stuck behind a hog or a
@@ -283,14 +296,20 @@ impl Shared {
         self.running_workers.fetch_add(1, Ordering::SeqCst);
         let shared = self.clone();
         let name = format!("{}-{index}", self.config.thread_name);
-        let thread = match std::thread::Builder::new().name(name).spawn(move || worker::run(shared, index)) {
+        let thread = match std::thread::Builder::new()
+            .name(name)
+            .spawn(move || worker::run(shared, index))
+        {
             Ok(thread) => thread,
             Err(e) => {
                 self.running_workers.fetch_sub(1, Ordering::SeqCst);
                 return Err(e);
             }
         };
-        self.threads.lock().unwrap_or_else(|e| e.into_inner()).push(thread);
+        self.threads
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(thread);
         Ok(())
     }
 }
@@ -367,12 +386,17 @@ impl Runtime {
             shared.workers[index].started.store(true, Ordering::Relaxed);
             shared.workers[index].active.store(true, Ordering::Relaxed);
             if let Err(e) = shared.start_worker(index) {
-                Handle { shared: shared.clone() }.shutdown_and_join();
+                Handle {
+                    shared: shared.clone(),
+                }
+                .shutdown_and_join();
                 return Err(e);
             }
         }
         sysmon::start(&shared)?;
-        Ok(Runtime { handle: Handle { shared } })
+        Ok(Runtime {
+            handle: Handle { shared },
+        })
     }
 
     /// A handle to this runtime.
@@ -389,7 +413,9 @@ impl Runtime {
     /// If called from inside a task (it would block a worker or a coroutine's thread).
     #[track_caller]
     pub fn block_on<F: Future>(&self, fut: F) -> F::Output {
-        if !matches!(context::here(), context::Here::Thread) || context::with_worker(|w| w.is_some()) {
+        if !matches!(context::here(), context::Here::Thread)
+            || context::with_worker(|w| w.is_some())
+        {
             panic!(
                 "corio: `Runtime::block_on` called from inside a task; use `corio::block_on` \
                  (in a stackful coroutine) or `.await` (in an async task)"
@@ -457,8 +483,9 @@ impl Runtime {
 
 impl Drop for Runtime {
     fn drop(&mut self) {
-        let on_own_worker =
-            context::with_worker(|w| w.is_some_and(|w| Arc::ptr_eq(w.shared(), &self.handle.shared)));
+        let on_own_worker = context::with_worker(|w| {
+            w.is_some_and(|w| Arc::ptr_eq(w.shared(), &self.handle.shared))
+        });
         if on_own_worker {
             // Joining our own thread would deadlock; leave the threads to exit on their own.
             self.handle.shared.begin_shutdown();
@@ -470,7 +497,9 @@ impl Drop for Runtime {
 
 impl fmt::Debug for Runtime {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Runtime").field("workers", &self.handle.shared.config.workers).finish_non_exhaustive()
+        f.debug_struct("Runtime")
+            .field("workers", &self.handle.shared.config.workers)
+            .finish_non_exhaustive()
     }
 }
 
@@ -542,7 +571,11 @@ impl Handle {
             parks: m.parks.load(Ordering::Relaxed),
             handoffs: m.handoffs.load(Ordering::Relaxed),
             global_queue: shared.inject.len(),
-            polls: shared.workers.iter().map(|w| w.ticks.load(Ordering::Relaxed)).sum(),
+            polls: shared
+                .workers
+                .iter()
+                .map(|w| w.ticks.load(Ordering::Relaxed))
+                .sum(),
             unparked_workers: shared.idle.num_unparked(),
         }
     }
@@ -550,7 +583,8 @@ impl Handle {
     fn shutdown_and_join(&self) {
         let shared = &self.shared;
         shared.begin_shutdown();
-        let threads = std::mem::take(&mut *shared.threads.lock().unwrap_or_else(|e| e.into_inner()));
+        let threads =
+            std::mem::take(&mut *shared.threads.lock().unwrap_or_else(|e| e.into_inner()));
         for thread in threads {
             let _ = thread.join();
         }
@@ -613,7 +647,9 @@ impl Shared {
 
 impl fmt::Debug for Handle {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Handle").field("workers", &self.shared.config.workers).finish_non_exhaustive()
+        f.debug_struct("Handle")
+            .field("workers", &self.shared.config.workers)
+            .finish_non_exhaustive()
     }
 }
 
@@ -647,7 +683,9 @@ pub struct Metrics {
 /// other runtime. Built on first use with the default settings; lives until the process exits.
 pub(crate) fn default_runtime() -> &'static Runtime {
     static DEFAULT: OnceLock<Runtime> = OnceLock::new();
-    DEFAULT.get_or_init(|| Runtime::new().unwrap_or_else(|e| panic!("corio: cannot start the default runtime: {e}")))
+    DEFAULT.get_or_init(|| {
+        Runtime::new().unwrap_or_else(|e| panic!("corio: cannot start the default runtime: {e}"))
+    })
 }
 
 /// The runtime to spawn on from here: the current one, else the default.

@@ -31,7 +31,9 @@ impl OwnedTasks {
     pub(crate) fn new(workers: usize) -> OwnedTasks {
         let n = (workers * 4).next_power_of_two().max(4);
         OwnedTasks {
-            shards: (0..n).map(|_| Mutex::new(List { head: None, len: 0 })).collect(),
+            shards: (0..n)
+                .map(|_| Mutex::new(List { head: None, len: 0 }))
+                .collect(),
             mask: n - 1,
             closed: AtomicBool::new(false),
         }

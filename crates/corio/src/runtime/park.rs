@@ -34,20 +34,30 @@ pub(crate) struct Unparker {
 
 impl Unparker {
     pub(crate) fn new() -> Unparker {
-        Unparker { state: AtomicU32::new(EMPTY) }
+        Unparker {
+            state: AtomicU32::new(EMPTY),
+        }
     }
 
     /// Sleeps on the futex until `unpark`. Only the owning worker calls this.
     pub(crate) fn park(&self) {
         // Acquire: pairs with the Release swap in `unpark`, so what the waker published before
         // waking us is visible.
-        if self.state.compare_exchange(EMPTY, PARKED, Acquire, Acquire).is_err() {
+        if self
+            .state
+            .compare_exchange(EMPTY, PARKED, Acquire, Acquire)
+            .is_err()
+        {
             self.state.store(EMPTY, Release); // it was NOTIFIED
             return;
         }
         loop {
             futex_wait(&self.state, PARKED);
-            if self.state.compare_exchange(NOTIFIED, EMPTY, Acquire, Acquire).is_ok() {
+            if self
+                .state
+                .compare_exchange(NOTIFIED, EMPTY, Acquire, Acquire)
+                .is_ok()
+            {
                 return;
             }
             // Spurious futex wake-up: sleep again.
@@ -56,7 +66,11 @@ impl Unparker {
 
     /// Sleeps in the driver until its armed deadline or `unpark`.
     pub(crate) fn park_driver(&self, driver: &Driver) {
-        if self.state.compare_exchange(EMPTY, PARKED_DRIVER, Acquire, Acquire).is_err() {
+        if self
+            .state
+            .compare_exchange(EMPTY, PARKED_DRIVER, Acquire, Acquire)
+            .is_err()
+        {
             self.state.store(EMPTY, Release);
             return;
         }
@@ -92,7 +106,12 @@ fn futex_wait(word: &AtomicU32, expected: u32) {
 fn futex_wake(word: &AtomicU32) {
     // SAFETY: FUTEX_WAKE on a valid aligned u32.
     unsafe {
-        libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG, 1);
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
+            1,
+        );
     }
 }
 
@@ -103,17 +122,25 @@ pub(crate) struct Event {
 
 impl Event {
     pub(crate) fn new() -> Event {
-        Event { state: AtomicU32::new(EMPTY) }
+        Event {
+            state: AtomicU32::new(EMPTY),
+        }
     }
 
     /// Waits until `notify` or the timeout; consumes the notification.
     pub(crate) fn wait(&self, timeout: Option<Duration>) {
-        if self.state.compare_exchange(EMPTY, PARKED, Acquire, Acquire).is_ok() {
+        if self
+            .state
+            .compare_exchange(EMPTY, PARKED, Acquire, Acquire)
+            .is_ok()
+        {
             let ts = timeout.map(|d| libc::timespec {
                 tv_sec: d.as_secs() as libc::time_t,
                 tv_nsec: d.subsec_nanos() as libc::c_long,
             });
-            let ts_ptr = ts.as_ref().map_or(std::ptr::null(), |t| t as *const libc::timespec);
+            let ts_ptr = ts
+                .as_ref()
+                .map_or(std::ptr::null(), |t| t as *const libc::timespec);
             // SAFETY: FUTEX_WAIT on a valid aligned u32 with a relative timeout or none.
             unsafe {
                 libc::syscall(

@@ -100,25 +100,44 @@ impl TaskBuilder {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        Ok(spawn_stackless(&super::current_or_default(), fut, self.name))
+        Ok(spawn_stackless(
+            &super::current_or_default(),
+            fut,
+            self.name,
+        ))
     }
 }
 
 /// Spawns a stackless task on `shared`.
 #[track_caller]
-pub(crate) fn spawn_stackless<F>(shared: &Arc<Shared>, fut: F, name: Option<Arc<str>>) -> JoinHandle<F::Output>
+pub(crate) fn spawn_stackless<F>(
+    shared: &Arc<Shared>,
+    fut: F,
+    name: Option<Arc<str>>,
+) -> JoinHandle<F::Output>
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
     let id = corio_context::coroutine::next_id();
     let location = Location::caller();
-    bind_and_schedule(shared, Stackless::Pending(fut), Kind::Stackless, id, name, location)
+    bind_and_schedule(
+        shared,
+        Stackless::Pending(fut),
+        Kind::Stackless,
+        id,
+        name,
+        location,
+    )
 }
 
 /// Spawns a stackful coroutine on `shared`.
 #[track_caller]
-pub(crate) fn spawn_stackful<F, T>(shared: &Arc<Shared>, f: F, builder: TaskBuilder) -> io::Result<JoinHandle<T>>
+pub(crate) fn spawn_stackful<F, T>(
+    shared: &Arc<Shared>,
+    f: F,
+    builder: TaskBuilder,
+) -> io::Result<JoinHandle<T>>
 where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
@@ -129,10 +148,23 @@ where
     // can be had, so that exhaustion is an error here rather than a failed task later.
     corio_context::stack::ensure_available(stack_size)?;
     let id = corio_context::coroutine::next_id();
-    let config = StackConfig { id, name: builder.name.clone(), stack_size };
+    let config = StackConfig {
+        id,
+        name: builder.name.clone(),
+        stack_size,
+    };
     let body = Stackful::new(f, config);
-    let kind = Kind::Stackful { migratable: builder.migratable };
-    Ok(bind_and_schedule(shared, body, kind, id, builder.name, location))
+    let kind = Kind::Stackful {
+        migratable: builder.migratable,
+    };
+    Ok(bind_and_schedule(
+        shared,
+        body,
+        kind,
+        id,
+        builder.name,
+        location,
+    ))
 }
 
 /// Spawns a closure on the blocking pool of `shared`.
@@ -159,7 +191,13 @@ fn bind_and_schedule<B: Body>(
     let ptr = Cell::allocate(body, kind, id, shared.clone(), name, location);
     // SAFETY: a new task has three references (see `state.rs`): one each for the list, the
     // queue and the join handle.
-    let (task, notified, join) = unsafe { (Task::from_raw(ptr), Notified::from_raw(ptr), JoinHandle::from_raw(ptr)) };
+    let (task, notified, join) = unsafe {
+        (
+            Task::from_raw(ptr),
+            Notified::from_raw(ptr),
+            JoinHandle::from_raw(ptr),
+        )
+    };
     shared.metrics.spawned.fetch_add(1, Ordering::Relaxed);
     match shared.owned.bind(task) {
         Ok(()) => match kind {

@@ -104,12 +104,19 @@ pub(crate) fn start(shared: &Arc<Shared>) -> std::io::Result<()> {
             watch.tick(&shared);
         }
     })?;
-    *shared.sysmon.thread.lock().unwrap_or_else(|e| e.into_inner()) = Some(thread);
+    *shared
+        .sysmon
+        .thread
+        .lock()
+        .unwrap_or_else(|e| e.into_inner()) = Some(thread);
     Ok(())
 }
 
 fn is_quiet(shared: &Shared) -> bool {
-    shared.workers.iter().all(|w| w.status.load(Ordering::SeqCst) == STATUS_IDLE)
+    shared
+        .workers
+        .iter()
+        .all(|w| w.status.load(Ordering::SeqCst) == STATUS_IDLE)
 }
 
 /// What sysmon remembers between ticks.
@@ -131,7 +138,12 @@ struct Seen {
 
 impl Default for Watch {
     fn default() -> Watch {
-        Watch { delay: MIN_DELAY, quiet: 0, seen: Vec::new(), last_hand_off: None }
+        Watch {
+            delay: MIN_DELAY,
+            quiet: 0,
+            seen: Vec::new(),
+            last_hand_off: None,
+        }
     }
 }
 
@@ -148,14 +160,25 @@ impl Watch {
     fn tick(&mut self, shared: &Arc<Shared>) {
         let now = Instant::now();
         if self.seen.len() != shared.workers.len() {
-            self.seen = vec![Seen { ticks: u64::MAX, since: now, handled: false }; shared.workers.len()];
+            self.seen = vec![
+                Seen {
+                    ticks: u64::MAX,
+                    since: now,
+                    handled: false
+                };
+                shared.workers.len()
+            ];
         }
         let mut acted = false;
         // A worker busy with one long task reads the clock only between tasks: fire its due
         // timers from here so that sleepers on it are not late by a whole task.
         let runtime_now = shared.now_ns();
         for (index, remote) in shared.workers.iter().enumerate() {
-            if remote.next_timer.load(Ordering::Relaxed).saturating_add(OVERDUE_NS) <= runtime_now
+            if remote
+                .next_timer
+                .load(Ordering::Relaxed)
+                .saturating_add(OVERDUE_NS)
+                <= runtime_now
                 && remote.status.load(Ordering::Acquire) != STATUS_IDLE
             {
                 acted |= shared.fire_timers(index, runtime_now) > 0;
@@ -166,7 +189,11 @@ impl Watch {
             let ticks = remote.ticks.load(Ordering::Relaxed);
             let seen = &mut self.seen[index];
             if status == STATUS_IDLE || ticks != seen.ticks {
-                *seen = Seen { ticks, since: now, handled: false };
+                *seen = Seen {
+                    ticks,
+                    since: now,
+                    handled: false,
+                };
                 continue;
             }
             let stuck_for = now - seen.since;
@@ -185,7 +212,9 @@ impl Watch {
                     }
                 }
                 STATUS_BLOCKING
-                    if stuck_for >= self.delay.max(MIN_DELAY) && work_waiting && self.may_hand_off(now) =>
+                    if stuck_for >= self.delay.max(MIN_DELAY)
+                        && work_waiting
+                        && self.may_hand_off(now) =>
                 {
                     acted |= hand_off(shared);
                 }

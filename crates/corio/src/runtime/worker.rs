@@ -181,8 +181,6 @@ struct Core {
     global_countdown: u32,
     /// The runtime clock at the last timer check.
     now: u64,
-    /// Whether this worker counts as searching in `Idle`.
-    searching: bool,
     rng: u64,
 }
 
@@ -195,15 +193,22 @@ pub(crate) struct WorkerCtx {
     /// queue, where others can steal them, not to the next-task slot — a slot the worker may
     /// not come back to for a long time if the task it runs next hogs it.
     firing: std::cell::Cell<bool>,
+    /// Whether this worker counts as searching in `Idle`.
+    searching: std::cell::Cell<bool>,
 }
 
 /// The worker thread's entry point.
 pub(crate) fn run(shared: Arc<Shared>, index: usize) {
-    let run_queue = shared.workers[index].local.lock().unwrap_or_else(|e| e.into_inner()).take();
+    let run_queue = shared.workers[index]
+        .local
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .take();
     let Some(run_queue) = run_queue else { return };
     let ctx = WorkerCtx {
         index,
         firing: std::cell::Cell::new(false),
+        searching: std::cell::Cell::new(false),
         core: RefCell::new(Core {
             run_queue,
             next: None,
@@ -213,7 +218,6 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
             tick: 0,
             global_countdown: GLOBAL_POLL_INTERVAL,
             now: 0,
-            searching: false,
             rng: 0x9e37_79b9_7f4a_7c15 ^ (index as u64 + 1).wrapping_mul(0xbf58_476d_1ce4_e5b9),
         }),
         shared,
@@ -276,14 +280,18 @@ impl WorkerCtx {
 
     fn run_task(&self, task: Runnable) {
         let remote = self.remote();
-        if self.core.borrow().searching {
+        if self.searching.get() {
             self.stop_searching();
         }
         // Owner-only counters: a plain store is enough (sysmon only reads).
-        remote.ticks.store(remote.ticks.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        remote
+            .ticks
+            .store(remote.ticks.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
         let ptr = task.header_ptr();
         // SAFETY: the task is alive: `task` holds a reference until it runs.
-        remote.current_id.store(unsafe { ptr.as_ref() }.id, Ordering::Relaxed);
+        remote
+            .current_id
+            .store(unsafe { ptr.as_ref() }.id, Ordering::Relaxed);
         if task.run() == RunResult::Yielded {
             // SAFETY: on `Yielded` the reference we handed over became a Running's.
             let running = unsafe { Running::from_raw(ptr) };
@@ -325,9 +333,14 @@ impl WorkerCtx {
         }
         core.lifo_polls = 0;
         let task = if core.tick & 1 == 0 {
-            core.pinned.pop_front().or_else(|| core.run_queue.pop().map(Runnable::Notified))
+            core.pinned
+                .pop_front()
+                .or_else(|| core.run_queue.pop().map(Runnable::Notified))
         } else {
-            core.run_queue.pop().map(Runnable::Notified).or_else(|| core.pinned.pop_front())
+            core.run_queue
+                .pop()
+                .map(Runnable::Notified)
+                .or_else(|| core.pinned.pop_front())
         };
         if task.is_some() {
             return task;
@@ -384,7 +397,11 @@ impl WorkerCtx {
 
     /// Queues a task woken on this worker (`is_yield`: behind the others).
     pub(crate) fn schedule_local(&self, task: Notified, is_yield: bool) {
-        if task.header().pinned_home().is_some_and(|home| home != self.index) {
+        if task
+            .header()
+            .pinned_home()
+            .is_some_and(|home| home != self.index)
+        {
             self.shared.schedule_remote(task);
             return;
         }
@@ -419,15 +436,11 @@ impl WorkerCtx {
         if remote.spare && !remote.active.load(Ordering::Acquire) {
             return None;
         }
-        {
-            let mut core = self.core.borrow_mut();
-            if !core.searching {
-                if !remote.spare && !shared.idle.transition_worker_to_searching() {
-                    drop(core);
-                    return self.take_global().map(Runnable::Notified);
-                }
-                core.searching = !remote.spare;
+        if !self.searching.get() {
+            if !remote.spare && !shared.idle.transition_worker_to_searching() {
+                return self.take_global().map(Runnable::Notified);
             }
+            self.searching.set(!remote.spare);
         }
         let n = shared.workers.len();
         let start = {
@@ -462,11 +475,13 @@ impl WorkerCtx {
             return None;
         }
         let mut core = self.core.borrow_mut();
-        self.shared.inject.pop_batch_into(&mut core.run_queue, GLOBAL_BATCH)
+        self.shared
+            .inject
+            .pop_batch_into(&mut core.run_queue, GLOBAL_BATCH)
     }
 
     fn stop_searching(&self) {
-        self.core.borrow_mut().searching = false;
+        self.searching.set(false);
         if self.shared.idle.transition_worker_from_searching() {
             // The last searcher found work: there may be more, so wake another to look.
             self.shared.notify_work();
@@ -477,8 +492,12 @@ impl WorkerCtx {
     fn park(&self) {
         let shared = &self.shared;
         let remote = self.remote();
-        let was_searching = std::mem::replace(&mut self.core.borrow_mut().searching, false);
-        if !remote.spare && shared.idle.transition_worker_to_parked(self.index, was_searching) {
+        let was_searching = self.searching.replace(false);
+        if !remote.spare
+            && shared
+                .idle
+                .transition_worker_to_parked(self.index, was_searching)
+        {
             // We were the last searcher; the re-check below covers the queues.
         }
         if remote.spare {
@@ -494,7 +513,7 @@ impl WorkerCtx {
         }
         if !remote.spare && !shared.idle.unpark_worker_by_id(self.index) {
             // `notify_work` took us off the list and counted us as searching.
-            self.core.borrow_mut().searching = true;
+            self.searching.set(true);
         }
         shared.sysmon.wake_if_sleeping();
     }
@@ -535,7 +554,9 @@ impl WorkerCtx {
             self.pass_driver_on();
         } else {
             // The holder must also wake for our timers.
-            shared.driver.arm_earlier(remote.next_timer.load(Ordering::SeqCst));
+            shared
+                .driver
+                .arm_earlier(remote.next_timer.load(Ordering::SeqCst));
             remote.unparker.park();
         }
     }
@@ -563,11 +584,15 @@ impl WorkerCtx {
         {
             self.push_back(&mut core, task);
         }
-        self.remote().status.store(STATUS_BLOCKING, Ordering::Release);
+        self.remote()
+            .status
+            .store(STATUS_BLOCKING, Ordering::Release);
     }
 
     pub(crate) fn exit_blocking(&self) {
-        self.remote().status.store(STATUS_RUNNING, Ordering::Release);
+        self.remote()
+            .status
+            .store(STATUS_RUNNING, Ordering::Release);
     }
 
     /// Shutdown on this thread: cancel the coroutines pinned here (their stacks must unwind on
@@ -581,7 +606,10 @@ impl WorkerCtx {
             let ptr = task.header_ptr();
             if task.shutdown() == RunResult::Yielded {
                 // SAFETY: on `Yielded` our reference became a Running's.
-                self.core.borrow_mut().yielded.push_back(unsafe { Running::from_raw(ptr) });
+                self.core
+                    .borrow_mut()
+                    .yielded
+                    .push_back(unsafe { Running::from_raw(ptr) });
             }
         }
         let deadline = std::time::Instant::now() + SHUTDOWN_GRACE;
@@ -597,7 +625,11 @@ impl WorkerCtx {
                 break;
             }
             if std::time::Instant::now() >= deadline {
-                shared.owned.close_and_collect(mine).into_iter().for_each(|t| t.leak());
+                shared
+                    .owned
+                    .close_and_collect(mine)
+                    .into_iter()
+                    .for_each(|t| t.leak());
                 break;
             }
             // Wait for the wakes and timers the unwinding coroutines wait for.
@@ -608,7 +640,10 @@ impl WorkerCtx {
         let (yielded, pinned): (Vec<Running>, Vec<Runnable>) = {
             let mut core = self.core.borrow_mut();
             core.next = None;
-            (core.yielded.drain(..).collect(), core.pinned.drain(..).collect())
+            (
+                core.yielded.drain(..).collect(),
+                core.pinned.drain(..).collect(),
+            )
         };
         drop((yielded, pinned));
         let mut core = self.core.borrow_mut();
@@ -638,6 +673,8 @@ impl WorkerCtx {
 
     fn has_pinned_work(&self) -> bool {
         let core = self.core.borrow();
-        !core.pinned.is_empty() || !core.yielded.is_empty() || self.remote().inbox_len.load(Ordering::Acquire) > 0
+        !core.pinned.is_empty()
+            || !core.yielded.is_empty()
+            || self.remote().inbox_len.load(Ordering::Acquire) > 0
     }
 }

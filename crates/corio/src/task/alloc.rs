@@ -65,7 +65,10 @@ pub(crate) fn allocate(layout: Layout) -> NonNull<u8> {
         None => (layout, None),
     };
     if let Some(class) = class {
-        let reused = FREE.try_with(|f| f.borrow_mut().lists[class].pop()).ok().flatten();
+        let reused = FREE
+            .try_with(|f| f.borrow_mut().lists[class].pop())
+            .ok()
+            .flatten();
         if let Some(block) = reused {
             return block;
         }

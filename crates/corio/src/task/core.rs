@@ -80,7 +80,11 @@ pub(crate) trait Body: Send + 'static {
     type Output: Send + 'static;
 
     /// Makes progress. A panic is caught inside and reported as `Err(payload)`.
-    fn poll_body(&mut self, header: &Header, cx: &mut Context<'_>) -> Poll<Result<Self::Output, Payload>>;
+    fn poll_body(
+        &mut self,
+        header: &Header,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<Self::Output, Payload>>;
 
     /// Cancels the body. `Ready` once it is gone (dropped, or its stack unwound); `Pending` if
     /// it blocked while unwinding and must be polled again when woken. `Some(payload)` if a
@@ -130,7 +134,11 @@ impl Trailer {
     /// The caller must own the waker field.
     pub(crate) unsafe fn will_wake(&self, waker: &Waker) -> bool {
         // SAFETY: per the caller's contract.
-        unsafe { (*self.waker.get()).as_ref().is_some_and(|w| w.will_wake(waker)) }
+        unsafe {
+            (*self.waker.get())
+                .as_ref()
+                .is_some_and(|w| w.will_wake(waker))
+        }
     }
 
     /// # Safety
@@ -197,8 +205,12 @@ impl<B: Body> Cell<B> {
                 name,
                 location,
             },
-            core: Core { stage: UnsafeCell::new(Stage::Running(body)) },
-            trailer: Trailer { waker: UnsafeCell::new(None) },
+            core: Core {
+                stage: UnsafeCell::new(Stage::Running(body)),
+            },
+            trailer: Trailer {
+                waker: UnsafeCell::new(None),
+            },
         };
         let ptr = super::alloc::allocate(std::alloc::Layout::new::<Cell<B>>()).cast::<Cell<B>>();
         // SAFETY: a fresh block with the layout of `Cell<B>`.
@@ -239,6 +251,10 @@ mod size_tests {
 
     #[test]
     fn the_header_stays_small() {
-        assert!(size_of::<Header>() <= 80, "Header is {} bytes", size_of::<Header>());
+        assert!(
+            size_of::<Header>() <= 80,
+            "Header is {} bytes",
+            size_of::<Header>()
+        );
     }
 }

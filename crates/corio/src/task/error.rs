@@ -53,7 +53,10 @@ impl Drop for Cancelled {
 
 impl JoinError {
     pub(crate) fn cancelled(id: u64) -> JoinError {
-        JoinError { id, repr: Repr::Cancelled }
+        JoinError {
+            id,
+            repr: Repr::Cancelled,
+        }
     }
 
     /// A task's panic payload; the runtime's own cancellation payload means "cancelled".
@@ -61,7 +64,10 @@ impl JoinError {
         if payload.is::<Cancelled>() {
             return JoinError::cancelled(id);
         }
-        JoinError { id, repr: Repr::Panic(SyncPayload(payload)) }
+        JoinError {
+            id,
+            repr: Repr::Panic(SyncPayload(payload)),
+        }
     }
 
     /// Whether the task was cancelled.
@@ -82,7 +88,8 @@ impl JoinError {
     /// If the task was cancelled rather than panicked.
     #[track_caller]
     pub fn into_panic(self) -> Box<dyn Any + Send + 'static> {
-        self.try_into_panic().expect("corio: `JoinError::into_panic` on a cancelled task")
+        self.try_into_panic()
+            .expect("corio: `JoinError::into_panic` on a cancelled task")
     }
 
     /// The panic payload, or the error back if the task was cancelled.
@@ -102,7 +109,9 @@ impl JoinError {
         match &self.repr {
             Repr::Panic(SyncPayload(p)) => {
                 let p: &(dyn Any + Send) = &**p;
-                p.downcast_ref::<&str>().copied().or_else(|| p.downcast_ref::<String>().map(String::as_str))
+                p.downcast_ref::<&str>()
+                    .copied()
+                    .or_else(|| p.downcast_ref::<String>().map(String::as_str))
             }
             Repr::Cancelled => None,
         }
@@ -113,7 +122,9 @@ impl fmt::Display for JoinError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match (&self.repr, self.message()) {
             (Repr::Cancelled, _) => write!(f, "task {} was cancelled", self.id),
-            (Repr::Panic(_), Some(msg)) => write!(f, "task {} panicked with message {msg:?}", self.id),
+            (Repr::Panic(_), Some(msg)) => {
+                write!(f, "task {} panicked with message {msg:?}", self.id)
+            }
             (Repr::Panic(_), None) => write!(f, "task {} panicked", self.id),
         }
     }

@@ -68,7 +68,9 @@ fn poll_running<B: Body>(cell: &Cell<B>, ptr: NonNull<Header>) -> RunResult {
     };
     match result {
         Poll::Ready(Ok(output)) => complete(cell, ptr, Ok(output)),
-        Poll::Ready(Err(payload)) => complete(cell, ptr, Err(JoinError::from_payload(header.id, payload))),
+        Poll::Ready(Err(payload)) => {
+            complete(cell, ptr, Err(JoinError::from_payload(header.id, payload)))
+        }
         // A pinned coroutine yielded: it stays RUNNING and its worker queues it at the back of
         // its pinned queue; no waker, no state transition (see `raw::Running`).
         Poll::Pending if yielded => return RunResult::Yielded,
@@ -90,13 +92,19 @@ pub(crate) unsafe fn resume_running<B: Body>(ptr: NonNull<Header>) -> RunResult 
 }
 
 /// The poll returned `Pending`: go idle, requeue, or cancel.
-fn after_pending<B: Body>(cell: &Cell<B>, ptr: NonNull<Header>, cancel_delivered: bool) -> RunResult {
+fn after_pending<B: Body>(
+    cell: &Cell<B>,
+    ptr: NonNull<Header>,
+    cancel_delivered: bool,
+) -> RunResult {
     let header = &cell.header;
     match header.state.transition_to_idle(cancel_delivered) {
         TransitionToIdle::Ok => {}
         TransitionToIdle::OkNotified => {
             // SAFETY: the poll's reference is now a Notified (see `transition_to_idle`).
-            header.scheduler.yield_task(unsafe { Notified::from_raw(ptr) });
+            header
+                .scheduler
+                .yield_task(unsafe { Notified::from_raw(ptr) });
         }
         // SAFETY: the last reference was ours.
         TransitionToIdle::OkDealloc => unsafe { dealloc::<B>(ptr) },
@@ -183,7 +191,9 @@ pub(crate) unsafe fn dealloc<B: Body>(ptr: NonNull<Header>) {
     // A body or output still inside is dropped here; catch a panicking Drop so that
     // deallocation (often inside a waker) cannot unwind.
     // SAFETY: the cell was written by `Cell::allocate` and nobody refers to it any more.
-    let _ = catch_unwind(AssertUnwindSafe(|| unsafe { std::ptr::drop_in_place(cell.as_ptr()) }));
+    let _ = catch_unwind(AssertUnwindSafe(|| unsafe {
+        std::ptr::drop_in_place(cell.as_ptr())
+    }));
     // SAFETY: allocated by `Cell::allocate` with this layout; dropped above.
     unsafe { super::alloc::free(cell.cast(), std::alloc::Layout::new::<Cell<B>>()) };
 }
@@ -219,7 +229,9 @@ fn can_read_output<B: Body>(cell: &Cell<B>, waker: &Waker) -> bool {
         if unsafe { cell.trailer.will_wake(waker) } {
             return false;
         }
-        state.unset_waker().and_then(|_| set_join_waker(cell, waker))
+        state
+            .unset_waker()
+            .and_then(|_| set_join_waker(cell, waker))
     } else {
         set_join_waker(cell, waker)
     };

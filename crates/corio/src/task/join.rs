@@ -42,7 +42,10 @@ impl<T> JoinHandle<T> {
     /// `raw` must be a task whose output type is `T`, and the caller gives its JoinHandle
     /// reference to the new handle.
     pub(crate) unsafe fn from_raw(raw: NonNull<Header>) -> JoinHandle<T> {
-        JoinHandle { raw, _output: PhantomData }
+        JoinHandle {
+            raw,
+            _output: PhantomData,
+        }
     }
 
     fn header(&self) -> &Header {
@@ -73,7 +76,9 @@ impl<T> JoinHandle<T> {
         let header = self.header();
         if header.state.transition_to_notified_and_cancel() {
             // SAFETY: the transition took a reference for this Notified.
-            header.scheduler.schedule(unsafe { Notified::from_raw(self.raw) });
+            header
+                .scheduler
+                .schedule(unsafe { Notified::from_raw(self.raw) });
         }
     }
 
@@ -114,6 +119,9 @@ impl<T> Drop for JoinHandle<T> {
 
 impl<T> fmt::Debug for JoinHandle<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("JoinHandle").field("id", &self.id()).field("finished", &self.is_finished()).finish()
+        f.debug_struct("JoinHandle")
+            .field("id", &self.id())
+            .field("finished", &self.is_finished())
+            .finish()
     }
 }

@@ -132,12 +132,18 @@ impl StackfulCtx {
         // Unwinding from our own cancellation: the payload is alive (not dropped by a catch) and
         // the thread is panicking. Either alone is not enough: the payload may be held by code
         // that caught it, and the thread may be panicking for another coroutine.
-        let unwinding = self.unwinding.borrow().as_ref().is_some_and(|f| f.load(Ordering::Relaxed))
+        let unwinding = self
+            .unwinding
+            .borrow()
+            .as_ref()
+            .is_some_and(|f| f.load(Ordering::Relaxed))
             && std::thread::panicking();
         if !unwinding {
             let flag = Arc::new(AtomicBool::new(true));
             *self.unwinding.borrow_mut() = Some(flag.clone());
-            resume_unwind(Box::new(Cancelled { unwinding: Some(flag) }));
+            resume_unwind(Box::new(Cancelled {
+                unwinding: Some(flag),
+            }));
         }
     }
 }
@@ -172,8 +178,14 @@ pub(crate) struct StackConfig {
 /// memory, the stack comes from the cache of the worker that will run it (warm, and where it
 /// will stay), and a batch of short coroutines reuses a handful of stacks.
 pub(crate) enum Stackful<F, T> {
-    Unstarted { f: F, config: StackConfig },
-    Started { co: PinnedCoroutine<T>, ctx: StackfulCtx },
+    Unstarted {
+        f: F,
+        config: StackConfig,
+    },
+    Started {
+        co: PinnedCoroutine<T>,
+        ctx: StackfulCtx,
+    },
     Done,
 }
 
@@ -188,9 +200,17 @@ where
 
     /// Builds the coroutine on this worker's stack cache.
     #[cold]
-    fn start(&mut self, pinned: bool, location: &'static std::panic::Location<'static>) -> Result<(), Payload> {
-        let Stackful::Unstarted { .. } = self else { return Ok(()) };
-        let Stackful::Unstarted { f, config } = std::mem::replace(self, Stackful::Done) else { unreachable!() };
+    fn start(
+        &mut self,
+        pinned: bool,
+        location: &'static std::panic::Location<'static>,
+    ) -> Result<(), Payload> {
+        let Stackful::Unstarted { .. } = self else {
+            return Ok(());
+        };
+        let Stackful::Unstarted { f, config } = std::mem::replace(self, Stackful::Done) else {
+            unreachable!()
+        };
         let mut builder = corio_context::coroutine::Builder::new()
             .stack_size(config.stack_size)
             .id(config.id)
@@ -219,16 +239,29 @@ where
                     unwinding: std::cell::RefCell::new(None),
                     pinned,
                 };
-                *self = Stackful::Started { co: PinnedCoroutine(co), ctx };
+                *self = Stackful::Started {
+                    co: PinnedCoroutine(co),
+                    ctx,
+                };
                 Ok(())
             }
-            Err(e) => Err(Box::new(format!("corio: cannot create the coroutine's stack: {e}"))),
+            Err(e) => Err(Box::new(format!(
+                "corio: cannot create the coroutine's stack: {e}"
+            ))),
         }
     }
 
-    fn resume(&mut self, header: &Header, cx: &mut Context<'_>, signal: Signal) -> Poll<Result<T, Payload>> {
+    fn resume(
+        &mut self,
+        header: &Header,
+        cx: &mut Context<'_>,
+        signal: Signal,
+    ) -> Poll<Result<T, Payload>> {
         if let Stackful::Unstarted { .. } = self {
-            let pinned = matches!(header.kind, crate::task::core::Kind::Stackful { migratable: false });
+            let pinned = matches!(
+                header.kind,
+                crate::task::core::Kind::Stackful { migratable: false }
+            );
             if let Err(payload) = self.start(pinned, header.location) {
                 return Poll::Ready(Err(payload));
             }
@@ -290,7 +323,9 @@ where
             Stackful::Done => return Poll::Ready(None),
             Stackful::Unstarted { .. } => {
                 // Never ran: dropping the closure is all there is to do.
-                return Poll::Ready(catch_unwind(AssertUnwindSafe(|| *self = Stackful::Done)).err());
+                return Poll::Ready(
+                    catch_unwind(AssertUnwindSafe(|| *self = Stackful::Done)).err(),
+                );
             }
             Stackful::Started { .. } => {}
         }

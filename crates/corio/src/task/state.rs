@@ -111,7 +111,9 @@ pub(crate) struct TransitionToJoinHandleDrop {
 
 impl State {
     pub(crate) fn new() -> State {
-        State { val: AtomicUsize::new(INITIAL) }
+        State {
+            val: AtomicUsize::new(INITIAL),
+        }
     }
 
     /// Loads the word (Acquire: pairs with the Release half of every transition, so that what
@@ -128,7 +130,10 @@ impl State {
             let (output, next) = f(curr);
             let Some(next) = next else { return output };
             // AcqRel: acquire what the previous owner published, release ours.
-            match self.val.compare_exchange_weak(curr.0, next.0, AcqRel, Acquire) {
+            match self
+                .val
+                .compare_exchange_weak(curr.0, next.0, AcqRel, Acquire)
+            {
                 Ok(_) => return output,
                 Err(actual) => curr = Snapshot(actual),
             }
@@ -173,7 +178,11 @@ impl State {
                 TransitionToIdle::OkNotified
             } else {
                 s.ref_dec();
-                if s.ref_count() == 0 { TransitionToIdle::OkDealloc } else { TransitionToIdle::Ok }
+                if s.ref_count() == 0 {
+                    TransitionToIdle::OkDealloc
+                } else {
+                    TransitionToIdle::Ok
+                }
             };
             (action, Some(s))
         })
@@ -269,7 +278,12 @@ impl State {
     /// The fast path of dropping a `JoinHandle` of a task nobody has touched yet.
     pub(crate) fn drop_join_handle_fast(&self) -> Result<(), ()> {
         self.val
-            .compare_exchange(INITIAL, (INITIAL - REF_ONE) & !JOIN_INTEREST, Release, Acquire)
+            .compare_exchange(
+                INITIAL,
+                (INITIAL - REF_ONE) & !JOIN_INTEREST,
+                Release,
+                Acquire,
+            )
             .map(|_| ())
             .map_err(|_| ())
     }
@@ -278,7 +292,10 @@ impl State {
     pub(crate) fn transition_to_join_handle_dropped(&self) -> TransitionToJoinHandleDrop {
         self.fetch_update_action(|mut s| {
             debug_assert!(s.is_join_interested());
-            let mut t = TransitionToJoinHandleDrop { drop_waker: false, drop_output: false };
+            let mut t = TransitionToJoinHandleDrop {
+                drop_waker: false,
+                drop_output: false,
+            };
             s.0 &= !JOIN_INTEREST;
             if s.is_complete() {
                 // The completed output is ours to drop; the waker field was left to us too
@@ -404,8 +421,14 @@ mod tests {
     fn a_wake_while_running_resubmits_when_the_poll_ends() {
         let state = State::new();
         assert_eq!(state.transition_to_running(), TransitionToRunning::Success);
-        assert_eq!(state.transition_to_notified_by_ref(), TransitionToNotifiedByRef::DoNothing);
-        assert_eq!(state.transition_to_idle(false), TransitionToIdle::OkNotified);
+        assert_eq!(
+            state.transition_to_notified_by_ref(),
+            TransitionToNotifiedByRef::DoNothing
+        );
+        assert_eq!(
+            state.transition_to_idle(false),
+            TransitionToIdle::OkNotified
+        );
         assert_eq!(state.load().ref_count(), 3);
         assert_eq!(state.transition_to_running(), TransitionToRunning::Success);
         assert_eq!(state.transition_to_idle(false), TransitionToIdle::Ok);
@@ -417,9 +440,15 @@ mod tests {
         let state = State::new();
         let _ = state.transition_to_running();
         let _ = state.transition_to_idle(false); // 2 refs left
-        assert_eq!(state.transition_to_notified_by_ref(), TransitionToNotifiedByRef::Submit);
+        assert_eq!(
+            state.transition_to_notified_by_ref(),
+            TransitionToNotifiedByRef::Submit
+        );
         assert_eq!(state.load().ref_count(), 3);
-        assert_eq!(state.transition_to_notified_by_ref(), TransitionToNotifiedByRef::DoNothing);
+        assert_eq!(
+            state.transition_to_notified_by_ref(),
+            TransitionToNotifiedByRef::DoNothing
+        );
         assert_eq!(state.load().ref_count(), 3);
     }
 
@@ -430,7 +459,10 @@ mod tests {
         let _ = state.transition_to_idle(false);
         assert!(state.transition_to_notified_and_cancel());
         assert!(!state.transition_to_notified_and_cancel());
-        assert_eq!(state.transition_to_running(), TransitionToRunning::Cancelled);
+        assert_eq!(
+            state.transition_to_running(),
+            TransitionToRunning::Cancelled
+        );
     }
 
     #[test]
@@ -468,7 +500,10 @@ mod loom_tests {
             let state = idle_task();
             state.ref_inc(); // the waker's reference
             // The task is woken (by its own first notification) and polled.
-            assert_eq!(state.transition_to_notified_by_ref(), TransitionToNotifiedByRef::Submit);
+            assert_eq!(
+                state.transition_to_notified_by_ref(),
+                TransitionToNotifiedByRef::Submit
+            );
             assert_eq!(state.transition_to_running(), TransitionToRunning::Success);
             let submits = Arc::new(AtomicUsize::new(0));
             let waker = {
@@ -483,7 +518,11 @@ mod loom_tests {
                 submits.fetch_add(1, SeqCst);
             }
             waker.join().unwrap();
-            assert_eq!(submits.load(SeqCst), 1, "the wake was lost or submitted twice");
+            assert_eq!(
+                submits.load(SeqCst),
+                1,
+                "the wake was lost or submitted twice"
+            );
             let s = state.load();
             assert!(s.is_notified() && !s.is_running());
             // list + handle + the one Notified
@@ -495,7 +534,10 @@ mod loom_tests {
     fn an_abort_racing_the_end_of_a_poll_is_never_lost() {
         loom::model(|| {
             let state = idle_task();
-            assert_eq!(state.transition_to_notified_by_ref(), TransitionToNotifiedByRef::Submit);
+            assert_eq!(
+                state.transition_to_notified_by_ref(),
+                TransitionToNotifiedByRef::Submit
+            );
             assert_eq!(state.transition_to_running(), TransitionToRunning::Success);
             let aborter = {
                 let state = state.clone();
@@ -508,7 +550,10 @@ mod loom_tests {
             let poll_cancels = after_poll == TransitionToIdle::Cancelled;
             let requeued = after_poll == TransitionToIdle::OkNotified;
             assert_eq!(
-                [poll_cancels, requeued, submitted_by_abort].iter().filter(|&&b| b).count(),
+                [poll_cancels, requeued, submitted_by_abort]
+                    .iter()
+                    .filter(|&&b| b)
+                    .count(),
                 1,
                 "{after_poll:?} submitted_by_abort={submitted_by_abort}"
             );

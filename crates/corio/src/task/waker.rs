@@ -31,7 +31,10 @@ pub(crate) fn waker_ref(header: &Header) -> WakerRef<'_> {
     // SAFETY: the vtable's functions uphold RawWaker's contract for a task pointer; the
     // ManuallyDrop means no reference is dropped for this borrowed waker, and clones take one.
     let waker = unsafe { Waker::from_raw(raw) };
-    WakerRef { waker: ManuallyDrop::new(waker), _task: PhantomData }
+    WakerRef {
+        waker: ManuallyDrop::new(waker),
+        _task: PhantomData,
+    }
 }
 
 fn header<'a>(ptr: *const ()) -> &'a Header {
@@ -55,7 +58,10 @@ unsafe fn wake(ptr: *const ()) {
         TransitionToNotifiedByVal::DoNothing => {}
         TransitionToNotifiedByVal::Submit => {
             // SAFETY: the waker's reference became a Notified's.
-            header.scheduler.clone().schedule(unsafe { Notified::from_raw(nonnull(ptr)) });
+            header
+                .scheduler
+                .clone()
+                .schedule(unsafe { Notified::from_raw(nonnull(ptr)) });
         }
         TransitionToNotifiedByVal::Dealloc => {
             // SAFETY: the waker held the last reference.
@@ -68,7 +74,9 @@ unsafe fn wake_by_ref(ptr: *const ()) {
     let header = header(ptr);
     if header.state.transition_to_notified_by_ref() == TransitionToNotifiedByRef::Submit {
         // SAFETY: the transition took a reference for the Notified.
-        header.scheduler.schedule(unsafe { Notified::from_raw(nonnull(ptr)) });
+        header
+            .scheduler
+            .schedule(unsafe { Notified::from_raw(nonnull(ptr)) });
     }
 }
 

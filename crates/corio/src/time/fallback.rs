@@ -44,7 +44,12 @@ fn run(fb: &'static Fallback) {
             continue;
         }
         heap = match heap.next_deadline() {
-            Some(d) => fb.changed.wait_timeout(heap, Duration::from_nanos(d - now)).unwrap_or_else(|e| e.into_inner()).0,
+            Some(d) => {
+                fb.changed
+                    .wait_timeout(heap, Duration::from_nanos(d - now))
+                    .unwrap_or_else(|e| e.into_inner())
+                    .0
+            }
             None => fb.changed.wait(heap).unwrap_or_else(|e| e.into_inner()),
         };
     }
@@ -54,13 +59,20 @@ pub(crate) fn register(deadline: Instant, waker: &Waker) -> Arc<TimerEntry> {
     let fb = fallback();
     let entry = TimerEntry::new(deadline.saturating_duration_since(fb.epoch).as_nanos() as u64);
     entry.register(waker);
-    fb.heap.lock().unwrap_or_else(|e| e.into_inner()).insert(entry.clone());
+    fb.heap
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(entry.clone());
     fb.changed.notify_one();
     entry
 }
 
 pub(crate) fn cancel(entry: &TimerEntry) {
-    fallback().heap.lock().unwrap_or_else(|e| e.into_inner()).remove(entry);
+    fallback()
+        .heap
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .remove(entry);
 }
 
 /// Takes over a runtime's pending timer (the runtime is shutting down): `entry` fires at its

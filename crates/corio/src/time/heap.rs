@@ -113,7 +113,10 @@ impl TimerEntry {
 
     /// The deadline, in nanoseconds on the runtime clock.
     #[inline]
-    #[allow(dead_code, reason = "part of the structure's API, exercised by its tests")]
+    #[allow(
+        dead_code,
+        reason = "part of the structure's API, exercised by its tests"
+    )]
     pub(crate) fn deadline(&self) -> u64 {
         self.deadline
     }
@@ -206,7 +209,10 @@ impl TimerHeap {
 
     /// Whether no timer is queued.
     #[inline]
-    #[allow(dead_code, reason = "part of the structure's API, exercised by its tests")]
+    #[allow(
+        dead_code,
+        reason = "part of the structure's API, exercised by its tests"
+    )]
     pub(crate) fn is_empty(&self) -> bool {
         self.slots.is_empty()
     }

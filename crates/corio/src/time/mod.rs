@@ -22,8 +22,8 @@ use std::time::Duration;
 
 pub use std::time::Instant;
 
-pub use self::sleep::Sleep;
 pub(crate) use self::fallback::adopt;
+pub use self::sleep::Sleep;
 
 /// Blocks the calling coroutine (or thread) for `duration`.
 ///
@@ -120,9 +120,11 @@ pub fn timeout<F: IntoFuture>(duration: Duration, fut: F) -> Result<F::Output, E
 
 /// A future that resolves to `fut`'s output, or to `Err(Elapsed)` after `duration`.
 pub fn timeout_async<F: IntoFuture>(duration: Duration, fut: F) -> Timeout<F::IntoFuture> {
-    Timeout { fut: fut.into_future(), sleep: sleep_async(duration) }
+    Timeout {
+        fut: fut.into_future(),
+        sleep: sleep_async(duration),
+    }
 }
-
 
 /// The future of [`timeout_async`].
 #[must_use = "futures do nothing unless polled"]
@@ -143,7 +145,9 @@ impl<F: Future> Future for Timeout<F> {
         if let Poll::Ready(v) = unsafe { Pin::new_unchecked(&mut this.fut) }.poll(cx) {
             return Poll::Ready(Ok(v));
         }
-        Pin::new(&mut this.sleep).poll(cx).map(|()| Err(Elapsed(())))
+        Pin::new(&mut this.sleep)
+            .poll(cx)
+            .map(|()| Err(Elapsed(())))
     }
 }
 
@@ -168,8 +172,14 @@ impl<F: Future> Future for Timeout<F> {
 /// ```
 #[track_caller]
 pub fn interval(period: Duration) -> Interval {
-    assert!(!period.is_zero(), "corio: an interval's period must be positive");
-    Interval { period, next: Instant::now() }
+    assert!(
+        !period.is_zero(),
+        "corio: an interval's period must be positive"
+    );
+    Interval {
+        period,
+        next: Instant::now(),
+    }
 }
 
 /// See [`interval`].
@@ -208,7 +218,11 @@ impl Interval {
             // Skip the missed ticks: the next one is the first on the grid after `now`.
             let behind = (now - next).as_nanos();
             let periods = behind / self.period.as_nanos() + 1;
-            let skip = self.period.as_nanos().saturating_mul(periods).min(u64::MAX as u128);
+            let skip = self
+                .period
+                .as_nanos()
+                .saturating_mul(periods)
+                .min(u64::MAX as u128);
             next += Duration::from_nanos(skip as u64);
         }
         self.next = next;

@@ -27,14 +27,21 @@ pub struct Sleep {
 
 enum Registered {
     /// In worker `index`'s heap of a runtime.
-    Runtime { shared: Arc<Shared>, index: usize, entry: Arc<TimerEntry> },
+    Runtime {
+        shared: Arc<Shared>,
+        index: usize,
+        entry: Arc<TimerEntry>,
+    },
     /// With the fallback timer thread.
     Fallback(Arc<TimerEntry>),
 }
 
 impl Sleep {
     pub(crate) fn until(deadline: Instant) -> Sleep {
-        Sleep { deadline, timer: None }
+        Sleep {
+            deadline,
+            timer: None,
+        }
     }
 
     /// The instant this sleep completes at.
@@ -57,7 +64,10 @@ impl Sleep {
             Some(w) if Arc::ptr_eq(w.shared(), &shared) => w.index(),
             _ => 0,
         });
-        let deadline = self.deadline.saturating_duration_since(shared.epoch).as_nanos() as u64;
+        let deadline = self
+            .deadline
+            .saturating_duration_since(shared.epoch)
+            .as_nanos() as u64;
         let entry = TimerEntry::new(deadline);
         entry.register(cx.waker());
         {
@@ -65,11 +75,17 @@ impl Sleep {
             let mut heap = remote.timers.lock().unwrap_or_else(|e| e.into_inner());
             heap.insert(entry.clone());
             if deadline < remote.next_timer.load(std::sync::atomic::Ordering::SeqCst) {
-                remote.next_timer.store(deadline, std::sync::atomic::Ordering::SeqCst);
+                remote
+                    .next_timer
+                    .store(deadline, std::sync::atomic::Ordering::SeqCst);
             }
         }
         shared.timer_added(index, deadline);
-        self.timer = Some(Registered::Runtime { shared, index, entry });
+        self.timer = Some(Registered::Runtime {
+            shared,
+            index,
+            entry,
+        });
     }
 }
 
@@ -82,7 +98,9 @@ impl Future for Sleep {
             return Poll::Pending;
         }
         match &self.timer {
-            Some(Registered::Runtime { entry, .. } | Registered::Fallback(entry)) => entry.poll_elapsed(cx),
+            Some(Registered::Runtime { entry, .. } | Registered::Fallback(entry)) => {
+                entry.poll_elapsed(cx)
+            }
             None if Instant::now() >= self.deadline => Poll::Ready(()),
             None => {
                 self.register(cx);
@@ -95,7 +113,11 @@ impl Future for Sleep {
 impl Drop for Sleep {
     fn drop(&mut self) {
         match self.timer.take() {
-            Some(Registered::Runtime { shared, index, entry }) if !entry.is_fired() => {
+            Some(Registered::Runtime {
+                shared,
+                index,
+                entry,
+            }) if !entry.is_fired() => {
                 let remote = &shared.workers[index];
                 {
                     let mut heap = remote.timers.lock().unwrap_or_else(|e| e.into_inner());
@@ -104,7 +126,9 @@ impl Drop for Sleep {
                     }
                     // Under the lock, as every writer of `next_timer`.
                     let next = heap.next_deadline().unwrap_or(u64::MAX);
-                    remote.next_timer.store(next, std::sync::atomic::Ordering::SeqCst);
+                    remote
+                        .next_timer
+                        .store(next, std::sync::atomic::Ordering::SeqCst);
                 }
                 // Cancelled timers leave nothing behind, not even a stale deadline that would
                 // wake an idle runtime.
@@ -118,6 +142,8 @@ impl Drop for Sleep {
 
 impl std::fmt::Debug for Sleep {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Sleep").field("deadline", &self.deadline).finish_non_exhaustive()
+        f.debug_struct("Sleep")
+            .field("deadline", &self.deadline)
+            .finish_non_exhaustive()
     }
 }

@@ -128,7 +128,10 @@ impl<T> Inject<T> {
 
     /// Pushes every task of `tasks` at the back, in order, under one lock acquisition. Hands the
     /// untouched iterator back if the queue is closed.
-    #[allow(dead_code, reason = "part of the structure's API, exercised by its tests")]
+    #[allow(
+        dead_code,
+        reason = "part of the structure's API, exercised by its tests"
+    )]
     pub(crate) fn push_batch<I: IntoIterator<Item = T>>(
         &self,
         tasks: I,
@@ -201,7 +204,10 @@ impl<T> Inject<T> {
     }
 
     /// Whether [`close`](Self::close) has been called.
-    #[allow(dead_code, reason = "part of the structure's API, exercised by its tests")]
+    #[allow(
+        dead_code,
+        reason = "part of the structure's API, exercised by its tests"
+    )]
     pub(crate) fn is_closed(&self) -> bool {
         self.lock().closed
     }
