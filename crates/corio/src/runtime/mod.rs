@@ -143,25 +143,24 @@ impl Shared {
     }
 
     /// A task was woken: queue it where it must run (see the table in the module docs).
+    #[inline]
     pub(crate) fn schedule(self: &Arc<Self>, task: Notified) {
-        if task.header().kind == Kind::Blocking {
-            self.blocking.push(self, task);
-            return;
-        }
-        context::with_worker(|worker| match worker {
-            Some(w) if Arc::ptr_eq(w.shared(), self) => w.schedule_local(task, false),
-            _ => self.schedule_remote(task),
-        });
+        self.schedule_with(task, false);
     }
 
     /// A task was woken while it ran (a yield): queue it behind the others.
+    #[inline]
     pub(crate) fn yield_task(self: &Arc<Self>, task: Notified) {
+        self.schedule_with(task, true);
+    }
+
+    fn schedule_with(self: &Arc<Self>, task: Notified, is_yield: bool) {
         if task.header().kind == Kind::Blocking {
             self.blocking.push(self, task);
             return;
         }
         context::with_worker(|worker| match worker {
-            Some(w) if Arc::ptr_eq(w.shared(), self) => w.schedule_local(task, true),
+            Some(w) if Arc::ptr_eq(w.shared(), self) => w.schedule_local(task, is_yield),
             _ => self.schedule_remote(task),
         });
     }
