@@ -249,7 +249,12 @@ impl Builder {
         Yield: 'static,
         Return: 'static,
     {
-        let location = self.location.unwrap_or_else(Location::caller);
+        // Not `unwrap_or_else(Location::caller)`: called through a function pointer,
+        // `Location::caller` would name that call, not our caller.
+        let location = match self.location {
+            Some(location) => location,
+            None => Location::caller(),
+        };
         let stack = Stack::new(self.stack_size.unwrap_or(DEFAULT_STACK_SIZE))?;
         Coroutine::on_stack(stack, self.name, self.id, location, f)
     }
