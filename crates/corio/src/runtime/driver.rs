@@ -49,8 +49,6 @@ pub(crate) struct Driver {
     /// The deadline (runtime clock, ns) the timerfd is armed at; `u64::MAX` when disarmed.
     pub(crate) until: AtomicU64,
     arm_lock: Mutex<()>,
-    /// Wake-ups delivered through the eventfd (metrics).
-    pub(crate) wakes: AtomicU64,
 }
 
 fn owned(fd: libc::c_int) -> io::Result<OwnedFd> {
@@ -113,7 +111,6 @@ impl Driver {
             held: AtomicBool::new(false),
             until: AtomicU64::new(u64::MAX),
             arm_lock: Mutex::new(()),
-            wakes: AtomicU64::new(0),
         })
     }
 
@@ -217,7 +214,6 @@ impl Driver {
 
     /// Interrupts the holder's wait (or makes its next wait return at once).
     pub(crate) fn wake(&self) {
-        self.wakes.fetch_add(1, Ordering::Relaxed);
         let one = 1u64;
         // SAFETY: writing 8 bytes to our eventfd.
         unsafe { libc::write(self.event.as_raw_fd(), (&raw const one).cast(), 8) };

@@ -202,7 +202,9 @@ fn bind_and_schedule<B: Body>(
     match shared.owned.bind(task) {
         Ok(()) => match kind {
             Kind::Blocking => shared.blocking.push(shared, notified),
-            _ => shared.schedule_spawned(notified),
+            // A new task goes to the back of this worker's run queue (stealable, unlike the
+            // next-task slot, so that a fan-out spreads over idle workers at once), as a yield.
+            _ => shared.yield_task(notified),
         },
         Err(task) => {
             // The runtime is shutting down: the task is cancelled without running.
@@ -211,15 +213,4 @@ fn bind_and_schedule<B: Body>(
         }
     }
     join
-}
-
-impl Shared {
-    /// A new task: onto this worker's run queue (stealable, unlike the next-task slot, so
-    /// that a fan-out spreads over idle workers at once), else the global queue.
-    fn schedule_spawned(self: &Arc<Self>, task: Notified) {
-        super::context::with_worker(|worker| match worker {
-            Some(w) if Arc::ptr_eq(w.shared(), self) => w.schedule_local(task, true),
-            _ => self.schedule_remote(task),
-        });
-    }
 }

@@ -289,9 +289,8 @@ impl WorkerCtx {
             .store(remote.ticks.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
         let ptr = task.header_ptr();
         // SAFETY: the task is alive: `task` holds a reference until it runs.
-        remote
-            .current_id
-            .store(unsafe { ptr.as_ref() }.id, Ordering::Relaxed);
+        let id = unsafe { ptr.as_ref() }.id;
+        remote.current_id.store(id, Ordering::Relaxed);
         if task.run() == RunResult::Yielded {
             // SAFETY: on `Yielded` the reference we handed over became a Running's.
             let running = unsafe { Running::from_raw(ptr) };
@@ -388,7 +387,13 @@ impl WorkerCtx {
 
     /// Puts a task at the back of the queue it belongs in.
     fn push_back(&self, core: &mut Core, task: Notified) {
-        if task.is_movable() {
+        let movable = task.is_movable();
+        self.push_back_known(core, task, movable);
+    }
+
+    /// `push_back` for a task whose movability the caller already knows.
+    fn push_back_known(&self, core: &mut Core, task: Notified, movable: bool) {
+        if movable {
             core.run_queue.push_back(task, &self.shared.inject);
         } else {
             core.pinned.push_back(Runnable::Notified(task));
@@ -397,11 +402,8 @@ impl WorkerCtx {
 
     /// Queues a task woken on this worker (`is_yield`: behind the others).
     pub(crate) fn schedule_local(&self, task: Notified, is_yield: bool) {
-        if task
-            .header()
-            .pinned_home()
-            .is_some_and(|home| home != self.index)
-        {
+        let home = task.header().pinned_home();
+        if home.is_some_and(|home| home != self.index) {
             self.shared.schedule_remote(task);
             return;
         }
@@ -411,17 +413,20 @@ impl WorkerCtx {
             self.shared.schedule_remote(task);
             return;
         };
-        if self.shared.is_shutdown() && task.is_movable() {
+        if home.is_none() && self.shared.is_shutdown() {
             return; // dropped: shutdown cancels it through the owned list
         }
-        let movable = task.is_movable();
-        if is_yield || self.firing.get() {
-            self.push_back(&mut core, task);
+        // The task that goes to the back of a queue: this one, or the one it displaces from
+        // the next-task slot.
+        let (pushed, movable) = if is_yield || self.firing.get() {
+            (task, home.is_none())
         } else if let Some(previous) = core.next.replace(task) {
-            self.push_back(&mut core, previous);
+            let movable = previous.is_movable();
+            (previous, movable)
         } else {
             return;
-        }
+        };
+        self.push_back_known(&mut core, pushed, movable);
         // Work others could steal appeared in our run queue.
         if movable || !core.run_queue.is_empty() {
             drop(core);
@@ -493,12 +498,11 @@ impl WorkerCtx {
         let shared = &self.shared;
         let remote = self.remote();
         let was_searching = self.searching.replace(false);
-        if !remote.spare
-            && shared
+        if !remote.spare {
+            // If we were the last searcher, the re-check below covers the queues.
+            let _ = shared
                 .idle
-                .transition_worker_to_parked(self.index, was_searching)
-        {
-            // We were the last searcher; the re-check below covers the queues.
+                .transition_worker_to_parked(self.index, was_searching);
         }
         if remote.spare {
             remote.active.store(false, Ordering::Release);
@@ -606,10 +610,8 @@ impl WorkerCtx {
             let ptr = task.header_ptr();
             if task.shutdown() == RunResult::Yielded {
                 // SAFETY: on `Yielded` our reference became a Running's.
-                self.core
-                    .borrow_mut()
-                    .yielded
-                    .push_back(unsafe { Running::from_raw(ptr) });
+                let running = unsafe { Running::from_raw(ptr) };
+                self.core.borrow_mut().yielded.push_back(running);
             }
         }
         let deadline = std::time::Instant::now() + SHUTDOWN_GRACE;

@@ -102,9 +102,8 @@ fn after_pending<B: Body>(
         TransitionToIdle::Ok => {}
         TransitionToIdle::OkNotified => {
             // SAFETY: the poll's reference is now a Notified (see `transition_to_idle`).
-            header
-                .scheduler
-                .yield_task(unsafe { Notified::from_raw(ptr) });
+            let task = unsafe { Notified::from_raw(ptr) };
+            header.scheduler.yield_task(task);
         }
         // SAFETY: the last reference was ours.
         TransitionToIdle::OkDealloc => unsafe { dealloc::<B>(ptr) },
