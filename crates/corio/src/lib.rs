@@ -38,6 +38,7 @@ pub(crate) mod runtime;
 #[allow(dead_code)]
 pub(crate) mod sync;
 pub(crate) mod task;
+mod task_local;
 pub mod time;
 
 use std::future::Future;
@@ -52,6 +53,7 @@ pub use crate::runtime::{
     Builder as RuntimeBuilder, EnterGuard, Handle, Metrics, Runtime, blocking, spawn_blocking,
 };
 pub use crate::task::{JoinError, JoinHandle};
+pub use crate::task_local::{AccessError, LocalKey, TaskLocalFuture};
 pub use crate::time::sleep;
 
 /// Spawns a stackful coroutine running `f` — blocking-style code with its own stack — on the

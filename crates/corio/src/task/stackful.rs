@@ -75,6 +75,8 @@ pub(crate) struct StackfulCtx {
     unwinding: std::cell::RefCell<Option<Arc<AtomicBool>>>,
     /// Whether the coroutine is pinned to its worker (not `migratable`).
     pinned: bool,
+    /// The coroutine's open task-local scopes (`task_local.rs`).
+    locals: crate::task_local::ScopeStack,
 }
 
 // SAFETY: the cells are touched only by the thread that resumes the coroutine, during the
@@ -88,6 +90,12 @@ impl StackfulCtx {
         // SAFETY: set by `resume` to the Context's waker, which outlives the resume during
         // which the coroutine (the only caller) runs.
         unsafe { &*self.waker.get() }
+    }
+
+    /// The coroutine's own stack of open task-local scopes.
+    #[inline]
+    pub(crate) fn task_locals(&self) -> &crate::task_local::ScopeStack {
+        &self.locals
     }
 
     /// Suspends the coroutine until its task is polled again.
@@ -238,6 +246,7 @@ where
                     cancel_requested: Cell::new(false),
                     unwinding: std::cell::RefCell::new(None),
                     pinned,
+                    locals: std::cell::RefCell::new(Vec::new()),
                 };
                 *self = Stackful::Started {
                     co: PinnedCoroutine(co),

@@ -1,0 +1,319 @@
+//! `task_local!`: a value per coroutine or task, set for the length of a scope.
+//!
+//! # The problem
+//!
+//! Libraries keep per-request state (a trace id, a deadline, a transaction) in a thread-local.
+//! Under corio that is wrong twice over: many coroutines share one worker thread, and resumes
+//! do not nest — coroutine A may suspend in the middle of a scope and coroutine B then runs on
+//! the same thread, where a thread-local that A set (and a drop guard would restore only when
+//! A resumes) would show B A's value. The value has to belong to the task, not to the thread.
+//!
+//! # The mechanism
+//!
+//! A scope pushes an entry `(key id, pointer to the value)` on a *scope stack*, and pops it
+//! when the scope ends (by return or unwind); [`LocalKey::with`] reads the newest entry of its
+//! key. Which scope stack depends on what is running ([`context::here`]):
+//!
+//! | running | scope stack | why it is per task |
+//! |---|---|---|
+//! | a stackful coroutine | in its `StackfulCtx`, inside the task's cell | the context the worker publishes while the coroutine runs is the coroutine's own, and it is unpublished when the coroutine suspends: another coroutine of the thread sees its own stack |
+//! | an async task's poll, a plain thread, a blocking-pool closure | a thread-local | nothing else runs on the thread until the poll (or the thread's code) returns, and every entry pushed during a poll is popped before it returns |
+//!
+//! [`LocalKey::sync_scope`] keeps its value on the caller's stack (a coroutine's stack
+//! outlives its suspensions, and the entry is popped before the frame ends).
+//! [`LocalKey::scope`] returns a future that keeps its value inside itself and pushes the
+//! entry only for the length of each poll of the inner future, so a task that moves between
+//! workers takes its value with it. Polled inside a stackful coroutine (`corio::block_on`), it
+//! pushes onto that coroutine's stack of scopes; if the inner future suspends the coroutine
+//! mid-poll (a blocking-style call inside a poll), the entry stays with the coroutine.
+//!
+//! Rejected: a thread-local per key restored by a guard (tokio's form, correct only where
+//! polls cannot be interrupted: here it leaks a value to every coroutine that runs while the
+//! owner is suspended inside the scope); a map in every task header (it would grow the
+//! 80-byte header that every spawn pays for, for a feature few tasks use).
+//!
+//! # Invariants
+//!
+//! - An entry's pointer is valid while the entry is on a stack: the scope that pushed it
+//!   outlives it and pops it (by identity) before the value moves or drops.
+//! - A scope stack is only touched by the code of the task it belongs to, on its thread.
+//! - A bare `corio::coroutine::Coroutine` resumed inside a task shares that task's scope stack
+//!   (it is not a task): a scope it leaves open while suspended is visible to the task until it
+//!   resumes and closes it.
+
+use std::cell::RefCell;
+use std::fmt;
+use std::future::Future;
+use std::marker::PhantomData;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::task::{Context, Poll};
+
+use crate::runtime::context::{self, Here};
+
+/// One open scope: the key's id and the address of its value.
+pub(crate) type ScopeEntry = (usize, *const ());
+
+/// The scope stack of a coroutine or task (see the module docs).
+pub(crate) type ScopeStack = RefCell<Vec<ScopeEntry>>;
+
+thread_local! {
+    /// The scope stack of whatever runs on this thread that is not a stackful coroutine.
+    static THREAD_SCOPES: ScopeStack = const { RefCell::new(Vec::new()) };
+}
+
+/// Runs `f` with the scope stack of the code running here.
+fn with_scopes<R>(f: impl FnOnce(&ScopeStack) -> R) -> R {
+    match context::here() {
+        Here::Stackful(ctx) => f(ctx.task_locals()),
+        Here::Stackless | Here::Thread => THREAD_SCOPES.with(f),
+    }
+}
+
+/// Ids of keys; 0 means "not assigned yet".
+static NEXT_KEY_ID: AtomicUsize = AtomicUsize::new(1);
+
+/// Declares task-local keys: values that each coroutine or task sets for a scope of its own
+/// code, like tokio's `task_local!`.
+///
+/// ```
+/// corio::task_local! {
+///     static REQUEST_ID: u64;
+/// }
+///
+/// let rt = corio::Runtime::builder().workers(2).build().unwrap();
+/// rt.run(|| {
+///     REQUEST_ID.sync_scope(7, || {
+///         corio::yield_now(); // other coroutines run here and do not see 7
+///         assert_eq!(REQUEST_ID.get(), 7);
+///     });
+///     assert!(REQUEST_ID.try_with(|_| ()).is_err());
+/// });
+/// let v = rt.block_on(REQUEST_ID.scope(9, async { REQUEST_ID.with(|id| *id) }));
+/// assert_eq!(v, 9);
+/// ```
+#[macro_export]
+macro_rules! task_local {
+    () => {};
+    ($(#[$attr:meta])* $vis:vis static $name:ident: $t:ty; $($rest:tt)*) => {
+        $(#[$attr])*
+        $vis static $name: $crate::LocalKey<$t> = $crate::LocalKey::new();
+        $crate::task_local!($($rest)*);
+    };
+    ($(#[$attr:meta])* $vis:vis static $name:ident: $t:ty) => {
+        $(#[$attr])*
+        $vis static $name: $crate::LocalKey<$t> = $crate::LocalKey::new();
+    };
+}
+
+/// A key for a task-local value, declared with [`task_local!`](crate::task_local).
+///
+/// The value is set for the length of [`scope`](LocalKey::scope) (async) or
+/// [`sync_scope`](LocalKey::sync_scope) (blocking-style) and seen only by the coroutine or
+/// task that set it — never by others that run on the same thread meanwhile.
+pub struct LocalKey<T: 'static> {
+    /// Assigned on first use from `NEXT_KEY_ID`; the address of a static is not used because
+    /// the key's type carries no data of its own.
+    id: AtomicUsize,
+    /// The key names values of type `T`; `fn() -> T` keeps the key `Send + Sync` for any `T`
+    /// (it holds no `T`).
+    _value: PhantomData<fn() -> T>,
+}
+
+/// The error of [`LocalKey::try_with`]: no scope of this key is open in the running task.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AccessError(());
+
+impl fmt::Display for AccessError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("task-local value not set in this coroutine or task")
+    }
+}
+
+impl std::error::Error for AccessError {}
+
+impl<T: 'static> LocalKey<T> {
+    #[doc(hidden)]
+    pub const fn new() -> LocalKey<T> {
+        LocalKey {
+            id: AtomicUsize::new(0),
+            _value: PhantomData,
+        }
+    }
+
+    fn id(&self) -> usize {
+        // Relaxed: the id is the only datum, and the compare-exchange picks one winner that
+        // every later load sees (coherence of a single location).
+        let id = self.id.load(Ordering::Relaxed);
+        if id != 0 {
+            return id;
+        }
+        let new = NEXT_KEY_ID.fetch_add(1, Ordering::Relaxed);
+        match self
+            .id
+            .compare_exchange(0, new, Ordering::Relaxed, Ordering::Relaxed)
+        {
+            Ok(_) => new,
+            Err(existing) => existing,
+        }
+    }
+
+    /// Runs `f` with `value` set for the running coroutine (or thread) and returns its result.
+    /// `f` may suspend (blocking-style calls): the value stays with this coroutine.
+    ///
+    /// ```
+    /// corio::task_local! { static DEPTH: u32; }
+    ///
+    /// let outer = DEPTH.sync_scope(1, || {
+    ///     let inner = DEPTH.sync_scope(2, || DEPTH.get());
+    ///     (DEPTH.get(), inner)
+    /// });
+    /// assert_eq!(outer, (1, 2));
+    /// ```
+    pub fn sync_scope<F, R>(&'static self, value: T, f: F) -> R
+    where
+        F: FnOnce() -> R,
+    {
+        let _open = ScopeGuard::open(self.id(), (&raw const value).cast());
+        f()
+    }
+
+    /// Wraps `future` so that `value` is set while it is polled, in whichever task polls it.
+    ///
+    /// ```
+    /// corio::task_local! { static USER: &'static str; }
+    ///
+    /// let rt = corio::Runtime::builder().workers(2).build().unwrap();
+    /// let name = rt.block_on(async {
+    ///     corio::spawn(USER.scope("ann", async {
+    ///         corio::yield_now_async().await; // may move to another worker
+    ///         USER.get()
+    ///     }))
+    ///     .await
+    ///     .unwrap()
+    /// });
+    /// assert_eq!(name, "ann");
+    /// ```
+    pub fn scope<F: Future>(&'static self, value: T, future: F) -> TaskLocalFuture<T, F> {
+        TaskLocalFuture {
+            key: self,
+            value,
+            future,
+        }
+    }
+
+    /// Runs `f` with a reference to the value of the innermost open scope.
+    ///
+    /// # Panics
+    ///
+    /// If no scope of this key is open in the running coroutine or task; see
+    /// [`try_with`](LocalKey::try_with).
+    #[track_caller]
+    pub fn with<F, R>(&'static self, f: F) -> R
+    where
+        F: FnOnce(&T) -> R,
+    {
+        match self.try_with(f) {
+            Ok(r) => r,
+            Err(_) => panic!(
+                "corio: task-local value not set: call this inside `KEY.scope(value, future)` or \
+                 `KEY.sync_scope(value, || ..)` in the same coroutine or task"
+            ),
+        }
+    }
+
+    /// Like [`with`](LocalKey::with), or `Err` if no scope of this key is open here.
+    pub fn try_with<F, R>(&'static self, f: F) -> Result<R, AccessError>
+    where
+        F: FnOnce(&T) -> R,
+    {
+        let id = self.id();
+        let found = with_scopes(|scopes| {
+            scopes
+                .borrow()
+                .iter()
+                .rev()
+                .find(|(key, _)| *key == id)
+                .map(|&(_, ptr)| ptr)
+        });
+        match found {
+            // SAFETY: entries of `id` point to a `T` (only this key, whose values are `T`,
+            // pushes them) that lives until its scope pops the entry, which happens after
+            // `f` returns: the scope is an outer frame of this call (module docs,
+            // "Invariants").
+            Some(ptr) => Ok(f(unsafe { &*ptr.cast::<T>() })),
+            None => Err(AccessError(())),
+        }
+    }
+
+    /// A clone of the value of the innermost open scope.
+    ///
+    /// # Panics
+    ///
+    /// As [`with`](LocalKey::with).
+    #[track_caller]
+    pub fn get(&'static self) -> T
+    where
+        T: Clone,
+    {
+        self.with(T::clone)
+    }
+}
+
+impl<T: 'static> fmt::Debug for LocalKey<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LocalKey").finish_non_exhaustive()
+    }
+}
+
+/// An open scope: pushed by `open`, popped (by identity) on drop, including during an unwind.
+struct ScopeGuard {
+    entry: ScopeEntry,
+}
+
+impl ScopeGuard {
+    fn open(id: usize, value: *const ()) -> ScopeGuard {
+        let entry = (id, value);
+        with_scopes(|scopes| scopes.borrow_mut().push(entry));
+        ScopeGuard { entry }
+    }
+}
+
+impl Drop for ScopeGuard {
+    fn drop(&mut self) {
+        // The same scope stack as `open`'s: a guard lives in one frame of one coroutine (or of
+        // one poll), so what runs here at drop is what ran at open.
+        with_scopes(|scopes| {
+            let mut scopes = scopes.borrow_mut();
+            if let Some(i) = scopes.iter().rposition(|e| *e == self.entry) {
+                scopes.remove(i);
+            }
+        });
+    }
+}
+
+/// The future of [`LocalKey::scope`]: `future` with the key's value set during its polls.
+pub struct TaskLocalFuture<T: 'static, F> {
+    key: &'static LocalKey<T>,
+    value: T,
+    future: F,
+}
+
+impl<T: 'static, F: Future> Future for TaskLocalFuture<T, F> {
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        // SAFETY: `future` is structurally pinned (never moved out, dropped in place with the
+        // struct); `value` and `key` are not pinned and only read through `&`.
+        let this = unsafe { self.get_unchecked_mut() };
+        let _open = ScopeGuard::open(this.key.id(), (&raw const this.value).cast());
+        // SAFETY: as above: `future` stays where it is until the struct drops.
+        unsafe { Pin::new_unchecked(&mut this.future) }.poll(cx)
+    }
+}
+
+impl<T: 'static, F> fmt::Debug for TaskLocalFuture<T, F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TaskLocalFuture").finish_non_exhaustive()
+    }
+}

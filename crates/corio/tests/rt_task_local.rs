@@ -1,0 +1,153 @@
+//! `corio::task_local!`: a value per coroutine or task, never visible to another coroutine or
+//! task that runs on the same thread while the owner is suspended inside its scope.
+
+#[macro_use]
+mod support;
+
+use std::sync::{Arc, Mutex};
+
+use support::{EVENTUALLY, within};
+
+corio::task_local! {
+    static VALUE: u32;
+    static NAME: String;
+}
+
+rt_common! {
+    #[test]
+    fn two_coroutines_yielding_inside_their_scopes_each_see_only_their_own_value() {
+        let rt = rt();
+        let seen = within(EVENTUALLY, move || {
+            rt.run(|| {
+                let seen = Arc::new(Mutex::new(Vec::new()));
+                let handles: Vec<_> = (1..=2u32)
+                    .map(|v| {
+                        let seen = seen.clone();
+                        corio::go(move || {
+                            VALUE.sync_scope(v, || {
+                                for _ in 0..10 {
+                                    corio::yield_now();
+                                    seen.lock().unwrap().push((v, VALUE.get()));
+                                }
+                            });
+                            // Outside its scope it sees nothing, whatever the other one set.
+                            corio::yield_now();
+                            seen.lock().unwrap().push((v, VALUE.try_with(|v| *v).unwrap_or(0)));
+                        })
+                    })
+                    .collect();
+                for h in handles {
+                    h.join().unwrap();
+                }
+                seen.lock().unwrap().clone()
+            })
+        });
+        assert_eq!(seen.len(), 22);
+        for (owner, value) in seen {
+            if value != 0 {
+                assert_eq!(owner, value, "a coroutine saw another coroutine's value");
+            }
+        }
+    }
+
+    #[test]
+    fn a_coroutine_suspended_inside_a_scope_hides_its_value_from_an_async_task() {
+        let rt = rt();
+        let (inside, outside) = within(EVENTUALLY, move || {
+            rt.run(|| {
+                let (tx, rx) = std::sync::mpsc::channel();
+                VALUE.sync_scope(5, || {
+                    // While this coroutine waits for it, the task may run on this thread.
+                    let task = corio::spawn(async move {
+                        VALUE.try_with(|v| *v).ok()
+                    });
+                    tx.send(task.join().unwrap()).unwrap();
+                    VALUE.get()
+                });
+                (VALUE.sync_scope(6, || VALUE.get()), rx.recv().unwrap())
+            })
+        });
+        assert_eq!(inside, 6);
+        assert_eq!(outside, None);
+    }
+
+    #[test]
+    fn an_async_scope_keeps_its_value_across_awaits_and_moves() {
+        let rt = rt();
+        let v = within(EVENTUALLY, move || {
+            rt.block_on(async {
+                let tasks: Vec<_> = (0..8u32)
+                    .map(|i| {
+                        corio::spawn(VALUE.scope(i, async move {
+                            let mut sum = 0;
+                            for _ in 0..5 {
+                                corio::yield_now_async().await;
+                                sum += VALUE.get();
+                            }
+                            (i, sum)
+                        }))
+                    })
+                    .collect();
+                let mut out = Vec::new();
+                for t in tasks {
+                    out.push(t.await.unwrap());
+                }
+                out
+            })
+        });
+        for (i, sum) in v {
+            assert_eq!(sum, 5 * i);
+        }
+    }
+
+    #[test]
+    fn an_async_scope_awaited_in_a_coroutine_is_seen_only_during_its_polls() {
+        let rt = rt();
+        let (during, after) = within(EVENTUALLY, move || {
+            rt.run(|| {
+                let during = corio::block_on(NAME.scope("inner".to_string(), async {
+                    corio::yield_now_async().await;
+                    NAME.get()
+                }));
+                (during, NAME.try_with(|n| n.clone()).ok())
+            })
+        });
+        assert_eq!(during, "inner");
+        assert_eq!(after, None);
+    }
+
+    #[test]
+    fn a_cancelled_coroutine_leaves_no_value_behind_on_its_thread() {
+        let rt = rt();
+        within(EVENTUALLY, move || {
+            rt.run(|| {
+                let h = corio::go(|| {
+                    VALUE.sync_scope(1, || corio::sleep(std::time::Duration::from_secs(60)))
+                });
+                corio::yield_now();
+                h.abort();
+                assert!(h.join().unwrap_err().is_cancelled());
+                assert!(VALUE.try_with(|_| ()).is_err());
+                let other = corio::go(|| VALUE.try_with(|v| *v).ok()).join().unwrap();
+                assert_eq!(other, None);
+            })
+        });
+    }
+}
+
+/// Nested scopes of one key shadow the outer value and restore it when they end.
+#[test]
+fn nested_scopes_shadow_and_restore_on_a_plain_thread() {
+    let v = VALUE.sync_scope(1, || {
+        let inner = VALUE.sync_scope(2, || VALUE.get());
+        (inner, VALUE.get())
+    });
+    assert_eq!(v, (2, 1));
+    assert!(VALUE.try_with(|_| ()).is_err());
+}
+
+#[test]
+fn with_outside_any_scope_panics_with_advice() {
+    let msg = support::panic_message(|| VALUE.with(|_| ()));
+    assert!(msg.contains("sync_scope"), "{msg}");
+}
