@@ -35,6 +35,7 @@ pub mod generator;
 #[allow(dead_code)]
 mod loom;
 pub(crate) mod runtime;
+mod scope;
 #[allow(dead_code)]
 pub(crate) mod sync;
 pub(crate) mod task;
@@ -52,6 +53,7 @@ pub use crate::runtime::TaskBuilder as Builder;
 pub use crate::runtime::{
     Builder as RuntimeBuilder, EnterGuard, Handle, Metrics, Runtime, blocking, spawn_blocking,
 };
+pub use crate::scope::{Scope, ScopedJoinHandle, scope};
 pub use crate::task::{JoinError, JoinHandle};
 pub use crate::task_local::{AccessError, LocalKey, TaskLocalFuture};
 pub use crate::time::sleep;

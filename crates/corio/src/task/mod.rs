@@ -7,7 +7,7 @@
 
 mod alloc;
 pub(crate) mod core;
-mod error;
+pub(crate) mod error;
 mod harness;
 mod join;
 pub(crate) mod raw;

@@ -134,6 +134,29 @@ impl StackfulCtx {
         }
     }
 
+    /// Whether this code runs on the coroutine's own stack (not inside a bare `Coroutine` that
+    /// the task resumed), so that it can suspend the task.
+    #[inline]
+    pub(crate) fn can_suspend(&self) -> bool {
+        // SAFETY: as in `suspend`.
+        unsafe { &*self.yielder.get() }.is_on_own_stack()
+    }
+
+    /// Suspends like [`suspend`](Self::suspend) but never raises the cancellation: a cancel
+    /// that arrives is recorded, and the coroutine's next ordinary suspension raises it. For
+    /// waits that must not be cut short (`corio::scope` waiting for its children, whose
+    /// borrows would otherwise outlive the data they borrow).
+    pub(crate) fn suspend_uncancellable(&self) {
+        // SAFETY: as in `suspend`.
+        let yielder = unsafe { &*self.yielder.get() };
+        if !yielder.is_on_own_stack() {
+            nested_misuse();
+        }
+        if yielder.suspend(()) == Signal::Cancel {
+            self.cancel_requested.set(true);
+        }
+    }
+
     /// Raises the cancellation unless this coroutine is already unwinding from it.
     #[cold]
     fn raise_if_not_unwinding(&self) {
