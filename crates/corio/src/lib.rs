@@ -32,6 +32,7 @@ mod block_on;
 // short name).
 #[path = "gen/mod.rs"]
 pub mod generator;
+mod join_set;
 #[allow(dead_code)]
 mod loom;
 pub(crate) mod runtime;
@@ -49,12 +50,13 @@ pub use corio_context::coroutine;
 pub use corio_context::stack;
 
 pub use crate::block_on::{YieldNow, block_on, yield_now, yield_now_async};
+pub use crate::join_set::JoinSet;
 pub use crate::runtime::TaskBuilder as Builder;
 pub use crate::runtime::{
     Builder as RuntimeBuilder, EnterGuard, Handle, Metrics, Runtime, blocking, spawn_blocking,
 };
 pub use crate::scope::{Scope, ScopedJoinHandle, scope};
-pub use crate::task::{JoinError, JoinHandle};
+pub use crate::task::{AbortHandle, JoinError, JoinHandle};
 pub use crate::task_local::{AccessError, LocalKey, TaskLocalFuture};
 pub use crate::time::sleep;
 

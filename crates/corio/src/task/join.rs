@@ -9,7 +9,6 @@ use std::task::{Context, Poll};
 
 use super::JoinError;
 use super::core::Header;
-use super::raw::Notified;
 
 /// An owned permission to wait for a task (stackful or stackless) and take its output.
 ///
@@ -34,6 +33,9 @@ pub struct JoinHandle<T> {
 // SAFETY: the handle only moves the output (`T: Send`) and touches the task through its
 // thread-safe state word.
 unsafe impl<T: Send> Send for JoinHandle<T> {}
+// The handle holds no `T` inline (the output lives in the task's cell): moving it is fine.
+impl<T> Unpin for JoinHandle<T> {}
+
 // SAFETY: `&JoinHandle` allows only `is_finished`, `abort` and `id`, all thread-safe.
 unsafe impl<T: Send> Sync for JoinHandle<T> {}
 
@@ -73,13 +75,14 @@ impl<T> JoinHandle<T> {
     /// destructors. The handle then returns `Err(JoinError)` with `is_cancelled()`. A task
     /// that already finished keeps its result.
     pub fn abort(&self) {
-        let header = self.header();
-        if header.state.transition_to_notified_and_cancel() {
-            // SAFETY: the transition took a reference for this Notified.
-            header
-                .scheduler
-                .schedule(unsafe { Notified::from_raw(self.raw) });
-        }
+        super::abort::abort_task(self.raw);
+    }
+
+    /// A handle that can cancel the task but not take its output.
+    pub fn abort_handle(&self) -> super::AbortHandle {
+        self.header().state.ref_inc();
+        // SAFETY: we just took a reference for it.
+        unsafe { super::AbortHandle::from_raw(self.raw) }
     }
 
     /// The task's id (the same as `corio::current().id()` inside it).

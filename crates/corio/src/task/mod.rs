@@ -5,6 +5,7 @@
 //! (`harness.rs`). Its body is a future (`stackless.rs`) or a coroutine (`stackful.rs`); the
 //! scheduler never needs to know which, except to keep a started coroutine on its thread.
 
+mod abort;
 mod alloc;
 pub(crate) mod core;
 pub(crate) mod error;
@@ -16,5 +17,6 @@ pub(crate) mod stackless;
 pub(crate) mod state;
 mod waker;
 
+pub use self::abort::AbortHandle;
 pub use self::error::JoinError;
 pub use self::join::JoinHandle;
