@@ -55,6 +55,7 @@ pub use crate::runtime::TaskBuilder as Builder;
 pub use crate::runtime::{
     Builder as RuntimeBuilder, EnterGuard, Handle, Metrics, Runtime, blocking, spawn_blocking,
 };
+pub use crate::runtime::{go_local, spawn_local};
 pub use crate::scope::{Scope, ScopedJoinHandle, scope};
 pub use crate::task::{AbortHandle, JoinError, JoinHandle};
 pub use crate::task_local::{AccessError, LocalKey, TaskLocalFuture};

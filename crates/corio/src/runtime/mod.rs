@@ -54,6 +54,7 @@ mod builder;
 pub(crate) mod context;
 mod driver;
 mod idle;
+mod local;
 mod owned;
 mod park;
 pub(crate) mod sched;
@@ -71,6 +72,7 @@ use std::time::Instant;
 
 pub use self::blocking::{blocking, spawn_blocking};
 pub use self::builder::Builder;
+pub use self::local::{go_local, spawn_local};
 pub use self::spawn::TaskBuilder;
 pub(crate) use self::spawn::{spawn_stackful, spawn_stackless};
 

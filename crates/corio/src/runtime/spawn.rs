@@ -119,6 +119,22 @@ where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
+    spawn_stackless_at(shared, fut, name, None)
+}
+
+/// Spawns a stackless task on `shared`; with `home`, pinned to that worker from birth (a
+/// local task, `local.rs`).
+#[track_caller]
+pub(crate) fn spawn_stackless_at<F>(
+    shared: &Arc<Shared>,
+    fut: F,
+    name: Option<Arc<str>>,
+    home: Option<usize>,
+) -> JoinHandle<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
     let id = corio_context::coroutine::next_id();
     let location = Location::caller();
     bind_and_schedule(
@@ -128,6 +144,7 @@ where
         id,
         name,
         location,
+        home,
     )
 }
 
@@ -137,6 +154,22 @@ pub(crate) fn spawn_stackful<F, T>(
     shared: &Arc<Shared>,
     f: F,
     builder: TaskBuilder,
+) -> io::Result<JoinHandle<T>>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    spawn_stackful_at(shared, f, builder, None)
+}
+
+/// Spawns a stackful coroutine on `shared`; with `home`, pinned to that worker from birth (a
+/// local coroutine, `local.rs`).
+#[track_caller]
+pub(crate) fn spawn_stackful_at<F, T>(
+    shared: &Arc<Shared>,
+    f: F,
+    builder: TaskBuilder,
+    home: Option<usize>,
 ) -> io::Result<JoinHandle<T>>
 where
     F: FnOnce() -> T + Send + 'static,
@@ -164,6 +197,7 @@ where
         id,
         builder.name,
         location,
+        home,
     ))
 }
 
@@ -177,7 +211,7 @@ where
     let id = corio_context::coroutine::next_id();
     let location = Location::caller();
     let body = crate::task::stackless::Blocking(Some(f));
-    bind_and_schedule(shared, body, Kind::Blocking, id, None, location)
+    bind_and_schedule(shared, body, Kind::Blocking, id, None, location, None)
 }
 
 fn bind_and_schedule<B: Body>(
@@ -187,8 +221,16 @@ fn bind_and_schedule<B: Body>(
     id: u64,
     name: Option<Arc<str>>,
     location: &'static Location<'static>,
+    home: Option<usize>,
 ) -> JoinHandle<B::Output> {
     let ptr = Cell::allocate(body, kind, id, shared.clone(), name, location);
+    if let Some(home) = home {
+        // SAFETY: the task was just allocated and nobody else has it yet.
+        let header = unsafe { ptr.as_ref() };
+        // Release: pairs with the Acquire in `Header::pinned_home` (the owned list's lock and
+        // the queue that publish the task order it as well).
+        header.home.store(home as u32, Ordering::Release);
+    }
     // SAFETY: a new task has three references (see `state.rs`): one each for the list, the
     // queue and the join handle.
     let (task, notified, join) = unsafe {

@@ -58,7 +58,8 @@ pub(crate) struct Header {
     /// Links in the owned-tasks list (shard `id & mask`); guarded by that shard's lock.
     pub(crate) owned: UnsafeCell<Links>,
     /// The worker a started stackful coroutine is pinned to, or `NO_HOME`. Written once, by
-    /// the worker that first resumes it, before the resume (Release); read by `schedule`
+    /// the worker that first resumes it, before the resume (Release) — or, for a local task,
+    /// by `spawn` before the task is published (`runtime/local.rs`); read by `schedule`
     /// (Acquire). Every `Notified` created after that first poll is ordered after the write by
     /// the state word's AcqRel transitions.
     pub(crate) home: AtomicU32,
@@ -232,15 +233,16 @@ fn vtable<B: Body>() -> &'static Vtable {
 }
 
 impl Header {
-    /// The home worker of a pinned coroutine, if it has started and is not migratable.
+    /// The home worker of a pinned task: a coroutine that has started and is not migratable,
+    /// or a local task (`go_local`/`spawn_local`, pinned from birth).
     #[inline]
     pub(crate) fn pinned_home(&self) -> Option<usize> {
         match self.kind {
-            Kind::Stackful { migratable: false } => {
+            Kind::Stackful { migratable: true } | Kind::Blocking => None,
+            Kind::Stackful { migratable: false } | Kind::Stackless => {
                 let home = self.home.load(Ordering::Acquire);
                 (home != NO_HOME).then_some(home as usize)
             }
-            _ => None,
         }
     }
 }
