@@ -1,6 +1,8 @@
 //! `Builder`: how many workers, how large the stacks, what to call the threads.
 
+use std::fmt;
 use std::io;
+use std::sync::Arc;
 
 use super::{Config, Runtime};
 use corio_context::stack::DEFAULT_STACK_SIZE;
@@ -23,6 +25,59 @@ pub struct Builder {
     thread_name: String,
     max_blocking_threads: usize,
     hog_report: Option<bool>,
+    hooks: ThreadHooks,
+}
+
+/// A user callback kept by the builder and the runtime (`Debug` without showing the closure).
+pub(crate) struct Hook<F: ?Sized>(pub(crate) Arc<F>);
+
+impl<F: ?Sized> Clone for Hook<F> {
+    fn clone(&self) -> Hook<F> {
+        Hook(self.0.clone())
+    }
+}
+
+impl<F: ?Sized> fmt::Debug for Hook<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("<callback>")
+    }
+}
+
+/// What the runtime runs around its worker and blocking-pool threads: their names and the
+/// user's start and stop callbacks.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct ThreadHooks {
+    name_fn: Option<Hook<dyn Fn() -> String + Send + Sync>>,
+    on_start: Option<Hook<dyn Fn() + Send + Sync>>,
+    on_stop: Option<Hook<dyn Fn() + Send + Sync>>,
+}
+
+impl ThreadHooks {
+    /// The name of a new thread: the user's `thread_name_fn`, else `default`.
+    pub(crate) fn thread_name(&self, default: impl FnOnce() -> String) -> String {
+        match &self.name_fn {
+            Some(name) => (name.0)(),
+            None => default(),
+        }
+    }
+
+    /// Runs a thread's `body` between the start and stop callbacks (the stop callback also
+    /// runs if `body` unwinds).
+    pub(crate) fn run_thread<R>(&self, body: impl FnOnce() -> R) -> R {
+        struct Stop<'a>(&'a ThreadHooks);
+        impl Drop for Stop<'_> {
+            fn drop(&mut self) {
+                if let Some(stop) = &self.0.on_stop {
+                    (stop.0)();
+                }
+            }
+        }
+        if let Some(start) = &self.on_start {
+            (start.0)();
+        }
+        let _stop = Stop(self);
+        body()
+    }
 }
 
 impl Default for Builder {
@@ -42,6 +97,7 @@ impl Builder {
             thread_name: "corio".into(),
             max_blocking_threads: 512,
             hog_report: None,
+            hooks: ThreadHooks::default(),
         }
     }
 
@@ -58,9 +114,71 @@ impl Builder {
         self
     }
 
-    /// The prefix of the runtime's thread names.
+    /// The prefix of the runtime's thread names: workers are `prefix-N`, blocking-pool threads
+    /// `prefix-blocking`, the monitor `prefix-sysmon`.
     pub fn thread_name(&mut self, name: impl Into<String>) -> &mut Builder {
         self.thread_name = name.into();
+        self
+    }
+
+    /// Names worker and blocking-pool threads with what `f` returns, called once per new
+    /// thread (the monitor thread keeps the [`thread_name`](Builder::thread_name) prefix).
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    ///
+    /// static N: AtomicUsize = AtomicUsize::new(0);
+    /// let rt = corio::Runtime::builder()
+    ///     .workers(1)
+    ///     .thread_name_fn(|| format!("app-{}", N.fetch_add(1, Ordering::Relaxed)))
+    ///     .build()
+    ///     .unwrap();
+    /// let name = rt.run(|| std::thread::current().name().unwrap().to_string());
+    /// assert!(name.starts_with("app-"));
+    /// ```
+    pub fn thread_name_fn<F>(&mut self, f: F) -> &mut Builder
+    where
+        F: Fn() -> String + Send + Sync + 'static,
+    {
+        self.hooks.name_fn = Some(Hook(Arc::new(f)));
+        self
+    }
+
+    /// Runs `f` on every worker and blocking-pool thread when it starts, before it runs any
+    /// task (tokio's `on_thread_start`).
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// use std::sync::Arc;
+    ///
+    /// let started = Arc::new(AtomicUsize::new(0));
+    /// let s = started.clone();
+    /// let rt = corio::Runtime::builder()
+    ///     .workers(2)
+    ///     .on_thread_start(move || {
+    ///         s.fetch_add(1, Ordering::SeqCst);
+    ///     })
+    ///     .build()
+    ///     .unwrap();
+    /// rt.run(|| ());
+    /// drop(rt);
+    /// assert!(started.load(Ordering::SeqCst) >= 1);
+    /// ```
+    pub fn on_thread_start<F>(&mut self, f: F) -> &mut Builder
+    where
+        F: Fn() + Send + Sync + 'static,
+    {
+        self.hooks.on_start = Some(Hook(Arc::new(f)));
+        self
+    }
+
+    /// Runs `f` on every worker and blocking-pool thread just before it exits (also if it
+    /// exits by a panic).
+    pub fn on_thread_stop<F>(&mut self, f: F) -> &mut Builder
+    where
+        F: Fn() + Send + Sync + 'static,
+    {
+        self.hooks.on_stop = Some(Hook(Arc::new(f)));
         self
     }
 
@@ -116,6 +234,7 @@ impl Builder {
             thread_name: self.thread_name.clone(),
             max_blocking_threads: self.max_blocking_threads,
             hog_report,
+            hooks: self.hooks.clone(),
         })
     }
 }

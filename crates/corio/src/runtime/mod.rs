@@ -96,6 +96,7 @@ pub(crate) struct Config {
     pub(crate) thread_name: String,
     pub(crate) max_blocking_threads: usize,
     pub(crate) hog_report: bool,
+    pub(crate) hooks: builder::ThreadHooks,
 }
 
 /// Everything the workers, tasks and handles of one runtime share.
@@ -296,10 +297,12 @@ impl Shared {
     fn start_worker(self: &Arc<Self>, index: usize) -> io::Result<()> {
         self.running_workers.fetch_add(1, Ordering::SeqCst);
         let shared = self.clone();
-        let name = format!("{}-{index}", self.config.thread_name);
+        let name =
+            (self.config.hooks).thread_name(|| format!("{}-{index}", self.config.thread_name));
+        let hooks = self.config.hooks.clone();
         let thread = match std::thread::Builder::new()
             .name(name)
-            .spawn(move || worker::run(shared, index))
+            .spawn(move || hooks.run_thread(|| worker::run(shared, index)))
         {
             Ok(thread) => thread,
             Err(e) => {
@@ -414,16 +417,7 @@ impl Runtime {
     /// If called from inside a task (it would block a worker or a coroutine's thread).
     #[track_caller]
     pub fn block_on<F: Future>(&self, fut: F) -> F::Output {
-        if !matches!(context::here(), context::Here::Thread)
-            || context::with_worker(|w| w.is_some())
-        {
-            panic!(
-                "corio: `Runtime::block_on` called from inside a task; use `corio::block_on` \
-                 (in a stackful coroutine) or `.await` (in an async task)"
-            );
-        }
-        let _enter = context::enter_runtime(self.handle.shared.clone());
-        crate::block_on::park_thread_on(fut)
+        self.handle.block_on(fut)
     }
 
     /// Runs `f` as the main stackful coroutine on this runtime and waits for it, like Go's
@@ -470,6 +464,46 @@ impl Runtime {
         self.handle.go(f)
     }
 
+    /// Runs `f` on this runtime's blocking pool; see [`Handle::spawn_blocking`].
+    #[track_caller]
+    pub fn spawn_blocking<F, T>(&self, f: F) -> JoinHandle<T>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        self.handle.spawn_blocking(f)
+    }
+
+    /// Shuts the runtime down like dropping it, but waits at most `timeout` for the worker
+    /// threads to finish cancelling their tasks. Workers still busy then — a destructor that
+    /// blocks its thread, a coroutine that keeps blocking while it unwinds — are left to finish
+    /// on their own, detached (the last one completes the shutdown).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let rt = corio::Runtime::builder().workers(2).build().unwrap();
+    /// rt.go(|| corio::sleep(Duration::from_secs(60)));
+    /// rt.shutdown_timeout(Duration::from_secs(5)); // the sleeper is cancelled at once
+    /// ```
+    pub fn shutdown_timeout(self, timeout: std::time::Duration) {
+        let this = std::mem::ManuallyDrop::new(self);
+        // SAFETY: `this` is never used or dropped again, so moving its only field out of it
+        // leaves no second owner of the handle.
+        let handle = unsafe { std::ptr::read(&this.handle) };
+        if handle.on_own_worker() {
+            handle.shared.begin_shutdown();
+            return;
+        }
+        handle.shutdown_and_join_within(Some(timeout));
+    }
+
+    /// Shuts the runtime down without waiting for its threads (`shutdown_timeout` with a zero
+    /// timeout).
+    pub fn shutdown_background(self) {
+        self.shutdown_timeout(std::time::Duration::ZERO);
+    }
+
     /// Makes this runtime the one `corio::spawn`/`corio::go` use on this thread until the
     /// guard is dropped.
     pub fn enter(&self) -> EnterGuard {
@@ -484,10 +518,7 @@ impl Runtime {
 
 impl Drop for Runtime {
     fn drop(&mut self) {
-        let on_own_worker = context::with_worker(|w| {
-            w.is_some_and(|w| Arc::ptr_eq(w.shared(), &self.handle.shared))
-        });
-        if on_own_worker {
+        if self.handle.on_own_worker() {
             // Joining our own thread would deadlock; leave the threads to exit on their own.
             self.handle.shared.begin_shutdown();
             return;
@@ -542,6 +573,60 @@ impl Handle {
         spawn_stackless(&self.shared, fut, None)
     }
 
+    /// Runs `f` on this runtime's blocking pool (threads that may block) and returns a
+    /// handle to its result; as [`corio::spawn_blocking`](crate::spawn_blocking) on a chosen
+    /// runtime.
+    ///
+    /// ```
+    /// let rt = corio::Runtime::builder().workers(1).build().unwrap();
+    /// let handle = rt.handle().clone();
+    /// let name = handle.spawn_blocking(|| std::thread::current().name().map(String::from));
+    /// assert!(name.join().unwrap().unwrap().ends_with("-blocking"));
+    /// ```
+    #[track_caller]
+    pub fn spawn_blocking<F, T>(&self, f: F) -> JoinHandle<T>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        spawn::spawn_blocking_task(&self.shared, f)
+    }
+
+    /// Runs a future to completion on the calling thread with this runtime entered, as
+    /// [`Runtime::block_on`]; usable wherever a handle was passed.
+    ///
+    /// ```
+    /// let rt = corio::Runtime::builder().workers(1).build().unwrap();
+    /// let handle = rt.handle().clone();
+    /// let v = std::thread::spawn(move || handle.block_on(async { corio::spawn(async { 3 }).await }))
+    ///     .join()
+    ///     .unwrap();
+    /// assert_eq!(v.unwrap(), 3);
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// If called from inside a task or on a runtime worker (it would block a worker or a
+    /// coroutine's thread).
+    #[track_caller]
+    pub fn block_on<F: Future>(&self, fut: F) -> F::Output {
+        if !matches!(context::here(), context::Here::Thread)
+            || context::with_worker(|w| w.is_some())
+        {
+            panic!(
+                "corio: `Runtime::block_on` called from inside a task; use `corio::block_on` \
+                 (in a stackful coroutine) or `.await` (in an async task)"
+            );
+        }
+        let _enter = context::enter_runtime(self.shared.clone());
+        crate::block_on::park_thread_on(fut)
+    }
+
+    /// Whether this thread is one of this runtime's workers.
+    fn on_own_worker(&self) -> bool {
+        context::with_worker(|w| w.is_some_and(|w| Arc::ptr_eq(w.shared(), &self.shared)))
+    }
+
     /// Spawns a stackful coroutine with the runtime's default stack size.
     ///
     /// # Panics
@@ -582,10 +667,27 @@ impl Handle {
     }
 
     fn shutdown_and_join(&self) {
+        self.shutdown_and_join_within(None);
+    }
+
+    /// Shuts down and joins the worker threads, giving up after `timeout` (then the threads
+    /// still running are detached, and the last of them finishes the shutdown).
+    fn shutdown_and_join_within(&self, timeout: Option<std::time::Duration>) {
         let shared = &self.shared;
         shared.begin_shutdown();
         let threads =
             std::mem::take(&mut *shared.threads.lock().unwrap_or_else(|e| e.into_inner()));
+        if let Some(timeout) = timeout {
+            // `None` (a deadline past the clock's range) means "no limit".
+            let deadline = Instant::now().checked_add(timeout);
+            // std has no join with a timeout: poll the threads (1 ms apart, only here).
+            while threads.iter().any(|t| !t.is_finished()) {
+                if deadline.is_some_and(|d| Instant::now() >= d) {
+                    return; // dropping the handles detaches the threads still running
+                }
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+        }
         for thread in threads {
             let _ = thread.join();
         }
