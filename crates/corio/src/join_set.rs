@@ -280,6 +280,36 @@ impl<T: Send + 'static> JoinSet<T> {
     }
 }
 
+impl<T: Send + 'static> JoinSet<T> {
+    /// Spawns a `!Send` future into the set, on the current worker only (as
+    /// [`corio::spawn_local`](crate::spawn_local)).
+    ///
+    /// # Panics
+    ///
+    /// Off a runtime worker.
+    #[track_caller]
+    pub fn spawn_local<F>(&mut self, fut: F) -> AbortHandle
+    where
+        F: Future<Output = T> + 'static,
+    {
+        self.insert(crate::spawn_local(fut))
+    }
+
+    /// Spawns a `!Send` stackful coroutine into the set, on the current worker only (as
+    /// [`corio::go_local`](crate::go_local)).
+    ///
+    /// # Panics
+    ///
+    /// Off a runtime worker, or if no stack can be had.
+    #[track_caller]
+    pub fn go_local<F>(&mut self, f: F) -> AbortHandle
+    where
+        F: FnOnce() -> T + 'static,
+    {
+        self.insert(crate::go_local(f))
+    }
+}
+
 impl<T> Drop for JoinSet<T> {
     fn drop(&mut self) {
         self.abort_all();

@@ -108,7 +108,10 @@ use crate::task::error::Cancelled;
 ///
 /// If the coroutine that runs `scope` is aborted (or its runtime shuts down), `scope` still
 /// waits for every child before the cancellation unwinds past it; the children are not
-/// cancelled with it.
+/// cancelled with it. At shutdown the runtime cancels them too; a child that keeps blocking
+/// through the shutdown grace period is leaked, and then `scope` never returns (a coroutine
+/// waiting in it is leaked with it; a plain thread stays parked): never returning is the
+/// only sound way out while a child may still use the borrowed data.
 #[track_caller]
 pub fn scope<'env, F, T>(f: F) -> T
 where
@@ -398,10 +401,6 @@ impl<'scope, 'env> Scope<'scope, 'env> {
         // guard has dropped — which the child does last, after the closure and its result
         // (module docs, "Why it is sound"). If the spawn fails, the closure is dropped here.
         let run: Box<dyn FnOnce() + Send + 'static> = unsafe { std::mem::transmute(run) };
-        let builder = TaskBuilder {
-            migratable: false,
-            ..builder
-        };
         let task = crate::runtime::spawn_stackful(&self.shared, run, builder)?;
         Ok(self.handle(task, packet))
     }

@@ -180,6 +180,33 @@ rt_common! {
     }
 
     #[test]
+    fn local_tasks_join_through_the_set_like_the_others() {
+        let rt = rt();
+        let sum = within(EVENTUALLY, move || {
+            rt.run(|| {
+                let shared = std::rc::Rc::new(10u32);
+                let mut set = JoinSet::new();
+                let s = shared.clone();
+                set.go_local(move || {
+                    corio::yield_now();
+                    *s + 1
+                });
+                let s = shared.clone();
+                set.spawn_local(async move {
+                    corio::yield_now_async().await;
+                    *s + 2
+                });
+                let mut sum = 0;
+                while let Some(res) = set.join_next() {
+                    sum += res.unwrap();
+                }
+                sum
+            })
+        });
+        assert_eq!(sum, 23);
+    }
+
+    #[test]
     fn the_abort_handle_returned_by_spawn_aborts_that_task_only() {
         let rt = rt();
         within(EVENTUALLY, move || {
