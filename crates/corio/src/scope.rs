@@ -292,12 +292,17 @@ impl<F: FnOnce() -> T, T> Child<F, T> {
     fn record_panic(&self, payload: &crate::task::core::Payload) {
         // The runtime's cancellation unwinds through here too: that is no panic of the child.
         if !payload.is::<Cancelled>() {
-            self.packet.panicked.store(true, Ordering::Relaxed);
-            // Release: pairs with the Acquire load at the end of `scope` (ordered after this
-            // child's guard anyway; Release keeps the count meaningful on its own).
-            self.guard.0.unjoined_panics.fetch_add(1, Ordering::Release);
+            count_panic(&self.packet, &self.guard);
         }
     }
+}
+
+/// Records that a child panicked, for its handle and for `scope`.
+fn count_panic<T>(packet: &Packet<T>, guard: &ChildGuard) {
+    packet.panicked.store(true, Ordering::Relaxed);
+    // Release: pairs with the Acquire load at the end of `scope` (ordered before it by this
+    // child's guard anyway; Release keeps the count meaningful on its own).
+    guard.0.unjoined_panics.fetch_add(1, Ordering::Release);
 }
 
 /// A child future with its guard (drop order as in [`Child`]).
@@ -325,8 +330,7 @@ impl<T> Future for ChildFuture<'_, T> {
             }
             Err(payload) => {
                 this.fut = None;
-                this.packet.panicked.store(true, Ordering::Relaxed);
-                this.guard.0.unjoined_panics.fetch_add(1, Ordering::Release);
+                count_panic(&this.packet, &this.guard);
                 resume_unwind(payload)
             }
         }

@@ -19,7 +19,7 @@
 //! | the task | woken on its runtime's worker W | woken elsewhere |
 //! |---|---|---|
 //! | movable (a future, or a coroutine that has not started) | W's next-task slot (the task it displaces goes to W's run queue) | the global queue, then a parked worker is woken |
-//! | pinned (a started coroutine), home W | W's next-task slot | home's inbox, and the home is woken |
+//! | pinned (a started coroutine, or a local task from `go_local`/`spawn_local`), home W | W's next-task slot | home's inbox, and the home is woken |
 //! | pinned, home H ≠ W | H's inbox, and H is woken | H's inbox, and H is woken |
 //! | re-queued after a yield | the back of W's run queue (or pinned queue) | — |
 //!

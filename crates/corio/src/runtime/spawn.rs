@@ -140,7 +140,11 @@ where
     bind_and_schedule(
         shared,
         Stackless::Pending(fut),
-        Kind::Stackless,
+        if home.is_some() {
+            Kind::LocalStackless
+        } else {
+            Kind::Stackless
+        },
         id,
         name,
         location,

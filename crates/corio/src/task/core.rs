@@ -37,6 +37,9 @@ pub(crate) type Payload = Box<dyn Any + Send + 'static>;
 pub(crate) enum Kind {
     /// A future, polled on any worker.
     Stackless,
+    /// A future pinned to its spawning worker from birth (`spawn_local`; `home` is set at
+    /// spawn).
+    LocalStackless,
     /// A coroutine with its own stack; pinned to the worker that first resumes it unless
     /// `migratable`.
     Stackful { migratable: bool },
@@ -238,8 +241,8 @@ impl Header {
     #[inline]
     pub(crate) fn pinned_home(&self) -> Option<usize> {
         match self.kind {
-            Kind::Stackful { migratable: true } | Kind::Blocking => None,
-            Kind::Stackful { migratable: false } | Kind::Stackless => {
+            Kind::Stackless | Kind::Stackful { migratable: true } | Kind::Blocking => None,
+            Kind::Stackful { migratable: false } | Kind::LocalStackless => {
                 let home = self.home.load(Ordering::Acquire);
                 (home != NO_HOME).then_some(home as usize)
             }
