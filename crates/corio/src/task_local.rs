@@ -45,6 +45,7 @@ use std::cell::RefCell;
 use std::fmt;
 use std::future::Future;
 use std::marker::PhantomData;
+use std::mem::ManuallyDrop;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Poll};
@@ -198,7 +199,7 @@ impl<T: 'static> LocalKey<T> {
         TaskLocalFuture {
             key: self,
             value,
-            future,
+            future: ManuallyDrop::new(future),
         }
     }
 
@@ -292,11 +293,21 @@ impl Drop for ScopeGuard {
     }
 }
 
-/// The future of [`LocalKey::scope`]: `future` with the key's value set during its polls.
+/// The future of [`LocalKey::scope`]: `future` with the key's value set during its polls and
+/// while it is dropped (so its destructors see the value too).
 pub struct TaskLocalFuture<T: 'static, F> {
     key: &'static LocalKey<T>,
     value: T,
-    future: F,
+    /// Dropped in place by `Drop`, inside the scope.
+    future: ManuallyDrop<F>,
+}
+
+impl<T: 'static, F> Drop for TaskLocalFuture<T, F> {
+    fn drop(&mut self) {
+        let _open = ScopeGuard::open(self.key.id(), (&raw const self.value).cast());
+        // SAFETY: dropped once, here, in place (it may be pinned); never used afterwards.
+        unsafe { ManuallyDrop::drop(&mut self.future) };
+    }
 }
 
 impl<T: 'static, F: Future> Future for TaskLocalFuture<T, F> {
@@ -308,7 +319,7 @@ impl<T: 'static, F: Future> Future for TaskLocalFuture<T, F> {
         let this = unsafe { self.get_unchecked_mut() };
         let _open = ScopeGuard::open(this.key.id(), (&raw const this.value).cast());
         // SAFETY: as above: `future` stays where it is until the struct drops.
-        unsafe { Pin::new_unchecked(&mut this.future) }.poll(cx)
+        unsafe { Pin::new_unchecked(&mut *this.future) }.poll(cx)
     }
 }
 

@@ -135,6 +135,26 @@ rt_common! {
     }
 }
 
+/// After tokio's `task_local_available_on_completion_drop` (`tests/task_local.rs`): the value
+/// is set while the scoped future is dropped, so its destructors see it.
+#[test]
+fn the_scoped_futures_destructors_see_the_value() {
+    struct Reads(std::sync::mpsc::Sender<Option<u32>>);
+    impl Drop for Reads {
+        fn drop(&mut self) {
+            let _ = self.0.send(VALUE.try_with(|v| *v).ok());
+        }
+    }
+    let (tx, rx) = std::sync::mpsc::channel();
+    let reads = Reads(tx);
+    let fut = VALUE.scope(3, async move {
+        let _reads = reads;
+        std::future::pending::<()>().await;
+    });
+    drop(fut); // never polled: the future and `reads` in it are dropped inside the scope
+    assert_eq!(rx.recv().unwrap(), Some(3));
+}
+
 /// Nested scopes of one key shadow the outer value and restore it when they end.
 #[test]
 fn nested_scopes_shadow_and_restore_on_a_plain_thread() {
