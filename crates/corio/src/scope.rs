@@ -473,21 +473,7 @@ impl<T> ScopedJoinHandle<'_, T> {
     /// Inside an async task, as [`JoinHandle::join`].
     #[track_caller]
     pub fn join(self) -> Result<T, JoinError> {
-        match self.task.join() {
-            Ok(()) => Ok(self
-                .packet
-                .value
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .take()
-                .expect("corio: a scoped child ended without a value")),
-            Err(e) => {
-                if self.packet.panicked.swap(false, Ordering::Relaxed) {
-                    self.state.unjoined_panics.fetch_sub(1, Ordering::Relaxed);
-                }
-                Err(e)
-            }
-        }
+        crate::block_on(self)
     }
 
     /// Whether the child has ended.
@@ -503,6 +489,33 @@ impl<T> ScopedJoinHandle<'_, T> {
     /// The child's task id.
     pub fn id(&self) -> u64 {
         self.task.id()
+    }
+}
+
+/// Awaiting the handle (in a scoped async child, say) is the async form of
+/// [`join`](ScopedJoinHandle::join).
+impl<T> Future for ScopedJoinHandle<'_, T> {
+    type Output = Result<T, JoinError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = &mut *self;
+        Pin::new(&mut this.task)
+            .poll(cx)
+            .map(|result| match result {
+                Ok(()) => Ok(this
+                    .packet
+                    .value
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .take()
+                    .expect("corio: a scoped child's value was taken twice")),
+                Err(e) => {
+                    if this.packet.panicked.swap(false, Ordering::Relaxed) {
+                        this.state.unjoined_panics.fetch_sub(1, Ordering::Relaxed);
+                    }
+                    Err(e)
+                }
+            })
     }
 }
 

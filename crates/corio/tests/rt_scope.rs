@@ -48,6 +48,24 @@ rt_common! {
     }
 
     #[test]
+    fn an_async_child_awaits_a_sibling_coroutines_handle() {
+        let rt = rt();
+        let v = within(EVENTUALLY, move || {
+            rt.run(|| {
+                let base = 40u32;
+                corio::scope(|s| {
+                    let first = s.go(|| {
+                        corio::yield_now();
+                        base + 1
+                    });
+                    s.spawn(async { first.await.unwrap() + 1 }).join().unwrap()
+                })
+            })
+        });
+        assert_eq!(v, 42);
+    }
+
+    #[test]
     fn scope_waits_for_children_that_were_never_joined() {
         let rt = rt();
         within(EVENTUALLY, move || {
