@@ -313,3 +313,26 @@ rt_common! {
         });
     }
 }
+
+/// A bare `Coroutine` resumed by a task shares the task's context but cannot suspend the task:
+/// `scope` inside it could not wait, so it refuses before running the closure.
+#[test]
+fn scope_inside_a_bare_coroutine_resumed_by_a_task_panics_before_running_the_closure() {
+    use corio::coroutine::Coroutine;
+    let rt = support::rt(1);
+    within(EVENTUALLY, move || {
+        let ran = std::sync::Arc::new(AtomicBool::new(false));
+        let r = ran.clone();
+        let err = rt
+            .go(move || {
+                let mut inner: Coroutine<(), (), ()> =
+                    Coroutine::new(move |_, ()| corio::scope(|_| r.store(true, SeqCst)));
+                let _ = inner.resume(());
+            })
+            .join()
+            .unwrap_err();
+        let msg = support::payload_text(&*err.into_panic());
+        assert!(msg.contains("bare `Coroutine`"), "{msg}");
+        assert!(!ran.load(SeqCst));
+    });
+}
