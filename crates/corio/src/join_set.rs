@@ -40,12 +40,13 @@ use crate::task::{AbortHandle, JoinError, JoinHandle};
 ///     set.spawn(async { 100 });
 ///     let mut out = Vec::new();
 ///     while let Some(res) = set.join_next() {
-///         out.push(res.unwrap());
+///         out.push(res.unwrap()); // in the order they finish
 ///     }
 ///     out
 /// });
-/// assert_eq!(outputs.len(), 5);
-/// assert_eq!(outputs[4], 0); // the longest sleeper finished last
+/// let mut sorted = outputs.clone();
+/// sorted.sort();
+/// assert_eq!(sorted, [0, 1, 2, 3, 100]);
 /// ```
 pub struct JoinSet<T> {
     tasks: HashMap<u64, Entry<T>>,
