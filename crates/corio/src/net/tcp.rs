@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use super::addr;
 use crate::io::registry::Direction;
-use crate::io::source::{Shared, sleep_here};
+use crate::io::source::Shared;
 
 /// The listen backlog (the kernel caps it at `net.core.somaxconn`; Go asks for that, `std` for
 /// 128, too few for a burst of connections such as the c10k benchmark's).
@@ -58,30 +58,12 @@ impl TcpListener {
     /// Inside an async task: use [`accept_async`](Self::accept_async).
     #[track_caller]
     pub fn accept(&self) -> io::Result<(TcpStream, SocketAddr)> {
-        let mut backoff = addr::BACKOFF_MIN;
-        loop {
-            match self.sock.block_op(Direction::Read, |l| l.accept()) {
-                Err(e) if addr::is_exhaustion(&e) => {
-                    sleep_here(backoff);
-                    backoff = (backoff * 2).min(addr::BACKOFF_MAX);
-                }
-                result => return accepted(result?),
-            }
-        }
+        accepted(addr::accept(&self.sock, |l| l.accept())?)
     }
 
     /// Accepts a connection.
     pub async fn accept_async(&self) -> io::Result<(TcpStream, SocketAddr)> {
-        let mut backoff = addr::BACKOFF_MIN;
-        loop {
-            match self.sock.op_async(Direction::Read, |l| l.accept()).await {
-                Err(e) if addr::is_exhaustion(&e) => {
-                    crate::time::sleep_async(backoff).await;
-                    backoff = (backoff * 2).min(addr::BACKOFF_MAX);
-                }
-                result => return accepted(result?),
-            }
-        }
+        accepted(addr::accept_async(&self.sock, |l| l.accept()).await?)
     }
 
     /// An iterator over accepted connections (it never ends).
