@@ -262,3 +262,54 @@ fn a_host_name_is_resolved() {
         rt.block_on(async move { TcpStream::connect_async(("localhost", port)).await.unwrap() });
     });
 }
+
+/// Go's sysmon `netpoll`: with every worker busy (two coroutines that never yield), no worker
+/// polls the netpoller and no holder waits in it; sysmon polls after 10 ms, the woken task goes
+/// to the global queue and a spare worker runs it — long before the hogs stop.
+#[test]
+fn sysmon_polls_sockets_while_every_worker_is_busy() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
+
+    const HOG_FOR: Duration = Duration::from_secs(5);
+    within(EVENTUALLY, || {
+        let rt = support::rt(2);
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let read = rt.spawn(async move {
+            let s = TcpStream::connect_async(addr).await.unwrap();
+            let mut buf = [0u8; 4];
+            s.read_exact_async(&mut buf).await.unwrap();
+            (buf, Instant::now())
+        });
+        let (mut peer, _) = listener.accept().unwrap();
+        std::thread::sleep(Duration::from_millis(50)); // the task waits in `read_exact_async`
+        let running = Arc::new(AtomicUsize::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let hogs: Vec<_> = (0..2)
+            .map(|_| {
+                let (running, stop) = (running.clone(), stop.clone());
+                rt.go(move || {
+                    running.fetch_add(1, SeqCst);
+                    let start = Instant::now();
+                    while !stop.load(SeqCst) && start.elapsed() < HOG_FOR {
+                        std::hint::spin_loop();
+                    }
+                    start + HOG_FOR
+                })
+            })
+            .collect();
+        while running.load(SeqCst) < 2 {
+            std::thread::yield_now();
+        }
+        peer.write_all(b"ping").unwrap();
+        let (buf, read_at) = read.join().unwrap();
+        stop.store(true, SeqCst);
+        let hog_deadline = hogs.into_iter().map(|h| h.join().unwrap()).min().unwrap();
+        assert_eq!(&buf, b"ping");
+        assert!(
+            read_at < hog_deadline,
+            "the read finished only when the busy workers stopped"
+        );
+    });
+}
