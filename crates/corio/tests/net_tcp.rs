@@ -29,6 +29,33 @@ fn pair() -> (TcpStream, TcpStream) {
 
 rt_common! {
     #[test]
+    fn io_copy_bufreader_and_bufwriter_work_in_coroutines() {
+        use std::io::{BufRead, BufReader, BufWriter};
+        within(EVENTUALLY, || {
+            let lines = rt().run(|| {
+                let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+                let addr = listener.local_addr().unwrap();
+                corio::go(move || {
+                    // An echo server in one line of std.
+                    let s = listener.incoming().next().unwrap().unwrap();
+                    std::io::copy(&mut &s, &mut &s).unwrap();
+                });
+                let s = TcpStream::connect(addr).unwrap();
+                let mut w = BufWriter::new(&s);
+                for i in 0..1000 {
+                    writeln!(w, "line {i}").unwrap();
+                }
+                w.flush().unwrap();
+                drop(w);
+                s.shutdown(Shutdown::Write).unwrap();
+                BufReader::new(&s).lines().map(Result::unwrap).collect::<Vec<_>>()
+            });
+            assert_eq!(lines.len(), 1000);
+            assert!(lines.iter().enumerate().all(|(i, l)| *l == format!("line {i}")));
+        });
+    }
+
+    #[test]
     fn connecting_to_a_closed_port_is_refused() {
         within(EVENTUALLY, || {
             let rt = rt();
