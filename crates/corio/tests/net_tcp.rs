@@ -206,15 +206,38 @@ rt_common! {
                 let addr = listener.local_addr().unwrap();
                 let client = TcpStream::connect_async(addr).await.unwrap();
                 let _server = listener.accept_async().await.unwrap();
-                let (read_half, write_half) = client.into_split();
+                let clone = client.try_clone().unwrap();
                 let waiter = corio::spawn(async move {
                     let mut buf = [0u8; 8];
-                    read_half.read_async(&mut buf).await
+                    clone.read_async(&mut buf).await
                 });
                 corio::time::sleep_async(Duration::from_millis(50)).await;
-                drop(write_half);
+                drop(client);
                 let e = waiter.await.unwrap().unwrap_err();
                 assert_eq!(e.kind(), ErrorKind::NotConnected);
+            });
+        });
+    }
+
+    #[test]
+    fn dropping_the_write_half_sends_eof_and_the_read_half_keeps_reading() {
+        within(EVENTUALLY, || {
+            rt().block_on(async {
+                let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+                let addr = listener.local_addr().unwrap();
+                let client = TcpStream::connect_async(addr).await.unwrap();
+                let (server, _) = listener.accept_async().await.unwrap();
+                let (read_half, write_half) = client.into_split();
+                write_half.write_all_async(b"bye").await.unwrap();
+                drop(write_half);
+                let mut got = [0u8; 3];
+                server.read_exact_async(&mut got).await.unwrap();
+                assert_eq!(&got, b"bye");
+                assert_eq!(server.read_async(&mut got).await.unwrap(), 0); // EOF
+                server.write_all_async(b"still").await.unwrap();
+                let mut reply = [0u8; 5];
+                read_half.read_exact_async(&mut reply).await.unwrap();
+                assert_eq!(&reply, b"still");
             });
         });
     }

@@ -272,11 +272,12 @@ impl TcpStream {
         })
     }
 
-    /// Splits into a read half and a write half, usable from two coroutines or tasks at once
-    /// (dropping either closes the socket, as [`try_clone`](Self::try_clone)'s handles).
-    pub fn into_split(self) -> (OwnedReadHalf, OwnedWriteHalf) {
+    /// Splits into a read half and a write half, usable from two coroutines or tasks at once.
+    /// As tokio's: dropping the write half shuts the write direction down (the peer reads
+    /// EOF) and leaves the read half working; the socket closes when both halves are gone.
+    pub fn into_split(mut self) -> (OwnedReadHalf, OwnedWriteHalf) {
         let other = TcpStream {
-            sock: self.sock.share(),
+            sock: self.sock.split(),
         };
         (OwnedReadHalf(self), OwnedWriteHalf(other))
     }
@@ -295,8 +296,15 @@ stream_face!(TcpStream, sock, std::net::TcpStream);
 pub struct OwnedReadHalf(TcpStream);
 
 /// The write half of [`TcpStream::into_split`]; derefs to the stream for its other methods.
+/// Dropping it shuts the write direction down.
 #[derive(Debug)]
 pub struct OwnedWriteHalf(TcpStream);
+
+impl Drop for OwnedWriteHalf {
+    fn drop(&mut self) {
+        let _ = self.0.shutdown(Shutdown::Write); // the peer may be gone already
+    }
+}
 
 impl std::ops::Deref for OwnedReadHalf {
     type Target = TcpStream;
