@@ -28,13 +28,16 @@
 #![warn(missing_docs, clippy::undocumented_unsafe_blocks)]
 
 mod block_on;
+pub mod fs;
 // `gen` is a reserved keyword in Rust 2024, so the module is `generator` (the files keep the
 // short name).
 #[path = "gen/mod.rs"]
 pub mod generator;
 mod join_set;
+pub(crate) mod io;
 #[allow(dead_code)]
 mod loom;
+pub mod net;
 pub(crate) mod runtime;
 mod scope;
 #[allow(dead_code)]

@@ -1,0 +1,313 @@
+//! The byte-stream face shared by `TcpStream` and `UnixStream`: `Read` and
+//! `Write` for the type and for a shared reference to it, the `_async` methods, and the
+//! `futures_io` (and, with the `tokio-io` feature, `tokio::io`) traits — written once as a
+//! macro over the type's `Shared` socket field.
+
+/// `futures_io::AsyncRead`/`AsyncWrite` for `$t` (a stream type or a reference to one).
+macro_rules! futures_io_face {
+    ($t:ty) => {
+        impl futures_io::AsyncRead for $t {
+            fn poll_read(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+                buf: &mut [u8],
+            ) -> std::task::Poll<std::io::Result<usize>> {
+                self.poll_read_priv(cx, buf)
+            }
+        }
+
+        impl futures_io::AsyncWrite for $t {
+            fn poll_write(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+                buf: &[u8],
+            ) -> std::task::Poll<std::io::Result<usize>> {
+                self.poll_write_priv(cx, buf)
+            }
+
+            fn poll_flush(
+                self: std::pin::Pin<&mut Self>,
+                _: &mut std::task::Context<'_>,
+            ) -> std::task::Poll<std::io::Result<()>> {
+                std::task::Poll::Ready(Ok(()))
+            }
+
+            fn poll_close(
+                self: std::pin::Pin<&mut Self>,
+                _: &mut std::task::Context<'_>,
+            ) -> std::task::Poll<std::io::Result<()>> {
+                std::task::Poll::Ready(self.shutdown(std::net::Shutdown::Write))
+            }
+        }
+    };
+}
+
+/// Implements the stream face for `$ty`, whose socket is `self.$sock` (a `Shared<$std>` where
+/// `&$std` implements `Read` and `Write`).
+macro_rules! stream_face {
+    ($ty:ty, $sock:ident, $std:ty) => {
+        impl $ty {
+            /// Reads into `buf`, suspending the task until data arrives (`Ok(0)`: the peer
+            /// closed its side).
+            pub async fn read_async(&self, buf: &mut [u8]) -> std::io::Result<usize> {
+                use std::io::Read;
+                self.$sock
+                    .op_async($crate::io::registry::Direction::Read, |s: &$std| {
+                        (&*s).read(buf)
+                    })
+                    .await
+            }
+
+            /// Writes some of `buf`, suspending the task until the socket can take data.
+            pub async fn write_async(&self, buf: &[u8]) -> std::io::Result<usize> {
+                use std::io::Write;
+                self.$sock
+                    .op_async($crate::io::registry::Direction::Write, |s: &$std| {
+                        (&*s).write(buf)
+                    })
+                    .await
+            }
+
+            /// Writes all of `buf`.
+            pub async fn write_all_async(&self, mut buf: &[u8]) -> std::io::Result<()> {
+                while !buf.is_empty() {
+                    match self.write_async(buf).await? {
+                        0 => return Err(std::io::ErrorKind::WriteZero.into()),
+                        n => buf = &buf[n..],
+                    }
+                }
+                Ok(())
+            }
+
+            /// Reads exactly `buf.len()` bytes (`UnexpectedEof` if the peer closes first).
+            pub async fn read_exact_async(&self, mut buf: &mut [u8]) -> std::io::Result<()> {
+                while !buf.is_empty() {
+                    match self.read_async(buf).await? {
+                        0 => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+                        n => buf = &mut buf[n..],
+                    }
+                }
+                Ok(())
+            }
+
+            fn poll_read_priv(
+                &self,
+                cx: &mut std::task::Context<'_>,
+                buf: &mut [u8],
+            ) -> std::task::Poll<std::io::Result<usize>> {
+                use std::io::Read;
+                self.$sock
+                    .poll_op($crate::io::registry::Direction::Read, cx, |s: &$std| {
+                        (&*s).read(buf)
+                    })
+            }
+
+            fn poll_write_priv(
+                &self,
+                cx: &mut std::task::Context<'_>,
+                buf: &[u8],
+            ) -> std::task::Poll<std::io::Result<usize>> {
+                use std::io::Write;
+                self.$sock
+                    .poll_op($crate::io::registry::Direction::Write, cx, |s: &$std| {
+                        (&*s).write(buf)
+                    })
+            }
+        }
+
+        impl std::io::Read for &$ty {
+            /// Blocking-style: suspends the coroutine (or blocks the thread) until data arrives.
+            ///
+            /// # Panics
+            ///
+            /// Inside an async task (use `read_async` there).
+            fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+                self.$sock
+                    .block_op($crate::io::registry::Direction::Read, |s: &$std| {
+                        (&*s).read(buf)
+                    })
+            }
+        }
+
+        impl std::io::Write for &$ty {
+            /// Blocking-style: suspends the coroutine (or blocks the thread) until the socket
+            /// takes some of `buf`.
+            ///
+            /// # Panics
+            ///
+            /// Inside an async task (use `write_async` there).
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                self.$sock
+                    .block_op($crate::io::registry::Direction::Write, |s: &$std| {
+                        (&*s).write(buf)
+                    })
+            }
+
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+
+        impl std::io::Read for $ty {
+            fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+                (&*self).read(buf)
+            }
+        }
+
+        impl std::io::Write for $ty {
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                (&*self).write(buf)
+            }
+
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+
+        futures_io_face!(&$ty);
+        futures_io_face!($ty);
+
+        #[cfg(feature = "tokio-io")]
+        impl tokio::io::AsyncRead for $ty {
+            fn poll_read(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+                buf: &mut tokio::io::ReadBuf<'_>,
+            ) -> std::task::Poll<std::io::Result<()>> {
+                let n = std::task::ready!(self.poll_read_priv(cx, buf.initialize_unfilled()))?;
+                buf.advance(n);
+                std::task::Poll::Ready(Ok(()))
+            }
+        }
+
+        #[cfg(feature = "tokio-io")]
+        impl tokio::io::AsyncWrite for $ty {
+            fn poll_write(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+                buf: &[u8],
+            ) -> std::task::Poll<std::io::Result<usize>> {
+                self.poll_write_priv(cx, buf)
+            }
+
+            fn poll_flush(
+                self: std::pin::Pin<&mut Self>,
+                _: &mut std::task::Context<'_>,
+            ) -> std::task::Poll<std::io::Result<()>> {
+                std::task::Poll::Ready(Ok(()))
+            }
+
+            fn poll_shutdown(
+                self: std::pin::Pin<&mut Self>,
+                _: &mut std::task::Context<'_>,
+            ) -> std::task::Poll<std::io::Result<()>> {
+                std::task::Poll::Ready(self.shutdown(std::net::Shutdown::Write))
+            }
+        }
+    };
+}
+
+/// The timeout setters and getters every socket type has (`self.$sock` is its `Shared`).
+macro_rules! timeout_methods {
+    ($sock:ident) => {
+        /// The blocking-style reads' timeout (`None`: wait for ever; `Some(0)` is an error).
+        /// An expired timeout is `ErrorKind::TimedOut` and leaves the socket usable.
+        pub fn set_read_timeout(
+            &self,
+            timeout: Option<std::time::Duration>,
+        ) -> std::io::Result<()> {
+            self.$sock
+                .set_timeout($crate::io::registry::Direction::Read, timeout)
+        }
+
+        /// The blocking-style writes' timeout (`None`: wait for ever; `Some(0)` is an error).
+        pub fn set_write_timeout(
+            &self,
+            timeout: Option<std::time::Duration>,
+        ) -> std::io::Result<()> {
+            self.$sock
+                .set_timeout($crate::io::registry::Direction::Write, timeout)
+        }
+
+        /// The read timeout.
+        pub fn read_timeout(&self) -> std::io::Result<Option<std::time::Duration>> {
+            Ok(self.$sock.timeout($crate::io::registry::Direction::Read))
+        }
+
+        /// The write timeout.
+        pub fn write_timeout(&self) -> std::io::Result<Option<std::time::Duration>> {
+            Ok(self.$sock.timeout($crate::io::registry::Direction::Write))
+        }
+    };
+}
+
+/// The datagram calls `UdpSocket` and `UnixDatagram` share (`self.$sock` is the `Shared`
+/// socket, `$addr` the address type): blocking-style and async receive and connected send.
+macro_rules! datagram_face {
+    ($sock:ident, $addr:ty) => {
+        /// Receives a datagram, blocking-style.
+        ///
+        /// # Panics
+        ///
+        /// Inside an async task: use `recv_from_async`.
+        #[track_caller]
+        pub fn recv_from(&self, buf: &mut [u8]) -> std::io::Result<(usize, $addr)> {
+            self.$sock
+                .block_op($crate::io::registry::Direction::Read, |s| s.recv_from(buf))
+        }
+
+        /// Sends to the connected peer, blocking-style.
+        #[track_caller]
+        pub fn send(&self, buf: &[u8]) -> std::io::Result<usize> {
+            self.$sock
+                .block_op($crate::io::registry::Direction::Write, |s| s.send(buf))
+        }
+
+        /// Receives from the connected peer, blocking-style.
+        #[track_caller]
+        pub fn recv(&self, buf: &mut [u8]) -> std::io::Result<usize> {
+            self.$sock
+                .block_op($crate::io::registry::Direction::Read, |s| s.recv(buf))
+        }
+
+        /// Receives a datagram.
+        pub async fn recv_from_async(&self, buf: &mut [u8]) -> std::io::Result<(usize, $addr)> {
+            self.$sock
+                .op_async($crate::io::registry::Direction::Read, |s| s.recv_from(buf))
+                .await
+        }
+
+        /// Sends to the connected peer.
+        pub async fn send_async(&self, buf: &[u8]) -> std::io::Result<usize> {
+            self.$sock
+                .op_async($crate::io::registry::Direction::Write, |s| s.send(buf))
+                .await
+        }
+
+        /// Receives from the connected peer.
+        pub async fn recv_async(&self, buf: &mut [u8]) -> std::io::Result<usize> {
+            self.$sock
+                .op_async($crate::io::registry::Direction::Read, |s| s.recv(buf))
+                .await
+        }
+
+        /// The local address.
+        pub fn local_addr(&self) -> std::io::Result<$addr> {
+            self.$sock.get().local_addr()
+        }
+
+        /// The connected peer's address.
+        pub fn peer_addr(&self) -> std::io::Result<$addr> {
+            self.$sock.get().peer_addr()
+        }
+
+        timeout_methods!($sock);
+
+        /// A second handle to the same socket (see `docs/io.md`: dropping either closes it).
+        pub fn try_clone(&self) -> std::io::Result<Self> {
+            Ok(Self {
+                $sock: self.$sock.share(),
+            })
+        }
+    };
+}
