@@ -158,6 +158,9 @@ pub struct Coroutine<Input, Yield, Return> {
     stack: Option<Stack>,
     id: u64,
     name: Option<Arc<str>>,
+    /// The coroutine's value of the per-context word (see [`crate::local`]) while it is not
+    /// running; swapped with the resumer's around every switch by `resume`.
+    local: u64,
     /// `Input` flows in and `Yield`/`Return` flow out.
     _values: PhantomData<fn(Input) -> CoroutineResult<Yield, Return>>,
     /// Makes the type `!Send + !Sync` (see the module docs).
@@ -331,7 +334,6 @@ impl<Input, Yield, Return> Coroutine<Input, Yield, Return> {
         }
         let id = id.unwrap_or_else(next_id);
         let header = stack.header();
-        header.id.store(id, Ordering::Relaxed);
         let (name_ptr, name_len) = match &name {
             Some(name) => (name.as_ptr().cast_mut(), name.len()),
             None => (ptr::null_mut(), 0),
@@ -342,6 +344,9 @@ impl<Input, Yield, Return> Coroutine<Input, Yield, Return> {
             .location
             .store(ptr::from_ref(location).cast_mut(), Ordering::Relaxed);
         header.stack_size.store(stack.size(), Ordering::Relaxed);
+        // Last, and Release: a nonzero id marks the slot in use and its other fields valid for
+        // the overflow handler (pairs with the Acquire load in `overflow::handler`).
+        header.id.store(id, Ordering::Release);
         // SAFETY: `obj..obj + size_of::<Start<F>>()` lies below the slot's header, inside the
         // slot we own, suitably aligned; the entry function reads it exactly once. `base` is
         // 16-byte aligned with the init frame's 32 bytes free below it.
@@ -355,6 +360,7 @@ impl<Input, Yield, Return> Coroutine<Input, Yield, Return> {
             stack: Some(stack),
             id,
             name,
+            local: 0,
             _values: PhantomData,
             _not_send: PhantomData,
         })
@@ -375,10 +381,12 @@ impl<Input, Yield, Return> Coroutine<Input, Yield, Return> {
             self.resume_misuse()
         };
         let input = ManuallyDrop::new(input);
+        let outer = crate::local::replace(self.local);
         // SAFETY: `sp` and `link` describe this coroutine, suspended (or fresh) on a stack we
         // own; the coroutine moves `input` out before it switches back.
         let (arg, sp) =
             unsafe { arch::switch_and_link(ptr::from_ref(&*input) as usize, sp, self.link) };
+        self.local = crate::local::replace(outer);
         match sp {
             Some(sp) => {
                 self.sp = Some(sp);
@@ -463,8 +471,10 @@ impl<Input, Yield, Return> Coroutine<Input, Yield, Return> {
             std::mem::forget(self.stack.take());
             return;
         }
+        let outer = crate::local::replace(self.local);
         // SAFETY: as in `resume`; a 0 argument asks the coroutine to unwind.
         let (arg, sp) = unsafe { arch::switch_and_link(0, sp, self.link) };
+        crate::local::replace(outer);
         assert!(
             sp.is_none(),
             "corio: a coroutine suspended while being unwound"
