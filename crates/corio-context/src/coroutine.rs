@@ -18,6 +18,9 @@
 //!    moves it out, hands the stack back to the thread's cache and returns
 //!    [`CoroutineResult::Return`], or resumes the panic in the caller.
 //!
+//! Around every switch, `resume` also swaps one word of per-context state (`crate::local`):
+//! the coroutine's value while it runs, the resumer's again when it suspends or finishes.
+//!
 //! A pointer of 0 instead of an input means "unwind": [`Yielder::suspend`] then starts a
 //! panic with a private payload, [`ForcedUnwind`], that runs every destructor on the stack and
 //! is caught by the entry function. Dropping a suspended coroutine does this. If user code
@@ -381,12 +384,21 @@ impl<Input, Yield, Return> Coroutine<Input, Yield, Return> {
             self.resume_misuse()
         };
         let input = ManuallyDrop::new(input);
-        let outer = crate::local::replace(self.local);
+        // Swap the per-context word (see `crate::local`). While no word was ever set, the
+        // resumer's and this coroutine's are both 0 and nothing needs saving.
+        let swap = crate::local::in_use();
+        let outer = if swap {
+            crate::local::replace(self.local)
+        } else {
+            0
+        };
         // SAFETY: `sp` and `link` describe this coroutine, suspended (or fresh) on a stack we
         // own; the coroutine moves `input` out before it switches back.
         let (arg, sp) =
             unsafe { arch::switch_and_link(ptr::from_ref(&*input) as usize, sp, self.link) };
-        self.local = crate::local::replace(outer);
+        if swap || crate::local::in_use() {
+            self.local = crate::local::replace(outer);
+        }
         match sp {
             Some(sp) => {
                 self.sp = Some(sp);
@@ -614,6 +626,7 @@ where
 /// Hands out process-unique ids in blocks of 1024 per thread, so that creating coroutines on
 /// many threads does not contend on one counter.
 #[doc(hidden)]
+#[inline(never)] // reads a thread-local: see `crate::local`
 pub fn next_id() -> u64 {
     static NEXT: AtomicU64 = AtomicU64::new(1);
     const BLOCK: u64 = 1024;
