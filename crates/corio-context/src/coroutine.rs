@@ -164,6 +164,9 @@ pub struct Coroutine<Input, Yield, Return> {
     /// The coroutine's value of the per-context word (see [`crate::local`]) while it is not
     /// running; swapped with the resumer's around every switch by `resume`.
     local: u64,
+    /// The resumer's value of the word while the coroutine runs; 0 otherwise (and 0 when no
+    /// word was set before the resume: see `crate::local::in_use`).
+    outer: u64,
     /// `Input` flows in and `Yield`/`Return` flow out.
     _values: PhantomData<fn(Input) -> CoroutineResult<Yield, Return>>,
     /// Makes the type `!Send + !Sync` (see the module docs).
@@ -364,6 +367,7 @@ impl<Input, Yield, Return> Coroutine<Input, Yield, Return> {
             id,
             name,
             local: 0,
+            outer: 0,
             _values: PhantomData,
             _not_send: PhantomData,
         })
@@ -385,19 +389,18 @@ impl<Input, Yield, Return> Coroutine<Input, Yield, Return> {
         };
         let input = ManuallyDrop::new(input);
         // Swap the per-context word (see `crate::local`). While no word was ever set, the
-        // resumer's and this coroutine's are both 0 and nothing needs saving.
-        let swap = crate::local::in_use();
-        let outer = if swap {
-            crate::local::replace(self.local)
-        } else {
-            0
-        };
+        // resumer's and this coroutine's are both 0 and nothing needs saving. Nothing is kept
+        // in a local across the switch (it would be spilled): the resumer's word waits in
+        // `self.outer`.
+        if crate::local::in_use() {
+            self.outer = crate::local::replace(self.local);
+        }
         // SAFETY: `sp` and `link` describe this coroutine, suspended (or fresh) on a stack we
         // own; the coroutine moves `input` out before it switches back.
         let (arg, sp) =
             unsafe { arch::switch_and_link(ptr::from_ref(&*input) as usize, sp, self.link) };
-        if swap || crate::local::in_use() {
-            self.local = crate::local::replace(outer);
+        if crate::local::in_use() {
+            self.local = crate::local::replace(std::mem::take(&mut self.outer));
         }
         match sp {
             Some(sp) => {

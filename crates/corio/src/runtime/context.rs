@@ -13,7 +13,8 @@
 //! ([`here`], [`current_task`], [`with_worker`], [`budget_proceed`], [`current_shared`],
 //! [`enter_runtime`]) is `#[inline(never)]`: it computes the address afresh in a function
 //! that contains no switch, whatever its caller inlines around it. The guards that frame a
-//! poll ([`enter_task`], [`enter_stackful`], [`enter_worker`] and their drops) stay inlined:
+//! poll ([`enter_task`], [`enter_stackful`], [`enter_worker`] and their drops) and
+//! [`worker_index_in`] (the home-thread check before a resume) stay inlined:
 //! they run only in the frame of the worker (or plain thread) that polls the task, on that
 //! thread's own stack, which never changes thread. See `docs/soundness.md`, "Thread-locals
 //! across switches".
@@ -149,6 +150,18 @@ pub(crate) fn with_worker<R>(f: impl FnOnce(Option<&WorkerCtx>) -> R) -> R {
         let worker = c.worker.get();
         // SAFETY: set by the worker loop for as long as its WorkerCtx lives on its stack.
         f(unsafe { worker.as_ref() })
+    })
+}
+
+/// This thread's worker index in `shared`'s runtime, if it is one of its workers; read
+/// inline, so only for code on the polling thread's own stack (never coroutine code: see
+/// "Fresh addresses after a switch").
+#[inline]
+pub(crate) fn worker_index_in(shared: &Arc<Shared>) -> Option<usize> {
+    CONTEXT.with(|c| {
+        // SAFETY: as in `with_worker`.
+        let worker = unsafe { c.worker.get().as_ref() }?;
+        Arc::ptr_eq(worker.shared(), shared).then(|| worker.index())
     })
 }
 

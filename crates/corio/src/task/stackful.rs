@@ -181,15 +181,13 @@ impl StackfulCtx {
 /// A started coroutine's stack may hold thread-bound state (see "Pinning" in the module docs):
 /// resuming it on another thread is memory-unsafe, so this never continues, nor panics (a panic
 /// could be caught, and unwinding would run the coroutine's destructors on the wrong thread).
-/// The cost is a thread-local load and two compares.
+/// The cost is a thread-local load and two compares, inlined: call it on the stack of the
+/// thread that polls or cancels the task (a worker's, or the one dropping the runtime), never
+/// from a coroutine's code.
 #[inline]
 pub(crate) fn assert_on_home_thread(header: &Header) {
     if let Some(home) = header.pinned_home() {
-        let here = context::with_worker(|w| {
-            w.filter(|w| Arc::ptr_eq(w.shared(), &header.scheduler))
-                .map(|w| w.index())
-        });
-        check_home(header.id, home, here);
+        check_home(header.id, home, context::worker_index_in(&header.scheduler));
     }
 }
 
