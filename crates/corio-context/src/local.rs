@@ -15,14 +15,14 @@
 //! # The mechanism
 //!
 //! Each execution context — a thread's own stack, and each [`Coroutine`] — has its own value of
-//! the word. The thread-local [`WORD`] holds the value of the context that runs now.
+//! the word. The thread-local `WORD` holds the value of the context that runs now.
 //! [`Coroutine::resume`] swaps it around the switch: it installs the coroutine's saved value
 //! (0 for a coroutine that has not run) and keeps the resumer's; when the coroutine suspends,
 //! returns, panics or is unwound, resume saves the coroutine's value back into the coroutine and
 //! reinstalls the resumer's. Scopes within one context nest (they are ordinary Rust scopes on
 //! one stack), so a drop guard that restores the previous value is now correct.
 //!
-//! Until some context first sets its word (see [`in_use`]) every word is 0, and resume skips
+//! Until some context first sets its word (see `in_use`) every word is 0, and resume skips
 //! the swap; it checks again after the switch, in case the coroutine set its word meanwhile.
 //!
 //! The swap is done by the resumer alone, on its own stack: a coroutine's side of the switch
