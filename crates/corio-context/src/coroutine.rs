@@ -164,8 +164,7 @@ pub struct Coroutine<Input, Yield, Return> {
     /// The coroutine's value of the per-context word (see [`crate::local`]) while it is not
     /// running; swapped with the resumer's around every switch by `resume`.
     local: u64,
-    /// The resumer's value of the word while the coroutine runs; 0 otherwise (and 0 when no
-    /// word was set before the resume: see `crate::local::in_use`).
+    /// The resumer's value of the word while the coroutine runs.
     outer: u64,
     /// `Input` flows in and `Yield`/`Return` flow out.
     _values: PhantomData<fn(Input) -> CoroutineResult<Yield, Return>>,
@@ -388,20 +387,14 @@ impl<Input, Yield, Return> Coroutine<Input, Yield, Return> {
             self.resume_misuse()
         };
         let input = ManuallyDrop::new(input);
-        // Swap the per-context word (see `crate::local`). While no word was ever set, the
-        // resumer's and this coroutine's are both 0 and nothing needs saving. Nothing is kept
-        // in a local across the switch (it would be spilled): the resumer's word waits in
-        // `self.outer`.
-        if crate::local::in_use() {
-            self.outer = crate::local::replace(self.local);
-        }
+        // Swap the per-context word (see `crate::local`). Nothing is kept in a local across
+        // the switch (it would be spilled): the resumer's word waits in `self.outer`.
+        self.outer = crate::local::replace(self.local);
         // SAFETY: `sp` and `link` describe this coroutine, suspended (or fresh) on a stack we
         // own; the coroutine moves `input` out before it switches back.
         let (arg, sp) =
             unsafe { arch::switch_and_link(ptr::from_ref(&*input) as usize, sp, self.link) };
-        if crate::local::in_use() {
-            self.local = crate::local::replace(std::mem::take(&mut self.outer));
-        }
+        self.local = crate::local::replace(self.outer);
         match sp {
             Some(sp) => {
                 self.sp = Some(sp);

@@ -88,17 +88,19 @@
 //! the per-context word each context's guards nest again, and a guard that finds another id
 //! than its own when it closes aborts rather than restore a foreign one.
 //!
-//! The cost: the word's accessors are `#[inline(never)]` (a thread-local address computed
-//! before a switch must not be reused after it, for coroutines the scheduler may move between
-//! threads: see `docs/soundness.md`), so publishing, checking and restoring are three small
-//! calls per resume; and once any generator has been resumed in the process, each stackful
-//! switch swaps the word (two calls, 13 more instructions per switch; a program that never
-//! polls a generator pays a load and a branch). `corio-bench gen` and `switch` measure both.
+//! The cost: the word is read and written by `asm!` blocks that compute its address from
+//! `%fs` at every access (a thread-local address computed before a switch must not be reused
+//! after it, for coroutines the scheduler may move between threads: see `docs/soundness.md`),
+//! two instructions each; a round trip (publish, two checks, restore) went from 105 to 112
+//! instructions (callgrind, `corio-bench gen`'s child). Each stackful switch swaps the word:
+//! 4.5 more instructions per switch (`corio-bench switch --callgrind`: 19.5 to 24).
 //! Rejected:
 //!
 //! - *A thread-local restored by a drop guard* (the first version): unsound, as above.
 //! - *Saving and restoring the id in corio's blocking calls only* (`StackfulCtx::suspend`):
 //!   cheaper on the switch, but a bare `Coroutine` suspending inside a poll bypasses it.
+//! - *`#[inline(never)]` accessors of a `thread_local!`* (tried): as fresh, but a call each;
+//!   152 instructions per round trip instead of 112, and 33 per switch instead of 24.
 //! - *The slot's address in the published word*: the body then reads its
 //!   input through a pointer that `resume` has just stored, which puts a store-to-load
 //!   forwarding on every round trip's critical path; it was 10–15% slower in a quick test.
