@@ -18,6 +18,9 @@
 //!    moves it out, hands the stack back to the thread's cache and returns
 //!    [`CoroutineResult::Return`], or resumes the panic in the caller.
 //!
+//! Around every switch, `resume` also swaps one word of per-context state (`crate::local`):
+//! the coroutine's value while it runs, the resumer's again when it suspends or finishes.
+//!
 //! A pointer of 0 instead of an input means "unwind": [`Yielder::suspend`] then starts a
 //! panic with a private payload, [`ForcedUnwind`], that runs every destructor on the stack and
 //! is caught by the entry function. Dropping a suspended coroutine does this. If user code
@@ -158,6 +161,11 @@ pub struct Coroutine<Input, Yield, Return> {
     stack: Option<Stack>,
     id: u64,
     name: Option<Arc<str>>,
+    /// The coroutine's value of the per-context word (see [`crate::local`]) while it is not
+    /// running; swapped with the resumer's around every switch by `resume`.
+    local: u64,
+    /// The resumer's value of the word while the coroutine runs.
+    outer: u64,
     /// `Input` flows in and `Yield`/`Return` flow out.
     _values: PhantomData<fn(Input) -> CoroutineResult<Yield, Return>>,
     /// Makes the type `!Send + !Sync` (see the module docs).
@@ -331,7 +339,6 @@ impl<Input, Yield, Return> Coroutine<Input, Yield, Return> {
         }
         let id = id.unwrap_or_else(next_id);
         let header = stack.header();
-        header.id.store(id, Ordering::Relaxed);
         let (name_ptr, name_len) = match &name {
             Some(name) => (name.as_ptr().cast_mut(), name.len()),
             None => (ptr::null_mut(), 0),
@@ -342,6 +349,9 @@ impl<Input, Yield, Return> Coroutine<Input, Yield, Return> {
             .location
             .store(ptr::from_ref(location).cast_mut(), Ordering::Relaxed);
         header.stack_size.store(stack.size(), Ordering::Relaxed);
+        // Last, and Release: a nonzero id marks the slot in use and its other fields valid for
+        // the overflow handler (pairs with the Acquire load in `overflow::handler`).
+        header.id.store(id, Ordering::Release);
         // SAFETY: `obj..obj + size_of::<Start<F>>()` lies below the slot's header, inside the
         // slot we own, suitably aligned; the entry function reads it exactly once. `base` is
         // 16-byte aligned with the init frame's 32 bytes free below it.
@@ -355,6 +365,8 @@ impl<Input, Yield, Return> Coroutine<Input, Yield, Return> {
             stack: Some(stack),
             id,
             name,
+            local: 0,
+            outer: 0,
             _values: PhantomData,
             _not_send: PhantomData,
         })
@@ -375,10 +387,14 @@ impl<Input, Yield, Return> Coroutine<Input, Yield, Return> {
             self.resume_misuse()
         };
         let input = ManuallyDrop::new(input);
+        // Swap the per-context word (see `crate::local`). Nothing is kept in a local across
+        // the switch (it would be spilled): the resumer's word waits in `self.outer`.
+        self.outer = crate::local::replace(self.local);
         // SAFETY: `sp` and `link` describe this coroutine, suspended (or fresh) on a stack we
         // own; the coroutine moves `input` out before it switches back.
         let (arg, sp) =
             unsafe { arch::switch_and_link(ptr::from_ref(&*input) as usize, sp, self.link) };
+        self.local = crate::local::replace(self.outer);
         match sp {
             Some(sp) => {
                 self.sp = Some(sp);
@@ -463,8 +479,10 @@ impl<Input, Yield, Return> Coroutine<Input, Yield, Return> {
             std::mem::forget(self.stack.take());
             return;
         }
+        let outer = crate::local::replace(self.local);
         // SAFETY: as in `resume`; a 0 argument asks the coroutine to unwind.
         let (arg, sp) = unsafe { arch::switch_and_link(0, sp, self.link) };
+        crate::local::replace(outer);
         assert!(
             sp.is_none(),
             "corio: a coroutine suspended while being unwound"
@@ -604,6 +622,7 @@ where
 /// Hands out process-unique ids in blocks of 1024 per thread, so that creating coroutines on
 /// many threads does not contend on one counter.
 #[doc(hidden)]
+#[inline(never)] // reads a thread-local: see `crate::local`
 pub fn next_id() -> u64 {
     static NEXT: AtomicU64 = AtomicU64::new(1);
     const BLOCK: u64 = 1024;

@@ -32,5 +32,7 @@
 
 mod arch;
 pub mod coroutine;
+#[doc(hidden)]
+pub mod local;
 mod overflow;
 pub mod stack;

@@ -18,8 +18,19 @@
 //!    action, it restores the default and returns, and the fault repeats and kills the process
 //!    with the original signal.
 //!
+//! The header is trusted only while its slot is in use: a coroutine's creation stores its id
+//! last, and releasing the slot clears it, so a fault in the guard of a free slot (a stray
+//! pointer into a finished coroutine's stack, say) finds id 0 and is passed on like any other
+//! fault instead of being reported with a stale name.
+//!
 //! Rust inserts stack probes in functions whose frames exceed a page, so even a frame larger
-//! than the guard touches the guard before anything below it.
+//! than the guard touches the guard before anything below it. C code compiled without
+//! `-fstack-clash-protection` does not: a single frame larger than the guard (4 KiB, one page)
+//! can skip over it and write into the top of the slot below, which belongs to another
+//! coroutine, without any fault. corio cannot catch that; C libraries called from coroutines
+//! that allocate large frames (big local arrays, `alloca`) should be built with stack-clash
+//! protection, or called through `corio::blocking` on the thread's own stack. See
+//! `docs/soundness.md`, "Overflow handler".
 
 use std::cell::UnsafeCell;
 use std::mem::MaybeUninit;
@@ -69,18 +80,25 @@ extern "C" fn handler(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut li
     // SAFETY: the kernel passes a valid siginfo for SA_SIGINFO handlers.
     let addr = unsafe { (*info).si_addr() } as usize;
     if let Some(hit) = find_slot(addr).filter(|hit| hit.in_guard) {
-        // SAFETY: the slot's top page holds its header while the slot is owned, and a guard
-        // hit means a coroutine is running on it.
+        // SAFETY: every carved slot's top page is mapped read-write for as long as the arena
+        // lives (released pages read as zeros), 64-byte aligned, and the header's fields are
+        // atomics, so reading it is sound whoever owns the slot.
         let header =
             unsafe { &*((hit.slot_top - std::mem::size_of::<SlotHeader>()) as *const SlotHeader) };
-        report(header, addr);
+        // Trust the rest of the header only for a slot in use (a nonzero id): a free slot's
+        // name pointer may point to a freed name. Acquire: pairs with the Release store of the
+        // id in `Coroutine::on_stack`, after the other fields.
+        let id = header.id.load(std::sync::atomic::Ordering::Acquire);
+        if id != 0 {
+            report(header, id, addr);
+        }
     }
     // SAFETY: we are inside a handler for `sig` with the kernel's arguments.
     unsafe { chain(sig, info, ctx) }
 }
 
 /// Writes the overflow line for the coroutine described by `header` and aborts.
-fn report(header: &SlotHeader, addr: usize) -> ! {
+fn report(header: &SlotHeader, id: u64, addr: usize) -> ! {
     use std::sync::atomic::Ordering::Relaxed;
     let mut line = Line::new();
     line.push(b"\ncoroutine '");
@@ -92,7 +110,7 @@ fn report(header: &SlotHeader, addr: usize) -> ! {
         line.push(unsafe { std::slice::from_raw_parts(ptr, len.min(200)) });
     }
     line.push(b"' (id ");
-    line.push_dec(header.id.load(Relaxed));
+    line.push_dec(id);
     line.push(b") has overflowed its stack of ");
     line.push_dec((header.stack_size.load(Relaxed) >> 10) as u64);
     line.push(b" KiB (fault address 0x");
@@ -271,4 +289,40 @@ thread_local! {
     static ALT_STACK: AltStack = const {
         AltStack { map: std::cell::Cell::new(0), checked: std::cell::Cell::new(false) }
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::Command;
+
+    use crate::stack::Stack;
+
+    /// Set in the child process that a test re-executes this binary as.
+    const CHILD: &str = "CORIO_TEST_OVERFLOW_CHILD";
+
+    /// A fault in the guard page of a slot that no coroutine owns is not an overflow: the
+    /// handler must not read (and print) that slot's stale or empty header, but pass the fault
+    /// on, so that it kills with SIGSEGV as any stray access does.
+    #[test]
+    fn a_fault_in_the_guard_of_a_slot_not_in_use_is_not_reported_as_an_overflow() {
+        let name = "overflow::tests::a_fault_in_the_guard_of_a_slot_not_in_use_is_not_reported_as_an_overflow";
+        if std::env::var_os(CHILD).is_some() {
+            super::prepare_thread();
+            let stack = Stack::new(64 << 10).unwrap();
+            let in_guard = stack.limit() - 64;
+            drop(stack);
+            // SAFETY: none: this deliberately writes into a guard page to fault.
+            unsafe { std::ptr::write_volatile(in_guard as *mut u64, 1) };
+            unreachable!("the guard page did not fault");
+        }
+        let out = Command::new(std::env::current_exe().unwrap())
+            .args([name, "--exact", "--nocapture", "--test-threads=1"])
+            .env(CHILD, "1")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("overflowed"), "{err}");
+        assert_eq!(out.status.signal(), Some(libc::SIGSEGV), "{err}");
+    }
 }

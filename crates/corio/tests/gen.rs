@@ -441,3 +441,65 @@ fn both_kinds_panic_the_same_way_when_resumed_after_finishing() {
     assert!(stackful.contains("already finished"), "{stackful}");
     assert!(stackless.contains("already finished"), "{stackless}");
 }
+
+/// A `Co` that escaped its finished generator, while a bare stackful coroutine suspended inside
+/// another generator's poll: the suspension must not leave a stale id published for it. Before
+/// the fix, the inner generator's drop guard restored the finished generator's id on the way
+/// out, so the escaped `Co` passed the check and wrote into its freed frame (issue 7, item 1).
+#[test]
+fn an_escaped_co_stays_refused_after_a_coroutine_suspended_inside_a_poll() {
+    let mut inner = Coroutine::<(), (), ()>::new(|y, ()| {
+        // Suspends the bare coroutine from inside this generator's poll.
+        let mut suspends_mid_poll = Generator::<(), u32, ()>::new(|_co, ()| async move {
+            y.suspend(());
+        });
+        assert_eq!(suspends_mid_poll.resume(()), CoroutineResult::Return(()));
+    });
+    let escaped = {
+        let inner = &mut inner;
+        let mut outer = Generator::<(), u32, Co<(), u32>>::new(|co, ()| async move {
+            assert!(inner.resume(()).is_yield());
+            co
+        });
+        match outer.resume(()) {
+            CoroutineResult::Return(co) => co,
+            CoroutineResult::Yield(_) => unreachable!(),
+        }
+    };
+    // The inner generator's poll returns now, long after `outer` was freed.
+    assert!(inner.resume(()).is_return());
+    let mut fut = escaped.suspend(7);
+    let msg = panic_message(|| {
+        let _ = Pin::new(&mut fut).poll(&mut Context::from_waker(Waker::noop()));
+    });
+    assert!(msg.contains("no generator is being resumed"), "{msg}");
+}
+
+/// Each coroutine's generator id is its own: two bare coroutines that each suspend inside their
+/// generator's poll, resumed alternately, both complete (the resumes do not nest).
+#[test]
+fn generators_in_alternately_resumed_coroutines_each_find_their_own_slot() {
+    fn driver() -> Coroutine<(), (), Vec<u32>> {
+        Coroutine::new(|y, ()| {
+            let g = Generator::new(|co, ()| async move {
+                for n in 0..3u32 {
+                    y.suspend(());
+                    co.suspend(n).await;
+                }
+            });
+            g.collect()
+        })
+    }
+    let (mut a, mut b) = (driver(), driver());
+    let (mut done_a, mut done_b) = (None, None);
+    while done_a.is_none() || done_b.is_none() {
+        if done_a.is_none() {
+            done_a = a.resume(()).as_return();
+        }
+        if done_b.is_none() {
+            done_b = b.resume(()).as_return();
+        }
+    }
+    assert_eq!(done_a.unwrap(), [0, 1, 2]);
+    assert_eq!(done_b.unwrap(), [0, 1, 2]);
+}

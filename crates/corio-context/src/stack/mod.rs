@@ -68,6 +68,10 @@ const TOP_RESERVE: usize = HEADER_SIZE + (ROTATION_STEPS - 1) * ROTATION_STEP;
 
 /// Who owns a slot, written when a coroutine is created and read by the overflow handler.
 ///
+/// `id` is nonzero exactly while the slot is in use: stored last (Release) when a coroutine is
+/// created on the slot, cleared when the slot is released; the handler reads the other fields
+/// only after an Acquire load of a nonzero id.
+///
 /// Atomics with Relaxed ordering: the handler runs on the thread that runs the coroutine, which
 /// is the thread that wrote the header or one that received the coroutine through a
 /// synchronising hand-off (a run queue), so the values are visible; atomics keep the compiler
@@ -157,6 +161,8 @@ impl Stack {
 impl Drop for Stack {
     #[inline]
     fn drop(&mut self) {
+        // The slot is no longer in use: the overflow handler ignores its header from now on.
+        self.header().id.store(0, Ordering::Relaxed);
         pool::free(self.class, self.top);
     }
 }

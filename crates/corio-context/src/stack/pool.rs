@@ -117,7 +117,11 @@ thread_local! {
 
 /// Takes a free slot of `slot_size` bytes (for stacks of `stack_size`); returns its class, its
 /// top and a rotation counter for this thread.
-#[inline]
+///
+/// Not inlined, like every function here that reads the thread's cache: a coroutine may create
+/// or finish a bare coroutine on either side of its own switch, and after a switch LLVM may
+/// reuse a thread-local address computed before it (see `crate::local`).
+#[inline(never)]
 pub(crate) fn alloc(
     stack_size: usize,
     slot_size: usize,
@@ -152,6 +156,7 @@ pub(crate) fn alloc(
 }
 
 /// See `stack::ensure_available`.
+#[inline(never)] // reads the thread's cache: see `alloc`
 pub(crate) fn ensure_available(stack_size: usize, slot_size: usize) -> io::Result<()> {
     let checked = CACHE.try_with(|cache| {
         let mut cache = cache.borrow_mut();
@@ -177,7 +182,7 @@ fn alloc_slow(local: &mut ClassCache) -> io::Result<usize> {
 }
 
 /// Returns the slot at `top` to `class`.
-#[inline]
+#[inline(never)] // reads the thread's cache: see `alloc`
 pub(crate) fn free(class: &'static SizeClass, top: usize) {
     let done = CACHE.try_with(|cache| {
         let mut cache = cache.borrow_mut();
@@ -213,6 +218,7 @@ pub(crate) fn cached_count(class: &'static SizeClass) -> usize {
 
 /// Gives every slot in the calling thread's cache back to the arena and releases the pages
 /// of every dirty slot there.
+#[inline(never)] // reads the thread's cache: see `alloc`
 pub(crate) fn trim_thread_cache() {
     let _ = CACHE.try_with(|cache| {
         for local in &mut cache.borrow_mut().classes {

@@ -1,5 +1,5 @@
 //! The yield channel: the [`Slot`] in a generator's frame, the [`Co`] handle that points to it,
-//! the thread-local id that says when the handle may use it, and the [`Suspend`] future.
+//! the published id that says when the handle may use it, and the [`Suspend`] future.
 //!
 //! See "How `co.suspend` finds its slot" in the module docs of [`super`] for the reasoning.
 
@@ -30,7 +30,8 @@ pub(super) enum Message<I, Y> {
 ///
 /// Who touches it: the `Generator` (through shared references to this field only, never to
 /// the whole frame) before and after it polls the body; the body, through its [`Co`]'s
-/// pointer, only while that poll runs, on the same thread (checked: see [`Co::with_slot`]).
+/// pointer, only while that poll runs, in the same execution context (checked: see
+/// [`Co::with_slot`]).
 /// Everything goes through the `Cell`; no reference into the message is ever made.
 pub(super) struct Slot<I, Y> {
     msg: Cell<Message<I, Y>>,
@@ -70,17 +71,17 @@ impl<I, Y> Slot<I, Y> {
     }
 }
 
-thread_local! {
-    /// The id of the generator whose body this thread is polling right now; 0 (no id) when
-    /// none is. Set and restored only by [`Enter`]. `const`-initialised with no destructor,
-    /// so reading it is one `fs`-relative load.
-    static CURRENT: Cell<u64> = const { Cell::new(0) };
-}
-
-/// Publishes a generator's id in [`CURRENT`] for the duration of one poll, and restores the
+/// Publishes a generator's id as the running context's generator (corio-context's
+/// per-context word, [`corio_context::local`]) for the duration of one poll, and restores the
 /// previous value when dropped, also when the poll unwinds (a generator may resume another one
 /// from its body: the inner resume must give the outer generator its id back).
+///
+/// The word is saved and restored by every stackful switch, so the scopes of `Enter`s nest
+/// even when the coroutine that polls a generator suspends inside the poll and another runs on
+/// the thread meanwhile. A drop that finds another id than its own published would restore an
+/// id that is not its own (the failure issue 7 describes): it aborts instead.
 pub(super) struct Enter {
+    id: u64,
     prev: u64,
 }
 
@@ -88,7 +89,8 @@ impl Enter {
     #[inline]
     pub(super) fn new(id: u64) -> Enter {
         Enter {
-            prev: CURRENT.replace(id),
+            id,
+            prev: corio_context::local::replace(id),
         }
     }
 }
@@ -96,8 +98,23 @@ impl Enter {
 impl Drop for Enter {
     #[inline]
     fn drop(&mut self) {
-        CURRENT.set(self.prev);
+        let published = corio_context::local::replace(self.prev);
+        if published != self.id {
+            enter_mismatch(self.id, published);
+        }
     }
+}
+
+/// A generator's scope found another id published when it closed: a bug in corio (the per-
+/// context word was not switched with a stack). Continuing could let a `Co` reach a freed frame.
+#[cold]
+#[inline(never)]
+fn enter_mismatch(id: u64, published: u64) -> ! {
+    eprintln!(
+        "fatal runtime error: corio: generator {id} ended its resume while generator \
+         {published} was published for this context; aborting"
+    );
+    std::process::abort()
 }
 
 /// The handle a generator's body uses to suspend itself: [`co.suspend(value).await`](Co::suspend).
@@ -167,13 +184,14 @@ impl<Input, Yield> Co<Input, Yield> {
     /// generator's body.
     #[inline]
     fn with_slot<T>(&self, f: impl FnOnce(&Slot<Input, Yield>) -> T) -> T {
-        let current = CURRENT.get();
+        let current = corio_context::local::get();
         if current != self.id {
             wrong_generator(self.id, current);
         }
-        // SAFETY: ids are process-unique and never 0, so this thread is inside the `resume`
-        // of the generator that made this `Co` (`Enter` restores `CURRENT` before that resume
-        // returns or unwinds). That generator owns the frame the pointer points into and frees
+        // SAFETY: ids are process-unique and never 0, so the running execution context (this
+        // thread's stack or the coroutine running on it) is inside the `resume` of the
+        // generator that made this `Co`: the word is per context (every switch saves and
+        // restores it), and `Enter` restores it before that resume returns or unwinds. That generator owns the frame the pointer points into and frees
         // it only after the poll; the slot is a `Slot<Input, Yield>` and is only ever accessed
         // through shared references, so this one aliases nothing mutable.
         f(unsafe { self.slot.as_ref() })

@@ -39,7 +39,7 @@
 //!    and takes a process-unique id (from the same counter as stackful coroutines'). Nothing
 //!    runs.
 //! 2. [`resume(input)`](Generator::resume) puts `input` in the slot, publishes the generator's
-//!    id in a thread-local (see below), and polls the future once with a no-op waker. The
+//!    id for the running execution context (see below), and polls the future once with a no-op waker. The
 //!    first poll takes the input out and calls `f(co, input)`; the body runs.
 //! 3. [`co.suspend(value).await`](Co::suspend): the [`Suspend`] future puts `value` in the
 //!    slot and returns `Pending`, which every enclosing `.await` passes up unchanged: the state
@@ -69,14 +69,39 @@
 //! The [`Co`] holds the generator's id and a pointer to the slot in its frame. It may
 //! dereference the pointer only while that frame is alive, and the `Co` is the body's to move
 //! anywhere (into a global, out as a yielded value) where it may outlive the frame. So
-//! `resume` publishes the id of the generator it is polling in a thread-local, and a `Co`
-//! uses its pointer only if its id is the published one: then this thread is inside that
-//! generator's `resume`, which owns the frame and frees it only after the poll. A drop guard
-//! restores the previous id when the poll returns or unwinds, so a generator may resume
-//! another from its body. The check is one thread-local load and a compare, off the data
-//! path. Rejected:
+//! `resume` publishes the id of the generator it is polling, and a `Co` uses its pointer only
+//! if its id is the published one: then the running code is inside that generator's `resume`,
+//! which owns the frame and frees it only after the poll. A drop guard restores the previous
+//! id when the poll returns or unwinds, so a generator may resume another from its body.
 //!
-//! - *The slot's address in the thread-local* (the first version): the body then reads its
+//! The id is published in a word that is *per execution context*, not per thread
+//! ([`corio_context::local`]): a thread-local that every stackful switch saves into the
+//! coroutine it leaves and restores from the one it enters (the resumer swaps it around
+//! `Coroutine::resume`). That matters because resumes of stackful coroutines do not nest: the
+//! coroutine polling a generator may suspend inside the poll (`corio::yield_now`, `sleep`,
+//! `join`, `block_on` in the body; or a bare `Coroutine`'s `Yielder` captured by the body),
+//! and other coroutines then run on the thread and resume generators of their own. With a
+//! plain thread-local, which the first version used, two coroutines on one worker each driving
+//! a generator whose body yields found each other's id (a false "polled while generator Y is
+//! being resumed"), and a guard closing out of order restored the id of a generator that had
+//! meanwhile finished, which let its escaped `Co` write into the freed frame (issue 7). With
+//! the per-context word each context's guards nest again, and a guard that finds another id
+//! than its own when it closes aborts rather than restore a foreign one.
+//!
+//! The cost: the word is read and written by `asm!` blocks that compute its address from
+//! `%fs` at every access (a thread-local address computed before a switch must not be reused
+//! after it, for coroutines the scheduler may move between threads: see `docs/soundness.md`),
+//! two instructions each; a round trip (publish, two checks, restore) went from 105 to 112
+//! instructions (callgrind, `corio-bench gen`'s child). Each stackful switch swaps the word:
+//! 4.5 more instructions per switch (`corio-bench switch --callgrind`: 19.5 to 24).
+//! Rejected:
+//!
+//! - *A thread-local restored by a drop guard* (the first version): unsound, as above.
+//! - *Saving and restoring the id in corio's blocking calls only* (`StackfulCtx::suspend`):
+//!   cheaper on the switch, but a bare `Coroutine` suspending inside a poll bypasses it.
+//! - *`#[inline(never)]` accessors of a `thread_local!`* (tried): as fresh, but a call each;
+//!   152 instructions per round trip instead of 112, and 33 per switch instead of 24.
+//! - *The slot's address in the published word*: the body then reads its
 //!   input through a pointer that `resume` has just stored, which puts a store-to-load
 //!   forwarding on every round trip's critical path; it was 10–15% slower in a quick test.
 //! - *An `Rc` shared by `Co` and the generator*: safe without a check, but a second allocation
@@ -182,7 +207,7 @@
 //! |---|---|
 //! | awaiting a future that is not ready (IO, a timer, a channel) in a body: a generator has no executor and no waker | `resume` finds no value in the slot after `Pending` |
 //! | `co.suspend` of one generator polled in the body of another (even one it resumes) | id check in `Suspend` |
-//! | `co.suspend` polled outside any resume (a `Co` that escaped) | null thread-local |
+//! | `co.suspend` polled outside any resume (a `Co` that escaped) | no id published in this context |
 //! | two `co.suspend` futures racing in `join!`/`select!` | the slot already holds a value |
 //! | resuming a finished generator | `resume` |
 
@@ -262,8 +287,7 @@ struct Frame<I, Y, F: ?Sized> {
 
 // SAFETY: a `Generator` owns its frame as a `Box` would, and the frame holds `Input` and
 // `Yield` values (in the slot) and `F`; nothing in it refers to the thread it was created or
-// last resumed on (the thread-local `CURRENT` is set only while `resume` borrows the
-// generator). So it may move to another thread when those may; the compiler has checked `F`
+// last resumed on (its id is published only while `resume` borrows the generator). So it may move to another thread when those may; the compiler has checked `F`
 // for everything the body holds across a suspension. Not `Sync`: `is_started(&self)` uses the
 // slot's `Cell`.
 unsafe impl<Input: Send, Yield: Send, Return, F: Send + ?Sized> Send
@@ -330,7 +354,7 @@ where
         // Protocol steps 2 and 5: hand in the input, poll once.
         slot.put(Message::Input(input));
         let poll = {
-            // If the body panics: restore `CURRENT`, then free the frame (dropping the
+            // If the body panics: restore the published id, then free the frame (dropping the
             // body's locals) on the way out; the generator is finished.
             let on_unwind = FreeOnUnwind(self);
             let _enter = Enter::new(on_unwind.0.id);

@@ -4,6 +4,20 @@
 //!
 //! Everything hot lives in one `const`-initialised thread-local without a destructor, so
 //! reading it is a plain TLS load.
+//!
+//! # Fresh addresses after a switch
+//!
+//! LLVM may compute a thread-local's address once and reuse it after a call in the same
+//! function (llvm#98479); a stackful switch is such a call, and a `migratable` coroutine may
+//! come back from it on another thread. So every accessor that coroutine code can call
+//! ([`here`], [`current_task`], [`with_worker`], [`budget_proceed`], [`current_shared`],
+//! [`enter_runtime`]) is `#[inline(never)]`: it computes the address afresh in a function
+//! that contains no switch, whatever its caller inlines around it. The guards that frame a
+//! poll ([`enter_task`], [`enter_stackful`], [`enter_worker`] and their drops) and
+//! [`worker_index_in`] (the home-thread check before a resume) stay inlined:
+//! they run only in the frame of the worker (or plain thread) that polls the task, on that
+//! thread's own stack, which never changes thread. See `docs/soundness.md`, "Thread-locals
+//! across switches".
 
 use std::cell::{Cell, RefCell};
 use std::ptr;
@@ -97,7 +111,7 @@ pub(crate) enum Here<'a> {
     Thread,
 }
 
-#[inline]
+#[inline(never)]
 pub(crate) fn here<'a>() -> Here<'a> {
     CONTEXT.with(|c| {
         let stackful = c.stackful.get();
@@ -119,6 +133,7 @@ pub(crate) fn here<'a>() -> Here<'a> {
 }
 
 /// The header of the task running on this thread.
+#[inline(never)]
 pub(crate) fn current_task<R>(f: impl FnOnce(Option<&Header>) -> R) -> R {
     CONTEXT.with(|c| {
         let task = c.task.get();
@@ -129,12 +144,24 @@ pub(crate) fn current_task<R>(f: impl FnOnce(Option<&Header>) -> R) -> R {
 }
 
 /// Runs `f` with this thread's worker, if it is one.
-#[inline]
+#[inline(never)]
 pub(crate) fn with_worker<R>(f: impl FnOnce(Option<&WorkerCtx>) -> R) -> R {
     CONTEXT.with(|c| {
         let worker = c.worker.get();
         // SAFETY: set by the worker loop for as long as its WorkerCtx lives on its stack.
         f(unsafe { worker.as_ref() })
+    })
+}
+
+/// This thread's worker index in `shared`'s runtime, if it is one of its workers; read
+/// inline, so only for code on the polling thread's own stack (never coroutine code: see
+/// "Fresh addresses after a switch").
+#[inline]
+pub(crate) fn worker_index_in(shared: &Arc<Shared>) -> Option<usize> {
+    CONTEXT.with(|c| {
+        // SAFETY: as in `with_worker`.
+        let worker = unsafe { c.worker.get().as_ref() }?;
+        Arc::ptr_eq(worker.shared(), shared).then(|| worker.index())
     })
 }
 
@@ -160,7 +187,7 @@ impl Drop for WorkerGuard {
 
 /// Takes one unit of budget. False when the task has used its budget (or its worker was
 /// asked to preempt it by sysmon): the caller should yield before continuing.
-#[inline]
+#[inline(never)]
 pub(crate) fn budget_proceed() -> bool {
     CONTEXT.with(|c| {
         let budget = c.budget.get();
@@ -184,6 +211,7 @@ pub(crate) fn budget_proceed() -> bool {
 
 /// The runtime that `spawn` and timers use from this thread: the running task's, this
 /// worker's, or the one entered with `Runtime::enter`.
+#[inline(never)]
 pub(crate) fn current_shared() -> Option<Arc<Shared>> {
     if let Some(shared) = current_task(|t| t.map(|h| h.scheduler.clone())) {
         return Some(shared);
@@ -198,6 +226,7 @@ pub(crate) fn current_shared() -> Option<Arc<Shared>> {
 pub(crate) struct EnterGuard(Option<Arc<Shared>>);
 
 /// Makes `shared` the runtime of this thread until the guard drops.
+#[inline(never)]
 pub(crate) fn enter_runtime(shared: Arc<Shared>) -> EnterGuard {
     EnterGuard(ENTERED.with(|e| e.borrow_mut().replace(shared)))
 }

@@ -69,6 +69,14 @@ impl TaskBuilder {
     /// taken before and used after a suspension (LLVM may cache it, llvm#98479), no
     /// `MutexGuard` or other guard held across a suspension, no `Rc`/`RefCell` shared with
     /// code that stays on the first thread.
+    ///
+    /// corio's own thread-locals are not the caller's concern: every corio and corio-context
+    /// function that reads a thread-local from code a coroutine runs is `#[inline(never)]`, so
+    /// it computes the thread-local's address afresh on each call, in a function that contains
+    /// no switch, and a coroutine that moved reads the state of the thread it runs on now
+    /// (checked in the generated code; see `docs/soundness.md`, "Thread-locals across
+    /// switches"). State that must follow the coroutine (the generator it is polling) is saved
+    /// and restored with its stack by every switch.
     pub unsafe fn migratable(mut self) -> TaskBuilder {
         self.migratable = true;
         self

@@ -58,7 +58,10 @@ fn class_layout(class: usize) -> Layout {
 }
 
 /// Allocates a block for `layout`.
-#[inline]
+///
+/// Not inlined, like every corio function that reads a thread-local from code a coroutine may
+/// run: see "Fresh addresses after a switch" in `runtime::context`.
+#[inline(never)]
 pub(crate) fn allocate(layout: Layout) -> NonNull<u8> {
     let (layout, class) = match class_of(layout) {
         Some(class) => (class_layout(class), Some(class)),
@@ -83,7 +86,7 @@ pub(crate) fn allocate(layout: Layout) -> NonNull<u8> {
 /// # Safety
 ///
 /// `ptr` must come from `allocate` with the same `layout`, and must not be used afterwards.
-#[inline]
+#[inline(never)] // reads a thread-local: see `allocate`
 pub(crate) unsafe fn free(ptr: NonNull<u8>, layout: Layout) {
     match class_of(layout) {
         Some(class) => {

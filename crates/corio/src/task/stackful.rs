@@ -2,10 +2,11 @@
 //!
 //! # How a coroutine blocks on a future
 //!
-//! 1. The worker polls the task; `poll_body` records the task's waker and this coroutine's
-//!    context in the thread's context (`runtime::context`), then resumes the coroutine.
+//! 1. The worker polls the task; `poll_body` records this coroutine's context in the thread's
+//!    context (`runtime::context`), then resumes the coroutine.
 //! 2. A blocking-style call inside it (`corio::block_on(fut)`, and through it every channel, IO
-//!    and timer call) polls `fut` with that waker. `Ready`: it returns at once, no switch.
+//!    and timer call) polls `fut` with the task's waker, which the coroutine's context keeps in
+//!    the task's cell (see "Wakers" below). `Ready`: it returns at once, no switch.
 //!    `Pending`: it suspends the coroutine ([`StackfulCtx::suspend`]); the resume returns and
 //!    the poll returns `Pending`.
 //! 3. The future's waker wakes the task. The state word guarantees the task is requeued only
@@ -13,6 +14,17 @@
 //!    the poll sets NOTIFIED and the worker requeues it when the poll returns. This is the
 //!    "publish after the switch" rule (Go's `mcall(park_m)`), made by the task state machine.
 //! 4. The next poll resumes the coroutine inside its `block_on`, which polls `fut` again.
+//!
+//! # Wakers
+//!
+//! The `Context` that `block_on` polls with must stay valid for as long as the poll runs, and
+//! a poll may itself make a blocking-style call (`corio::yield_now()` or `sleep` inside an
+//! `async` block, or a hand-written `poll` that sleeps): the coroutine then suspends *inside*
+//! the poll, the worker's frame that resumed it returns, and a later resume comes from another
+//! frame. So the waker must not live in the worker's frame (the first version pointed to the
+//! worker's `waker_ref` and segfaulted in debug builds, issue 7). The task's waker is the
+//! header's address and a static vtable; [`StackfulCtx`] keeps one in the task's cell, where
+//! it lives as long as the coroutine, and `block_on` borrows that.
 //!
 //! # Pinning
 //!
@@ -40,6 +52,7 @@
 //! Rust keeps that count per thread and gives no way to switch it with the stack.
 
 use std::cell::Cell;
+use std::mem::ManuallyDrop;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::ptr;
 use std::sync::Arc;
@@ -50,6 +63,7 @@ use corio_context::coroutine::{Coroutine, CoroutineResult, Yielder};
 
 use super::core::{Body, Header, Payload};
 use super::error::Cancelled;
+use super::waker::unowned_waker;
 use crate::runtime::context;
 
 /// What a resume tells the coroutine.
@@ -64,8 +78,9 @@ pub(crate) enum Signal {
 pub(crate) struct StackfulCtx {
     /// The coroutine's yielder (on its own stack), published by the coroutine when it starts.
     yielder: Cell<*const Yielder<Signal, ()>>,
-    /// The task's waker for the resume in progress.
-    waker: Cell<*const Waker>,
+    /// The task's waker, unowned (see "Wakers" in the module docs): it lives in the task's
+    /// cell, as long as the coroutine, so a `Context` built from it survives suspensions.
+    waker: ManuallyDrop<Waker>,
     /// Set by `yield_now` before it suspends.
     yielded: Cell<bool>,
     /// Set once a resume has delivered `Signal::Cancel`.
@@ -84,12 +99,11 @@ pub(crate) struct StackfulCtx {
 unsafe impl Send for StackfulCtx {}
 
 impl StackfulCtx {
-    /// The running task's waker.
+    /// The running task's waker; valid as long as the coroutine (see "Wakers" in the module
+    /// docs).
     #[inline]
     pub(crate) fn waker(&self) -> &Waker {
-        // SAFETY: set by `resume` to the Context's waker, which outlives the resume during
-        // which the coroutine (the only caller) runs.
-        unsafe { &*self.waker.get() }
+        &self.waker
     }
 
     /// The coroutine's own stack of open task-local scopes.
@@ -108,6 +122,9 @@ impl StackfulCtx {
     /// runnable tasks of its worker.
     #[inline]
     pub(crate) fn yield_now(&self) {
+        // Refuse a nested coroutine before leaving any trace of the yield (a set flag or a
+        // wake would resume the task spuriously at its next real suspension).
+        self.check_own_stack();
         if self.pinned {
             // Requeued by the worker as still running: no waker, no state transitions.
             self.yielded.set(true);
@@ -119,12 +136,7 @@ impl StackfulCtx {
 
     #[inline]
     pub(crate) fn suspend(&self) {
-        // SAFETY: the yielder lives on the coroutine's stack, which is alive and on this
-        // thread while its code runs (and only its code reaches this context).
-        let yielder = unsafe { &*self.yielder.get() };
-        if !yielder.is_on_own_stack() {
-            nested_misuse();
-        }
+        let yielder = self.check_own_stack();
         if self.cancel_requested.get() {
             self.raise_if_not_unwinding();
         }
@@ -138,7 +150,7 @@ impl StackfulCtx {
     /// the task resumed), so that it can suspend the task.
     #[inline]
     pub(crate) fn can_suspend(&self) -> bool {
-        // SAFETY: as in `suspend`.
+        // SAFETY: as in `check_own_stack`.
         unsafe { &*self.yielder.get() }.is_on_own_stack()
     }
 
@@ -147,14 +159,22 @@ impl StackfulCtx {
     /// waits that must not be cut short (`corio::scope` waiting for its children, whose
     /// borrows would otherwise outlive the data they borrow).
     pub(crate) fn suspend_uncancellable(&self) {
-        // SAFETY: as in `suspend`.
+        if self.check_own_stack().suspend(()) == Signal::Cancel {
+            self.cancel_requested.set(true);
+        }
+    }
+
+    /// The coroutine's yielder, after checking that the caller runs on the coroutine's own
+    /// stack and not on that of a bare `Coroutine` it resumed.
+    #[inline]
+    fn check_own_stack(&self) -> &Yielder<Signal, ()> {
+        // SAFETY: the yielder lives on the coroutine's stack, which is alive and on this
+        // thread while its code runs (and only its code reaches this context).
         let yielder = unsafe { &*self.yielder.get() };
         if !yielder.is_on_own_stack() {
             nested_misuse();
         }
-        if yielder.suspend(()) == Signal::Cancel {
-            self.cancel_requested.set(true);
-        }
+        yielder
     }
 
     /// Raises the cancellation unless this coroutine is already unwinding from it.
@@ -179,6 +199,48 @@ impl StackfulCtx {
     }
 }
 
+/// Aborts the process unless the calling thread is the home worker of `header`'s task, when
+/// that task is a started coroutine pinned to its worker (not `migratable`). Every resume of a
+/// started coroutine checks this, in release builds too; so must any other path that runs a
+/// started coroutine's code, such as its cancellation at shutdown.
+///
+/// A started coroutine's stack may hold thread-bound state (see "Pinning" in the module docs):
+/// resuming it on another thread is memory-unsafe, so this never continues, nor panics (a panic
+/// could be caught, and unwinding would run the coroutine's destructors on the wrong thread).
+/// The cost is a thread-local load and two compares, inlined: call it on the stack of the
+/// thread that polls or cancels the task (a worker's, or the one dropping the runtime), never
+/// from a coroutine's code.
+#[inline]
+pub(crate) fn assert_on_home_thread(header: &Header) {
+    if let Some(home) = header.pinned_home() {
+        check_home(header.id, home, context::worker_index_in(&header.scheduler));
+    }
+}
+
+/// The compare of [`assert_on_home_thread`]: `here` is this thread's worker index in the task's
+/// runtime, if it is one of its workers.
+#[inline]
+fn check_home(id: u64, home: usize, here: Option<usize>) {
+    if here != Some(home) {
+        off_home_thread(id, home, here);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn off_home_thread(id: u64, home: usize, here: Option<usize>) -> ! {
+    let here = match here {
+        Some(index) => format!("worker {index}"),
+        None => "a thread that is not one of its runtime's workers".to_string(),
+    };
+    eprintln!(
+        "fatal runtime error: corio: a started coroutine (task {id}) was about to run off its \
+         home thread (its home is worker {home}, this is {here}); its stack may hold \
+         thread-bound state, so continuing would be memory-unsafe; aborting"
+    );
+    std::process::abort()
+}
+
 #[cold]
 fn nested_misuse() -> ! {
     panic!(
@@ -191,8 +253,8 @@ fn nested_misuse() -> ! {
 /// The coroutine, `Send` because it is resumed only on its home worker once started.
 pub(crate) struct PinnedCoroutine<T>(Coroutine<Signal, (), Result<T, Payload>>);
 
-// SAFETY: the scheduler resumes and drops a started coroutine only on its home worker (debug
-// assertion in `resume`), so its stack never changes thread; `T` crosses threads as output.
+// SAFETY: the scheduler resumes and drops a started coroutine only on its home worker (checked
+// in release builds too, by `assert_on_home_thread` in `resume`), so its stack never changes thread; `T` crosses threads as output.
 unsafe impl<T: Send> Send for PinnedCoroutine<T> {}
 
 /// How to build the coroutine when the task first runs.
@@ -231,11 +293,7 @@ where
 
     /// Builds the coroutine on this worker's stack cache.
     #[cold]
-    fn start(
-        &mut self,
-        pinned: bool,
-        location: &'static std::panic::Location<'static>,
-    ) -> Result<(), Payload> {
+    fn start(&mut self, header: &Header, pinned: bool) -> Result<(), Payload> {
         let Stackful::Unstarted { .. } = self else {
             return Ok(());
         };
@@ -245,7 +303,7 @@ where
         let mut builder = corio_context::coroutine::Builder::new()
             .stack_size(config.stack_size)
             .id(config.id)
-            .location(location);
+            .location(header.location);
         if let Some(name) = config.name {
             builder = builder.name(name);
         }
@@ -264,7 +322,8 @@ where
             Ok(co) => {
                 let ctx = StackfulCtx {
                     yielder: Cell::new(ptr::null()),
-                    waker: Cell::new(ptr::null()),
+                    // SAFETY: the context lives in the task's cell, so the task outlives it.
+                    waker: unsafe { unowned_waker(header) },
                     yielded: Cell::new(false),
                     cancel_requested: Cell::new(false),
                     unwinding: std::cell::RefCell::new(None),
@@ -294,7 +353,7 @@ where
                 header.kind,
                 crate::task::core::Kind::Stackful { migratable: false }
             );
-            if let Err(payload) = self.start(pinned, header.location) {
+            if let Err(payload) = self.start(header, pinned) {
                 return Poll::Ready(Err(payload));
             }
             let me = context::with_worker(|w| w.map(|w| w.index()));
@@ -305,16 +364,8 @@ where
         let Stackful::Started { co, ctx } = self else {
             unreachable!("corio: resumed a finished coroutine");
         };
-        #[cfg(debug_assertions)]
-        if header.pinned_home().is_some() {
-            let me = context::with_worker(|w| w.map(|w| w.index()));
-            assert_eq!(
-                Some(header.home.load(Ordering::Relaxed) as usize),
-                me,
-                "corio: a started coroutine was resumed off its home thread"
-            );
-        }
-        ctx.waker.set(cx.waker());
+        assert_on_home_thread(header);
+        debug_assert!(cx.waker().will_wake(ctx.waker()));
         let result = {
             let _stackful = context::enter_stackful(ctx);
             co.0.resume(signal)
@@ -367,6 +418,56 @@ where
             Poll::Ready(Ok(_)) => Poll::Ready(None),
             Poll::Ready(Err(payload)) if payload.is::<Cancelled>() => Poll::Ready(None),
             Poll::Ready(Err(payload)) => Poll::Ready(Some(payload)),
+        }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::check_home;
+
+    /// Set in the child process that the abort test re-executes.
+    const CHILD: &str = "CORIO_TEST_OFF_HOME_CHILD";
+
+    #[test]
+    fn the_home_check_passes_on_the_home_worker() {
+        check_home(7, 1, Some(1));
+    }
+
+    /// The home check is a real check in every build profile: off its home it aborts the
+    /// process with a message (run in a child process, this test binary re-executed).
+    #[test]
+    fn the_home_check_aborts_off_the_home_worker_in_every_profile() {
+        if let Ok(case) = std::env::var(CHILD) {
+            match case.as_str() {
+                "other-worker" => check_home(7, 0, Some(1)),
+                _ => check_home(7, 0, None),
+            }
+            unreachable!("the home check returned off the home thread");
+        }
+        for (case, here) in [
+            ("other-worker", "this is worker 1"),
+            ("not-a-worker", "not one of"),
+        ] {
+            let out = std::process::Command::new(std::env::current_exe().unwrap())
+                .args([
+                    "task::stackful::tests::the_home_check_aborts_off_the_home_worker_in_every_profile",
+                    "--exact",
+                    "--nocapture",
+                    "--test-threads=1",
+                ])
+                .env(CHILD, case)
+                .output()
+                .unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                err.contains("(task 7) was about to run off its home thread"),
+                "{err}"
+            );
+            assert!(err.contains("its home is worker 0"), "{err}");
+            assert!(err.contains(here), "{err}");
+            use std::os::unix::process::ExitStatusExt;
+            assert_eq!(out.status.signal(), Some(libc::SIGABRT), "{err}");
         }
     }
 }

@@ -27,14 +27,27 @@ impl Deref for WakerRef<'_> {
 
 /// The task's waker, valid while `header` is borrowed.
 pub(crate) fn waker_ref(header: &Header) -> WakerRef<'_> {
-    let raw = RawWaker::new(std::ptr::from_ref(header).cast(), &VTABLE);
-    // SAFETY: the vtable's functions uphold RawWaker's contract for a task pointer; the
-    // ManuallyDrop means no reference is dropped for this borrowed waker, and clones take one.
-    let waker = unsafe { Waker::from_raw(raw) };
     WakerRef {
-        waker: ManuallyDrop::new(waker),
+        // SAFETY: the `WakerRef` borrows `header`, so the task outlives the waker.
+        waker: unsafe { unowned_waker(header) },
         _task: PhantomData,
     }
+}
+
+/// The task's waker without a reference of its own: (header pointer, static vtable), the same
+/// value as every [`waker_ref`] of this task. It is never dropped, and clones take a reference.
+///
+/// # Safety
+///
+/// The waker must not be used after the task is deallocated: keep it inside the task's cell
+/// (a stackful task's context does, so that it outlives every resume of its coroutine) or in
+/// a borrow of the task.
+pub(crate) unsafe fn unowned_waker(header: &Header) -> ManuallyDrop<Waker> {
+    let raw = RawWaker::new(std::ptr::from_ref(header).cast(), &VTABLE);
+    // SAFETY: the vtable's functions uphold RawWaker's contract for a task pointer; the
+    // ManuallyDrop means no reference is dropped for this borrowed waker, and clones take one;
+    // the caller keeps the task alive while the waker is used.
+    ManuallyDrop::new(unsafe { Waker::from_raw(raw) })
 }
 
 fn header<'a>(ptr: *const ()) -> &'a Header {
