@@ -35,8 +35,7 @@ pub mod generator;
 #[allow(dead_code)]
 mod loom;
 pub(crate) mod runtime;
-#[allow(dead_code)]
-pub(crate) mod sync;
+pub mod sync;
 pub(crate) mod task;
 pub mod time;
 
