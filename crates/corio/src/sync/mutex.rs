@@ -50,8 +50,9 @@ use std::future::Future;
 use std::ops::{Deref, DerefMut};
 use std::pin::Pin;
 use std::task::{Context, Poll};
+use std::time::Duration;
 #[cfg(not(loom))]
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use super::wait_list::{List, Node, Wakers};
 use crate::loom::sync::Mutex as ListLock;
@@ -64,7 +65,6 @@ const WAITERS: usize = 2;
 /// How long the head waiter may wait before the lock is handed to it directly (Go's
 /// `starvationThresholdNs`, 1 ms: long enough that normal mode's barging, which keeps the lock
 /// busy, rarely gives way; short enough that no waiter is passed over for long).
-#[cfg(not(loom))]
 pub const STARVATION: Duration = Duration::from_millis(1);
 
 /// A waiter's node data.
@@ -367,7 +367,7 @@ impl<T: ?Sized> Mutex<T> {
 
     /// Locks if the lock is free right now.
     pub fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
-        self.raw.try_lock().then_some(MutexGuard { mutex: self })
+        self.raw.try_lock().then(|| MutexGuard { mutex: self })
     }
 
     /// The value, through a unique borrow (no locking needed).

@@ -15,8 +15,10 @@ use std::mem::MaybeUninit;
 use std::ops::Deref;
 
 use super::semaphore::BatchSemaphore;
-use crate::loom::sync::atomic::AtomicBool;
-use crate::loom::sync::atomic::Ordering::{Acquire, Release};
+// Std atomics, not the loom shim: the cell's own protocol is one Release/Acquire pair; the
+// lock it relies on (`BatchSemaphore`) is the part with loom models.
+use std::sync::atomic::AtomicBool;
+use std::sync::atomic::Ordering::{Acquire, Release};
 
 /// A cell written once; readers after that get `&T` without locking.
 ///

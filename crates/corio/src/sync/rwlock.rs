@@ -102,14 +102,14 @@ impl<T: ?Sized> RwLock<T> {
     pub fn try_read(&self) -> Option<RwLockReadGuard<'_, T>> {
         self.sem
             .try_acquire(1)
-            .then_some(RwLockReadGuard { lock: self })
+            .then(|| RwLockReadGuard { lock: self })
     }
 
     /// Exclusive access if the lock is free now.
     pub fn try_write(&self) -> Option<RwLockWriteGuard<'_, T>> {
         self.sem
             .try_acquire(MAX_READS)
-            .then_some(RwLockWriteGuard { lock: self })
+            .then(|| RwLockWriteGuard { lock: self })
     }
 
     /// The value, through a unique borrow.

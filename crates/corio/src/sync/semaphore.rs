@@ -333,7 +333,7 @@ impl Semaphore {
 
     /// Takes `n` permits if they are free and nobody is queued.
     pub fn try_acquire_many(&self, n: usize) -> Option<SemaphorePermit<'_>> {
-        self.sem.try_acquire(n).then_some(SemaphorePermit {
+        self.sem.try_acquire(n).then(|| SemaphorePermit {
             sem: self,
             permits: n,
         })
