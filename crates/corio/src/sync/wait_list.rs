@@ -262,7 +262,7 @@ impl<T> Entry<'_, T> {
     }
 
     /// Whether the node is in the list.
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     pub(crate) fn is_linked(&mut self) -> bool {
         self.with(|n| n.linked)
     }
