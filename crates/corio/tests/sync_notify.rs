@@ -179,7 +179,7 @@ rt_common! {
             co.join().unwrap();
             // a dropped sender wakes the receiver with an error
             let (tx, rx) = oneshot::channel::<u32>();
-            let task = rt.spawn(async move { rx.await });
+            let task = rt.spawn(rx);
             drop(tx);
             assert_eq!(task.join().unwrap(), Err(oneshot::RecvError));
         });
@@ -199,7 +199,11 @@ fn a_cancelled_notified_waiter_passes_its_notification_to_the_next() {
         assert!(second.as_mut().poll(&mut cx).is_pending());
         notify.notify_one(); // goes to `first`, which is dropped unobserved
     }
-    assert_eq!(second.as_mut().poll(&mut cx), Poll::Ready(()), "the notification was lost");
+    assert_eq!(
+        second.as_mut().poll(&mut cx),
+        Poll::Ready(()),
+        "the notification was lost"
+    );
 }
 
 /// The last waiter cancelled with a notification leaves it as the stored permit.
@@ -226,7 +230,10 @@ fn a_notified_future_made_before_notify_waiters_completes() {
     notify.notify_waiters();
     assert_eq!(f.as_mut().poll(&mut cx), Poll::Ready(()));
     let mut g = pin!(notify.notified_async());
-    assert!(g.as_mut().poll(&mut cx).is_pending(), "notify_waiters stored a permit");
+    assert!(
+        g.as_mut().poll(&mut cx).is_pending(),
+        "notify_waiters stored a permit"
+    );
 }
 
 /// A condvar notification with nobody waiting is not kept (unlike `Notify::notify_one`).
@@ -238,5 +245,8 @@ fn a_condvar_notify_with_nobody_waiting_is_lost() {
     let mut cx = Context::from_waker(Waker::noop());
     let mut wait = pin!(cv.wait_async(m.try_lock().unwrap()));
     assert!(wait.as_mut().poll(&mut cx).is_pending());
-    assert!(m.try_lock().is_some(), "the waiting condvar released the mutex");
+    assert!(
+        m.try_lock().is_some(),
+        "the waiting condvar released the mutex"
+    );
 }
