@@ -21,6 +21,25 @@
 //! All waiters queue on one intrusive wait list (`wait_list.rs`): the node lives in the waiting
 //! future, so a wait allocates nothing, and a future dropped while it waits unlinks itself and
 //! passes on whatever it had been handed (the lock, permits, a notification).
+//!
+//! # Send and Sync
+//!
+//! Every future here is `Send` when its data is, so a task holding it may move between
+//! workers, and the guards are `Send`/`Sync` as tokio's are (unlocking is correct from any
+//! thread). What must not compile does not:
+//!
+//! ```compile_fail
+//! // A `Mutex` of `!Send` data is not `Sync`: it cannot be shared across coroutines.
+//! fn shared<T: Sync>(_: &T) {}
+//! shared(&corio::sync::Mutex::new(std::rc::Rc::new(0)));
+//! ```
+//!
+//! ```compile_fail
+//! // A read guard of `!Sync` data cannot move to another thread.
+//! fn send<T: Send>(_: T) {}
+//! let lock = corio::sync::RwLock::new(std::cell::Cell::new(0));
+//! send(lock.try_read().unwrap());
+//! ```
 
 pub(crate) mod atomic_waker;
 mod barrier;
@@ -57,5 +76,42 @@ pub(crate) fn loom_block_on<R>(
             return v;
         }
         signal.wait();
+    }
+}
+
+/// Compile-time checks: every future here can be held by a task that moves between workers,
+/// and the guards are `Send`/`Sync` when their data allows (as tokio's); the module docs hold
+/// the `compile_fail` half.
+#[cfg(all(test, not(loom)))]
+mod send_sync {
+    use super::*;
+
+    fn send<T: Send>(_: &T) {}
+    fn sync<T: Sync>(_: &T) {}
+
+    #[test]
+    fn the_futures_and_guards_are_send_when_their_data_is() {
+        let m = Mutex::new(0u32);
+        send(&m.lock_async());
+        send(&m.try_lock().unwrap());
+        sync(&m.try_lock().unwrap());
+        let rw = RwLock::new(0u32);
+        send(&rw.read_async());
+        send(&rw.write_async());
+        send(&rw.try_read().unwrap());
+        let sem = Semaphore::new(1);
+        send(&sem.acquire_many_async(1));
+        let n = Notify::new();
+        send(&n.notified_async());
+        let cv = Condvar::new();
+        send(&cv.wait_async(m.try_lock().unwrap()));
+        send(&WaitGroup::new().wait_async());
+        send(&Barrier::new(1).wait_async());
+        let cell = OnceCell::new();
+        send(&cell.get_or_init_async(|| async { 1u32 }));
+        let (tx, rx) = oneshot::channel::<u32>();
+        send(&tx);
+        send(&rx);
+        sync(&Lazy::new(|| 1u32));
     }
 }
