@@ -62,6 +62,25 @@ pub use self::rwlock::{MAX_READS, RwLock, RwLockReadGuard, RwLockWriteGuard};
 pub use self::semaphore::{Semaphore, SemaphorePermit};
 pub use self::wait_group::WaitGroup;
 
+/// The blocking-style face of every wait here: `fast` first (an uncontended lock is one
+/// compare-and-swap; `block_on` on a plain thread would cost a waker allocation), then `fut`
+/// through [`block_on`](crate::block_on). In an async task the fast path is skipped, so that
+/// `block_on`'s advice to `.await` the `_async` form shows on the first call, not only once
+/// the lock happens to be contended.
+#[track_caller]
+pub(crate) fn wait_for<T>(
+    fast: impl FnOnce() -> Option<T>,
+    fut: impl std::future::Future<Output = T>,
+) -> T {
+    use crate::runtime::context::{Here, here};
+    if !matches!(here(), Here::Stackless)
+        && let Some(v) = fast()
+    {
+        return v;
+    }
+    crate::block_on(fut)
+}
+
 /// Polls `poll` to completion on a loom thread, sleeping on a loom condvar between polls (the
 /// `Signal` of `atomic_waker.rs`'s models).
 #[cfg(all(test, loom))]

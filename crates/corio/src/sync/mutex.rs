@@ -73,9 +73,10 @@ struct Waiting {
     granted: bool,
     /// An unlock woke this waiter in normal mode and it has not polled since.
     woken: bool,
-    /// When it queued; the starvation clock.
+    /// When it queued; the starvation clock. Read only while linked, written when it links
+    /// (so the fast path never reads the clock).
     #[cfg(not(loom))]
-    since: Instant,
+    since: Option<Instant>,
     /// Under loom time is not modelled: a waiter starves once it has lost one wake-up to a
     /// barger, a deterministic stand-in for "waited too long".
     #[cfg(loom)]
@@ -88,7 +89,7 @@ impl Waiting {
             granted: false,
             woken: false,
             #[cfg(not(loom))]
-            since: Instant::now(),
+            since: None,
             #[cfg(loom)]
             passed_over: 0,
         }
@@ -96,7 +97,7 @@ impl Waiting {
 
     fn starving(&self) -> bool {
         #[cfg(not(loom))]
-        return self.since.elapsed() > STARVATION;
+        return self.since.is_some_and(|t| t.elapsed() > STARVATION);
         #[cfg(loom)]
         return self.passed_over > 0;
     }
@@ -242,6 +243,9 @@ impl RawMutex {
             // only used with this list, and `Lock::drop` unlinks it.
             unsafe { list.push_back(node) };
             *queued = true;
+            #[cfg(not(loom))]
+            // SAFETY: as above.
+            unsafe { list.entry(node) }.data(|w| w.since = Some(Instant::now()));
         }
         // SAFETY: as above.
         let mut me = unsafe { list.entry(node) };
@@ -352,7 +356,7 @@ impl<T: ?Sized> Mutex<T> {
     /// [`lock_async`](Self::lock_async)`().await` there (see [`block_on`](crate::block_on)).
     #[track_caller]
     pub fn lock(&self) -> MutexGuard<'_, T> {
-        crate::block_on(self.lock_async())
+        super::wait_for(|| self.try_lock(), self.lock_async())
     }
 
     /// Locks, as a future. Dropping the future while it waits gives up its place in the queue

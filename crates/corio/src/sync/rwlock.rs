@@ -67,7 +67,7 @@ impl<T: ?Sized> RwLock<T> {
     /// Inside an async task: use [`read_async`](Self::read_async)`().await`.
     #[track_caller]
     pub fn read(&self) -> RwLockReadGuard<'_, T> {
-        crate::block_on(self.read_async())
+        super::wait_for(|| self.try_read(), self.read_async())
     }
 
     /// Shared access, as a future.
@@ -86,7 +86,7 @@ impl<T: ?Sized> RwLock<T> {
     /// Inside an async task: use [`write_async`](Self::write_async)`().await`.
     #[track_caller]
     pub fn write(&self) -> RwLockWriteGuard<'_, T> {
-        crate::block_on(self.write_async())
+        super::wait_for(|| self.try_write(), self.write_async())
     }
 
     /// Exclusive access, as a future.

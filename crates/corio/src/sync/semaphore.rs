@@ -295,7 +295,7 @@ impl Semaphore {
     /// Inside an async task: use [`acquire_async`](Self::acquire_async)`().await`.
     #[track_caller]
     pub fn acquire(&self) -> SemaphorePermit<'_> {
-        crate::block_on(self.acquire_many_async(1))
+        super::wait_for(|| self.try_acquire(), self.acquire_many_async(1))
     }
 
     /// Takes `n` permits at once, waiting blocking-style.
@@ -305,7 +305,7 @@ impl Semaphore {
     /// Inside an async task: use [`acquire_many_async`](Self::acquire_many_async).
     #[track_caller]
     pub fn acquire_many(&self, n: usize) -> SemaphorePermit<'_> {
-        crate::block_on(self.acquire_many_async(n))
+        super::wait_for(|| self.try_acquire_many(n), self.acquire_many_async(n))
     }
 
     /// Takes one permit, as a future.

@@ -88,7 +88,7 @@ impl WaitGroup {
     /// Inside an async task: use [`wait_async`](Self::wait_async)`().await`.
     #[track_caller]
     pub fn wait(&self) {
-        crate::block_on(self.wait_async())
+        super::wait_for(|| (self.count() == 0).then_some(()), self.wait_async())
     }
 
     /// Waits until the counter is zero, as a future.
