@@ -125,14 +125,7 @@ impl<T> OnceCell<T> {
     }
 
     fn init_holding_permit(&self, f: impl FnOnce() -> T) -> &T {
-        /// Releases the init permit, on unwind too.
-        struct Permit<'a>(&'a BatchSemaphore);
-        impl Drop for Permit<'_> {
-            fn drop(&mut self) {
-                self.0.release(1);
-            }
-        }
-        let _permit = Permit(&self.init);
+        let _permit = InitPermit(&self.init);
         match self.get() {
             Some(v) => v,
             None => self.store(f()),
@@ -147,13 +140,7 @@ impl<T> OnceCell<T> {
             return v;
         }
         self.init.acquire(1).await;
-        struct Permit<'a>(&'a BatchSemaphore);
-        impl Drop for Permit<'_> {
-            fn drop(&mut self) {
-                self.0.release(1);
-            }
-        }
-        let _permit = Permit(&self.init);
+        let _permit = InitPermit(&self.init);
         match self.get() {
             Some(v) => v,
             None => {
@@ -181,6 +168,16 @@ impl<T> OnceCell<T> {
         } else {
             None
         }
+    }
+}
+
+/// The init permit, held by the one initialiser; released when dropped, on unwind and when the
+/// initialising future is dropped too.
+struct InitPermit<'a>(&'a BatchSemaphore);
+
+impl Drop for InitPermit<'_> {
+    fn drop(&mut self) {
+        self.0.release(1);
     }
 }
 
