@@ -67,6 +67,13 @@ const WAITERS: usize = 2;
 /// busy, rarely gives way; short enough that no waiter is passed over for long).
 pub const STARVATION: Duration = Duration::from_millis(1);
 
+/// Spinning before queueing: rounds, and `PAUSE`s per round (Go's `active_spin` = 4 and
+/// `active_spin_cnt` = 30, `runtime/lock_futex.go`).
+#[cfg(not(loom))]
+const SPIN_ROUNDS: usize = 4;
+#[cfg(not(loom))]
+const SPIN_PAUSES: usize = 30;
+
 /// A waiter's node data.
 struct Waiting {
     /// The lock was handed to this waiter (starvation mode); it owns it.
@@ -141,6 +148,32 @@ impl RawMutex {
         false
     }
 
+    /// Spins briefly for a lock whose owner may be running on another CPU (Go's `sync_runtime_canSpin`:
+    /// a few rounds of `PAUSE`, re-trying between them), so that a short critical section is
+    /// waited out without a suspension and a wake-up. Not on a runtime of one worker, whose
+    /// owner, if it is a coroutine, cannot run while we spin; not under loom.
+    #[cold]
+    fn spin(&self) -> bool {
+        #[cfg(not(loom))]
+        {
+            let lone_worker = crate::runtime::context::with_worker(|w| {
+                w.is_some_and(|w| w.shared().workers.len() == 1)
+            });
+            if lone_worker {
+                return false;
+            }
+            for _ in 0..SPIN_ROUNDS {
+                for _ in 0..SPIN_PAUSES {
+                    crate::loom::hint::spin_loop();
+                }
+                if self.state.load(Relaxed) & LOCKED == 0 && self.try_lock() {
+                    return true;
+                }
+            }
+        }
+        false
+    }
+
     /// Protocol step 3.
     #[inline]
     pub(crate) fn unlock(&self) {
@@ -195,7 +228,7 @@ impl RawMutex {
         queued: &mut bool,
         cx: &mut Context<'_>,
     ) -> Poll<()> {
-        if !*queued && self.try_lock() {
+        if !*queued && (self.try_lock() || self.spin()) {
             return Poll::Ready(());
         }
         let mut list = self.list();
@@ -356,7 +389,10 @@ impl<T: ?Sized> Mutex<T> {
     /// [`lock_async`](Self::lock_async)`().await` there (see [`block_on`](crate::block_on)).
     #[track_caller]
     pub fn lock(&self) -> MutexGuard<'_, T> {
-        super::wait_for(|| self.try_lock(), self.lock_async())
+        super::wait_for(
+            || (self.raw.try_lock() || self.raw.spin()).then(|| MutexGuard { mutex: self }),
+            self.lock_async(),
+        )
     }
 
     /// Locks, as a future. Dropping the future while it waits gives up its place in the queue
