@@ -22,6 +22,10 @@
 //!   newcomer finds the lock taken and queues at the tail. The mode ends by itself when the head
 //!   has waited less than the threshold.
 //!
+//! Before queueing, a locker spins a little (Go's 4 rounds of 30 `PAUSE`s, re-trying between
+//! them) unless it runs on the only worker of its runtime: a short critical section on another
+//! CPU is then waited out without a suspension and a wake-up.
+//!
 //! ## Protocol (all under the list's lock except the two fast paths)
 //!
 //! 1. `lock` fast path: CAS `state` from "not `LOCKED`" to "`LOCKED`" (barging is normal mode).
@@ -389,10 +393,8 @@ impl<T: ?Sized> Mutex<T> {
     /// [`lock_async`](Self::lock_async)`().await` there (see [`block_on`](crate::block_on)).
     #[track_caller]
     pub fn lock(&self) -> MutexGuard<'_, T> {
-        super::wait_for(
-            || (self.raw.try_lock() || self.raw.spin()).then(|| MutexGuard { mutex: self }),
-            self.lock_async(),
-        )
+        // The first poll of `lock_async` spins if spinning can help.
+        super::wait_for(|| self.try_lock(), self.lock_async())
     }
 
     /// Locks, as a future. Dropping the future while it waits gives up its place in the queue
