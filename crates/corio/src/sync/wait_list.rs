@@ -48,7 +48,8 @@
 //! - A linked node is alive: its future is pinned (it is `!Unpin` through [`Node`]), and its
 //!   `Drop` unlinks it under the lock before the memory can go (`Pin`'s drop guarantee). A list
 //!   is empty when it is dropped (every waiter borrows the primitive, so the primitive outlives
-//!   the waiters).
+//!   the waiters) — unless a boxed waiter was leaked with `mem::forget`, whose node then stays
+//!   allocated for good; the list never touches its nodes when it is dropped, so that is sound.
 //! - `linked` is true exactly while the node is in the list; unlinking clears both links.
 
 use std::marker::{PhantomData, PhantomPinned};
@@ -229,15 +230,6 @@ impl<T> List<T> {
             node: NonNull::from(node.get_ref()),
             _list: PhantomData,
         }
-    }
-}
-
-impl<T> Drop for List<T> {
-    fn drop(&mut self) {
-        debug_assert!(
-            self.is_empty(),
-            "a wait list is dropped with waiters linked"
-        );
     }
 }
 
