@@ -149,6 +149,30 @@ rt_common! {
         });
     }
 
+    /// A lock wait given up by `corio::time::timeout` leaves the queue; the lock, released
+    /// later, goes to the next waiter, and nobody got it twice.
+    #[test]
+    fn a_lock_wait_that_times_out_leaves_the_queue_and_loses_nothing() {
+        let rt = rt();
+        within(EVENTUALLY, move || {
+            rt.run(|| {
+                let m = Arc::new(Mutex::new(0));
+                let g = m.lock();
+                let m2 = m.clone();
+                let timed_out = corio::go(move || {
+                    corio::time::timeout(Duration::from_millis(5), m2.lock_async()).is_err()
+                });
+                assert!(timed_out.join().unwrap(), "got a lock that was held throughout");
+                let m3 = m.clone();
+                let next = corio::spawn(async move { *m3.lock_async().await += 1 });
+                corio::sleep(Duration::from_millis(2));
+                drop(g);
+                next.join().unwrap();
+                assert_eq!(*m.lock(), 1);
+            });
+        });
+    }
+
     /// Go's `TestMutexFairness` (sync/mutex_test.go): a goroutine that holds the lock most of
     /// the time must not keep a second one from taking it 10 times.
     #[test]
@@ -314,4 +338,27 @@ fn a_failed_try_lock_leaves_the_lock_held() {
     );
     drop(g);
     assert!(m.try_lock().is_some());
+}
+
+/// `Mutex::const_new` makes a lock usable as a `static`.
+#[test]
+fn a_static_mutex_made_by_const_new_excludes_coroutines() {
+    static COUNT: Mutex<u64> = Mutex::const_new(0);
+    let rt = support::rt(2);
+    within(EVENTUALLY, move || {
+        let hs: Vec<_> = (0..8)
+            .map(|_| {
+                rt.go(|| {
+                    for _ in 0..100 {
+                        let mut g = COUNT.lock();
+                        let v = *g;
+                        corio::yield_now();
+                        *g = v + 1;
+                    }
+                })
+            })
+            .collect();
+        hs.into_iter().for_each(|h| h.join().unwrap());
+        assert_eq!(*COUNT.lock(), 800);
+    });
 }

@@ -130,6 +130,15 @@ impl RawMutex {
         }
     }
 
+    /// [`new`](Self::new) in a constant (loom's atomics and locks cannot be built in one).
+    #[cfg(not(loom))]
+    const fn const_new() -> RawMutex {
+        RawMutex {
+            state: AtomicUsize::new(0),
+            waiters: ListLock::new(List::new()),
+        }
+    }
+
     fn list(&self) -> crate::loom::sync::MutexGuard<'_, List<Waiting>> {
         // The list lock guards pointer updates only; no user code runs under it.
         self.waiters.lock().unwrap_or_else(|e| e.into_inner())
@@ -373,6 +382,16 @@ impl<T> Mutex<T> {
     pub fn new(value: T) -> Mutex<T> {
         Mutex {
             raw: RawMutex::new(),
+            data: UnsafeCell::new(value),
+        }
+    }
+
+    /// An unlocked mutex holding `value`, in a constant: `static M: Mutex<u32> =
+    /// Mutex::const_new(0);`.
+    #[cfg(not(loom))]
+    pub const fn const_new(value: T) -> Mutex<T> {
+        Mutex {
+            raw: RawMutex::const_new(),
             data: UnsafeCell::new(value),
         }
     }
