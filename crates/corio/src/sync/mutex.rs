@@ -235,6 +235,7 @@ impl RawMutex {
     }
 
     /// Protocol step 2: the poll of a [`Lock`] future whose node is `node`.
+    #[inline(never)]
     fn poll_lock(
         &self,
         node: Pin<&Node<Waiting>>,
@@ -470,9 +471,13 @@ impl<'a, T: ?Sized> Future for Lock<'a, T> {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<MutexGuard<'a, T>> {
         // SAFETY: the node is never moved out of the pinned future; `queued` is plain data.
         let this = unsafe { self.get_unchecked_mut() };
+        let mutex = this.mutex;
+        // The fast path inline; `poll_lock` (spinning, queueing) is the cold rest.
+        if !this.queued && mutex.raw.try_lock() {
+            return Poll::Ready(MutexGuard { mutex });
+        }
         // SAFETY: `this.node` is structurally pinned (the future is pinned and never moves it).
         let node = unsafe { Pin::new_unchecked(&this.node) };
-        let mutex = this.mutex;
         mutex
             .raw
             .poll_lock(node, &mut this.queued, cx)
