@@ -100,10 +100,17 @@ rt_common! {
                 let m = Arc::new(Mutex::new(Vec::new()));
                 let mut g = m.lock();
                 let (m2, queued) = (m.clone(), Arc::new(AtomicBool::new(false)));
-                let q2 = queued.clone();
+                let checked = Arc::new(AtomicBool::new(false));
+                let (q2, c2) = (queued.clone(), checked.clone());
                 let waiter = corio::go(move || {
                     let lock = FlagWhenPending { inner: Box::pin(m2.lock_async()), queued: q2 };
-                    corio::block_on(lock).push("waiter");
+                    let mut g = corio::block_on(lock);
+                    g.push("waiter");
+                    // Hold the lock until the owner has tried to barge (on two workers the
+                    // waiter could otherwise be done and unlock before the owner's attempt).
+                    while !c2.load(SeqCst) {
+                        corio::yield_now();
+                    }
                 });
                 // Let the waiter queue, then starve.
                 while !queued.load(SeqCst) {
@@ -116,6 +123,7 @@ rt_common! {
                     m.try_lock().is_none(),
                     "a newcomer barged past a waiter that had waited more than {STARVATION:?}"
                 );
+                checked.store(true, SeqCst);
                 waiter.join().unwrap();
                 assert_eq!(*m.lock(), ["owner", "waiter"]);
             });
