@@ -118,6 +118,41 @@ rt_common! {
         });
     }
 
+    /// Go's `TestCondSignalGenerations` (sync/cond_test.go): waiters start one by one; each
+    /// signal, sent once the newest waiter waits, wakes the one that waited before it in the
+    /// same order (here: exactly the waiter of that generation, and no later one).
+    #[test]
+    fn go_cond_signal_generations_wake_waiters_in_order() {
+        let rt = rt();
+        within(EVENTUALLY, move || {
+            let pair = Arc::new((Mutex::new(()), Condvar::new()));
+            let running = Arc::new(AtomicUsize::new(0));
+            let awake = Arc::new(std::sync::Mutex::new(Vec::new()));
+            let n = 50;
+            let mut handles = Vec::new();
+            for i in 0..n {
+                let (p, r, a) = (pair.clone(), running.clone(), awake.clone());
+                handles.push(rt.go(move || {
+                    let g = p.0.lock();
+                    r.fetch_add(1, SeqCst);
+                    let _g = p.1.wait(g);
+                    a.lock().unwrap().push(i);
+                }));
+                if i > 0 {
+                    wait_until("the previous waiter woke", || awake.lock().unwrap().len() == i);
+                    assert_eq!(awake.lock().unwrap()[i - 1], i - 1, "wrong waiter woke up");
+                }
+                wait_until("the new waiter runs", || running.load(SeqCst) == i + 1);
+                // Locking after `running` means the waiter has released the mutex in `wait`.
+                let g = pair.0.lock();
+                pair.1.notify_one();
+                drop(g);
+            }
+            handles.into_iter().for_each(|h| h.join().unwrap());
+            assert_eq!(*awake.lock().unwrap(), (0..n).collect::<Vec<_>>());
+        });
+    }
+
     /// `notify_all` while the condition is still false is a spurious wake-up for `wait_while`:
     /// the waiters go back to waiting, and return only once the condition holds.
     #[test]
