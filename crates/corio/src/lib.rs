@@ -40,8 +40,7 @@ mod loom;
 pub mod net;
 pub(crate) mod runtime;
 mod scope;
-#[allow(dead_code)]
-pub(crate) mod sync;
+pub mod sync;
 pub(crate) mod task;
 mod task_local;
 pub mod time;

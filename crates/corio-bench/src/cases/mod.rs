@@ -13,6 +13,7 @@ mod fresh;
 mod r#gen;
 mod idle;
 mod mem;
+mod mutex;
 mod skynet;
 mod spawn;
 mod switch;
@@ -47,6 +48,7 @@ pub static CASES: &[Case] = &[
     skynet::CASE,
     fairness::CASE,
     idle::CASE,
+    mutex::CASE,
 ];
 
 /// The case named `name`.

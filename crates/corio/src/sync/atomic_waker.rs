@@ -435,7 +435,7 @@ mod tests {
 }
 
 #[cfg(all(test, loom))]
-mod loom_tests {
+pub(crate) mod loom_tests {
     use super::AtomicWaker;
     use crate::loom::sync::atomic::AtomicUsize;
     use crate::loom::sync::atomic::Ordering::{AcqRel, Acquire};
@@ -448,7 +448,7 @@ mod loom_tests {
     /// yields (as `hint::spin_loop` does under loom) and trips an assertion when a joining thread
     /// is unparked (tokio-rs/loom#249); nor loom's `block_on`, which needs a cargo feature corio
     /// does not enable.
-    struct Signal {
+    pub(crate) struct Signal {
         set: Mutex<bool>,
         cond: Condvar,
     }
@@ -464,7 +464,14 @@ mod loom_tests {
     }
 
     impl Signal {
-        fn wait(&self) {
+        pub(crate) fn new() -> Signal {
+            Signal {
+                set: Mutex::new(false),
+                cond: Condvar::new(),
+            }
+        }
+
+        pub(crate) fn wait(&self) {
             let mut set = self.set.lock().unwrap();
             while !*set {
                 set = self.cond.wait(set).unwrap();

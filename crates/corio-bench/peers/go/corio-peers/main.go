@@ -12,6 +12,7 @@
 //	corio-peers skynet   <procs> <leaves>
 //	corio-peers fairness <procs> <hogs> <window ms>
 //	corio-peers idle     <procs> <settle ms> <window ms>
+//	corio-peers mutex    <procs> <lockers> <n lock+unlock in all> <warm-up n>
 package main
 
 import (
@@ -67,6 +68,8 @@ func main() {
 	case "idle":
 		idleMain(time.Duration(intArg(3, "settle ms"))*time.Millisecond,
 			time.Duration(intArg(4, "window ms"))*time.Millisecond)
+	case "mutex":
+		mutexMain(intArg(3, "lockers"), intArg(4, "n"), intArg(5, "warm-up n"))
 	default:
 		fail("unknown subcommand %q", os.Args[1])
 	}
@@ -281,4 +284,39 @@ func threadSwitches(skip int) map[int][2]int64 {
 		out[tid] = v
 	}
 	return out
+}
+
+// mutex: <lockers> goroutines each lock and unlock one sync.Mutex n/lockers times around a
+// counter increment; the main goroutine waits for all. The time covers starting and waiting.
+func mutexRun(lockers, n int) time.Duration {
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	counter := 0
+	per := n / lockers
+	wg.Add(lockers)
+	start := time.Now()
+	for g := 0; g < lockers; g++ {
+		go func() {
+			for i := 0; i < per; i++ {
+				mu.Lock()
+				counter++
+				mu.Unlock()
+			}
+			wg.Done()
+		}()
+	}
+	wg.Wait()
+	d := time.Since(start)
+	if counter != per*lockers {
+		fail("mutex: counter %d, want %d", counter, per*lockers)
+	}
+	return d
+}
+
+func mutexMain(lockers, n, warm int) {
+	if warm > 0 {
+		mutexRun(lockers, warm)
+	}
+	d := mutexRun(lockers, n)
+	emit("ns_per_lock", float64(d.Nanoseconds())/float64(n/lockers*lockers))
 }

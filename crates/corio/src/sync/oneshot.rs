@@ -1,0 +1,205 @@
+//! `oneshot`: one value, sent once, from a sender to a receiver.
+//!
+//! A small shared state under a lock: the value, whether each side is alive, and the receiver's
+//! waker (one waiter at most, so no wait list). The lock is held for a few field updates only;
+//! the waker is woken after it is released.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll, Waker};
+
+use crate::loom::sync::{Arc, Mutex};
+
+struct State<T> {
+    value: Option<T>,
+    sender_alive: bool,
+    receiver_alive: bool,
+    /// The receiver's waker while it waits.
+    waker: Option<Waker>,
+}
+
+struct Shared<T> {
+    state: Mutex<State<T>>,
+}
+
+impl<T> Shared<T> {
+    fn lock(&self) -> crate::loom::sync::MutexGuard<'_, State<T>> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// A channel for one value: [`Sender::send`] once, the [`Receiver`] waits for it (it is a
+/// future; [`Receiver::recv`] waits blocking-style).
+///
+/// ```
+/// let rt = corio::Runtime::builder().workers(2).build().unwrap();
+/// rt.run(|| {
+///     let (tx, rx) = corio::sync::oneshot::channel();
+///     corio::spawn(async move { tx.send(42).unwrap() });
+///     assert_eq!(rx.recv(), Ok(42));
+///
+///     let (tx, rx) = corio::sync::oneshot::channel::<u32>();
+///     drop(tx);
+///     assert!(rx.recv().is_err(), "the sender went away without sending");
+/// });
+/// ```
+pub fn channel<T>() -> (Sender<T>, Receiver<T>) {
+    let shared = Arc::new(Shared {
+        state: Mutex::new(State {
+            value: None,
+            sender_alive: true,
+            receiver_alive: true,
+            waker: None,
+        }),
+    });
+    (
+        Sender {
+            shared: shared.clone(),
+        },
+        Receiver { shared },
+    )
+}
+
+/// The sending half of a [`channel`].
+pub struct Sender<T> {
+    shared: Arc<Shared<T>>,
+}
+
+/// The receiving half of a [`channel`]; a future of the value.
+pub struct Receiver<T> {
+    shared: Arc<Shared<T>>,
+}
+
+/// The sender was dropped without sending.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecvError;
+
+impl fmt::Display for RecvError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("the oneshot sender was dropped without sending")
+    }
+}
+
+impl std::error::Error for RecvError {}
+
+/// Why [`Receiver::try_recv`] has no value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TryRecvError {
+    /// Not sent yet.
+    Empty,
+    /// The sender was dropped without sending (or the value was already received).
+    Closed,
+}
+
+impl fmt::Display for TryRecvError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TryRecvError::Empty => f.write_str("no value sent yet"),
+            TryRecvError::Closed => f.write_str("the oneshot sender was dropped without sending"),
+        }
+    }
+}
+
+impl std::error::Error for TryRecvError {}
+
+impl<T> Sender<T> {
+    /// Sends the value; gives it back if the receiver is gone.
+    pub fn send(self, value: T) -> Result<(), T> {
+        let waker = {
+            let mut state = self.shared.lock();
+            if !state.receiver_alive {
+                return Err(value);
+            }
+            state.value = Some(value);
+            state.waker.take()
+        };
+        if let Some(w) = waker {
+            w.wake();
+        }
+        Ok(())
+    }
+
+    /// Whether the receiver is gone (a send would fail).
+    pub fn is_closed(&self) -> bool {
+        !self.shared.lock().receiver_alive
+    }
+}
+
+impl<T> Drop for Sender<T> {
+    fn drop(&mut self) {
+        let waker = {
+            let mut state = self.shared.lock();
+            state.sender_alive = false;
+            state.waker.take()
+        };
+        if let Some(w) = waker {
+            w.wake();
+        }
+    }
+}
+
+impl<T> Receiver<T> {
+    /// Waits for the value blocking-style.
+    ///
+    /// # Panics
+    ///
+    /// Inside an async task: `.await` the receiver there.
+    #[track_caller]
+    pub fn recv(self) -> Result<T, RecvError> {
+        crate::block_on(self)
+    }
+
+    /// The value if it has been sent.
+    pub fn try_recv(&mut self) -> Result<T, TryRecvError> {
+        let mut state = self.shared.lock();
+        match state.value.take() {
+            Some(v) => Ok(v),
+            None if state.sender_alive => Err(TryRecvError::Empty),
+            None => Err(TryRecvError::Closed),
+        }
+    }
+}
+
+impl<T> Future for Receiver<T> {
+    type Output = Result<T, RecvError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<T, RecvError>> {
+        let mut state = self.shared.lock();
+        if let Some(v) = state.value.take() {
+            return Poll::Ready(Ok(v));
+        }
+        if !state.sender_alive {
+            return Poll::Ready(Err(RecvError));
+        }
+        match &mut state.waker {
+            Some(w) if w.will_wake(cx.waker()) => {}
+            slot => *slot = Some(cx.waker().clone()),
+        }
+        Poll::Pending
+    }
+}
+
+impl<T> Drop for Receiver<T> {
+    fn drop(&mut self) {
+        let value = {
+            let mut state = self.shared.lock();
+            state.receiver_alive = false;
+            state.waker = None;
+            state.value.take()
+        };
+        drop(value); // the value's destructor runs outside the lock
+    }
+}
+
+impl<T> fmt::Debug for Sender<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("oneshot::Sender").finish_non_exhaustive()
+    }
+}
+
+impl<T> fmt::Debug for Receiver<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("oneshot::Receiver").finish_non_exhaustive()
+    }
+}

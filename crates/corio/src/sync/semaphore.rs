@@ -1,0 +1,415 @@
+//! `Semaphore`: counted permits, handed to waiters strictly in FIFO order; also the core of
+//! `RwLock` and `OnceCell`.
+//!
+//! # The mechanism
+//!
+//! An atomic count of free permits and a wait list ([`List`]) of acquirers, each node holding how
+//! many permits it still needs (the design of tokio's `batch_semaphore.rs`, rewritten on corio's
+//! list).
+//!
+//! ## Protocol
+//!
+//! 1. Fast path: CAS the count down by `n` if it holds `n`. No lock.
+//! 2. Slow path (under the list lock): take whatever part of `n` the count holds, and queue the
+//!    node with the rest still needed. An acquirer that queues thus takes the count to zero.
+//! 3. Release of `n` permits (under the list lock): assign them to the head's remaining need,
+//!    unlinking and waking each node whose need reaches zero, in order; only what is left once the
+//!    list is empty goes back to the count.
+//! 4. Cancel (a future dropped while queued, satisfied or not): unlink, then release (step 3)
+//!    the permits it had been assigned, so none is lost.
+//!
+//! ## Invariant
+//!
+//! While the list is not empty the count is zero (steps 2 and 3 keep it so under the lock), so
+//! a newcomer's fast path never overtakes a queued acquirer: strict FIFO, and a large `acquire_many`
+//! cannot be starved by a stream of small ones.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use super::wait_list::{List, Node, Wakers};
+use crate::loom::sync::Mutex as ListLock;
+use crate::loom::sync::atomic::AtomicUsize;
+use crate::loom::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+
+/// The permits and their FIFO queue; `Semaphore`, `RwLock` and `OnceCell` wrap it.
+pub(crate) struct BatchSemaphore {
+    /// Free permits; zero while `waiters` is not empty (module "Invariant"). Increased only
+    /// under `waiters`' lock.
+    permits: AtomicUsize,
+    /// Queued acquirers; each node's data is the number of permits it still needs.
+    waiters: ListLock<List<usize>>,
+}
+
+impl BatchSemaphore {
+    /// The most permits a semaphore may hold (headroom so that adding never overflows).
+    pub(crate) const MAX_PERMITS: usize = usize::MAX >> 3;
+
+    pub(crate) fn new(permits: usize) -> BatchSemaphore {
+        assert!(
+            permits <= Self::MAX_PERMITS,
+            "a semaphore holds at most {} permits",
+            Self::MAX_PERMITS
+        );
+        BatchSemaphore {
+            permits: AtomicUsize::new(permits),
+            waiters: ListLock::new(List::new()),
+        }
+    }
+
+    fn list(&self) -> crate::loom::sync::MutexGuard<'_, List<usize>> {
+        self.waiters.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Free permits right now.
+    pub(crate) fn available(&self) -> usize {
+        self.permits.load(Acquire)
+    }
+
+    /// Protocol step 1.
+    pub(crate) fn try_acquire(&self, n: usize) -> bool {
+        let mut have = self.permits.load(Relaxed);
+        while have >= n {
+            // Acquire: pairs with the Release that added the permits in `release_locked`.
+            match self
+                .permits
+                .compare_exchange_weak(have, have - n, Acquire, Relaxed)
+            {
+                Ok(_) => return true,
+                Err(now) => have = now,
+            }
+        }
+        false
+    }
+
+    /// Protocol step 3.
+    pub(crate) fn release(&self, n: usize) {
+        if n == 0 {
+            return;
+        }
+        let mut wakers = Wakers::default();
+        self.release_locked(&mut self.list(), n, &mut wakers);
+        wakers.wake();
+    }
+
+    fn release_locked(&self, list: &mut List<usize>, mut n: usize, wakers: &mut Wakers) {
+        while n > 0 {
+            let Some(mut head) = list.front() else { break };
+            let done = head.data(|need| {
+                let give = n.min(*need);
+                *need -= give;
+                n -= give;
+                *need == 0
+            });
+            if !done {
+                break;
+            }
+            let mut head = list.pop_front().expect("the head is there");
+            wakers.push(head.take_waker());
+        }
+        if n > 0 {
+            // Release: pairs with the Acquire CAS in `try_acquire`. The list is empty here.
+            let before = self.permits.fetch_add(n, Release);
+            assert!(
+                before + n <= Self::MAX_PERMITS,
+                "a semaphore holds at most {} permits",
+                Self::MAX_PERMITS
+            );
+        }
+    }
+
+    /// Protocol step 2: the poll of an [`AcquireRaw`] whose node is `node`.
+    fn poll_acquire(
+        &self,
+        node: Pin<&Node<usize>>,
+        n: usize,
+        queued: &mut bool,
+        cx: &mut Context<'_>,
+    ) -> Poll<()> {
+        if !*queued && self.try_acquire(n) {
+            return Poll::Ready(());
+        }
+        let mut list = self.list();
+        if *queued {
+            // SAFETY: we hold the list lock; the node is only ever used with this list.
+            let mut me = unsafe { list.entry(node) };
+            if me.data(|need| *need == 0) {
+                *queued = false; // the release unlinked us
+                return Poll::Ready(());
+            }
+            me.set_waker(cx.waker());
+            return Poll::Pending;
+        }
+        let mut have = self.permits.load(Relaxed);
+        let need = loop {
+            let take = have.min(n);
+            // Acquire: pairs with the Release in `release_locked`.
+            match self
+                .permits
+                .compare_exchange_weak(have, have - take, Acquire, Relaxed)
+            {
+                Ok(_) => break n - take,
+                Err(now) => have = now,
+            }
+        };
+        if need == 0 {
+            return Poll::Ready(());
+        }
+        // SAFETY: we hold the list lock; the node is not linked (`queued` is false), is only
+        // used with this list, and `AcquireRaw::drop` unlinks it.
+        unsafe { list.push_back(node) };
+        *queued = true;
+        // SAFETY: as above.
+        let mut me = unsafe { list.entry(node) };
+        me.data(|d| *d = need);
+        me.set_waker(cx.waker());
+        Poll::Pending
+    }
+
+    /// Protocol step 4.
+    #[cold]
+    fn cancel(&self, node: Pin<&Node<usize>>, n: usize) {
+        let mut wakers = Wakers::default();
+        {
+            let mut list = self.list();
+            // SAFETY: we hold the list lock; the node is only ever used with this list.
+            let need = unsafe { list.entry(node) }.data(|need| *need);
+            // SAFETY: as above.
+            unsafe { list.remove(node) };
+            self.release_locked(&mut list, n - need, &mut wakers);
+        }
+        wakers.wake();
+    }
+
+    /// A future that acquires `n` permits (they are the caller's once it completes).
+    pub(crate) fn acquire(&self, n: usize) -> AcquireRaw<'_> {
+        AcquireRaw {
+            sem: self,
+            node: Node::new(n),
+            n,
+            queued: false,
+        }
+    }
+}
+
+/// Acquires permits of a [`BatchSemaphore`]; completes with them owned by the caller.
+pub(crate) struct AcquireRaw<'a> {
+    sem: &'a BatchSemaphore,
+    /// Linked into `sem`'s wait list while `queued`; its data is the need left.
+    node: Node<usize>,
+    n: usize,
+    /// The node is linked, or was unlinked by a release this future has not yet observed.
+    queued: bool,
+}
+
+impl Future for AcquireRaw<'_> {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        // SAFETY: the node is never moved out of the pinned future; the rest is plain data.
+        let this = unsafe { self.get_unchecked_mut() };
+        // SAFETY: `this.node` is structurally pinned.
+        let node = unsafe { Pin::new_unchecked(&this.node) };
+        this.sem.poll_acquire(node, this.n, &mut this.queued, cx)
+    }
+}
+
+impl Drop for AcquireRaw<'_> {
+    fn drop(&mut self) {
+        if self.queued {
+            // SAFETY: the node is pinned (the future is dropped in place once polled).
+            let node = unsafe { Pin::new_unchecked(&self.node) };
+            self.sem.cancel(node, self.n);
+        }
+    }
+}
+
+/// A counting semaphore whose waiters suspend (coroutine), return `Pending` (task) or park
+/// (thread). Permits go to waiters in FIFO order; a waiter that is cancelled passes on any
+/// permits it had been assigned.
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+/// use corio::sync::Semaphore;
+///
+/// let rt = corio::Runtime::builder().workers(2).build().unwrap();
+/// let peak = rt.run(|| {
+///     let sem = Arc::new(Semaphore::new(3));
+///     let (now, peak) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+///     let hs: Vec<_> = (0..20)
+///         .map(|_| {
+///             let (sem, now, peak) = (sem.clone(), now.clone(), peak.clone());
+///             corio::go(move || {
+///                 let _permit = sem.acquire();
+///                 peak.fetch_max(now.fetch_add(1, SeqCst) + 1, SeqCst);
+///                 corio::yield_now();
+///                 now.fetch_sub(1, SeqCst);
+///             })
+///         })
+///         .collect();
+///     hs.into_iter().for_each(|h| h.join().unwrap());
+///     peak.load(SeqCst)
+/// });
+/// assert!(peak <= 3);
+/// ```
+pub struct Semaphore {
+    sem: BatchSemaphore,
+}
+
+impl Semaphore {
+    /// The most permits a semaphore may hold.
+    pub const MAX_PERMITS: usize = BatchSemaphore::MAX_PERMITS;
+
+    /// A semaphore with `permits` free permits.
+    ///
+    /// # Panics
+    ///
+    /// If `permits` exceeds [`MAX_PERMITS`](Self::MAX_PERMITS).
+    #[track_caller]
+    pub fn new(permits: usize) -> Semaphore {
+        Semaphore {
+            sem: BatchSemaphore::new(permits),
+        }
+    }
+
+    /// Free permits right now.
+    pub fn available_permits(&self) -> usize {
+        self.sem.available()
+    }
+
+    /// Adds `n` permits (they go to the waiters first, in order).
+    ///
+    /// # Panics
+    ///
+    /// If the total would exceed [`MAX_PERMITS`](Self::MAX_PERMITS).
+    pub fn add_permits(&self, n: usize) {
+        self.sem.release(n);
+    }
+
+    /// Takes one permit, waiting blocking-style (see [`Mutex::lock`](super::Mutex::lock)).
+    ///
+    /// # Panics
+    ///
+    /// Inside an async task: use [`acquire_async`](Self::acquire_async)`().await`.
+    #[track_caller]
+    pub fn acquire(&self) -> SemaphorePermit<'_> {
+        super::wait_for(|| self.try_acquire(), self.acquire_many_async(1))
+    }
+
+    /// Takes `n` permits at once, waiting blocking-style.
+    ///
+    /// # Panics
+    ///
+    /// Inside an async task: use [`acquire_many_async`](Self::acquire_many_async).
+    #[track_caller]
+    pub fn acquire_many(&self, n: usize) -> SemaphorePermit<'_> {
+        super::wait_for(|| self.try_acquire_many(n), self.acquire_many_async(n))
+    }
+
+    /// Takes one permit, as a future.
+    pub fn acquire_async(&self) -> impl Future<Output = SemaphorePermit<'_>> + '_ {
+        self.acquire_many_async(1)
+    }
+
+    /// Takes `n` permits at once, as a future. Dropping it while it waits passes on whatever
+    /// permits it had been assigned.
+    pub fn acquire_many_async(&self, n: usize) -> impl Future<Output = SemaphorePermit<'_>> + '_ {
+        let acquire = self.sem.acquire(n);
+        async move {
+            acquire.await;
+            SemaphorePermit {
+                sem: self,
+                permits: n,
+            }
+        }
+    }
+
+    /// Takes one permit if one is free and nobody is queued.
+    pub fn try_acquire(&self) -> Option<SemaphorePermit<'_>> {
+        self.try_acquire_many(1)
+    }
+
+    /// Takes `n` permits if they are free and nobody is queued.
+    pub fn try_acquire_many(&self, n: usize) -> Option<SemaphorePermit<'_>> {
+        self.sem.try_acquire(n).then(|| SemaphorePermit {
+            sem: self,
+            permits: n,
+        })
+    }
+}
+
+impl std::fmt::Debug for Semaphore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Semaphore")
+            .field("available_permits", &self.available_permits())
+            .finish()
+    }
+}
+
+/// Permits taken from a [`Semaphore`]; returned to it when dropped.
+#[must_use = "the permits are returned as soon as this is dropped"]
+#[derive(Debug)]
+pub struct SemaphorePermit<'a> {
+    sem: &'a Semaphore,
+    permits: usize,
+}
+
+impl SemaphorePermit<'_> {
+    /// How many permits this holds.
+    pub fn num_permits(&self) -> usize {
+        self.permits
+    }
+
+    /// Keeps the permits out of the semaphore for good.
+    pub fn forget(mut self) {
+        self.permits = 0;
+    }
+}
+
+impl Drop for SemaphorePermit<'_> {
+    fn drop(&mut self) {
+        self.sem.sem.release(self.permits);
+    }
+}
+
+#[cfg(all(test, loom))]
+mod loom_tests {
+    use super::BatchSemaphore;
+    use crate::loom::sync::Arc;
+    use crate::sync::loom_block_on;
+    use std::pin::pin;
+    use std::task::{Context, Waker};
+
+    /// A waiter for 2 of 2 permits is cancelled while both are released one by one and another
+    /// waiter wants 1: the other waiter gets in and every permit ends back in the count.
+    #[test]
+    fn loom_semaphore_cancel_races_with_release() {
+        loom::model(|| {
+            let sem = Arc::new(BatchSemaphore::new(0));
+            let s1 = sem.clone();
+            let canceller = loom::thread::spawn(move || {
+                let mut acquire = pin!(s1.acquire(2));
+                let mut cx = Context::from_waker(Waker::noop());
+                if acquire.as_mut().poll(&mut cx).is_ready() {
+                    s1.release(2);
+                }
+                // else: dropped while queued, perhaps holding one permit
+            });
+            let s2 = sem.clone();
+            let waiter = loom::thread::spawn(move || {
+                let mut acquire = pin!(s2.acquire(1));
+                loom_block_on(|cx| acquire.as_mut().poll(cx));
+                s2.release(1);
+            });
+            sem.release(1);
+            sem.release(1);
+            canceller.join().unwrap();
+            waiter.join().unwrap();
+            assert_eq!(sem.available(), 2, "a permit was lost or duplicated");
+        });
+    }
+
+    use std::future::Future;
+}

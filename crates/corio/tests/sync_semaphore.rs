@@ -1,0 +1,271 @@
+//! `corio::sync::Semaphore` and `RwLock` (built on the same FIFO semaphore): bounds counted
+//! under contention from coroutines, tasks and threads; FIFO order (a large request is not
+//! starved, a queued writer holds back later readers); cancelled waiters lose no permit.
+
+#[macro_use]
+mod support;
+
+use std::future::Future;
+use std::pin::pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use std::task::{Context, Waker};
+use std::time::Duration;
+
+use corio::sync::{RwLock, Semaphore};
+use support::{EVENTUALLY, Rng, within};
+
+/// Counts holders now and the most ever seen at once.
+#[derive(Default)]
+struct Peak {
+    now: AtomicUsize,
+    max: AtomicUsize,
+}
+
+impl Peak {
+    fn enter(&self) {
+        let n = self.now.fetch_add(1, SeqCst) + 1;
+        self.max.fetch_max(n, SeqCst);
+    }
+    fn leave(&self) {
+        self.now.fetch_sub(1, SeqCst);
+    }
+}
+
+rt_common! {
+    #[test]
+    fn a_semaphore_admits_at_most_its_permits_from_coroutines_tasks_and_threads() {
+        let rt = rt();
+        within(EVENTUALLY, move || {
+            let sem = Arc::new(Semaphore::new(3));
+            let peak = Arc::new(Peak::default());
+            let done = Arc::new(AtomicUsize::new(0));
+            let mut handles = Vec::new();
+            for _ in 0..6 {
+                {
+                    let (sem, peak, done) = (sem.clone(), peak.clone(), done.clone());
+                    handles.push(rt.go(move || {
+                        for _ in 0..50 {
+                            let _p = sem.acquire();
+                            peak.enter();
+                            corio::yield_now();
+                            peak.leave();
+                            done.fetch_add(1, SeqCst);
+                        }
+                    }));
+                }
+                {
+                    let (sem, peak, done) = (sem.clone(), peak.clone(), done.clone());
+                    handles.push(rt.spawn(async move {
+                        for _ in 0..50 {
+                            let _p = sem.acquire_async().await;
+                            peak.enter();
+                            corio::yield_now_async().await;
+                            peak.leave();
+                            done.fetch_add(1, SeqCst);
+                        }
+                    }));
+                }
+            }
+            let threads: Vec<_> = (0..2)
+                .map(|_| {
+                    let (sem, peak, done) = (sem.clone(), peak.clone(), done.clone());
+                    std::thread::spawn(move || {
+                        for _ in 0..50 {
+                            let _p = sem.acquire();
+                            peak.enter();
+                            std::thread::yield_now();
+                            peak.leave();
+                            done.fetch_add(1, SeqCst);
+                        }
+                    })
+                })
+                .collect();
+            handles.into_iter().for_each(|h| h.join().unwrap());
+            threads.into_iter().for_each(|h| h.join().unwrap());
+            assert!(peak.max.load(SeqCst) <= 3, "{} holders at once", peak.max.load(SeqCst));
+            assert_eq!(done.load(SeqCst), 14 * 50);
+            assert_eq!(sem.available_permits(), 3);
+        });
+    }
+
+    /// Tasks take 1 or 2 permits and hold them a moment; a third of them are aborted, many
+    /// while queued (some partly served). Every permit ends back in the semaphore.
+    #[test]
+    fn aborted_acquirers_lose_no_permit() {
+        let rt = rt();
+        within(EVENTUALLY, move || {
+            let sem = Arc::new(Semaphore::new(2));
+            let mut rng = Rng::new(0x5e4a);
+            let handles: Vec<_> = (0..60)
+                .map(|_| {
+                    let (sem, n) = (sem.clone(), 1 + rng.below(2) as usize);
+                    rt.spawn(async move {
+                        let _p = sem.acquire_many_async(n).await;
+                        corio::time::sleep_async(Duration::from_micros(200)).await;
+                    })
+                })
+                .collect();
+            for (i, h) in handles.iter().enumerate() {
+                if i % 3 == 0 {
+                    h.abort();
+                }
+            }
+            for h in handles {
+                let _ = h.join(); // finished or cancelled
+            }
+            assert_eq!(sem.available_permits(), 2, "a cancelled acquirer lost permits");
+            assert!(sem.try_acquire_many(2).is_some());
+        });
+    }
+
+    #[test]
+    fn readers_share_and_writers_exclude_across_coroutines_tasks_and_threads() {
+        let rt = rt();
+        within(EVENTUALLY, move || {
+            let lock = Arc::new(RwLock::new((0u64, 0u64)));
+            let readers = Arc::new(Peak::default());
+            let mut handles = Vec::new();
+            for i in 0..4 {
+                {
+                    let (lock, readers) = (lock.clone(), readers.clone());
+                    handles.push(rt.go(move || {
+                        for _ in 0..50 {
+                            if i % 2 == 0 {
+                                let mut w = lock.write();
+                                w.0 += 1;
+                                corio::yield_now(); // a reader that got in now would see a != b
+                                w.1 += 1;
+                            } else {
+                                let r = lock.read();
+                                readers.enter();
+                                assert_eq!(r.0, r.1, "a reader saw a half-done write");
+                                corio::yield_now();
+                                readers.leave();
+                            }
+                        }
+                    }));
+                }
+                {
+                    let (lock, readers) = (lock.clone(), readers.clone());
+                    handles.push(rt.spawn(async move {
+                        for _ in 0..50 {
+                            if i % 2 == 1 {
+                                let mut w = lock.write_async().await;
+                                w.0 += 1;
+                                corio::yield_now_async().await;
+                                w.1 += 1;
+                            } else {
+                                let r = lock.read_async().await;
+                                readers.enter();
+                                assert_eq!(r.0, r.1, "a reader saw a half-done write");
+                                corio::yield_now_async().await;
+                                readers.leave();
+                            }
+                        }
+                    }));
+                }
+            }
+            let lock2 = lock.clone();
+            let thread = std::thread::spawn(move || {
+                for _ in 0..50 {
+                    let mut w = lock2.write();
+                    w.0 += 1;
+                    std::thread::yield_now();
+                    w.1 += 1;
+                    drop(w);
+                    let r = lock2.read();
+                    assert_eq!(r.0, r.1);
+                }
+            });
+            handles.into_iter().for_each(|h| h.join().unwrap());
+            thread.join().unwrap();
+            assert_eq!(*lock.read_async_free(), (250, 250));
+        });
+    }
+}
+
+/// Helper: read an `RwLock` from a plain thread without the blocking face (the lock is free).
+trait ReadFree<T> {
+    fn read_async_free(&self) -> corio::sync::RwLockReadGuard<'_, T>;
+}
+
+impl<T> ReadFree<T> for RwLock<T> {
+    fn read_async_free(&self) -> corio::sync::RwLockReadGuard<'_, T> {
+        self.try_read().expect("the lock is free")
+    }
+}
+
+#[test]
+fn a_large_acquire_many_is_not_overtaken_by_later_small_acquirers() {
+    let sem = Semaphore::new(2);
+    let held = sem.acquire();
+    let mut cx = Context::from_waker(Waker::noop());
+    let mut big = pin!(sem.acquire_many_async(2));
+    assert!(big.as_mut().poll(&mut cx).is_pending());
+    assert!(
+        sem.try_acquire().is_none(),
+        "a newcomer took the free permit the queued large request is collecting"
+    );
+    drop(held);
+    let permit = match big.as_mut().poll(&mut cx) {
+        std::task::Poll::Ready(p) => p,
+        std::task::Poll::Pending => panic!("the large request was not served"),
+    };
+    assert_eq!(permit.num_permits(), 2);
+}
+
+#[test]
+fn a_dropped_partly_served_acquire_returns_the_permits_it_had_collected() {
+    let sem = Semaphore::new(1);
+    let held = sem.acquire();
+    let mut cx = Context::from_waker(Waker::noop());
+    {
+        let mut three = pin!(sem.acquire_many_async(3));
+        assert!(three.as_mut().poll(&mut cx).is_pending());
+        sem.add_permits(1);
+        drop(held); // the waiter has 2 of its 3 now
+        assert_eq!(sem.available_permits(), 0);
+    }
+    assert_eq!(
+        sem.available_permits(),
+        2,
+        "the cancelled waiter kept its permits"
+    );
+}
+
+/// A failed `try_acquire` must not hand back permits it never took (it once built a permit and
+/// dropped it).
+#[test]
+fn a_failed_try_acquire_returns_no_permit() {
+    let sem = Semaphore::new(1);
+    let p = sem.try_acquire().unwrap();
+    assert!(sem.try_acquire().is_none());
+    assert_eq!(
+        sem.available_permits(),
+        0,
+        "a failed try_acquire added a permit"
+    );
+    drop(p);
+    assert_eq!(sem.available_permits(), 1);
+}
+
+#[test]
+fn a_queued_writer_holds_back_later_readers_and_a_failed_try_write_frees_nothing() {
+    let lock = RwLock::new(0);
+    let r1 = lock.try_read().unwrap();
+    assert!(lock.try_write().is_none());
+    assert!(lock.try_write().is_none());
+    let mut cx = Context::from_waker(Waker::noop());
+    let mut w = pin!(lock.write_async());
+    assert!(
+        w.as_mut().poll(&mut cx).is_pending(),
+        "a writer got in beside a reader"
+    );
+    assert!(
+        lock.try_read().is_none(),
+        "a reader overtook the queued writer"
+    );
+    drop(r1);
+    assert!(w.as_mut().poll(&mut cx).is_ready());
+}
