@@ -611,8 +611,10 @@ impl Shared {
             if task.header().pinned_home().is_some() {
                 // Its worker left without finishing it (it cannot run it elsewhere).
                 task.leak();
-            } else {
-                let _ = task.shutdown();
+            } else if let Some(running) = task.shutdown_unless_pinned() {
+                // No worker runs any more, so nothing can have started it since the check;
+                // were it so, its home is gone: leak it rather than unwind it here.
+                running.leak();
             }
         }
         for remote in self.workers.iter() {
@@ -632,9 +634,20 @@ impl Shared {
         self.inject.close();
         // Futures and coroutines that never started can be cancelled from any thread: do it
         // now, so that a coroutine whose destructor waits for one of them (while its worker
-        // drains it, see `WorkerCtx::shut_down`) sees it finish.
+        // drains it, see `WorkerCtx::shut_down`) sees it finish. A worker that checked the
+        // shutdown flag just before it was set may still start one of them meanwhile (issue 7,
+        // item 3): whoever wins its shutdown transition then owns a started coroutine, which
+        // only its home may unwind, so it goes to the home's inbox. The home's drain waits for
+        // it: the task stays in the owned list until it completes.
         for task in self.owned.close_and_collect(|h| h.pinned_home().is_none()) {
-            let _ = task.shutdown(); // not started: cannot yield
+            if let Some(running) = task.shutdown_unless_pinned() {
+                let home = running
+                    .header()
+                    .pinned_home()
+                    .expect("corio: a task handed back for its home has none");
+                self.workers[home].push_inbox_running(running);
+                self.workers[home].unparker.unpark(&self.driver);
+            }
         }
         for remote in self.workers.iter() {
             remote.unparker.unpark(&self.driver);

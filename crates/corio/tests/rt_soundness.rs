@@ -1,0 +1,152 @@
+//! Soundness at the edges of the runtime's life: shutdown never unwinds a started coroutine off
+//! its home thread, entering a runtime is scoped to the thread and nests, and the documented
+//! `panic = "abort"` behaviour holds (`docs/soundness-runtime.md`).
+
+#[macro_use]
+mod support;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Wake, Waker};
+use std::thread::ThreadId;
+use std::time::{Duration, Instant};
+
+use corio::Handle;
+
+/// Counts what happened to the stress test's coroutines.
+#[derive(Default)]
+struct Tally {
+    started: AtomicUsize,
+    unwound: AtomicUsize,
+    /// Unwinds that ran on another thread than the coroutine started on, with both ids.
+    off_home: Mutex<Vec<(ThreadId, ThreadId)>>,
+}
+
+/// Lives on a coroutine's stack; its drop (the unwind at shutdown) records the thread.
+struct HomeCheck {
+    home: ThreadId,
+    tally: Arc<Tally>,
+}
+
+impl Drop for HomeCheck {
+    fn drop(&mut self) {
+        let here = std::thread::current().id();
+        if here != self.home {
+            self.tally.off_home.lock().unwrap().push((self.home, here));
+        }
+        self.tally.unwound.fetch_add(1, SeqCst);
+    }
+}
+
+/// A destructor that is slow: a worker unwinding its coroutines at shutdown takes a while to
+/// reach each one, which widens the window in which another thread could reach it first.
+struct SlowDrop;
+
+impl Drop for SlowDrop {
+    fn drop(&mut self) {
+        std::thread::sleep(Duration::from_micros(50));
+    }
+}
+
+/// A waker that is slow to wake: fired from a worker's timer maintenance, it holds that worker
+/// between its shutdown check and the next task it starts.
+struct SlowWaker(Waker);
+
+impl Wake for SlowWaker {
+    fn wake(self: Arc<Self>) {
+        std::thread::sleep(Duration::from_millis(1));
+        self.0.wake_by_ref();
+    }
+}
+
+/// Polls `F` with a [`SlowWaker`] around the task's waker.
+struct SlowlyWoken<F>(Pin<Box<F>>);
+
+impl<F: Future> Future for SlowlyWoken<F> {
+    type Output = F::Output;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        let waker = Waker::from(Arc::new(SlowWaker(cx.waker().clone())));
+        self.0.as_mut().poll(&mut Context::from_waker(&waker))
+    }
+}
+
+/// One round: fill the workers with coroutines that start and block for ever, then drop the
+/// runtime while the workers are part-way through starting them. Slow wakers fired in the
+/// workers' timer maintenance hold a worker between its shutdown check and the next coroutine
+/// it starts; slow closure drops slow the dropping thread's cancellation of unstarted
+/// coroutines; the same values, on started stacks, slow the workers' own unwinding. Together
+/// they open the window of issue 7 item 3 in most rounds.
+fn drop_runtime_while_coroutines_start(round: usize, tally: &Arc<Tally>) {
+    let rt = corio::Runtime::builder().workers(2).build().unwrap();
+    for _ in 0..2 {
+        drop(rt.spawn(async {
+            loop {
+                SlowlyWoken(Box::pin(corio::time::sleep_async(Duration::from_micros(
+                    50,
+                ))))
+                .await;
+            }
+        }));
+    }
+    let before = tally.started.load(SeqCst);
+    for i in 0..300 {
+        let tally = tally.clone();
+        let slow = (i % 2 == 0).then_some(SlowDrop);
+        drop(rt.go(move || {
+            let _slow = slow;
+            tally.started.fetch_add(1, SeqCst);
+            let _check = HomeCheck {
+                home: std::thread::current().id(),
+                tally,
+            };
+            corio::block_on(std::future::pending::<()>());
+        }));
+    }
+    // Drop while the workers are part-way through the burst (a different part each round).
+    let target = before + 5 + (round * 37) % 200;
+    let limit = Instant::now() + Duration::from_secs(2);
+    while tally.started.load(SeqCst) < target && Instant::now() < limit {
+        std::hint::spin_loop();
+    }
+    drop(rt);
+}
+
+/// Issue 7, item 3: `begin_shutdown` collected the coroutines that had not started, and a
+/// worker could start one of them before the dropping thread cancelled it; the dropping thread
+/// then unwound that started coroutine's stack on itself.
+#[test]
+fn dropping_runtimes_while_coroutines_start_unwinds_every_coroutine_on_its_home_thread() {
+    let tally = Arc::new(Tally::default());
+    let budget = if cfg!(debug_assertions) {
+        Duration::from_secs(4)
+    } else {
+        Duration::from_secs(3)
+    };
+    let begin = Instant::now();
+    let mut rounds = 0;
+    while begin.elapsed() < budget || rounds < 20 {
+        drop_runtime_while_coroutines_start(rounds, &tally);
+        rounds += 1;
+    }
+    let off_home = tally.off_home.lock().unwrap();
+    assert!(
+        off_home.is_empty(),
+        "{} of {} unwinds (in {rounds} rounds) ran off the coroutine's home thread: {:?}",
+        off_home.len(),
+        tally.unwound.load(SeqCst),
+        &off_home[..off_home.len().min(4)]
+    );
+    assert_eq!(
+        tally.started.load(SeqCst),
+        tally.unwound.load(SeqCst),
+        "every coroutine that started was unwound at shutdown"
+    );
+    assert!(
+        tally.started.load(SeqCst) > 0,
+        "the stress test started no coroutine at all"
+    );
+    assert!(Handle::try_current().is_none());
+}
