@@ -150,3 +150,56 @@ fn dropping_runtimes_while_coroutines_start_unwinds_every_coroutine_on_its_home_
     );
     assert!(Handle::try_current().is_none());
 }
+
+fn named_rt(name: &str) -> corio::Runtime {
+    corio::Runtime::builder()
+        .workers(1)
+        .thread_name(name)
+        .build()
+        .unwrap()
+}
+
+/// The worker-thread name of the runtime `corio::spawn` uses from this thread now.
+fn current_runtime_name() -> Option<String> {
+    Handle::try_current()?;
+    let task = corio::spawn(async { std::thread::current().name().map(str::to_owned) });
+    task.join().unwrap()
+}
+
+/// Issue 8, bug 6: `drop(g1)` restored what was entered before `g1` (nothing), leaving `rt1`
+/// entered by nobody; dropping `g2` then restored `rt1`, which stayed entered after both
+/// runtimes were gone.
+#[test]
+fn enter_guards_dropped_out_of_order_leave_exactly_the_runtimes_still_entered() {
+    let rt1 = named_rt("entered-one");
+    let rt2 = named_rt("entered-two");
+    let g1 = rt1.enter();
+    let g2 = rt2.enter();
+    assert_eq!(current_runtime_name().as_deref(), Some("entered-two-0"));
+    drop(g1);
+    // `g2` still holds its runtime entered.
+    assert_eq!(current_runtime_name().as_deref(), Some("entered-two-0"));
+    drop(g2);
+    assert!(
+        Handle::try_current().is_none(),
+        "no guard is alive, yet a runtime is still entered"
+    );
+    drop(rt1);
+    drop(rt2);
+    // With nothing entered, spawning uses the default runtime, which runs the task.
+    assert_eq!(corio::spawn(async { 7 }).join().unwrap(), 7);
+}
+
+#[test]
+fn enter_guards_dropped_in_order_restore_the_runtime_entered_before() {
+    let rt1 = named_rt("nested-one");
+    let rt2 = named_rt("nested-two");
+    let g1 = rt1.enter();
+    {
+        let _g2 = rt2.enter();
+        assert_eq!(current_runtime_name().as_deref(), Some("nested-two-0"));
+    }
+    assert_eq!(current_runtime_name().as_deref(), Some("nested-one-0"));
+    drop(g1);
+    assert!(Handle::try_current().is_none());
+}

@@ -470,6 +470,15 @@ impl Runtime {
 
     /// Makes this runtime the one `corio::spawn`/`corio::go` use on this thread until the
     /// guard is dropped.
+    ///
+    /// Guards nest, and may be dropped in any order: the runtime used is the one entered last
+    /// among those whose guards are still alive (see [`EnterGuard`]).
+    ///
+    /// ```
+    /// let rt = corio::Runtime::builder().workers(1).build().unwrap();
+    /// let _guard = rt.enter();
+    /// assert_eq!(corio::spawn(async { 6 * 7 }).join().unwrap(), 42); // runs on `rt`
+    /// ```
     pub fn enter(&self) -> EnterGuard {
         EnterGuard(context::enter_runtime(self.handle.shared.clone()))
     }
@@ -503,6 +512,31 @@ impl fmt::Debug for Runtime {
 }
 
 /// Returned by [`Runtime::enter`]; leaves the runtime when dropped.
+///
+/// Each guard removes its own runtime from the thread's entered runtimes, so guards dropped
+/// out of order leave exactly the runtimes whose guards are alive, the last entered of them
+/// current. (tokio panics on out-of-order drops instead; in corio they are ordinary: two
+/// coroutines of one thread may each hold a guard across a suspension.)
+///
+/// ```
+/// let one = corio::Runtime::builder().workers(1).build().unwrap();
+/// let two = corio::Runtime::builder().workers(1).build().unwrap();
+/// let g1 = one.enter();
+/// let g2 = two.enter();
+/// drop(g1); // `two` stays entered: `g2` is alive
+/// assert!(corio::Handle::try_current().is_some());
+/// drop(g2);
+/// assert!(corio::Handle::try_current().is_none());
+/// ```
+///
+/// It is not `Send`: the runtime is entered on the thread that called `enter`, and only that
+/// thread can leave it.
+///
+/// ```compile_fail
+/// let rt = corio::Runtime::new().unwrap();
+/// let guard = rt.enter();
+/// std::thread::spawn(move || drop(guard)); // error: `EnterGuard` cannot be sent
+/// ```
 pub struct EnterGuard(#[allow(dead_code)] context::EnterGuard);
 
 impl fmt::Debug for EnterGuard {
