@@ -6,7 +6,9 @@
 mod support;
 
 use std::future::Future;
+use std::path::Path;
 use std::pin::Pin;
+use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
@@ -202,4 +204,156 @@ fn enter_guards_dropped_in_order_restore_the_runtime_entered_before() {
     assert_eq!(current_runtime_name().as_deref(), Some("nested-one-0"));
     drop(g1);
     assert!(Handle::try_current().is_none());
+}
+
+/// Issue 7, item 4: under `panic = "abort"`, cancelling a started coroutine (abort, or the
+/// runtime's drop) resumed it with a cancellation that unwinds, which aborted the process. Builds
+/// `examples/cancellation.rs` with `-C panic=abort` (its own target directory) and runs it.
+#[test]
+fn under_panic_abort_cancelling_a_blocked_coroutine_leaks_it_with_a_warning() {
+    let manifest_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let target_dir = manifest_dir.join("../../target/panic-abort");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let output = Command::new(&cargo)
+        .args([
+            "run",
+            "-q",
+            "--offline",
+            "-p",
+            "corio",
+            "--example",
+            "cancellation",
+        ])
+        .current_dir(manifest_dir)
+        .env("CARGO_TARGET_DIR", &target_dir)
+        .env("RUSTFLAGS", "-C panic=abort")
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .output();
+    let output = match output {
+        Ok(output) => output,
+        Err(e) => {
+            eprintln!("SKIPPED: cannot run {cargo:?} to build the panic=abort example: {e}");
+            return;
+        }
+    };
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "the panic=abort build of examples/cancellation.rs failed ({}):\n{stdout}\n{stderr}",
+        output.status
+    );
+    assert!(stdout.contains("panic strategy: abort"), "{stdout}");
+    assert!(
+        stdout.contains("abort: cancelled=true destructors run=0"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("runtime drop: cancelled=true destructors run=0"),
+        "{stdout}"
+    );
+    let warnings = stderr
+        .lines()
+        .filter(|l| l.contains("cancelled under panic=abort") && l.contains("leaked"))
+        .count();
+    assert_eq!(
+        warnings, 2,
+        "one warning line per leaked coroutine:\n{stderr}"
+    );
+}
+
+/// Panics when dropped: on a cancelled coroutine's stack, while the cancellation unwinds it.
+struct PanicsInDrop;
+
+impl Drop for PanicsInDrop {
+    fn drop(&mut self) {
+        panic!("a destructor panicked");
+    }
+}
+
+/// The child half of the tests below: set in the environment of the re-run test binary.
+const CHILD: &str = "CORIO_RT_SOUNDNESS_CHILD";
+
+/// Runs `test` of this binary alone in a child process with `CHILD=mode`.
+fn run_child(test: &str, mode: &str) -> std::process::Output {
+    Command::new(std::env::current_exe().unwrap())
+        .args([test, "--exact", "--nocapture", "--test-threads=1"])
+        .env(CHILD, mode)
+        .output()
+        .unwrap()
+}
+
+/// In the child: a coroutine blocked with a `PanicsInDrop` on its stack is cancelled.
+fn cancel_a_coroutine_whose_destructor_panics(by_dropping_the_runtime: bool) {
+    let rt = corio::Runtime::builder().workers(1).build().unwrap();
+    let started = Arc::new(AtomicUsize::new(0));
+    let seen = started.clone();
+    let handle = rt.go(move || {
+        let _p = PanicsInDrop;
+        seen.fetch_add(1, SeqCst);
+        corio::block_on(std::future::pending::<()>());
+    });
+    support::wait_until("the coroutine started", || started.load(SeqCst) == 1);
+    if by_dropping_the_runtime {
+        drop(rt);
+    } else {
+        handle.abort();
+    }
+    let _ = handle.join();
+    println!("the process survived");
+}
+
+/// Issue 8, "Document": cancellation unwinds a coroutine's stack, and a destructor that panics
+/// during an unwind aborts the process (Rust's "panic in a destructor during cleanup"), for an
+/// abort and for the runtime's drop alike; `JoinHandle::abort` and `Runtime` say so.
+#[test]
+fn a_destructor_panicking_while_a_coroutine_is_cancelled_aborts_the_process() {
+    match std::env::var(CHILD).as_deref() {
+        Ok("abort") => return cancel_a_coroutine_whose_destructor_panics(false),
+        Ok("drop") => return cancel_a_coroutine_whose_destructor_panics(true),
+        _ => {}
+    }
+    for mode in ["abort", "drop"] {
+        let output = run_child(
+            "a_destructor_panicking_while_a_coroutine_is_cancelled_aborts_the_process",
+            mode,
+        );
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(
+            output.status.signal(),
+            Some(libc::SIGABRT),
+            "{mode}: the child did not abort ({}):\n{stdout}\n{stderr}",
+            output.status
+        );
+        assert!(!stdout.contains("the process survived"), "{mode}: {stdout}");
+        assert!(
+            stderr.contains("panic in a destructor during cleanup"),
+            "{mode}: {stderr}"
+        );
+    }
+}
+
+/// The other half of the documented contrast: an async task is dropped, not unwound, so a
+/// destructor that panics when it is aborted is caught and reported as `JoinError::Panic`.
+#[test]
+fn a_destructor_panicking_while_an_async_task_is_aborted_is_reported_as_a_join_panic() {
+    let rt = corio::Runtime::builder().workers(1).build().unwrap();
+    let started = Arc::new(AtomicUsize::new(0));
+    let seen = started.clone();
+    let handle = rt.spawn(async move {
+        let _p = PanicsInDrop;
+        seen.fetch_add(1, SeqCst);
+        std::future::pending::<()>().await;
+    });
+    support::wait_until("the task started", || started.load(SeqCst) == 1);
+    handle.abort();
+    let error = handle.join().unwrap_err();
+    assert!(error.is_panic(), "{error}");
+    let message = error.into_panic();
+    assert_eq!(
+        message.downcast_ref::<&str>(),
+        Some(&"a destructor panicked")
+    );
 }

@@ -330,9 +330,17 @@ impl Shared {
 /// assert_eq!(rt.block_on(async { corio::spawn(async { 7 }).await.unwrap() }), 7);
 /// ```
 ///
+/// # Dropping the runtime
+///
 /// Dropping the runtime shuts it down: every task still alive is cancelled — futures are
 /// dropped, coroutines are unwound on their own threads so their destructors run — and the
-/// worker threads are joined.
+/// worker threads are joined. A coroutine that keeps blocking while it unwinds (a destructor
+/// that waits for something that never comes) is leaked after a grace period of two seconds.
+///
+/// As with [`JoinHandle::abort`], which says more: a destructor that panics while a
+/// coroutine's stack unwinds aborts the process (a panic during a panic); one in an async
+/// task's future is caught. Under `panic = "abort"` the started coroutines are not unwound
+/// but leaked, each with a line on stderr.
 pub struct Runtime {
     handle: Handle,
 }
