@@ -357,3 +357,55 @@ fn a_destructor_panicking_while_an_async_task_is_aborted_is_reported_as_a_join_p
         Some(&"a destructor panicked")
     );
 }
+
+/// Starts a coroutine that waits for `gate`, then reports on `tx`; returns once it has
+/// started (and so is pinned to the worker it started on).
+fn pinned_waiter(gate: &support::Gate, tx: std::sync::mpsc::Sender<()>) -> corio::JoinHandle<()> {
+    let started = Arc::new(AtomicUsize::new(0));
+    let seen = started.clone();
+    let wait = gate.wait();
+    let handle = corio::go(move || {
+        seen.fetch_add(1, SeqCst);
+        corio::block_on(wait);
+        tx.send(()).unwrap();
+    });
+    while started.load(SeqCst) == 0 {
+        corio::yield_now();
+    }
+    handle
+}
+
+/// `corio::blocking`'s docs: while a coroutine is inside `blocking`, the coroutines pinned to
+/// its worker cannot run, so a blocking call that waits for one of them waits in vain (here
+/// for a second, instead of for ever); the same wait through `spawn_blocking` completes.
+#[test]
+fn coroutines_pinned_to_a_worker_inside_blocking_wait_until_it_returns() {
+    let rt = corio::Runtime::builder().workers(1).build().unwrap();
+    rt.run(|| {
+        let gate = support::Gate::new();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let waiter = pinned_waiter(&gate, tx);
+        let waited = corio::blocking(|| {
+            gate.open();
+            rx.recv_timeout(Duration::from_secs(1))
+        });
+        assert!(
+            waited.is_err(),
+            "a coroutine pinned to this worker ran while it was inside `blocking`"
+        );
+        waiter.join().unwrap();
+        assert!(rx.try_recv().is_ok(), "it ran once `blocking` returned");
+
+        // The documented way out: the blocking call on the blocking pool.
+        let gate = support::Gate::new();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let waiter = pinned_waiter(&gate, tx);
+        let opener = gate.clone();
+        let waited = corio::spawn_blocking(move || {
+            opener.open();
+            rx.recv_timeout(support::EVENTUALLY)
+        });
+        assert!(waited.join().unwrap().is_ok());
+        waiter.join().unwrap();
+    });
+}
