@@ -409,3 +409,99 @@ fn coroutines_pinned_to_a_worker_inside_blocking_wait_until_it_returns() {
         waiter.join().unwrap();
     });
 }
+
+/// In the child: the crate docs' "do not do this" — a std `Mutex` guard held across a
+/// suspension on one worker, the second locker named `stuck-locker`. Never returns.
+fn std_mutex_held_across_a_yield() {
+    let rt = corio::Runtime::builder().workers(1).build().unwrap();
+    let count = Arc::new(Mutex::new(0));
+    rt.run(move || {
+        let c = count.clone();
+        let a = corio::go(move || {
+            let mut n = c.lock().unwrap();
+            corio::yield_now();
+            *n += 1;
+        });
+        let b = corio::Builder::new()
+            .name("stuck-locker")
+            .spawn(move || *count.lock().unwrap() += 1)
+            .unwrap();
+        a.join().unwrap();
+        b.join().unwrap();
+    });
+    println!("the coroutines finished");
+}
+
+/// The crate docs, "Blocking the worker": a std `Mutex` guard held across a suspension
+/// deadlocks a one-worker runtime for ever, and sysmon's hog report names the coroutine stuck
+/// in `lock()`. Runs in a child process, killed once the report is seen.
+#[test]
+fn a_std_mutex_guard_held_across_a_yield_deadlocks_the_worker_and_the_hog_report_names_the_locker()
+{
+    if std::env::var(CHILD).as_deref() == Ok("mutex") {
+        return std_mutex_held_across_a_yield();
+    }
+    use std::io::{BufRead, BufReader};
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "a_std_mutex_guard_held_across_a_yield_deadlocks_the_worker_and_the_hog_report_names_the_locker",
+            "--exact",
+            "--nocapture",
+        ])
+        .env(CHILD, "mutex")
+        .env("CORIO_HOG_REPORT", "1")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = BufReader::new(child.stderr.take().unwrap());
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in stderr.lines().map_while(Result::ok) {
+            if line.contains("'stuck-locker'") && line.contains("without yielding") {
+                let _ = tx.send(line);
+                return;
+            }
+        }
+    });
+    let report = rx.recv_timeout(support::EVENTUALLY);
+    let still_running = child.try_wait().unwrap().is_none();
+    child.kill().unwrap();
+    let output = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(report.is_ok(), "no hog report named the stuck locker");
+    assert!(still_running, "the deadlocked child exited: {stdout}");
+    assert!(!stdout.contains("the coroutines finished"), "{stdout}");
+}
+
+thread_local! {
+    static SCRATCH: std::cell::RefCell<Vec<u32>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The crate docs, "Blocking the worker": a thread-local `RefCell` borrowed across a
+/// suspension is still borrowed when the next coroutine of the thread touches it.
+#[test]
+fn a_thread_local_borrow_held_across_a_yield_makes_the_next_coroutine_panic() {
+    let rt = corio::Runtime::builder().workers(1).build().unwrap();
+    let second = rt.run(|| {
+        let holder = corio::go(|| {
+            SCRATCH.with(|s| {
+                let mut v = s.borrow_mut();
+                corio::yield_now();
+                v.push(1);
+            })
+        });
+        let second = corio::go(|| SCRATCH.with(|s| s.borrow_mut().push(2)));
+        holder.join().unwrap();
+        second.join()
+    });
+    let error = second.unwrap_err();
+    assert!(error.is_panic(), "{error}");
+    let payload = error.into_panic();
+    let message = payload
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| payload.downcast_ref::<&str>().copied())
+        .unwrap_or_default();
+    assert!(message.contains("already borrowed"), "{message}");
+}
