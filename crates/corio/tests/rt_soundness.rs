@@ -505,3 +505,40 @@ fn a_thread_local_borrow_held_across_a_yield_makes_the_next_coroutine_panic() {
         .unwrap_or_default();
     assert!(message.contains("already borrowed"), "{message}");
 }
+
+/// In the child: a coroutine writes a line in two pieces under `StdoutLock`, suspending in
+/// between; another coroutine of the thread prints meanwhile.
+fn stdout_lock_held_across_a_yield() {
+    use std::io::Write;
+    let rt = corio::Runtime::builder().workers(1).build().unwrap();
+    rt.run(|| {
+        let writer = corio::go(|| {
+            let mut out = std::io::stdout().lock();
+            write!(out, "[first half ").unwrap();
+            corio::yield_now();
+            writeln!(out, "second half]").unwrap();
+        });
+        let other = corio::go(|| println!("other coroutine"));
+        writer.join().unwrap();
+        other.join().unwrap();
+    });
+}
+
+/// The crate docs, "Blocking the worker": `StdoutLock` is re-entrant per thread, so another
+/// coroutine of the thread prints in the middle of a write meant to be in one piece.
+#[test]
+fn a_stdout_lock_held_across_a_yield_is_silently_reentered_by_another_coroutine() {
+    if std::env::var(CHILD).as_deref() == Ok("stdout") {
+        return stdout_lock_held_across_a_yield();
+    }
+    let output = run_child(
+        "a_stdout_lock_held_across_a_yield_is_silently_reentered_by_another_coroutine",
+        "stdout",
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}");
+    assert!(
+        stdout.contains("[first half other coroutine\nsecond half]"),
+        "{stdout}"
+    );
+}
