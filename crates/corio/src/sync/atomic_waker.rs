@@ -332,7 +332,9 @@ mod tests {
         // One consumer, two producers. Round `r`: a producer publishes `r` and wakes; the
         // consumer registers, checks, and parks until it sees `r`. A lost wake-up leaves the
         // consumer parked: park_timeout turns that into a failure instead of a hang.
-        const ROUNDS: usize = 20_000;
+        // Miri (data-race and weak-memory checking) runs a smaller instance: every round is
+        // thousands of interpreted spins.
+        const ROUNDS: usize = if cfg!(miri) { 200 } else { 20_000 };
         let aw = Arc::new(AtomicWaker::new());
         let published = Arc::new(AtomicUsize::new(0));
         let acked = Arc::new(AtomicUsize::new(0));
@@ -388,8 +390,8 @@ mod tests {
     fn a_wake_racing_with_register_wakes_some_waker() {
         // Many short races between one register and one wake. After both finish the event
         // (here: "wake was called") must be observed either by the consumer's check or by a
-        // delivered wake-up.
-        for _ in 0..2_000 {
+        // delivered wake-up. (Fewer under Miri, where a thread spawn costs milliseconds.)
+        for _ in 0..if cfg!(miri) { 50 } else { 2_000 } {
             let aw = Arc::new(AtomicWaker::new());
             let fired = Arc::new(AtomicBool::new(false));
             let (count, waker) = counting_waker();
