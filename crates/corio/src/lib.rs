@@ -23,6 +23,70 @@
 //!
 //! Both kinds share the [`JoinHandle`] type, the [`Runtime`] and its workers. `docs/` in the
 //! repository explains the scheduler and the stacks with measurements.
+//!
+//! # Blocking the worker: std locks, `RefCell`, stdout
+//!
+//! A started coroutine never leaves its worker's thread, and a suspension lets *other
+//! coroutines of the same thread* run. Anything the thread holds across a suspension
+//! (`yield_now`, `sleep`, `join`, `block_on`, any blocking-style call) is therefore held while
+//! they run:
+//!
+//! - A `std::sync::Mutex` guard held across a suspension deadlocks the worker for ever when
+//!   another coroutine of that worker locks the same mutex: the second `lock()` blocks the OS
+//!   thread, and the holder, pinned to that thread, can never resume to unlock. (sysmon's hog
+//!   report then names the coroutine stuck in `lock()`.) The same goes for `RwLock`,
+//!   `Condvar` waits and any lock that blocks the thread.
+//! - A thread-local `RefCell` borrowed across a suspension is still borrowed when the next
+//!   coroutine of the thread touches it: its `borrow_mut()` panics ("already borrowed").
+//! - Re-entrant locks such as `std::io::StdoutLock` are keyed by thread, so another coroutine
+//!   of the thread re-enters them silently: a `println!` in it lands in the middle of output
+//!   that was meant to be written in one piece.
+//!
+//! ```no_run
+//! // Do not do this: with one worker it never finishes.
+//! use std::sync::{Arc, Mutex};
+//! let rt = corio::Runtime::builder().workers(1).build().unwrap();
+//! let count = Arc::new(Mutex::new(0));
+//! rt.run(move || {
+//!     let c = count.clone();
+//!     let a = corio::go(move || {
+//!         let mut n = c.lock().unwrap();
+//!         corio::yield_now(); // suspends with the lock held...
+//!         *n += 1;
+//!     });
+//!     // ...so this lock() blocks the worker's only thread, where `a` must resume.
+//!     let b = corio::go(move || *count.lock().unwrap() += 1);
+//!     a.join().unwrap();
+//!     b.join().unwrap();
+//! });
+//! ```
+//!
+//! Release std guards and borrows before any call that may suspend (a block `{ .. }` around
+//! the critical section does it), or use a lock that suspends the coroutine instead of
+//! blocking the thread: corio's own `corio::sync::Mutex`, `RwLock` and `Condvar` (in the
+//! `sync` module) are built for this. Keep per-coroutine state in the coroutine, not in a
+//! thread-local. corio does not detect these in debug builds: a std guard is invisible to
+//! it, and watching every lock would cost every user of std's locks.
+//!
+//! ```
+//! use std::sync::{Arc, Mutex};
+//! let rt = corio::Runtime::builder().workers(1).build().unwrap();
+//! let count = Arc::new(Mutex::new(0));
+//! let total = rt.run(move || {
+//!     let handles: Vec<_> = (0..4)
+//!         .map(|_| {
+//!             let count = count.clone();
+//!             corio::go(move || {
+//!                 *count.lock().unwrap() += 1; // the guard is dropped here...
+//!                 corio::yield_now(); // ...before the suspension
+//!             })
+//!         })
+//!         .collect();
+//!     handles.into_iter().for_each(|h| h.join().unwrap());
+//!     *count.lock().unwrap()
+//! });
+//! assert_eq!(total, 4);
+//! ```
 
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs, clippy::undocumented_unsafe_blocks)]

@@ -388,6 +388,7 @@ fn drive<C: Resume<u64, Yield = u64, Return = u64>>(mut co: C) -> u64 {
 }
 
 #[test]
+#[cfg_attr(miri, ignore)] // a stackful `Coroutine`: inline asm, which Miri cannot run
 fn the_resume_trait_drives_both_kinds_alike() {
     let stackful = Coroutine::new(|y, mut x: u64| {
         let mut sum = 0;
@@ -429,6 +430,7 @@ fn the_resume_trait_drives_both_kinds_alike() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore)] // a stackful `Coroutine`: inline asm, which Miri cannot run
 fn both_kinds_panic_the_same_way_when_resumed_after_finishing() {
     fn finish_then_resume(mut co: impl Resume<(), Yield = (), Return = ()>) -> String {
         assert_eq!(co.resume(()), CoroutineResult::Return(()));

@@ -123,6 +123,28 @@ fn pool_thread(shared: Arc<Shared>) {
 /// other workers if `f` takes longer than a sysmon tick (20 µs to 10 ms); the calling
 /// coroutine itself continues on this thread when `f` returns. Elsewhere it just runs `f`.
 ///
+/// # Pinned coroutines wait, so do not wait for them
+///
+/// Only *movable* work is handed off: futures, and coroutines that have not started. The
+/// coroutines that have started on this worker are pinned to its thread, which `f` occupies:
+/// none of them runs until `f` returns. If `f` waits for one of them (a std channel it is to
+/// send on, a lock it holds, a flag it sets), that is a deadlock. For such calls use
+/// [`spawn_blocking`], which runs `f` on a pool thread while the caller suspends:
+///
+/// ```
+/// let rt = corio::Runtime::builder().workers(1).build().unwrap();
+/// rt.run(|| {
+///     let (tx, rx) = std::sync::mpsc::channel();
+///     // One worker: `sender` can only run on this thread.
+///     let sender = corio::go(move || tx.send(42).unwrap());
+///     // `corio::blocking(|| rx.recv())` would hold the thread and wait for ever; on the
+///     // pool, the caller suspends and `sender` runs:
+///     let got = corio::spawn_blocking(move || rx.recv().unwrap()).join().unwrap();
+///     assert_eq!(got, 42);
+///     sender.join().unwrap();
+/// });
+/// ```
+///
 /// ```
 /// let rt = corio::Runtime::builder().workers(2).build().unwrap();
 /// let len = rt.run(|| corio::blocking(|| std::fs::read("Cargo.toml").map(|b| b.len())).unwrap());

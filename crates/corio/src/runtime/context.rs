@@ -53,8 +53,13 @@ thread_local! {
         }
     };
 
-    /// The runtime entered with `Runtime::enter`/`block_on` on a thread that is not a worker.
-    static ENTERED: RefCell<Option<Arc<Shared>>> = const { RefCell::new(None) };
+    /// The runtimes entered with `Runtime::enter`/`block_on` on this thread, oldest first,
+    /// each with the id of the guard that entered it; the last one is current (see
+    /// `EnterGuard`).
+    static ENTERED: RefCell<Vec<(u64, Arc<Shared>)>> = const { RefCell::new(Vec::new()) };
+
+    /// The id the next `EnterGuard` of this thread gets.
+    static NEXT_ENTER_ID: Cell<u64> = const { Cell::new(0) };
 }
 
 /// Restores the previous task context when dropped.
@@ -219,21 +224,47 @@ pub(crate) fn current_shared() -> Option<Arc<Shared>> {
     if let Some(shared) = with_worker(|w| w.map(|w| w.shared().clone())) {
         return Some(shared);
     }
-    ENTERED.with(|e| e.borrow().clone())
+    ENTERED.with(|e| e.borrow().last().map(|(_, shared)| shared.clone()))
 }
 
-/// Restores the previously entered runtime when dropped.
-pub(crate) struct EnterGuard(Option<Arc<Shared>>);
+/// Keeps a runtime entered on this thread until dropped.
+///
+/// Entered runtimes form a per-thread list, and a guard's drop removes *its own* entry, so
+/// guards may be dropped in any order: the current runtime is always the one entered last
+/// among those whose guards are still alive. (A stack that restores "the previous" runtime on
+/// drop, as a guard restoring a saved value would, breaks on out-of-order drops — issue 8,
+/// bug 6 — and out-of-order drops are ordinary on a thread whose coroutines each hold one
+/// across a suspension, so tokio's answer, a panic, would not do here.)
+pub(crate) struct EnterGuard {
+    id: u64,
+    /// `!Send`: the entry is in this thread's list; dropped on another thread, the guard
+    /// would remove an entry there (or none) and leave this one behind.
+    _not_send: std::marker::PhantomData<*const ()>,
+}
 
 /// Makes `shared` the runtime of this thread until the guard drops.
 #[inline(never)]
 pub(crate) fn enter_runtime(shared: Arc<Shared>) -> EnterGuard {
-    EnterGuard(ENTERED.with(|e| e.borrow_mut().replace(shared)))
+    let id = NEXT_ENTER_ID.with(|n| {
+        let id = n.get();
+        n.set(id + 1);
+        id
+    });
+    ENTERED.with(|e| e.borrow_mut().push((id, shared)));
+    EnterGuard {
+        id,
+        _not_send: std::marker::PhantomData,
+    }
 }
 
 impl Drop for EnterGuard {
     fn drop(&mut self) {
-        let previous = self.0.take();
-        let _ = ENTERED.try_with(|e| *e.borrow_mut() = previous);
+        // Taken out first and dropped after the borrow ends: the last `Arc<Shared>` may go.
+        let removed = ENTERED.try_with(|e| {
+            let mut entered = e.borrow_mut();
+            let at = entered.iter().rposition(|(id, _)| *id == self.id);
+            at.map(|at| entered.remove(at))
+        });
+        drop(removed);
     }
 }

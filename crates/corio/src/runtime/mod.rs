@@ -336,9 +336,17 @@ impl Shared {
 /// assert_eq!(rt.block_on(async { corio::spawn(async { 7 }).await.unwrap() }), 7);
 /// ```
 ///
+/// # Dropping the runtime
+///
 /// Dropping the runtime shuts it down: every task still alive is cancelled — futures are
 /// dropped, coroutines are unwound on their own threads so their destructors run — and the
-/// worker threads are joined.
+/// worker threads are joined. A coroutine that keeps blocking while it unwinds (a destructor
+/// that waits for something that never comes) is leaked after a grace period of two seconds.
+///
+/// As with [`JoinHandle::abort`], which says more: a destructor that panics while a
+/// coroutine's stack unwinds aborts the process (a panic during a panic); one in an async
+/// task's future is caught. Under `panic = "abort"` the started coroutines are not unwound
+/// but leaked, each with a line on stderr.
 pub struct Runtime {
     handle: Handle,
 }
@@ -507,6 +515,15 @@ impl Runtime {
 
     /// Makes this runtime the one `corio::spawn`/`corio::go` use on this thread until the
     /// guard is dropped.
+    ///
+    /// Guards nest, and may be dropped in any order: the runtime used is the one entered last
+    /// among those whose guards are still alive (see [`EnterGuard`]).
+    ///
+    /// ```
+    /// let rt = corio::Runtime::builder().workers(1).build().unwrap();
+    /// let _guard = rt.enter();
+    /// assert_eq!(corio::spawn(async { 6 * 7 }).join().unwrap(), 42); // runs on `rt`
+    /// ```
     pub fn enter(&self) -> EnterGuard {
         EnterGuard(context::enter_runtime(self.handle.shared.clone()))
     }
@@ -537,6 +554,31 @@ impl fmt::Debug for Runtime {
 }
 
 /// Returned by [`Runtime::enter`]; leaves the runtime when dropped.
+///
+/// Each guard removes its own runtime from the thread's entered runtimes, so guards dropped
+/// out of order leave exactly the runtimes whose guards are alive, the last entered of them
+/// current. (tokio panics on out-of-order drops instead; in corio they are ordinary: two
+/// coroutines of one thread may each hold a guard across a suspension.)
+///
+/// ```
+/// let one = corio::Runtime::builder().workers(1).build().unwrap();
+/// let two = corio::Runtime::builder().workers(1).build().unwrap();
+/// let g1 = one.enter();
+/// let g2 = two.enter();
+/// drop(g1); // `two` stays entered: `g2` is alive
+/// assert!(corio::Handle::try_current().is_some());
+/// drop(g2);
+/// assert!(corio::Handle::try_current().is_none());
+/// ```
+///
+/// It is not `Send`: the runtime is entered on the thread that called `enter`, and only that
+/// thread can leave it.
+///
+/// ```compile_fail
+/// let rt = corio::Runtime::new().unwrap();
+/// let guard = rt.enter();
+/// std::thread::spawn(move || drop(guard)); // error: `EnterGuard` cannot be sent
+/// ```
 pub struct EnterGuard(#[allow(dead_code)] context::EnterGuard);
 
 impl fmt::Debug for EnterGuard {
@@ -716,8 +758,10 @@ impl Shared {
             if task.header().pinned_home().is_some() {
                 // Its worker left without finishing it (it cannot run it elsewhere).
                 task.leak();
-            } else {
-                let _ = task.shutdown();
+            } else if let Some(running) = task.shutdown_unless_pinned() {
+                // No worker runs any more, so nothing can have started it since the check;
+                // were it so, its home is gone: leak it rather than unwind it here.
+                running.leak();
             }
         }
         for remote in self.workers.iter() {
@@ -739,9 +783,20 @@ impl Shared {
         self.inject.close();
         // Futures and coroutines that never started can be cancelled from any thread: do it
         // now, so that a coroutine whose destructor waits for one of them (while its worker
-        // drains it, see `WorkerCtx::shut_down`) sees it finish.
+        // drains it, see `WorkerCtx::shut_down`) sees it finish. A worker that checked the
+        // shutdown flag just before it was set may still start one of them meanwhile (issue 7,
+        // item 3): whoever wins its shutdown transition then owns a started coroutine, which
+        // only its home may unwind, so it goes to the home's inbox. The home's drain waits for
+        // it: the task stays in the owned list until it completes.
         for task in self.owned.close_and_collect(|h| h.pinned_home().is_none()) {
-            let _ = task.shutdown(); // not started: cannot yield
+            if let Some(running) = task.shutdown_unless_pinned() {
+                let home = running
+                    .header()
+                    .pinned_home()
+                    .expect("corio: a task handed back for its home has none");
+                self.workers[home].push_inbox_running(running);
+                self.workers[home].unparker.unpark(&self.driver);
+            }
         }
         for remote in self.workers.iter() {
             remote.unparker.unpark(&self.driver);

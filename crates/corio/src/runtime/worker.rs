@@ -51,8 +51,9 @@ pub(crate) struct Remote {
     pub(crate) steal: Steal<Notified>,
     /// The owner's end of the run queue, until the worker thread takes it.
     local: Mutex<Option<Local<Notified>>>,
-    /// Pinned coroutines of this worker woken on other threads.
-    inbox: Mutex<Vec<Notified>>,
+    /// Pinned coroutines of this worker woken on other threads (and, at shutdown, started
+    /// ones whose cancellation another thread won: `push_inbox_running`).
+    inbox: Mutex<Vec<InboxEntry>>,
     inbox_len: AtomicUsize,
     pub(crate) unparker: Unparker,
     /// Timers of tasks that slept on this worker.
@@ -97,15 +98,25 @@ impl Remote {
     }
 
     pub(crate) fn push_inbox(&self, task: Notified) {
+        self.push_inbox_entry(InboxEntry(Runnable::Notified(task)));
+    }
+
+    /// Sends this worker a started coroutine of its own that another thread owns as RUNNING
+    /// for its shutdown (`Shared::begin_shutdown`): only its home may cancel it.
+    pub(crate) fn push_inbox_running(&self, task: Running) {
+        self.push_inbox_entry(InboxEntry(Runnable::Running(task)));
+    }
+
+    fn push_inbox_entry(&self, entry: InboxEntry) {
         let mut inbox = self.inbox.lock().unwrap_or_else(|e| e.into_inner());
-        inbox.push(task);
+        inbox.push(entry);
         // Release: pairs with the Acquire load in `next_task`.
         self.inbox_len.store(inbox.len(), Ordering::Release);
     }
 
     fn take_inbox(&self, into: &mut VecDeque<Runnable>) {
         let mut inbox = self.inbox.lock().unwrap_or_else(|e| e.into_inner());
-        into.extend(inbox.drain(..).map(Runnable::Notified));
+        into.extend(inbox.drain(..).map(|entry| entry.0));
         self.inbox_len.store(0, Ordering::Release);
     }
 
@@ -118,9 +129,17 @@ impl Remote {
     /// thread (`epoch` is the runtime clock's origin).
     pub(crate) fn drain(&self, epoch: std::time::Instant) {
         let mut inbox = self.inbox.lock().unwrap_or_else(|e| e.into_inner());
-        inbox.clear();
+        let entries = std::mem::take(&mut *inbox);
         self.inbox_len.store(0, Ordering::Relaxed);
         drop(inbox);
+        for entry in entries {
+            match entry.0 {
+                Runnable::Notified(task) => drop(task),
+                // Its home has exited (after its grace period) and this may be any thread: it
+                // cannot be cancelled here, only leaked.
+                Runnable::Running(task) => task.leak(),
+            }
+        }
         if let Some(mut local) = self.local.lock().unwrap_or_else(|e| e.into_inner()).take() {
             while let Some(task) = local.pop() {
                 drop(task);
@@ -137,6 +156,14 @@ impl Remote {
         }
     }
 }
+
+/// A task in a worker's inbox, on its way to the worker.
+struct InboxEntry(Runnable);
+
+// SAFETY: a `Notified` is Send; a `Running` is put in an inbox only by
+// `push_inbox_running`, on its home worker's inbox, and leaves it only to be run by that
+// worker (`take_inbox`) or leaked without running (`drain`).
+unsafe impl Send for InboxEntry {}
 
 /// A task a worker may run next.
 pub(crate) enum Runnable {

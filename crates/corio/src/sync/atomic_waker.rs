@@ -63,9 +63,10 @@
 //!
 //! Atomics and the cell come through `crate::loom`, so `RUSTFLAGS="--cfg loom"` runs the
 //! `loom_tests` below under the model checker: a register racing with one or two wakes, where a
-//! lost wake-up shows up as a deadlock. Run them with a preemption bound, as tokio's CI does:
-//! `LOOM_MAX_PREEMPTIONS=3 RUSTFLAGS="--cfg loom" cargo test --release -p corio --lib atomic_waker`
-//! takes about a second; unbounded, the two-producer model runs for more than eight minutes.
+//! lost wake-up shows up as a deadlock. The models bound themselves to three preemptions (see
+//! `consumer_sees_every_event`; `LOOM_MAX_PREEMPTIONS` overrides), as tokio's CI does:
+//! `RUSTFLAGS="--cfg loom" cargo test --release -p corio --lib atomic_waker` takes about a
+//! second; unbounded, the two-producer model runs for more than eight minutes.
 //! (Checked: deleting the `wake_by_ref` of step 3 makes the two-producer model deadlock.)
 
 use std::fmt;
@@ -331,7 +332,9 @@ mod tests {
         // One consumer, two producers. Round `r`: a producer publishes `r` and wakes; the
         // consumer registers, checks, and parks until it sees `r`. A lost wake-up leaves the
         // consumer parked: park_timeout turns that into a failure instead of a hang.
-        const ROUNDS: usize = 20_000;
+        // Miri (data-race and weak-memory checking) runs a smaller instance: every round is
+        // thousands of interpreted spins.
+        const ROUNDS: usize = if cfg!(miri) { 200 } else { 20_000 };
         let aw = Arc::new(AtomicWaker::new());
         let published = Arc::new(AtomicUsize::new(0));
         let acked = Arc::new(AtomicUsize::new(0));
@@ -387,8 +390,8 @@ mod tests {
     fn a_wake_racing_with_register_wakes_some_waker() {
         // Many short races between one register and one wake. After both finish the event
         // (here: "wake was called") must be observed either by the consumer's check or by a
-        // delivered wake-up.
-        for _ in 0..2_000 {
+        // delivered wake-up. (Fewer under Miri, where a thread spawn costs milliseconds.)
+        for _ in 0..if cfg!(miri) { 50 } else { 2_000 } {
             let aw = Arc::new(AtomicWaker::new());
             let fired = Arc::new(AtomicBool::new(false));
             let (count, waker) = counting_waker();
@@ -484,7 +487,17 @@ pub(crate) mod loom_tests {
     /// until it has seen them all. A lost wake-up leaves it waiting forever, which loom reports
     /// as a deadlock.
     fn consumer_sees_every_event(producers: usize) {
-        loom::model(move || {
+        // Bounded explicitly, unless LOOM_MAX_PREEMPTIONS sets a bound: unbounded, the
+        // two-producer model explores every schedule of three threads over a retry loop and
+        // runs for more than eight minutes. Three preemptions finish in about a second and
+        // still find the one lost wake-up this protocol has to prevent (deleting step 3's
+        // `wake_by_ref` deadlocks the two-producer model at this bound; tokio's CI checks its
+        // AtomicWaker with the same kind of bound).
+        let mut builder = loom::model::Builder::new();
+        if builder.preemption_bound.is_none() {
+            builder.preemption_bound = Some(3);
+        }
+        builder.check(move || {
             let aw = Arc::new(AtomicWaker::new());
             let events = Arc::new(AtomicUsize::new(0));
             let threads: Vec<_> = (0..producers)

@@ -178,13 +178,14 @@ pub(crate) struct Vtable {
     pub(crate) try_read_output: unsafe fn(NonNull<Header>, *mut (), &Waker),
     /// The slow path of dropping a `JoinHandle`.
     pub(crate) drop_join_handle_slow: unsafe fn(NonNull<Header>),
-    /// Cancels the task for shutdown, or with `true` leaks what is left of it (see
-    /// `harness::shutdown`).
-    pub(crate) shutdown: unsafe fn(NonNull<Header>, bool) -> RunResult,
+    /// Cancels the task for shutdown, hands a started pinned coroutine back for its home, or
+    /// leaks what is left of it (see `harness::shutdown`).
+    pub(crate) shutdown: unsafe fn(NonNull<Header>, super::harness::ShutdownMode) -> RunResult,
     /// Runs a task that yielded and is still RUNNING (see `raw::Running`).
     pub(crate) resume_running: unsafe fn(NonNull<Header>) -> RunResult,
-    /// Cancels a task that yielded and is still RUNNING, for shutdown.
-    pub(crate) shutdown_running: unsafe fn(NonNull<Header>),
+    /// Cancels a task that yielded and is still RUNNING, for shutdown; with `true` leaks it
+    /// instead (it is not on its home thread).
+    pub(crate) shutdown_running: unsafe fn(NonNull<Header>, bool),
 }
 
 impl<B: Body> Cell<B> {

@@ -127,6 +127,9 @@ fn cancel_running<B: Body>(cell: &Cell<B>, ptr: NonNull<Header>) -> RunResult {
 /// yielded (`corio::yield_now` in a destructor of an unwinding coroutine).
 fn cancel_once<B: Body>(cell: &Cell<B>) -> (Poll<JoinError>, bool) {
     let header = &cell.header;
+    // Cancelling resumes a started coroutine to unwind its stack: on its home thread only
+    // (issue 7 item 3), checked in release builds too.
+    super::stackful::assert_on_home_thread(header);
     let waker = waker_ref(header);
     let mut cx = Context::from_waker(&waker);
     let (poll, yielded) = {
@@ -276,17 +279,35 @@ pub(crate) unsafe fn drop_join_handle_slow<B: Body>(ptr: NonNull<Header>) {
     drop_reference(ptr);
 }
 
+/// Who is shutting a task down, and so what it may do with it (`harness::shutdown`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ShutdownMode {
+    /// The task's home worker (or, for a task that is not pinned, anyone): cancel it here.
+    Here,
+    /// A thread that is not known to be the task's home (the thread dropping the runtime):
+    /// cancel it here unless it turns out to be a started pinned coroutine, which is handed
+    /// back as `Yielded` for its home worker to cancel.
+    UnlessPinned,
+    /// Complete it without running anything more (its stack and destructors are leaked).
+    Leak,
+}
+
 /// # Safety
-/// `ptr` must be a `Cell<B>` and the caller gives up one reference. Started pinned coroutines
-/// must be shut down on their home worker, which must requeue the task if this returns
-/// `Yielded` (the reference becomes a `Running`'s).
+/// `ptr` must be a `Cell<B>` and the caller gives up one reference. A started pinned
+/// coroutine must be shut down with `Here` only on its home worker. On `Yielded` the caller's
+/// reference became a `Running`'s, which it must queue on the task's home worker.
 ///
 /// Cancels the task if it is idle (a coroutine may block while it unwinds: it then waits to be
-/// woken, and the worker's shutdown drain runs it). With `leak`, a task that still has a body
+/// woken, and the worker's shutdown drain runs it). With `Leak`, a task that still has a body
 /// (a coroutine that kept blocking through the shutdown grace period) is completed without
 /// running anything more: its body is leaked, so its stack is never reused and its remaining
 /// destructors never run.
-pub(crate) unsafe fn shutdown<B: Body>(ptr: NonNull<Header>, leak: bool) -> RunResult {
+///
+/// With `UnlessPinned` the home is read *after* the transition is won: a worker may have
+/// started the coroutine between the caller choosing it (as not yet started) and here, and
+/// the transition (AcqRel, pairing with the worker's `transition_to_idle`) makes the home it
+/// stored visible. Owning the task as RUNNING keeps it from starting now.
+pub(crate) unsafe fn shutdown<B: Body>(ptr: NonNull<Header>, mode: ShutdownMode) -> RunResult {
     // SAFETY: the caller's reference keeps the cell alive.
     let cell = unsafe { ptr.cast::<Cell<B>>().as_ref() };
     if !cell.header.state.transition_to_shutdown() {
@@ -296,9 +317,19 @@ pub(crate) unsafe fn shutdown<B: Body>(ptr: NonNull<Header>, leak: bool) -> RunR
     }
     // We own the task as if we had set RUNNING; the caller's reference stands in for the
     // poll's.
-    if !leak {
-        return cancel_running(cell, ptr);
+    match mode {
+        ShutdownMode::UnlessPinned if cell.header.pinned_home().is_some() => RunResult::Yielded,
+        ShutdownMode::Here | ShutdownMode::UnlessPinned => cancel_running(cell, ptr),
+        ShutdownMode::Leak => {
+            leak_running(cell, ptr);
+            RunResult::Done
+        }
     }
+}
+
+/// Completes a task this thread owns as RUNNING without running its body again: the body (a
+/// coroutine's stack, with whatever destructors are left on it) is leaked.
+fn leak_running<B: Body>(cell: &Cell<B>, ptr: NonNull<Header>) {
     eprintln!(
         "corio: task {} kept blocking while being cancelled at shutdown; leaking its stack \
          (its remaining destructors do not run)",
@@ -307,27 +338,25 @@ pub(crate) unsafe fn shutdown<B: Body>(ptr: NonNull<Header>, leak: bool) -> RunR
     // SAFETY: RUNNING gives this thread the stage.
     mem::forget(unsafe { mem::replace(&mut *cell.core.stage.get(), Stage::Consumed) });
     complete(cell, ptr, Err(JoinError::cancelled(cell.header.id)));
-    RunResult::Done
 }
 
 /// # Safety
-/// `ptr` must be a `Cell<B>` with RUNNING owned by the caller (a `Running`), on its home
-/// worker, for shutdown; the caller gives up the poll's reference.
-pub(crate) unsafe fn shutdown_running<B: Body>(ptr: NonNull<Header>) {
+/// `ptr` must be a `Cell<B>` with RUNNING owned by the caller (a `Running`), and the caller
+/// gives up the poll's reference. Unless `leak`, the caller must be the task's home worker.
+pub(crate) unsafe fn shutdown_running<B: Body>(ptr: NonNull<Header>, leak: bool) {
     // SAFETY: the caller's reference keeps the cell alive; we own it as RUNNING.
     let cell = unsafe { ptr.cast::<Cell<B>>().as_ref() };
+    if leak {
+        leak_running(cell, ptr);
+        return;
+    }
     // A yielded coroutine dropped unrun (its worker exits): cancel it here, and if it keeps
     // yielding or blocking, leak it rather than loop.
     for _ in 0..SHUTDOWN_CANCEL_ATTEMPTS {
-        match cancel_once(cell) {
-            (Poll::Ready(error), _) => {
-                complete(cell, ptr, Err(error));
-                return;
-            }
-            (Poll::Pending, _) => {}
+        if let (Poll::Ready(error), _) = cancel_once(cell) {
+            complete(cell, ptr, Err(error));
+            return;
         }
     }
-    // SAFETY: RUNNING gives this thread the stage.
-    mem::forget(unsafe { mem::replace(&mut *cell.core.stage.get(), Stage::Consumed) });
-    complete(cell, ptr, Err(JoinError::cancelled(cell.header.id)));
+    leak_running(cell, ptr);
 }

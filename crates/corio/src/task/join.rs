@@ -72,8 +72,23 @@ impl<T> JoinHandle<T> {
 
     /// Cancels the task. A stackless task is dropped the next time a worker picks it up; a
     /// stackful coroutine is resumed with a cancellation that unwinds its stack, running its
-    /// destructors. The handle then returns `Err(JoinError)` with `is_cancelled()`. A task
-    /// that already finished keeps its result.
+    /// destructors, on its own thread. The handle then returns `Err(JoinError)` with
+    /// `is_cancelled()`. A task that already finished keeps its result.
+    ///
+    /// # Destructors that panic
+    ///
+    /// Cancelling a coroutine *unwinds* its stack (a panic with a private payload), so a
+    /// destructor on it that panics during that unwind panics inside a panic, and Rust aborts
+    /// the process ("panic in a destructor during cleanup"), as it would on a thread. An async
+    /// task is dropped, not unwound: a destructor that panics there is caught and the handle
+    /// returns `Err(JoinError)` with `is_panic()`.
+    ///
+    /// # Under `panic = "abort"`
+    ///
+    /// There is no unwinding, so a coroutine that has started is not resumed at all: its
+    /// stack is leaked (never reused; the destructors on it never run), one line on stderr says
+    /// so, and the handle returns the cancellation as usual. A coroutine that has not started
+    /// yet, and any async task, is dropped normally.
     pub fn abort(&self) {
         super::abort::abort_task(self.raw);
     }

@@ -11,6 +11,7 @@ use std::fmt;
 use std::ptr::NonNull;
 
 use super::core::{Header, RunResult};
+use super::harness::ShutdownMode;
 
 /// A task that must be run: it has `NOTIFIED` set and this reference is the one that will
 /// run it.
@@ -22,8 +23,10 @@ pub(crate) struct Task(NonNull<Header>);
 /// A pinned coroutine that yielded (`corio::yield_now`) and waits in its home worker's pinned
 /// queue *still RUNNING*: the reference is its poll's, and no waker was involved. Running it
 /// again skips `transition_to_running`; a cancellation that arrived meanwhile is seen by the
-/// CANCELLED bit. It exists only on its home worker, and must not be dropped unrun: its Drop
-/// cancels the task (which runs destructors on the coroutine's stack, on this thread).
+/// CANCELLED bit. It exists only on its home worker — or on its way there through the home's
+/// inbox, when the thread dropping the runtime won a started coroutine's shutdown transition
+/// (`Task::shutdown_unless_pinned`) — and must not be dropped unrun: its Drop cancels the task
+/// (which runs destructors on the coroutine's stack, on this thread). Off its home, `leak` it.
 pub(crate) struct Running(NonNull<Header>);
 
 // SAFETY: a task's header is Sync (atomics, immutable fields, and cells guarded by the state
@@ -84,8 +87,8 @@ impl fmt::Debug for Notified {
 
 impl Running {
     /// # Safety
-    /// `ptr` must be a task this thread's worker has RUNNING, and the caller hands over the
-    /// poll's reference.
+    /// `ptr` must be a task the caller owns as RUNNING (this thread's worker set it, or a
+    /// shutdown transition handed it over), and the caller hands over the poll's reference.
     pub(crate) unsafe fn from_raw(ptr: NonNull<Header>) -> Running {
         Running(ptr)
     }
@@ -103,12 +106,22 @@ impl Running {
         // SAFETY: the vtable belongs to this task and we hand it the poll's reference.
         unsafe { (ptr.as_ref().vtable.resume_running)(ptr) }
     }
+
+    /// Completes the task without running it again, leaking its stack: for a `Running` that
+    /// can no longer reach its home worker (it exited).
+    pub(crate) fn leak(self) {
+        let ptr = self.0;
+        std::mem::forget(self);
+        // SAFETY: as in `run`; with `leak` nothing runs on this thread.
+        unsafe { (ptr.as_ref().vtable.shutdown_running)(ptr, true) }
+    }
 }
 
 impl Drop for Running {
     fn drop(&mut self) {
-        // SAFETY: as in `run`: cancelling completes the task and drops our reference.
-        unsafe { (self.0.as_ref().vtable.shutdown_running)(self.0) }
+        // SAFETY: as in `run`: cancelling completes the task and drops our reference (the
+        // home-thread check on the cancellation path aborts if this is not its home).
+        unsafe { (self.0.as_ref().vtable.shutdown_running)(self.0, false) }
     }
 }
 
@@ -132,19 +145,32 @@ impl Task {
     /// pinned coroutine must be shut down on its home worker, which queues it as `Running` on
     /// `Yielded`.
     pub(crate) fn shutdown(self) -> RunResult {
+        self.shutdown_with(ShutdownMode::Here)
+    }
+
+    /// Cancels the task for shutdown from a thread that is not its home: as `shutdown`, except
+    /// that a coroutine found started and pinned once the transition is won is not cancelled
+    /// here. Then the result is `Some(Running)`, which the caller must send to the home worker.
+    pub(crate) fn shutdown_unless_pinned(self) -> Option<Running> {
         let ptr = self.0;
-        std::mem::forget(self);
-        // SAFETY: we hand the vtable our reference.
-        unsafe { (ptr.as_ref().vtable.shutdown)(ptr, false) }
+        match self.shutdown_with(ShutdownMode::UnlessPinned) {
+            RunResult::Done => None,
+            // SAFETY: on `Yielded` the transition handed our reference over as RUNNING.
+            RunResult::Yielded => Some(unsafe { Running::from_raw(ptr) }),
+        }
     }
 
     /// Completes a task that kept blocking through the shutdown grace period without running
     /// anything more (see `harness::shutdown`).
     pub(crate) fn leak(self) {
+        let _ = self.shutdown_with(ShutdownMode::Leak);
+    }
+
+    fn shutdown_with(self, mode: ShutdownMode) -> RunResult {
         let ptr = self.0;
         std::mem::forget(self);
-        // SAFETY: as in `shutdown`.
-        let _ = unsafe { (ptr.as_ref().vtable.shutdown)(ptr, true) };
+        // SAFETY: we hand the vtable our reference.
+        unsafe { (ptr.as_ref().vtable.shutdown)(ptr, mode) }
     }
 }
 

@@ -241,6 +241,20 @@ fn off_home_thread(id: u64, home: usize, here: Option<usize>) -> ! {
     std::process::abort()
 }
 
+/// Gives up a started coroutine without unwinding it: its stack is never reused and the
+/// destructors on it never run. For `panic = "abort"`, where unwinding aborts the process.
+#[cold]
+fn leak_without_unwinding<F, T>(header: &Header, body: Stackful<F, T>) {
+    eprintln!(
+        "corio: coroutine {} ({}, spawned at {}) cancelled under panic=abort: its stack \
+         cannot unwind, so it is leaked and its destructors do not run",
+        header.id,
+        header.name.as_deref().unwrap_or("<unnamed>"),
+        header.location
+    );
+    std::mem::forget(body);
+}
+
 #[cold]
 fn nested_misuse() -> ! {
     panic!(
@@ -411,6 +425,12 @@ where
                 );
             }
             Stackful::Started { .. } => {}
+        }
+        if cfg!(panic = "abort") {
+            // Cancelling unwinds the stack, which aborts the process under `panic = "abort"`:
+            // leak it instead (module docs, "Cancellation").
+            leak_without_unwinding(header, std::mem::replace(self, Stackful::Done));
+            return Poll::Ready(None);
         }
         match self.resume(header, cx, Signal::Cancel) {
             Poll::Pending => Poll::Pending,
