@@ -9,6 +9,19 @@
 //! Timers live in per-worker 4-ary heaps (Go's layout; `docs/scheduler.md` has the
 //! measurement that chose it over a timing wheel), fired by whoever looks for work on that
 //! worker, or by the worker sleeping in the driver until the nearest deadline.
+//!
+//! # Durations at the limit
+//!
+//! Every duration is accepted, `Duration::MAX` included, and a deadline past what the clocks can
+//! represent means "never" (as in Go and tokio), never a panic or a wrap-around:
+//!
+//! - `Instant + Duration` saturates ([`deadline_after`]): a sum that `Instant` cannot hold
+//!   becomes a point 30 years ahead (tokio's `far_future`), which is never in practice and
+//!   leaves room to add periods to it again;
+//! - a deadline is stored in the timer heaps as 64-bit nanoseconds since the runtime's epoch
+//!   (585 years); one further away saturates to `u64::MAX` ([`nanos_since`]), the heaps'
+//!   "not armed", which no clock reading reaches. (A plain `as u64` cut the high bits, so a
+//!   585-year sleep fired 20 ms later: Go's `TestOverflowSleep`.)
 
 mod fallback;
 pub(crate) mod heap;
@@ -24,6 +37,25 @@ pub use std::time::Instant;
 
 pub(crate) use self::fallback::adopt;
 pub use self::sleep::Sleep;
+
+/// Where a deadline that `Instant` cannot represent is put: this far ahead (tokio's
+/// `far_future` is 30 years too).
+const FAR_FUTURE: Duration = Duration::from_secs(30 * 365 * 86_400);
+
+/// `from + d`, saturating: a sum past what `Instant` can represent is "never" (see "Durations
+/// at the limit").
+pub(crate) fn deadline_after(from: Instant, d: Duration) -> Instant {
+    from.checked_add(d)
+        .or_else(|| from.checked_add(FAR_FUTURE))
+        // `from` itself is already at the end of the representable range: as never as it gets.
+        .unwrap_or(from)
+}
+
+/// `at` as nanoseconds since `epoch` on a timer heap's clock: 0 for the past, `u64::MAX`
+/// ("never") past 585 years (see "Durations at the limit").
+pub(crate) fn nanos_since(epoch: Instant, at: Instant) -> u64 {
+    u64::try_from(at.saturating_duration_since(epoch).as_nanos()).unwrap_or(u64::MAX)
+}
 
 /// Blocks the calling coroutine (or thread) for `duration`.
 ///
@@ -47,7 +79,7 @@ pub use self::sleep::Sleep;
 /// ```
 #[track_caller]
 pub fn sleep(duration: Duration) {
-    sleep_until(Instant::now() + duration);
+    sleep_until(deadline_after(Instant::now(), duration));
 }
 
 /// Blocks the calling coroutine (or thread) until `deadline`.
@@ -70,7 +102,7 @@ pub fn sleep_until(deadline: Instant) {
 
 /// A future that completes after `duration`.
 pub fn sleep_async(duration: Duration) -> Sleep {
-    Sleep::until(Instant::now() + duration)
+    Sleep::until(deadline_after(Instant::now(), duration))
 }
 
 /// A future that completes at `deadline`.
@@ -141,13 +173,22 @@ impl<F: Future> Future for Timeout<F> {
         // SAFETY: `fut` is structurally pinned (never moved out; `Timeout` has no Drop that
         // moves it); `sleep` is Unpin.
         let this = unsafe { self.get_unchecked_mut() };
+        let had_budget = crate::runtime::context::has_budget_remaining();
         // SAFETY: as above.
         if let Poll::Ready(v) = unsafe { Pin::new_unchecked(&mut this.fut) }.poll(cx) {
             return Poll::Ready(Ok(v));
         }
-        Pin::new(&mut this.sleep)
-            .poll(cx)
-            .map(|()| Err(Elapsed(())))
+        // If the future spent the last of the budget, the deadline is looked at anyway: a
+        // future that always spends the budget would otherwise keep its timeout from ever
+        // firing. If the budget was spent before, the sleep yields like any operation, so a
+        // loop of expired timeouts still lets others run. (tokio's `Timeout::poll` does the
+        // same.)
+        let elapsed = if had_budget && !crate::runtime::context::has_budget_remaining() {
+            this.sleep.poll_deadline(cx)
+        } else {
+            Pin::new(&mut this.sleep).poll(cx)
+        };
+        elapsed.map(|()| Err(Elapsed(())))
     }
 }
 
@@ -213,7 +254,7 @@ impl Interval {
 
     fn advance(&mut self, due: Instant) {
         let now = Instant::now();
-        let mut next = due + self.period;
+        let mut next = deadline_after(due, self.period);
         if next <= now {
             // Skip the missed ticks: the next one is the first on the grid after `now`.
             let behind = (now - next).as_nanos();
@@ -223,7 +264,7 @@ impl Interval {
                 .as_nanos()
                 .saturating_mul(periods)
                 .min(u64::MAX as u128);
-            next += Duration::from_nanos(skip as u64);
+            next = deadline_after(next, Duration::from_nanos(skip as u64));
         }
         self.next = next;
     }

@@ -64,10 +64,7 @@ impl Sleep {
             Some(w) if Arc::ptr_eq(w.shared(), &shared) => w.index(),
             _ => 0,
         });
-        let deadline = self
-            .deadline
-            .saturating_duration_since(shared.epoch)
-            .as_nanos() as u64;
+        let deadline = super::nanos_since(shared.epoch, self.deadline);
         let entry = TimerEntry::new(deadline);
         entry.register(cx.waker());
         {
@@ -97,6 +94,15 @@ impl Future for Sleep {
             cx.waker().wake_by_ref();
             return Poll::Pending;
         }
+        self.poll_deadline(cx)
+    }
+}
+
+impl Sleep {
+    /// `poll` without the budget: whether the deadline has passed, registering the timer (and
+    /// `cx`'s waker) if not. `Timeout` uses it when its future spent the budget, so that the
+    /// deadline is still seen (see `Timeout::poll`).
+    pub(crate) fn poll_deadline(&mut self, cx: &mut Context<'_>) -> Poll<()> {
         match &self.timer {
             Some(Registered::Runtime { entry, .. } | Registered::Fallback(entry)) => {
                 entry.poll_elapsed(cx)
