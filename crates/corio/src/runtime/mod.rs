@@ -30,9 +30,10 @@
 //!
 //! 1. Every 61st round, one task from the global queue first (Go's `schedtick % 61`), so
 //!    a busy worker cannot starve it.
-//! 2. The next-task slot, at most 3 times in a row (tokio's cap; a ping-pong pair would
-//!    otherwise starve the queue).
-//! 3. Its pinned queue and its run queue, alternately.
+//! 2. The next-task slot, whose task inherits the time slice (Go's `inheritTime`): when sysmon
+//!    ends the slice, the slot's task goes to the back of its queue, so a ping-pong pair has
+//!    the worker for one slice at a time.
+//! 3. Its pinned queue and its run queue, alternately (by pick, not by round).
 //! 4. A batch from the global queue.
 //! 5. Searching: steal half of a random victim's run queue; run due timers of any worker. At
 //!    most half the busy workers search at once (`idle.rs`).

@@ -25,6 +25,7 @@
 
 mod fallback;
 pub(crate) mod heap;
+mod interval;
 mod sleep;
 
 use std::fmt;
@@ -36,6 +37,7 @@ use std::time::Duration;
 pub use std::time::Instant;
 
 pub(crate) use self::fallback::adopt;
+pub use self::interval::{Interval, MissedTickBehavior, interval, interval_at};
 pub use self::sleep::Sleep;
 
 /// Where a deadline that `Instant` cannot represent is put: this far ahead (tokio's
@@ -82,11 +84,22 @@ pub fn sleep(duration: Duration) {
     sleep_until(deadline_after(Instant::now(), duration));
 }
 
-/// Blocks the calling coroutine (or thread) until `deadline`.
+/// Blocks the calling coroutine (or thread) until `deadline` (at once if it has passed).
 ///
 /// # Panics
 ///
 /// Inside an async task: use [`sleep_until_async`] there.
+///
+/// ```
+/// use std::time::{Duration, Instant};
+///
+/// let rt = corio::Runtime::builder().workers(1).build().unwrap();
+/// rt.run(|| {
+///     let deadline = Instant::now() + Duration::from_millis(5);
+///     corio::time::sleep_until(deadline);
+///     assert!(Instant::now() >= deadline);
+/// });
+/// ```
 #[track_caller]
 pub fn sleep_until(deadline: Instant) {
     match crate::runtime::context::here() {
@@ -105,7 +118,18 @@ pub fn sleep_async(duration: Duration) -> Sleep {
     Sleep::until(deadline_after(Instant::now(), duration))
 }
 
-/// A future that completes at `deadline`.
+/// A future that completes at `deadline` (at once if it has passed).
+///
+/// ```
+/// use std::time::{Duration, Instant};
+///
+/// let rt = corio::Runtime::builder().workers(1).build().unwrap();
+/// rt.block_on(async {
+///     let deadline = Instant::now() + Duration::from_millis(5);
+///     corio::time::sleep_until_async(deadline).await;
+///     assert!(Instant::now() >= deadline);
+/// });
+/// ```
 pub fn sleep_until_async(deadline: Instant) -> Sleep {
     Sleep::until(deadline)
 }
@@ -152,9 +176,50 @@ pub fn timeout<F: IntoFuture>(duration: Duration, fut: F) -> Result<F::Output, E
 
 /// A future that resolves to `fut`'s output, or to `Err(Elapsed)` after `duration`.
 pub fn timeout_async<F: IntoFuture>(duration: Duration, fut: F) -> Timeout<F::IntoFuture> {
+    timeout_at_async(deadline_after(Instant::now(), duration), fut)
+}
+
+/// Waits for `fut` until `deadline` at most, blocking-style: [`timeout`] with an instant
+/// instead of a duration, for several waits that share one deadline.
+///
+/// # Panics
+///
+/// Inside an async task: use [`timeout_at_async`] there.
+///
+/// ```
+/// use std::time::{Duration, Instant};
+///
+/// let rt = corio::Runtime::builder().workers(1).build().unwrap();
+/// rt.run(|| {
+///     let deadline = Instant::now() + Duration::from_millis(20);
+///     let quick = corio::time::timeout_at(deadline, async { 1 });
+///     let slow = corio::time::timeout_at(deadline, corio::time::sleep_async(Duration::from_secs(60)));
+///     assert_eq!(quick, Ok(1));
+///     assert!(slow.is_err());
+///     assert!(Instant::now() >= deadline);
+/// });
+/// ```
+#[track_caller]
+pub fn timeout_at<F: IntoFuture>(deadline: Instant, fut: F) -> Result<F::Output, Elapsed> {
+    crate::block_on(timeout_at_async(deadline, fut))
+}
+
+/// A future that resolves to `fut`'s output, or to `Err(Elapsed)` at `deadline`.
+///
+/// ```
+/// use std::time::{Duration, Instant};
+///
+/// let rt = corio::Runtime::builder().workers(1).build().unwrap();
+/// let res = rt.block_on(async {
+///     let deadline = Instant::now() + Duration::from_millis(5);
+///     corio::time::timeout_at_async(deadline, std::future::pending::<()>()).await
+/// });
+/// assert!(res.is_err());
+/// ```
+pub fn timeout_at_async<F: IntoFuture>(deadline: Instant, fut: F) -> Timeout<F::IntoFuture> {
     Timeout {
         fut: fut.into_future(),
-        sleep: sleep_async(duration),
+        sleep: Sleep::until(deadline),
     }
 }
 
@@ -189,88 +254,5 @@ impl<F: Future> Future for Timeout<F> {
             Pin::new(&mut this.sleep).poll(cx)
         };
         elapsed.map(|()| Err(Elapsed(())))
-    }
-}
-
-/// Ticks every `period`, the first tick at once (like Go's `time.Ticker`, and tokio's
-/// `interval`). A tick that comes late is not made up for by a burst: the next one is due a
-/// whole period after the missed deadline it skips to.
-///
-/// # Panics
-///
-/// If `period` is zero.
-///
-/// ```
-/// use std::time::Duration;
-///
-/// let rt = corio::Runtime::builder().workers(1).build().unwrap();
-/// rt.run(|| {
-///     let mut every = corio::time::interval(Duration::from_millis(2));
-///     for _ in 0..3 {
-///         every.tick();
-///     }
-/// });
-/// ```
-#[track_caller]
-pub fn interval(period: Duration) -> Interval {
-    assert!(
-        !period.is_zero(),
-        "corio: an interval's period must be positive"
-    );
-    Interval {
-        period,
-        next: Instant::now(),
-    }
-}
-
-/// See [`interval`].
-#[derive(Debug)]
-pub struct Interval {
-    period: Duration,
-    next: Instant,
-}
-
-impl Interval {
-    /// Waits for the next tick (blocking-style) and returns its scheduled instant.
-    ///
-    /// # Panics
-    ///
-    /// Inside an async task: use [`tick_async`](Interval::tick_async) there.
-    #[track_caller]
-    pub fn tick(&mut self) -> Instant {
-        let due = self.next;
-        sleep_until(due);
-        self.advance(due);
-        due
-    }
-
-    /// Waits for the next tick and returns its scheduled instant.
-    pub async fn tick_async(&mut self) -> Instant {
-        let due = self.next;
-        sleep_until_async(due).await;
-        self.advance(due);
-        due
-    }
-
-    fn advance(&mut self, due: Instant) {
-        let now = Instant::now();
-        let mut next = deadline_after(due, self.period);
-        if next <= now {
-            // Skip the missed ticks: the next one is the first on the grid after `now`.
-            let behind = (now - next).as_nanos();
-            let periods = behind / self.period.as_nanos() + 1;
-            let skip = self
-                .period
-                .as_nanos()
-                .saturating_mul(periods)
-                .min(u64::MAX as u128);
-            next = deadline_after(next, Duration::from_nanos(skip as u64));
-        }
-        self.next = next;
-    }
-
-    /// The period.
-    pub fn period(&self) -> Duration {
-        self.period
     }
 }

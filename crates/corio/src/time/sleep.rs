@@ -118,6 +118,37 @@ impl Sleep {
 
 impl Drop for Sleep {
     fn drop(&mut self) {
+        self.cancel();
+    }
+}
+
+impl Sleep {
+    /// Makes this sleep complete at `deadline` instead, whether or not it has completed or
+    /// been polled (tokio's `Sleep::reset`). Its timer, if any, is cancelled; the next poll
+    /// registers one for the new deadline. A `Sleep` is `Unpin`, so this also serves a
+    /// `Pin<&mut Sleep>` in a `select`-style loop.
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    ///
+    /// let rt = corio::Runtime::builder().workers(1).build().unwrap();
+    /// rt.block_on(async {
+    ///     let mut sleep = corio::time::sleep_async(Duration::from_secs(3600));
+    ///     let soon = Instant::now() + Duration::from_millis(5);
+    ///     sleep.reset(soon);
+    ///     (&mut sleep).await;
+    ///     assert!(Instant::now() >= soon);
+    ///     assert_eq!(sleep.deadline(), soon);
+    /// });
+    /// ```
+    pub fn reset(&mut self, deadline: Instant) {
+        self.cancel();
+        self.deadline = deadline;
+    }
+
+    /// Removes the timer from its heap if it has not fired (a cancelled timer leaves nothing
+    /// behind, not even a stale deadline that would wake an idle runtime).
+    fn cancel(&mut self) {
         match self.timer.take() {
             Some(Registered::Runtime {
                 shared,
