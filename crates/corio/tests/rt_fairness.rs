@@ -54,10 +54,10 @@ impl Future for Take<'_> {
     }
 }
 
-/// Starts a pair of coroutines on `rt` that pass batons until `stop`, each doing `work` (run
-/// with its turn number) on every turn. Returns the handles and the baton that starts them.
+/// Starts, from inside the runtime (so into this worker's local queues, as Go's `go` puts a
+/// goroutine in its P's), a pair of coroutines that pass batons until `stop`, each doing
+/// `work` on every turn. Returns the handles and the batons (pass the first to start).
 fn ping_pong(
-    rt: &corio::Runtime,
     stop: &Arc<AtomicBool>,
     work: impl Fn() + Send + Sync + 'static,
 ) -> (Vec<corio::JoinHandle<()>>, [Arc<Baton>; 2]) {
@@ -67,7 +67,7 @@ fn ping_pong(
         .map(|i| {
             let (mine, theirs) = (batons[i].clone(), batons[1 - i].clone());
             let (stop, work) = (stop.clone(), work.clone());
-            rt.go(move || {
+            corio::go(move || {
                 loop {
                     corio::block_on(mine.take());
                     if stop.load(SeqCst) {
@@ -97,21 +97,22 @@ fn a_coroutine_spawned_beside_a_ping_pong_pair_runs() {
         let (s, st) = (spawned.clone(), stop.clone());
         let turns = Arc::new(AtomicU64::new(0));
         let t = turns.clone();
-        let rt_handle = rt.handle().clone();
-        let (pair, batons) = ping_pong(&rt, &stop, move || {
-            // Spawned from inside the pair, on its worker: into the local run queue.
-            if t.fetch_add(1, SeqCst) == 10 {
-                let (s, st) = (s.clone(), st.clone());
-                rt_handle.go(move || {
-                    s.store(true, SeqCst);
-                    st.store(true, SeqCst);
-                });
+        rt.run(move || {
+            let (pair, batons) = ping_pong(&stop, move || {
+                // Spawned from inside the pair, on its worker: into the local run queue.
+                if t.fetch_add(1, SeqCst) == 10 {
+                    let (s, st) = (s.clone(), st.clone());
+                    drop(corio::go(move || {
+                        s.store(true, SeqCst);
+                        st.store(true, SeqCst);
+                    }));
+                }
+            });
+            batons[0].pass();
+            for h in pair {
+                h.join().unwrap();
             }
         });
-        batons[0].pass();
-        for h in pair {
-            h.join().unwrap();
-        }
         assert!(spawned.load(SeqCst));
     });
 }
@@ -125,16 +126,18 @@ fn a_task_spawned_beside_a_ping_pong_pair_runs() {
         let st = stop.clone();
         let turns = Arc::new(AtomicU64::new(0));
         let t = turns.clone();
-        let (pair, batons) = ping_pong(&rt, &stop, move || {
-            if t.fetch_add(1, SeqCst) == 10 {
-                let st = st.clone();
-                drop(corio::spawn(async move { st.store(true, SeqCst) }));
+        rt.run(move || {
+            let (pair, batons) = ping_pong(&stop, move || {
+                if t.fetch_add(1, SeqCst) == 10 {
+                    let st = st.clone();
+                    drop(corio::spawn(async move { st.store(true, SeqCst) }));
+                }
+            });
+            batons[0].pass();
+            for h in pair {
+                h.join().unwrap();
             }
         });
-        batons[0].pass();
-        for h in pair {
-            h.join().unwrap();
-        }
     });
 }
 
@@ -185,15 +188,19 @@ fn two_ping_pong_pairs_share_one_worker_within_a_factor_of_twenty() {
         let hog_limit = increments_per_ms().max(1_000);
         let (hog_count, hog_work) = counter(hog_limit);
         let (light_count, light_work) = counter(hog_limit / 1_000);
-        let (hogs, hog_batons) = ping_pong(&rt, &stop, hog_work);
-        let (lights, light_batons) = ping_pong(&rt, &stop, light_work);
-        hog_batons[0].pass();
-        light_batons[0].pass();
-        std::thread::sleep(Duration::from_millis(100));
-        stop.store(true, SeqCst);
-        for h in hogs.into_iter().chain(lights) {
-            h.join().unwrap();
-        }
+        // As Go's test: the main coroutine starts both pairs on the one worker, sleeps there
+        // for a few time slices, and stops them.
+        rt.run(move || {
+            let (hogs, hog_batons) = ping_pong(&stop, hog_work);
+            let (lights, light_batons) = ping_pong(&stop, light_work);
+            hog_batons[0].pass();
+            light_batons[0].pass();
+            corio::sleep(Duration::from_millis(100));
+            stop.store(true, SeqCst);
+            for h in hogs.into_iter().chain(lights) {
+                h.join().unwrap();
+            }
+        });
         let (hog, light) = (hog_count.load(SeqCst), light_count.load(SeqCst));
         const FACTOR: u64 = 20;
         assert!(

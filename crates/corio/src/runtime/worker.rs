@@ -63,11 +63,13 @@ pub(crate) struct Remote {
     pub(crate) timers: Mutex<TimerHeap>,
     /// The heap's nearest deadline (`u64::MAX` if empty), readable without the lock.
     pub(crate) next_timer: AtomicU64,
-    /// Time slices started so far: tasks run, except those from the next-task slot, which
-    /// inherit the slice (written by the owner only); sysmon compares it between its ticks to
-    /// see whether one task, or one next-task chain, has been running all along (Go's
-    /// `schedtick`).
+    /// Tasks run so far (written by the owner only): the `polls` metric.
     pub(crate) ticks: AtomicU64,
+    /// Time slices started so far: tasks taken from anywhere but the next-task slot, whose
+    /// task inherits the slice (written by the owner only). sysmon compares it between its
+    /// ticks to see whether one task, or one next-task chain, has been running all along
+    /// (Go's `schedtick`, which `inheritTime` leaves alone).
+    pub(crate) slices: AtomicU64,
     pub(crate) status: AtomicU8,
     /// Set by sysmon when a task ran for a whole time slice; honoured by the next runtime
     /// operation (see `context::budget_proceed`), cleared after each task.
@@ -82,6 +84,14 @@ pub(crate) struct Remote {
 }
 
 impl Remote {
+    /// Counts a new time slice (see `slices`). Owner only: a plain store is enough, sysmon
+    /// only reads.
+    #[inline]
+    fn start_slice(&self) {
+        self.slices
+            .store(self.slices.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+    }
+
     pub(crate) fn new(spare: bool) -> Remote {
         let (local, steal) = queue::local();
         Remote {
@@ -93,6 +103,7 @@ impl Remote {
             timers: Mutex::new(TimerHeap::new()),
             next_timer: AtomicU64::new(u64::MAX),
             ticks: AtomicU64::new(0),
+            slices: AtomicU64::new(0),
             status: AtomicU8::new(STATUS_IDLE),
             preempt: AtomicBool::new(false),
             current_id: AtomicU64::new(0),
@@ -295,14 +306,10 @@ impl WorkerCtx {
         if self.searching.get() {
             self.stop_searching();
         }
-        // Owner-only counters: a plain store is enough (sysmon only reads). A task from the
-        // next-task slot inherits the time slice (see `SLICE_OVER`): the count sysmon watches
-        // moves only when a slice starts.
-        if self.core.borrow().lifo_polls == 0 {
-            remote
-                .ticks
-                .store(remote.ticks.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
-        }
+        // Owner-only counters: a plain store is enough (sysmon only reads).
+        remote
+            .ticks
+            .store(remote.ticks.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
         let ptr = task.header_ptr();
         // SAFETY: the task is alive: `task` holds a reference until it runs.
         let id = unsafe { ptr.as_ref() }.id;
@@ -338,6 +345,7 @@ impl WorkerCtx {
         {
             drop(core);
             if let Some(task) = self.maintenance() {
+                remote.start_slice();
                 return Some(task);
             }
             core = self.core.borrow_mut();
@@ -350,6 +358,8 @@ impl WorkerCtx {
             self.push_back(&mut core, task);
         }
         core.lifo_polls = 0;
+        // Whatever runs next (from here or from `search`) starts a time slice.
+        remote.start_slice();
         // Alternate by pick, not by round: with the round's parity, a next-task chain of a
         // fixed length landed every pick on the same queue (issue 8, bug 5).
         core.pinned_first = !core.pinned_first;
