@@ -65,11 +65,9 @@ pub(crate) struct Remote {
     pub(crate) next_timer: AtomicU64,
     /// Tasks run so far (written by the owner only): the `polls` metric.
     pub(crate) ticks: AtomicU64,
-    /// Time slices started so far: tasks taken from anywhere but the next-task slot, whose
-    /// task inherits the slice (written by the owner only). sysmon compares it between its
-    /// ticks to see whether one task, or one next-task chain, has been running all along
-    /// (Go's `schedtick`, which `inheritTime` leaves alone).
-    pub(crate) slices: AtomicU64,
+    /// Of `ticks`, the tasks run from the next-task slot, which inherit the time slice
+    /// (written by the owner only; see [`Remote::slices`]).
+    inherited: AtomicU64,
     pub(crate) status: AtomicU8,
     /// Set by sysmon when a task ran for a whole time slice; honoured by the next runtime
     /// operation (see `context::budget_proceed`), cleared after each task.
@@ -84,12 +82,16 @@ pub(crate) struct Remote {
 }
 
 impl Remote {
-    /// Counts a new time slice (see `slices`). Owner only: a plain store is enough, sysmon
-    /// only reads.
-    #[inline]
-    fn start_slice(&self) {
-        self.slices
-            .store(self.slices.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+    /// Time slices started so far: tasks run, less those run from the next-task slot, which
+    /// inherit the slice. sysmon compares it between its ticks to see whether one task, or one
+    /// next-task chain, has been running all along (Go's `schedtick`, which `inheritTime`
+    /// leaves alone). Kept as a difference so that the yield path, which never uses the slot,
+    /// pays nothing for it. The two counters are read apart, so a read between the owner's
+    /// two increments can see one slice fewer: at worst sysmon ends a slice one of its ticks
+    /// early or late, never anything worse.
+    pub(crate) fn slices(&self) -> u64 {
+        let inherited = self.inherited.load(Ordering::Relaxed);
+        self.ticks.load(Ordering::Relaxed).wrapping_sub(inherited)
     }
 
     pub(crate) fn new(spare: bool) -> Remote {
@@ -103,7 +105,7 @@ impl Remote {
             timers: Mutex::new(TimerHeap::new()),
             next_timer: AtomicU64::new(u64::MAX),
             ticks: AtomicU64::new(0),
-            slices: AtomicU64::new(0),
+            inherited: AtomicU64::new(0),
             status: AtomicU8::new(STATUS_IDLE),
             preempt: AtomicBool::new(false),
             current_id: AtomicU64::new(0),
@@ -345,7 +347,6 @@ impl WorkerCtx {
         {
             drop(core);
             if let Some(task) = self.maintenance() {
-                remote.start_slice();
                 return Some(task);
             }
             core = self.core.borrow_mut();
@@ -353,13 +354,14 @@ impl WorkerCtx {
         if let Some(task) = core.next.take() {
             if core.lifo_polls != SLICE_OVER {
                 core.lifo_polls += 1;
+                // Owner only: a plain store is enough (sysmon only reads).
+                let inherited = remote.inherited.load(Ordering::Relaxed);
+                remote.inherited.store(inherited + 1, Ordering::Relaxed);
                 return Some(Runnable::Notified(task));
             }
             self.push_back(&mut core, task);
         }
         core.lifo_polls = 0;
-        // Whatever runs next (from here or from `search`) starts a time slice.
-        remote.start_slice();
         // Alternate by pick, not by round: with the round's parity, a next-task chain of a
         // fixed length landed every pick on the same queue (issue 8, bug 5).
         core.pinned_first = !core.pinned_first;
