@@ -44,8 +44,8 @@
 //! # When a coroutine hogs a worker or blocks it
 //!
 //! Rust has no safe points for signal-based preemption (DESIGN.md, decision 3). sysmon
-//! (`sysmon.rs`) watches every worker: one that has run the same task for 10 ms gets a
-//! preempt flag that the next runtime operation honours (the cooperative budget), and if
+//! (`sysmon.rs`) watches every worker: one that has run the same task (or next-task chain)
+//! for 10 ms gets a preempt flag that the next runtime operation honours (the cooperative budget), and if
 //! movable work waits behind it — or behind a worker inside `corio::blocking` for more than a
 //! sysmon tick — sysmon wakes a parked worker, or starts a spare one, to steal that work. The
 //! hog itself is left alone and reported once.
