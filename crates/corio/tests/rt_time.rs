@@ -19,6 +19,14 @@ use support::{CountPolls, Drops, EVENTUALLY, Gate, Rng, panic_message, within};
 
 const MS: Duration = Duration::from_millis(1);
 
+/// Go's `big` in `TestOverflowSleep`: the largest `time.Duration`, 292 years.
+const GO_BIG: Duration = Duration::from_nanos(i64::MAX as u64);
+
+/// A sleep whose deadline does not fit in 64-bit nanoseconds: 585 years and 20 ms.
+fn overflowing() -> Duration {
+    Duration::from_nanos(u64::MAX) + 20 * MS
+}
+
 rt_common! {
     #[test]
     fn sleep_in_a_coroutine_lasts_at_least_its_duration() {
@@ -374,6 +382,83 @@ rt_common! {
             assert_eq!(early, 0, "sleeps ended before their deadlines");
         });
     }
+
+    // ----- durations at the limit (issue 8, bugs 1 and 2) -----------------------------------
+
+    /// Issue 8, bug 1: `Instant::now() + d` panicked ("overflow when adding duration to
+    /// instant") for `Duration::MAX`. A deadline past the representable range means never.
+    #[test]
+    fn durations_at_the_limit_mean_never_in_a_task() {
+        let rt = rt();
+        within(EVENTUALLY, move || {
+            rt.spawn(async {
+                assert_eq!(time::timeout_async(Duration::MAX, async { 7 }).await, Ok(7));
+                let never = time::sleep_async(Duration::MAX);
+                assert!(!never.is_elapsed());
+                assert!(time::timeout_async(20 * MS, never).await.is_err());
+                let mut every = time::interval(Duration::MAX);
+                every.tick_async().await; // the first tick is at once
+                assert!(time::timeout_async(20 * MS, every.tick_async()).await.is_err());
+            })
+            .join()
+            .unwrap();
+        });
+    }
+
+    /// Issue 8, bug 1, the blocking-style forms in a coroutine.
+    #[test]
+    fn durations_at_the_limit_mean_never_in_a_coroutine() {
+        let rt = rt();
+        within(EVENTUALLY, move || {
+            rt.run(|| {
+                assert_eq!(time::timeout(Duration::MAX, async { 7 }), Ok(7));
+                assert!(time::timeout(20 * MS, time::sleep_async(Duration::MAX)).is_err());
+                let mut every = time::interval(Duration::MAX);
+                every.tick();
+                assert!(time::timeout(20 * MS, every.tick_async()).is_err());
+                let sleeper = corio::go(|| corio::sleep(Duration::MAX));
+                corio::sleep(20 * MS);
+                assert!(!sleeper.is_finished());
+                sleeper.abort();
+            });
+        });
+    }
+
+    /// Issue 8, bug 2, Go's `TestOverflowSleep` (time/sleep_test.go) on a runtime: a sleep whose
+    /// deadline does not fit in 64-bit nanoseconds (585 years) was cut with `as u64` and fired
+    /// about 20 ms later. Go's own `big` (2^63-1 ns) is checked too; Go's negative duration has
+    /// no `Duration`, its equivalents (zero, a deadline in the past) return at once.
+    #[test]
+    fn an_overflowing_sleep_never_fires_on_a_runtime() {
+        let rt = rt();
+        within(EVENTUALLY, move || {
+            let woke = Arc::new(AtomicUsize::new(0));
+            for big in [overflowing(), GO_BIG] {
+                let w = woke.clone();
+                rt.go(move || {
+                    corio::sleep(big);
+                    w.fetch_add(1, SeqCst);
+                });
+                let w = woke.clone();
+                rt.spawn(async move {
+                    time::sleep_async(big).await;
+                    w.fetch_add(1, SeqCst);
+                });
+            }
+            rt.run(|| {
+                for big in [overflowing(), GO_BIG] {
+                    assert!(time::timeout(50 * MS, time::sleep_async(big)).is_err());
+                }
+                corio::sleep(Duration::ZERO);
+                corio::time::sleep_until(Instant::now() - MS);
+            });
+            let early = rt.block_on(async {
+                time::timeout_async(50 * MS, time::sleep_async(overflowing())).await
+            });
+            assert!(early.is_err(), "the big timeout fired");
+            assert_eq!(woke.load(SeqCst), 0, "a big sleep returned");
+        });
+    }
 }
 
 // ----- without a runtime ---------------------------------------------------------------------
@@ -520,4 +605,32 @@ fn a_sleep_on_an_entered_thread_after_the_runtime_is_dropped_still_wakes() {
         assert!(start.elapsed() >= 10 * MS);
         drop(entered);
     });
+}
+
+/// Issue 8, bugs 1 and 2 without a runtime: the fallback timer thread (`block_on` and
+/// `timeout` on a plain thread) and the plain thread's own sleep (Go's `TestOverflowSleep`).
+#[test]
+fn an_overflowing_sleep_never_fires_on_a_plain_thread() {
+    let woke = Arc::new(AtomicUsize::new(0));
+    for big in [overflowing(), GO_BIG, Duration::MAX] {
+        let w = woke.clone();
+        std::thread::spawn(move || {
+            corio::sleep(big);
+            w.fetch_add(1, SeqCst);
+        });
+        let w = woke.clone();
+        std::thread::spawn(move || {
+            corio::block_on(time::sleep_async(big));
+            w.fetch_add(1, SeqCst);
+        });
+        assert!(
+            time::timeout(50 * MS, time::sleep_async(big)).is_err(),
+            "{big:?} fired"
+        );
+        assert_eq!(time::timeout(big, async { 1 }), Ok(1));
+    }
+    corio::sleep(Duration::ZERO);
+    corio::block_on(time::sleep_until_async(Instant::now() - MS));
+    std::thread::sleep(20 * MS);
+    assert_eq!(woke.load(SeqCst), 0, "a big sleep returned");
 }

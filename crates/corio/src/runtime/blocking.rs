@@ -161,8 +161,19 @@ pub fn blocking<R>(f: impl FnOnce() -> R) -> R {
             });
         }
     }
+    /// Puts the task's budget back when `f` returns (or unwinds).
+    struct Budget(u32);
+    impl Drop for Budget {
+        fn drop(&mut self) {
+            context::constrain(self.0);
+        }
+    }
     let on_worker = context::with_worker(|w| w.map(|w| w.enter_blocking()).is_some());
     let _exit = on_worker.then_some(Exit);
+    // No budget inside: `f` owns the thread meanwhile, and a foreign executor in it may poll
+    // corio futures any number of times within this one poll of the task (tokio lifts its
+    // budget in `block_in_place` for the same reason).
+    let _budget = Budget(context::unconstrain());
     f()
 }
 

@@ -32,6 +32,10 @@ use crate::task::stackful::StackfulCtx;
 /// 128; with corio's cheaper switch a larger budget costs no more fairness per unit of time).
 pub(crate) const BUDGET: u32 = 128;
 
+/// The budget of code that is on none: outside tasks, in blocking-pool closures and inside
+/// `corio::blocking`. Runtime operations there always proceed (no preemption either).
+const UNCONSTRAINED: u32 = u32::MAX;
+
 struct Context {
     /// The task being polled on this thread, if any.
     task: Cell<*const Header>,
@@ -39,7 +43,7 @@ struct Context {
     stackful: Cell<*const StackfulCtx>,
     /// This thread's worker, while it runs its loop.
     worker: Cell<*const WorkerCtx>,
-    /// Runtime operations left before a yield is forced; `u32::MAX` outside tasks.
+    /// Runtime operations left before a yield is forced; `UNCONSTRAINED` outside tasks.
     budget: Cell<u32>,
 }
 
@@ -49,7 +53,7 @@ thread_local! {
             task: Cell::new(ptr::null()),
             stackful: Cell::new(ptr::null()),
             worker: Cell::new(ptr::null()),
-            budget: Cell::new(u32::MAX),
+            budget: Cell::new(UNCONSTRAINED),
         }
     };
 
@@ -69,13 +73,20 @@ pub(crate) struct TaskGuard {
     budget: u32,
 }
 
-/// Marks `header` as the task running on this thread, with a fresh budget.
+/// Marks `header` as the task running on this thread, with a fresh budget (none for a
+/// blocking-pool closure: it owns its thread, has nobody to be fair to, and would never get a
+/// budget refilled, as tokio has no budget on its blocking threads).
 #[inline]
 pub(crate) fn enter_task(header: &Header) -> TaskGuard {
+    let budget = if header.kind == crate::task::core::Kind::Blocking {
+        UNCONSTRAINED
+    } else {
+        BUDGET
+    };
     CONTEXT.with(|c| TaskGuard {
         task: c.task.replace(header),
         stackful: c.stackful.replace(ptr::null()),
-        budget: c.budget.replace(BUDGET),
+        budget: c.budget.replace(budget),
     })
 }
 
@@ -196,12 +207,13 @@ impl Drop for WorkerGuard {
 pub(crate) fn budget_proceed() -> bool {
     CONTEXT.with(|c| {
         let budget = c.budget.get();
+        if budget == UNCONSTRAINED {
+            return true;
+        }
         if budget == 0 {
             return false;
         }
-        if budget != u32::MAX {
-            c.budget.set(budget - 1);
-        }
+        c.budget.set(budget - 1);
         let worker = c.worker.get();
         // SAFETY: as in `with_worker`.
         match unsafe { worker.as_ref() } {
@@ -212,6 +224,28 @@ pub(crate) fn budget_proceed() -> bool {
             _ => true,
         }
     })
+}
+
+/// Whether the running task has budget left (tokio's `coop::has_budget_remaining`); does not
+/// take any. `Timeout` compares it before and after polling its future.
+#[inline]
+pub(crate) fn has_budget_remaining() -> bool {
+    CONTEXT.with(|c| c.budget.get() != 0)
+}
+
+/// Lifts the budget until [`constrain`] puts back what this returned: for `corio::blocking`,
+/// where the thread is the caller's to block and a foreign executor may poll corio futures any
+/// number of times within one poll of the task. (The value belongs to the running poll only:
+/// every task poll starts from its own fresh budget in `enter_task`.)
+#[inline]
+pub(crate) fn unconstrain() -> u32 {
+    CONTEXT.with(|c| c.budget.replace(UNCONSTRAINED))
+}
+
+/// Puts back the budget [`unconstrain`] returned.
+#[inline]
+pub(crate) fn constrain(budget: u32) {
+    CONTEXT.with(|c| c.budget.set(budget));
 }
 
 /// The runtime that `spawn` and timers use from this thread: the running task's, this

@@ -30,9 +30,10 @@
 //!
 //! 1. Every 61st round, one task from the global queue first (Go's `schedtick % 61`), so
 //!    a busy worker cannot starve it.
-//! 2. The next-task slot, at most 3 times in a row (tokio's cap; a ping-pong pair would
-//!    otherwise starve the queue).
-//! 3. Its pinned queue and its run queue, alternately.
+//! 2. The next-task slot, whose task inherits the time slice (Go's `inheritTime`): when sysmon
+//!    ends the slice, the slot's task goes to the back of its queue, so a ping-pong pair has
+//!    the worker for one slice at a time.
+//! 3. Its pinned queue and its run queue, alternately (by pick, not by round).
 //! 4. A batch from the global queue.
 //! 5. Ready sockets (the netpoller, without blocking: `driver.rs`), then searching: steal half
 //!    of a random victim's run queue; run due timers of any worker. At most half the busy
@@ -44,8 +45,8 @@
 //! # When a coroutine hogs a worker or blocks it
 //!
 //! Rust has no safe points for signal-based preemption (DESIGN.md, decision 3). sysmon
-//! (`sysmon.rs`) watches every worker: one that has run the same task for 10 ms gets a
-//! preempt flag that the next runtime operation honours (the cooperative budget), and if
+//! (`sysmon.rs`) watches every worker: one that has run the same task (or next-task chain)
+//! for 10 ms gets a preempt flag that the next runtime operation honours (the cooperative budget), and if
 //! movable work waits behind it — or behind a worker inside `corio::blocking` for more than a
 //! sysmon tick — sysmon wakes a parked worker, or starts a spare one, to steal that work. The
 //! hog itself is left alone and reported once.

@@ -1,8 +1,9 @@
 //! sysmon: the thread that watches the workers (Go's `sysmon`).
 //!
 //! Every tick — 20 µs, doubling after 50 quiet ticks up to 10 ms, as Go's — it looks at each
-//! worker's task counter (`Remote::ticks`). A counter that has not moved since the previous
-//! tick while the worker is busy means one task has been running all that time:
+//! worker's time-slice count (`Remote::slices`). A counter that has not moved since the
+//! previous tick while the worker is busy means one task (or one chain of tasks run from the
+//! next-task slot, which inherit the slice) has been running all that time:
 //!
 //! - after a 10 ms time slice (Go's `forcePreemptNS`), the worker's preempt flag is set; the
 //!   task's next runtime operation (a yield point, a channel, IO or timer call) yields;
@@ -211,7 +212,7 @@ impl Watch {
         }
         for (index, remote) in shared.workers.iter().enumerate() {
             let status = remote.status.load(Ordering::Acquire);
-            let ticks = remote.ticks.load(Ordering::Relaxed);
+            let ticks = remote.slices();
             let seen = &mut self.seen[index];
             if status == STATUS_IDLE || ticks != seen.ticks {
                 *seen = Seen {

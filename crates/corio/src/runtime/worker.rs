@@ -25,9 +25,13 @@ use crate::time::heap::TimerHeap;
 /// `schedtick%61 == 0` in `findRunnable`: a prime, so it does not beat with other periods).
 const GLOBAL_POLL_INTERVAL: u32 = 61;
 
-/// Consecutive runs from the next-task slot before the slot's task goes to the back of the
-/// queue (tokio's `MAX_LIFO_POLLS_PER_TICK`; tokio #5712 shows the starvation without a cap).
-const MAX_LIFO_POLLS: u32 = 3;
+/// `Core::lifo_polls` once sysmon ended the time slice: the task in the next-task slot goes to
+/// the back of its queue instead of running. A task run from the slot inherits the time slice
+/// of the task that woke it (Go's `inheritTime`), so a ping-pong pair keeps its worker for one
+/// slice and then yields it, however little or much each of its turns does. (A cap of 3 runs
+/// in a row, tokio's, bounds turns, not time: a pair whose turns are short got ~1/1000 of the
+/// worker beside a pair whose turns are long, Go's `TestPingPongHog`.)
+const SLICE_OVER: u32 = u32::MAX;
 
 /// Every this many rounds a worker reads the clock to fire its due timers (a clock read costs
 /// 20–85 ns on the VMs corio is measured on; sysmon fires timers a busy worker is late on).
@@ -60,9 +64,11 @@ pub(crate) struct Remote {
     pub(crate) timers: Mutex<TimerHeap>,
     /// The heap's nearest deadline (`u64::MAX` if empty), readable without the lock.
     pub(crate) next_timer: AtomicU64,
-    /// Tasks run so far (written by the owner only); sysmon compares it between its ticks to
-    /// see whether one task has been running all along (Go's `schedtick`).
+    /// Tasks run so far (written by the owner only): the `polls` metric.
     pub(crate) ticks: AtomicU64,
+    /// Of `ticks`, the tasks run from the next-task slot, which inherit the time slice
+    /// (written by the owner only; see [`Remote::slices`]).
+    inherited: AtomicU64,
     pub(crate) status: AtomicU8,
     /// Set by sysmon when a task ran for a whole time slice; honoured by the next runtime
     /// operation (see `context::budget_proceed`), cleared after each task.
@@ -77,6 +83,18 @@ pub(crate) struct Remote {
 }
 
 impl Remote {
+    /// Time slices started so far: tasks run, less those run from the next-task slot, which
+    /// inherit the slice. sysmon compares it between its ticks to see whether one task, or one
+    /// next-task chain, has been running all along (Go's `schedtick`, which `inheritTime`
+    /// leaves alone). Kept as a difference so that the yield path, which never uses the slot,
+    /// pays nothing for it. The two counters are read apart, so a read between the owner's
+    /// two increments can see one slice fewer: at worst sysmon ends a slice one of its ticks
+    /// early or late, never anything worse.
+    pub(crate) fn slices(&self) -> u64 {
+        let inherited = self.inherited.load(Ordering::Relaxed);
+        self.ticks.load(Ordering::Relaxed).wrapping_sub(inherited)
+    }
+
     pub(crate) fn new(spare: bool) -> Remote {
         let (local, steal) = queue::local();
         Remote {
@@ -88,6 +106,7 @@ impl Remote {
             timers: Mutex::new(TimerHeap::new()),
             next_timer: AtomicU64::new(u64::MAX),
             ticks: AtomicU64::new(0),
+            inherited: AtomicU64::new(0),
             status: AtomicU8::new(STATUS_IDLE),
             preempt: AtomicBool::new(false),
             current_id: AtomicU64::new(0),
@@ -196,7 +215,12 @@ struct Core {
     run_queue: Local<Notified>,
     /// The next-task slot (LIFO): the task woken last runs next, owner only, never stolen.
     next: Option<Notified>,
+    /// Runs from the next-task slot since a task was taken from a queue (0: the running task
+    /// started a time slice), or `SLICE_OVER`.
     lifo_polls: u32,
+    /// Which queue the next pick from the local queues tries first: flipped at every such
+    /// pick, so each queue gets every other pick whatever the pattern of rounds in between.
+    pinned_first: bool,
     /// Started coroutines pinned here, woken.
     pinned: VecDeque<Runnable>,
     /// Pinned coroutines that yielded, still RUNNING (see `raw::Running`): they run after
@@ -240,6 +264,7 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
             run_queue,
             next: None,
             lifo_polls: 0,
+            pinned_first: true,
             pinned: VecDeque::new(),
             yielded: VecDeque::new(),
             tick: 0,
@@ -332,8 +357,11 @@ impl WorkerCtx {
             remote.preempt.store(false, Ordering::Relaxed);
             // A task that ran a whole time slice went back to a local queue (a started
             // coroutine cannot go anywhere else); let the global queue go first now, as Go
-            // does by putting a preempted goroutine on the global queue.
-            self.core.borrow_mut().global_countdown = 1;
+            // does by putting a preempted goroutine on the global queue. The slice is over for
+            // the task in the next-task slot too.
+            let mut core = self.core.borrow_mut();
+            core.global_countdown = 1;
+            core.lifo_polls = SLICE_OVER;
         }
     }
 
@@ -356,14 +384,20 @@ impl WorkerCtx {
             core = self.core.borrow_mut();
         }
         if let Some(task) = core.next.take() {
-            if core.lifo_polls < MAX_LIFO_POLLS {
+            if core.lifo_polls != SLICE_OVER {
                 core.lifo_polls += 1;
+                // Owner only: a plain store is enough (sysmon only reads).
+                let inherited = remote.inherited.load(Ordering::Relaxed);
+                remote.inherited.store(inherited + 1, Ordering::Relaxed);
                 return Some(Runnable::Notified(task));
             }
             self.push_back(&mut core, task);
         }
         core.lifo_polls = 0;
-        let task = if core.tick & 1 == 0 {
+        // Alternate by pick, not by round: with the round's parity, a next-task chain of a
+        // fixed length landed every pick on the same queue (issue 8, bug 5).
+        core.pinned_first = !core.pinned_first;
+        let task = if core.pinned_first {
             core.pinned
                 .pop_front()
                 .or_else(|| core.run_queue.pop().map(Runnable::Notified))

@@ -32,7 +32,7 @@ fn fallback() -> &'static Fallback {
 fn run(fb: &'static Fallback) {
     let mut heap = fb.heap.lock().unwrap_or_else(|e| e.into_inner());
     loop {
-        let now = fb.epoch.elapsed().as_nanos() as u64;
+        let now = super::nanos_since(fb.epoch, Instant::now());
         let mut due = Vec::new();
         while let Some(entry) = heap.pop_expired(now) {
             due.push(entry);
@@ -57,7 +57,7 @@ fn run(fb: &'static Fallback) {
 
 pub(crate) fn register(deadline: Instant, waker: &Waker) -> Arc<TimerEntry> {
     let fb = fallback();
-    let entry = TimerEntry::new(deadline.saturating_duration_since(fb.epoch).as_nanos() as u64);
+    let entry = TimerEntry::new(super::nanos_since(fb.epoch, deadline));
     entry.register(waker);
     fb.heap
         .lock()
@@ -84,7 +84,7 @@ pub(crate) fn adopt(epoch: Instant, entry: Arc<TimerEntry>) {
             self.0.fire();
         }
     }
-    let deadline = epoch + Duration::from_nanos(entry.deadline());
+    let deadline = super::deadline_after(epoch, Duration::from_nanos(entry.deadline()));
     let waker = Waker::from(Arc::new(Forward(entry)));
     register(deadline, &waker);
 }

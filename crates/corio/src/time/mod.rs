@@ -9,9 +9,23 @@
 //! Timers live in per-worker 4-ary heaps (Go's layout; `docs/scheduler.md` has the
 //! measurement that chose it over a timing wheel), fired by whoever looks for work on that
 //! worker, or by the worker sleeping in the driver until the nearest deadline.
+//!
+//! # Durations at the limit
+//!
+//! Every duration is accepted, `Duration::MAX` included, and a deadline past what the clocks can
+//! represent means "never" (as in Go and tokio), never a panic or a wrap-around:
+//!
+//! - `Instant + Duration` saturates ([`deadline_after`]): a sum that `Instant` cannot hold
+//!   becomes a point 30 years ahead (tokio's `far_future`), which is never in practice and
+//!   leaves room to add periods to it again;
+//! - a deadline is stored in the timer heaps as 64-bit nanoseconds since the runtime's epoch
+//!   (585 years); one further away saturates to `u64::MAX` ([`nanos_since`]), the heaps'
+//!   "not armed", which no clock reading reaches. (A plain `as u64` cut the high bits, so a
+//!   585-year sleep fired 20 ms later: Go's `TestOverflowSleep`.)
 
 mod fallback;
 pub(crate) mod heap;
+mod interval;
 mod sleep;
 
 use std::fmt;
@@ -23,7 +37,27 @@ use std::time::Duration;
 pub use std::time::Instant;
 
 pub(crate) use self::fallback::adopt;
+pub use self::interval::{Interval, MissedTickBehavior, interval, interval_at};
 pub use self::sleep::Sleep;
+
+/// Where a deadline that `Instant` cannot represent is put: this far ahead (tokio's
+/// `far_future` is 30 years too).
+const FAR_FUTURE: Duration = Duration::from_secs(30 * 365 * 86_400);
+
+/// `from + d`, saturating: a sum past what `Instant` can represent is "never" (see "Durations
+/// at the limit").
+pub(crate) fn deadline_after(from: Instant, d: Duration) -> Instant {
+    from.checked_add(d)
+        .or_else(|| from.checked_add(FAR_FUTURE))
+        // `from` itself is already at the end of the representable range: as never as it gets.
+        .unwrap_or(from)
+}
+
+/// `at` as nanoseconds since `epoch` on a timer heap's clock: 0 for the past, `u64::MAX`
+/// ("never") past 585 years (see "Durations at the limit").
+pub(crate) fn nanos_since(epoch: Instant, at: Instant) -> u64 {
+    u64::try_from(at.saturating_duration_since(epoch).as_nanos()).unwrap_or(u64::MAX)
+}
 
 /// Blocks the calling coroutine (or thread) for `duration`.
 ///
@@ -47,14 +81,25 @@ pub use self::sleep::Sleep;
 /// ```
 #[track_caller]
 pub fn sleep(duration: Duration) {
-    sleep_until(Instant::now() + duration);
+    sleep_until(deadline_after(Instant::now(), duration));
 }
 
-/// Blocks the calling coroutine (or thread) until `deadline`.
+/// Blocks the calling coroutine (or thread) until `deadline` (at once if it has passed).
 ///
 /// # Panics
 ///
 /// Inside an async task: use [`sleep_until_async`] there.
+///
+/// ```
+/// use std::time::{Duration, Instant};
+///
+/// let rt = corio::Runtime::builder().workers(1).build().unwrap();
+/// rt.run(|| {
+///     let deadline = Instant::now() + Duration::from_millis(5);
+///     corio::time::sleep_until(deadline);
+///     assert!(Instant::now() >= deadline);
+/// });
+/// ```
 #[track_caller]
 pub fn sleep_until(deadline: Instant) {
     match crate::runtime::context::here() {
@@ -70,10 +115,21 @@ pub fn sleep_until(deadline: Instant) {
 
 /// A future that completes after `duration`.
 pub fn sleep_async(duration: Duration) -> Sleep {
-    Sleep::until(Instant::now() + duration)
+    Sleep::until(deadline_after(Instant::now(), duration))
 }
 
-/// A future that completes at `deadline`.
+/// A future that completes at `deadline` (at once if it has passed).
+///
+/// ```
+/// use std::time::{Duration, Instant};
+///
+/// let rt = corio::Runtime::builder().workers(1).build().unwrap();
+/// rt.block_on(async {
+///     let deadline = Instant::now() + Duration::from_millis(5);
+///     corio::time::sleep_until_async(deadline).await;
+///     assert!(Instant::now() >= deadline);
+/// });
+/// ```
 pub fn sleep_until_async(deadline: Instant) -> Sleep {
     Sleep::until(deadline)
 }
@@ -120,9 +176,50 @@ pub fn timeout<F: IntoFuture>(duration: Duration, fut: F) -> Result<F::Output, E
 
 /// A future that resolves to `fut`'s output, or to `Err(Elapsed)` after `duration`.
 pub fn timeout_async<F: IntoFuture>(duration: Duration, fut: F) -> Timeout<F::IntoFuture> {
+    timeout_at_async(deadline_after(Instant::now(), duration), fut)
+}
+
+/// Waits for `fut` until `deadline` at most, blocking-style: [`timeout`] with an instant
+/// instead of a duration, for several waits that share one deadline.
+///
+/// # Panics
+///
+/// Inside an async task: use [`timeout_at_async`] there.
+///
+/// ```
+/// use std::time::{Duration, Instant};
+///
+/// let rt = corio::Runtime::builder().workers(1).build().unwrap();
+/// rt.run(|| {
+///     let deadline = Instant::now() + Duration::from_millis(20);
+///     let quick = corio::time::timeout_at(deadline, async { 1 });
+///     let slow = corio::time::timeout_at(deadline, corio::time::sleep_async(Duration::from_secs(60)));
+///     assert_eq!(quick, Ok(1));
+///     assert!(slow.is_err());
+///     assert!(Instant::now() >= deadline);
+/// });
+/// ```
+#[track_caller]
+pub fn timeout_at<F: IntoFuture>(deadline: Instant, fut: F) -> Result<F::Output, Elapsed> {
+    crate::block_on(timeout_at_async(deadline, fut))
+}
+
+/// A future that resolves to `fut`'s output, or to `Err(Elapsed)` at `deadline`.
+///
+/// ```
+/// use std::time::{Duration, Instant};
+///
+/// let rt = corio::Runtime::builder().workers(1).build().unwrap();
+/// let res = rt.block_on(async {
+///     let deadline = Instant::now() + Duration::from_millis(5);
+///     corio::time::timeout_at_async(deadline, std::future::pending::<()>()).await
+/// });
+/// assert!(res.is_err());
+/// ```
+pub fn timeout_at_async<F: IntoFuture>(deadline: Instant, fut: F) -> Timeout<F::IntoFuture> {
     Timeout {
         fut: fut.into_future(),
-        sleep: sleep_async(duration),
+        sleep: Sleep::until(deadline),
     }
 }
 
@@ -141,95 +238,21 @@ impl<F: Future> Future for Timeout<F> {
         // SAFETY: `fut` is structurally pinned (never moved out; `Timeout` has no Drop that
         // moves it); `sleep` is Unpin.
         let this = unsafe { self.get_unchecked_mut() };
+        let had_budget = crate::runtime::context::has_budget_remaining();
         // SAFETY: as above.
         if let Poll::Ready(v) = unsafe { Pin::new_unchecked(&mut this.fut) }.poll(cx) {
             return Poll::Ready(Ok(v));
         }
-        Pin::new(&mut this.sleep)
-            .poll(cx)
-            .map(|()| Err(Elapsed(())))
-    }
-}
-
-/// Ticks every `period`, the first tick at once (like Go's `time.Ticker`, and tokio's
-/// `interval`). A tick that comes late is not made up for by a burst: the next one is due a
-/// whole period after the missed deadline it skips to.
-///
-/// # Panics
-///
-/// If `period` is zero.
-///
-/// ```
-/// use std::time::Duration;
-///
-/// let rt = corio::Runtime::builder().workers(1).build().unwrap();
-/// rt.run(|| {
-///     let mut every = corio::time::interval(Duration::from_millis(2));
-///     for _ in 0..3 {
-///         every.tick();
-///     }
-/// });
-/// ```
-#[track_caller]
-pub fn interval(period: Duration) -> Interval {
-    assert!(
-        !period.is_zero(),
-        "corio: an interval's period must be positive"
-    );
-    Interval {
-        period,
-        next: Instant::now(),
-    }
-}
-
-/// See [`interval`].
-#[derive(Debug)]
-pub struct Interval {
-    period: Duration,
-    next: Instant,
-}
-
-impl Interval {
-    /// Waits for the next tick (blocking-style) and returns its scheduled instant.
-    ///
-    /// # Panics
-    ///
-    /// Inside an async task: use [`tick_async`](Interval::tick_async) there.
-    #[track_caller]
-    pub fn tick(&mut self) -> Instant {
-        let due = self.next;
-        sleep_until(due);
-        self.advance(due);
-        due
-    }
-
-    /// Waits for the next tick and returns its scheduled instant.
-    pub async fn tick_async(&mut self) -> Instant {
-        let due = self.next;
-        sleep_until_async(due).await;
-        self.advance(due);
-        due
-    }
-
-    fn advance(&mut self, due: Instant) {
-        let now = Instant::now();
-        let mut next = due + self.period;
-        if next <= now {
-            // Skip the missed ticks: the next one is the first on the grid after `now`.
-            let behind = (now - next).as_nanos();
-            let periods = behind / self.period.as_nanos() + 1;
-            let skip = self
-                .period
-                .as_nanos()
-                .saturating_mul(periods)
-                .min(u64::MAX as u128);
-            next += Duration::from_nanos(skip as u64);
-        }
-        self.next = next;
-    }
-
-    /// The period.
-    pub fn period(&self) -> Duration {
-        self.period
+        // If the future spent the last of the budget, the deadline is looked at anyway: a
+        // future that always spends the budget would otherwise keep its timeout from ever
+        // firing. If the budget was spent before, the sleep yields like any operation, so a
+        // loop of expired timeouts still lets others run. (tokio's `Timeout::poll` does the
+        // same.)
+        let elapsed = if had_budget && !crate::runtime::context::has_budget_remaining() {
+            this.sleep.poll_deadline(cx)
+        } else {
+            Pin::new(&mut this.sleep).poll(cx)
+        };
+        elapsed.map(|()| Err(Elapsed(())))
     }
 }

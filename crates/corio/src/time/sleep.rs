@@ -64,10 +64,7 @@ impl Sleep {
             Some(w) if Arc::ptr_eq(w.shared(), &shared) => w.index(),
             _ => 0,
         });
-        let deadline = self
-            .deadline
-            .saturating_duration_since(shared.epoch)
-            .as_nanos() as u64;
+        let deadline = super::nanos_since(shared.epoch, self.deadline);
         let entry = TimerEntry::new(deadline);
         entry.register(cx.waker());
         {
@@ -97,6 +94,15 @@ impl Future for Sleep {
             cx.waker().wake_by_ref();
             return Poll::Pending;
         }
+        self.poll_deadline(cx)
+    }
+}
+
+impl Sleep {
+    /// `poll` without the budget: whether the deadline has passed, registering the timer (and
+    /// `cx`'s waker) if not. `Timeout` uses it when its future spent the budget, so that the
+    /// deadline is still seen (see `Timeout::poll`).
+    pub(crate) fn poll_deadline(&mut self, cx: &mut Context<'_>) -> Poll<()> {
         match &self.timer {
             Some(Registered::Runtime { entry, .. } | Registered::Fallback(entry)) => {
                 entry.poll_elapsed(cx)
@@ -112,6 +118,37 @@ impl Future for Sleep {
 
 impl Drop for Sleep {
     fn drop(&mut self) {
+        self.cancel();
+    }
+}
+
+impl Sleep {
+    /// Makes this sleep complete at `deadline` instead, whether or not it has completed or
+    /// been polled (tokio's `Sleep::reset`). Its timer, if any, is cancelled; the next poll
+    /// registers one for the new deadline. A `Sleep` is `Unpin`, so this also serves a
+    /// `Pin<&mut Sleep>` in a `select`-style loop.
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    ///
+    /// let rt = corio::Runtime::builder().workers(1).build().unwrap();
+    /// rt.block_on(async {
+    ///     let mut sleep = corio::time::sleep_async(Duration::from_secs(3600));
+    ///     let soon = Instant::now() + Duration::from_millis(5);
+    ///     sleep.reset(soon);
+    ///     (&mut sleep).await;
+    ///     assert!(Instant::now() >= soon);
+    ///     assert_eq!(sleep.deadline(), soon);
+    /// });
+    /// ```
+    pub fn reset(&mut self, deadline: Instant) {
+        self.cancel();
+        self.deadline = deadline;
+    }
+
+    /// Removes the timer from its heap if it has not fired (a cancelled timer leaves nothing
+    /// behind, not even a stale deadline that would wake an idle runtime).
+    fn cancel(&mut self) {
         match self.timer.take() {
             Some(Registered::Runtime {
                 shared,
