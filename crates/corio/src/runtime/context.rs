@@ -228,7 +228,7 @@ pub(crate) fn budget_proceed() -> bool {
 
 /// Whether the running task has budget left (tokio's `coop::has_budget_remaining`); does not
 /// take any. `Timeout` compares it before and after polling its future.
-#[inline]
+#[inline(never)]
 pub(crate) fn has_budget_remaining() -> bool {
     CONTEXT.with(|c| c.budget.get() != 0)
 }
@@ -237,13 +237,13 @@ pub(crate) fn has_budget_remaining() -> bool {
 /// where the thread is the caller's to block and a foreign executor may poll corio futures any
 /// number of times within one poll of the task. (The value belongs to the running poll only:
 /// every task poll starts from its own fresh budget in `enter_task`.)
-#[inline]
+#[inline(never)]
 pub(crate) fn unconstrain() -> u32 {
     CONTEXT.with(|c| c.budget.replace(UNCONSTRAINED))
 }
 
 /// Puts back the budget [`unconstrain`] returned.
-#[inline]
+#[inline(never)]
 pub(crate) fn constrain(budget: u32) {
     CONTEXT.with(|c| c.budget.set(budget));
 }
