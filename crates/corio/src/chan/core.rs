@@ -367,7 +367,7 @@ impl<T> State<T> {
     }
 
     /// Queued entries (receivers, senders), stale ones included: what the tests check is empty.
-    #[cfg(all(test, loom))]
+    #[cfg(test)]
     pub(crate) fn waiting(&self) -> (usize, usize) {
         (self.recvq.len(), self.sendq.len())
     }

@@ -335,10 +335,13 @@ impl<'s, A: Arm + ?Sized> SelectFuture<'s, A> {
             unsafe { unlock_all(arms, locked) };
             return Some(Selected::Default);
         }
+        // Queued in the random poll order too: two arms on one channel sit in its queue in
+        // that order, so which of them a counterpart meets first is random as well (Go builds
+        // its lock order from the poll order for the same reason; TestPseudoRandomSend).
         let signal = ArmSignal(Signal::new(waker));
-        for (i, arm) in arms.iter_mut().enumerate() {
+        for &i in &poll_order[..n] {
             // SAFETY: every channel is locked.
-            unsafe { arm.enqueue_locked(&signal, i) };
+            unsafe { arms[i as usize].enqueue_locked(&signal, i as usize) };
         }
         // SAFETY: as above.
         unsafe { unlock_all(arms, locked) };
@@ -500,6 +503,75 @@ impl<A: Arm + ?Sized> Drop for SelectFuture<'_, A> {
     }
 }
 
+#[cfg(all(test, not(loom)))]
+mod tests {
+    //! Arms not chosen leave no entry in their channel's queues (the queues are private, so
+    //! this is checked here rather than in `tests/select.rs`).
+
+    use std::pin::pin;
+    use std::task::{Context, Poll, Waker};
+    use std::time::Duration;
+
+    use crate::chan::{Receiver, Sender, bounded};
+
+    fn waiting<T>(rx: &Receiver<T>) -> (usize, usize) {
+        rx.chan.lock().state().waiting()
+    }
+
+    fn waiting_tx<T>(tx: &Sender<T>) -> (usize, usize) {
+        tx.chan.lock().state().waiting()
+    }
+
+    fn poll_once<F: std::future::Future>(fut: std::pin::Pin<&mut F>) -> Poll<F::Output> {
+        fut.poll(&mut Context::from_waker(Waker::noop()))
+    }
+
+    #[test]
+    fn a_completed_select_leaves_no_entry_on_the_arms_not_chosen() {
+        let (a_tx, a) = bounded::<u8>(0);
+        let (b_tx, b) = bounded::<u8>(0);
+        let mut fut = pin!(async {
+            crate::select_async! {
+                recv(a) -> v => v,
+                recv(b) -> v => v,
+                send(b_tx, 3) -> _ => Ok(0),
+            }
+        });
+        assert!(poll_once(fut.as_mut()).is_pending());
+        assert_eq!((waiting(&a), waiting(&b)), ((1, 0), (1, 1)));
+        a_tx.try_send(1).unwrap();
+        assert_eq!(poll_once(fut.as_mut()), Poll::Ready(Ok(1)));
+        assert_eq!((waiting(&a), waiting(&b)), ((0, 0), (0, 0)));
+        assert_eq!(waiting_tx(&a_tx), (0, 0));
+    }
+
+    #[test]
+    fn a_dropped_or_timed_out_select_leaves_no_entry() {
+        let (_a_tx, a) = bounded::<u8>(0);
+        let (b_tx, b) = bounded::<u8>(0);
+        {
+            let mut fut = pin!(async {
+                crate::select_async! {
+                    recv(a) -> _ => {},
+                    send(b_tx, 1) -> _ => {},
+                }
+            });
+            assert!(poll_once(fut.as_mut()).is_pending());
+            assert_eq!((waiting(&a), waiting(&b)), ((1, 0), (0, 1)));
+        }
+        assert_eq!((waiting(&a), waiting(&b)), ((0, 0), (0, 0)));
+        let timed_out = crate::block_on(async {
+            crate::select_async! {
+                recv(a) -> _ => false,
+                send(b_tx, 1) -> _ => false,
+                after(Duration::from_millis(1)) => true,
+            }
+        });
+        assert!(timed_out);
+        assert_eq!((waiting(&a), waiting(&b)), ((0, 0), (0, 0)));
+    }
+}
+
 /// Waits on several channel operations and runs the one that happens; blocking-style (it
 /// suspends a stackful coroutine or parks a thread; inside an async task use
 /// [`select_async!`](crate::select_async)).
@@ -584,7 +656,14 @@ macro_rules! select_async {
 macro_rules! __select_parse {
     // recv(rx) -> pat => { block } [,]
     (@$mode:ident [$($arms:tt)*] [$($after:tt)*] [$($default:tt)*]
-        recv($rx:expr) -> $p:pat => $body:block $(,)? $($rest:tt)*) => {
+        recv($rx:expr) -> $p:pat => $body:block, $($rest:tt)*) => {
+        $crate::__select_parse!(@$mode
+            [$($arms)* (__arm, $crate::chan::__private::RecvArm::new(&$rx), $p, $body)]
+            [$($after)*] [$($default)*] $($rest)*)
+    };
+    // recv(rx) -> pat => { block } [,]
+    (@$mode:ident [$($arms:tt)*] [$($after:tt)*] [$($default:tt)*]
+        recv($rx:expr) -> $p:pat => $body:block $($rest:tt)*) => {
         $crate::__select_parse!(@$mode
             [$($arms)* (__arm, $crate::chan::__private::RecvArm::new(&$rx), $p, $body)]
             [$($after)*] [$($default)*] $($rest)*)
@@ -598,7 +677,14 @@ macro_rules! __select_parse {
     };
     // send(tx, value) -> pat => { block } [,]
     (@$mode:ident [$($arms:tt)*] [$($after:tt)*] [$($default:tt)*]
-        send($tx:expr, $v:expr) -> $p:pat => $body:block $(,)? $($rest:tt)*) => {
+        send($tx:expr, $v:expr) -> $p:pat => $body:block, $($rest:tt)*) => {
+        $crate::__select_parse!(@$mode
+            [$($arms)* (__arm, $crate::chan::__private::SendArm::new(&$tx, $v), $p, $body)]
+            [$($after)*] [$($default)*] $($rest)*)
+    };
+    // send(tx, value) -> pat => { block } [,]
+    (@$mode:ident [$($arms:tt)*] [$($after:tt)*] [$($default:tt)*]
+        send($tx:expr, $v:expr) -> $p:pat => $body:block $($rest:tt)*) => {
         $crate::__select_parse!(@$mode
             [$($arms)* (__arm, $crate::chan::__private::SendArm::new(&$tx, $v), $p, $body)]
             [$($after)*] [$($default)*] $($rest)*)
@@ -612,7 +698,12 @@ macro_rules! __select_parse {
     };
     // after(duration) => { block } [,]
     (@$mode:ident [$($arms:tt)*] [] [$($default:tt)*]
-        after($d:expr) => $body:block $(,)? $($rest:tt)*) => {
+        after($d:expr) => $body:block, $($rest:tt)*) => {
+        $crate::__select_parse!(@$mode [$($arms)*] [($d, $body)] [$($default)*] $($rest)*)
+    };
+    // after(duration) => { block } [,]
+    (@$mode:ident [$($arms:tt)*] [] [$($default:tt)*]
+        after($d:expr) => $body:block $($rest:tt)*) => {
         $crate::__select_parse!(@$mode [$($arms)*] [($d, $body)] [$($default)*] $($rest)*)
     };
     // after(duration) => expr, ...
@@ -622,7 +713,12 @@ macro_rules! __select_parse {
     };
     // default => { block } [,]
     (@$mode:ident [$($arms:tt)*] [$($after:tt)*] []
-        default => $body:block $(,)? $($rest:tt)*) => {
+        default => $body:block, $($rest:tt)*) => {
+        $crate::__select_parse!(@$mode [$($arms)*] [$($after)*] [(true, $body)] $($rest)*)
+    };
+    // default => { block } [,]
+    (@$mode:ident [$($arms:tt)*] [$($after:tt)*] []
+        default => $body:block $($rest:tt)*) => {
         $crate::__select_parse!(@$mode [$($arms)*] [$($after)*] [(true, $body)] $($rest)*)
     };
     // default => expr, ...
