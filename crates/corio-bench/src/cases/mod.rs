@@ -7,6 +7,7 @@
 use crate::opts::Opts;
 use crate::report::Measurement;
 
+mod chan;
 mod create;
 mod fairness;
 mod fresh;
@@ -47,6 +48,7 @@ pub static CASES: &[Case] = &[
     skynet::CASE,
     fairness::CASE,
     idle::CASE,
+    chan::CASE,
 ];
 
 /// The case named `name`.

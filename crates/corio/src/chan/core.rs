@@ -6,10 +6,10 @@ use std::collections::VecDeque;
 use std::task::Waker;
 
 use crate::loom::cell::UnsafeCell;
-use crate::loom::hint::spin_loop;
-use crate::loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+#[cfg(not(loom))]
+use crate::loom::sync::atomic::AtomicBool;
+use crate::loom::sync::atomic::{AtomicUsize, Ordering};
 use crate::loom::sync::{Arc, Mutex};
-use crate::loom::thread::yield_now;
 
 /// A channel's lock: a test-and-set spin lock that yields the thread after a short spin.
 ///
@@ -18,6 +18,7 @@ use crate::loom::thread::yield_now;
 /// a lock with free-standing `lock`/`unlock` is what fits. Critical sections are a few dozen
 /// instructions and never suspend, so waiting is short; the yield bounds the cost when the
 /// holder's thread was preempted by the OS.
+#[cfg(not(loom))]
 pub(crate) struct RawLock {
     /// `true` while held. Acquire on lock pairs with the Release store in `unlock`.
     locked: AtomicBool,
@@ -25,8 +26,10 @@ pub(crate) struct RawLock {
 
 /// Spins before yielding: 2^0 + .. + 2^5 = 63 pause hints, about the length of a contended
 /// critical section here (crossbeam's `Backoff` uses the same shape).
+#[cfg(not(loom))]
 const SPIN_ROUNDS: u32 = 6;
 
+#[cfg(not(loom))]
 impl RawLock {
     pub(crate) fn new() -> RawLock {
         RawLock {
@@ -53,11 +56,11 @@ impl RawLock {
             while self.locked.load(Ordering::Relaxed) {
                 if round < SPIN_ROUNDS {
                     for _ in 0..1u32 << round {
-                        spin_loop();
+                        std::hint::spin_loop();
                     }
                     round += 1;
                 } else {
-                    yield_now();
+                    std::thread::yield_now();
                 }
             }
             // Acquire: pairs with the Release store in `unlock`.
@@ -75,6 +78,37 @@ impl RawLock {
     pub(crate) fn unlock(&self) {
         // Release: pairs with the Acquire CAS in `lock`/`lock_slow`.
         self.locked.store(false, Ordering::Release);
+    }
+}
+
+/// Under loom the lock blocks instead of spinning (loom cannot explore an unbounded spin), with
+/// the same free-standing `lock`/`unlock` and the same acquire/release edges.
+#[cfg(loom)]
+pub(crate) struct RawLock {
+    locked: Mutex<bool>,
+    unlocked: loom::sync::Condvar,
+}
+
+#[cfg(loom)]
+impl RawLock {
+    pub(crate) fn new() -> RawLock {
+        RawLock {
+            locked: Mutex::new(false),
+            unlocked: loom::sync::Condvar::new(),
+        }
+    }
+
+    pub(crate) fn lock(&self) {
+        let mut locked = self.locked.lock().unwrap();
+        while *locked {
+            locked = self.unlocked.wait(locked).unwrap();
+        }
+        *locked = true;
+    }
+
+    pub(crate) fn unlock(&self) {
+        *self.locked.lock().unwrap() = false;
+        self.unlocked.notify_one();
     }
 }
 
