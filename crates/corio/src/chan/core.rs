@@ -149,11 +149,11 @@ pub(crate) struct Signal {
 }
 
 impl Signal {
-    pub(crate) fn new(waker: &Waker) -> Arc<Signal> {
-        Arc::new(Signal {
+    pub(crate) fn new(waker: &Waker) -> Signal {
+        Signal {
             state: AtomicUsize::new(WAITING),
             waker: Mutex::new(Some(waker.clone())),
-        })
+        }
     }
 
     /// The owner's poll: remember the latest waker, then read the state. Reading after the
@@ -210,9 +210,16 @@ impl Signal {
     }
 }
 
+/// Where an entry's signal lives: inside the entry for a lone send or receive (one
+/// allocation per wait), shared by the arms of a `select!`.
+pub(crate) enum SignalRef {
+    Own(Signal),
+    Shared(Arc<Signal>),
+}
+
 /// A waiter's place in one channel's queue: which operation (`signal`, `arm`) and its value.
 pub(crate) struct Entry<T> {
-    signal: Arc<Signal>,
+    signal: SignalRef,
     arm: usize,
     /// A send's value (taken by the receiver that completes it; still there if the channel
     /// closed), or the value a receive got (`None` if the channel closed).
@@ -227,7 +234,7 @@ unsafe impl<T: Send> Send for Entry<T> {}
 unsafe impl<T: Send> Sync for Entry<T> {}
 
 impl<T> Entry<T> {
-    pub(crate) fn new(signal: Arc<Signal>, arm: usize, value: Option<T>) -> Arc<Entry<T>> {
+    pub(crate) fn new(signal: SignalRef, arm: usize, value: Option<T>) -> Arc<Entry<T>> {
         Arc::new(Entry {
             signal,
             arm,
@@ -236,7 +243,10 @@ impl<T> Entry<T> {
     }
 
     pub(crate) fn signal(&self) -> &Signal {
-        &self.signal
+        match &self.signal {
+            SignalRef::Own(s) => s,
+            SignalRef::Shared(s) => s,
+        }
     }
 
     /// Takes the slot's value.
@@ -305,7 +315,7 @@ pub(crate) fn wake(w: Wake) {
 /// Pops the first waiter of `q` that can be claimed (H2), dropping stale ones.
 fn claim<T>(q: &mut VecDeque<Arc<Entry<T>>>) -> Option<Arc<Entry<T>>> {
     while let Some(e) = q.pop_front() {
-        if e.signal.try_claim(e.arm) {
+        if e.signal().try_claim(e.arm) {
             return Some(e);
         }
     }
@@ -414,7 +424,7 @@ impl<T> State<T> {
         if let Some(e) = claim(&mut self.recvq) {
             // SAFETY: we hold the channel lock and claimed the entry (H2).
             unsafe { e.put(value) };
-            return TrySend::Sent(e.signal.finish(e.arm));
+            return TrySend::Sent(e.signal().finish(e.arm));
         }
         if self.buf.len() < cap {
             self.buf.push_back(value);
@@ -434,14 +444,14 @@ impl<T> State<T> {
                 // SAFETY: we hold the channel lock and claimed the entry (H2).
                 let moved = unsafe { e.take() }.expect("a waiting sender has its value");
                 self.buf.push_back(moved);
-                w = e.signal.finish(e.arm);
+                w = e.signal().finish(e.arm);
             }
             return TryRecv::Got(v, w);
         }
         if let Some(e) = claim(&mut self.sendq) {
             // SAFETY: as above.
             let v = unsafe { e.take() }.expect("a waiting sender has its value");
-            return TryRecv::Got(v, e.signal.finish(e.arm));
+            return TryRecv::Got(v, e.signal().finish(e.arm));
         }
         if self.closed {
             TryRecv::Closed
@@ -476,7 +486,7 @@ impl<T> State<T> {
         if let Some(e) = claim(&mut self.recvq) {
             // SAFETY: we hold the channel lock and claimed the entry (H2).
             unsafe { e.put(value) };
-            return e.signal.finish(e.arm);
+            return e.signal().finish(e.arm);
         }
         self.buf.push_front(value);
         None
@@ -489,7 +499,7 @@ impl<T> State<T> {
         let mut wakers = Vec::new();
         for q in [&mut self.recvq, &mut self.sendq] {
             while let Some(e) = claim(q) {
-                wakers.extend(e.signal.finish(e.arm));
+                wakers.extend(e.signal().finish(e.arm));
             }
         }
         wakers

@@ -4,7 +4,7 @@
 
 use std::task::{Context, Poll};
 
-use super::core::{Chan, Entry, Observed, Signal, State, TryRecv, TrySend, Wake, wake};
+use super::core::{Chan, Entry, Observed, Signal, SignalRef, State, TryRecv, TrySend, Wake, wake};
 use super::error::{RecvError, SendError};
 use crate::loom::sync::Arc;
 
@@ -50,20 +50,15 @@ impl<T> RecvOp<T> {
             }
             TryRecv::Closed => Poll::Ready(Err(RecvError)),
             TryRecv::Empty => {
-                self.enqueue_locked(state, &Signal::new(cx.waker()), 0);
+                self.enqueue_locked(state, SignalRef::Own(Signal::new(cx.waker())), 0);
                 Poll::Pending
             }
         }
     }
 
     /// Queues this receive under `signal` as `arm`. The caller holds the channel lock.
-    pub(crate) fn enqueue_locked(
-        &mut self,
-        state: &mut State<T>,
-        signal: &Arc<Signal>,
-        arm: usize,
-    ) {
-        let e = Entry::new(signal.clone(), arm, None);
+    pub(crate) fn enqueue_locked(&mut self, state: &mut State<T>, signal: SignalRef, arm: usize) {
+        let e = Entry::new(signal, arm, None);
         state.enqueue_recv(e.clone());
         self.entry = Some(e);
     }
@@ -174,7 +169,7 @@ impl<T> SendOp<T> {
             TrySend::Closed(v) => Poll::Ready(Err(SendError(v))),
             TrySend::Full(v) => {
                 self.value = Some(v);
-                self.enqueue_locked(state, &Signal::new(cx.waker()), 0);
+                self.enqueue_locked(state, SignalRef::Own(Signal::new(cx.waker())), 0);
                 Poll::Pending
             }
         }
@@ -191,13 +186,8 @@ impl<T> SendOp<T> {
     }
 
     /// Queues this send (with its value) under `signal` as `arm`. The caller holds the lock.
-    pub(crate) fn enqueue_locked(
-        &mut self,
-        state: &mut State<T>,
-        signal: &Arc<Signal>,
-        arm: usize,
-    ) {
-        let e = Entry::new(signal.clone(), arm, self.value.take());
+    pub(crate) fn enqueue_locked(&mut self, state: &mut State<T>, signal: SignalRef, arm: usize) {
+        let e = Entry::new(signal, arm, self.value.take());
         state.enqueue_send(e.clone());
         self.entry = Some(e);
     }

@@ -30,7 +30,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
-use super::core::{Chan, Observed, Signal, TryRecv, TrySend, wake};
+use super::core::{Chan, Observed, Signal, SignalRef, TryRecv, TrySend, wake};
 use super::error::{RecvError, SendError};
 use super::op::{RecvOp, SendOp, Withdrawn};
 use super::{Receiver, Sender};
@@ -192,7 +192,8 @@ impl<T> Arm for RecvArm<'_, T> {
     unsafe fn enqueue_locked(&mut self, signal: &ArmSignal, arm: usize) {
         // SAFETY: the caller holds the lock.
         let state = unsafe { self.chan.state_locked() };
-        self.op.enqueue_locked(state, &signal.0, arm);
+        self.op
+            .enqueue_locked(state, SignalRef::Shared(signal.0.clone()), arm);
     }
 
     unsafe fn dequeue_locked(&mut self) {
@@ -251,7 +252,8 @@ impl<T> Arm for SendArm<'_, T> {
     unsafe fn enqueue_locked(&mut self, signal: &ArmSignal, arm: usize) {
         // SAFETY: the caller holds the lock.
         let state = unsafe { self.chan.state_locked() };
-        self.op.enqueue_locked(state, &signal.0, arm);
+        self.op
+            .enqueue_locked(state, SignalRef::Shared(signal.0.clone()), arm);
     }
 
     unsafe fn dequeue_locked(&mut self) {
@@ -338,7 +340,7 @@ impl<'s, A: Arm + ?Sized> SelectFuture<'s, A> {
         // Queued in the random poll order too: two arms on one channel sit in its queue in
         // that order, so which of them a counterpart meets first is random as well (Go builds
         // its lock order from the poll order for the same reason; TestPseudoRandomSend).
-        let signal = ArmSignal(Signal::new(waker));
+        let signal = ArmSignal(Arc::new(Signal::new(waker)));
         for &i in &poll_order[..n] {
             // SAFETY: every channel is locked.
             unsafe { arms[i as usize].enqueue_locked(&signal, i as usize) };
