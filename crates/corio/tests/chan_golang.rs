@@ -52,62 +52,14 @@ rt_common! {
     #[test]
     fn go_test_nonblock_select_race() {
         let rt = rt();
-        within(EVENTUALLY, move || {
-            rt.run(|| {
-                let (done_tx, done_rx) = chan::bounded::<bool>(1);
-                for _ in 0..1000 {
-                    let (c1_tx, c1) = chan::bounded::<i32>(1);
-                    let (c2_tx, c2) = chan::bounded::<i32>(1);
-                    c1_tx.send(1).unwrap();
-                    let (c1b, c2b, done) = (c1.clone(), c2.clone(), done_tx.clone());
-                    corio::go(move || {
-                        let ok = corio::select! {
-                            recv(c1b) -> _ => true,
-                            recv(c2b) -> _ => true,
-                            default => false,
-                        };
-                        done.send(ok).unwrap();
-                    });
-                    c2_tx.send(1).unwrap();
-                    corio::select! {
-                        recv(c1) -> _ => {},
-                        default => {},
-                    }
-                    assert!(done_rx.recv().unwrap(), "no chan is ready");
-                }
-            })
-        });
+        within(EVENTUALLY, move || rt.run(|| nonblock_select_race(1, |c2| c2.send(1).unwrap())));
     }
 
     /// Go: TestNonblockSelectRace2 — the same with `close(c2)` for `c2 <- 1`.
     #[test]
     fn go_test_nonblock_select_race2() {
         let rt = rt();
-        within(EVENTUALLY, move || {
-            rt.run(|| {
-                let (done_tx, done_rx) = chan::bounded::<bool>(1);
-                for _ in 0..1000 {
-                    let (c1_tx, c1) = chan::bounded::<i32>(1);
-                    let (c2_tx, c2) = chan::bounded::<i32>(0);
-                    c1_tx.send(1).unwrap();
-                    let (c1b, c2b, done) = (c1.clone(), c2.clone(), done_tx.clone());
-                    corio::go(move || {
-                        let ok = corio::select! {
-                            recv(c1b) -> _ => true,
-                            recv(c2b) -> _ => true,
-                            default => false,
-                        };
-                        done.send(ok).unwrap();
-                    });
-                    c2_tx.close();
-                    corio::select! {
-                        recv(c1) -> _ => {},
-                        default => {},
-                    }
-                    assert!(done_rx.recv().unwrap(), "no chan is ready");
-                }
-            })
-        });
+        within(EVENTUALLY, move || rt.run(|| nonblock_select_race(0, |c2| { c2.close(); })));
     }
 
     /// Go: TestSelfSelect — send and receive on the same channel in one select neither
@@ -393,6 +345,32 @@ rt_common! {
             };
             assert!(!sent);
         });
+    }
+}
+
+/// The body of Go's TestNonblockSelectRace(2): from the moment the second coroutine exists,
+/// c1 or c2 is always ready, so its non-blocking select must never take `default`.
+fn nonblock_select_race(c2_cap: usize, make_c2_ready: fn(&Sender<i32>)) {
+    let (done_tx, done_rx) = chan::bounded::<bool>(1);
+    for _ in 0..1000 {
+        let (c1_tx, c1) = chan::bounded::<i32>(1);
+        let (c2_tx, c2) = chan::bounded::<i32>(c2_cap);
+        c1_tx.send(1).unwrap();
+        let (c1b, c2b, done) = (c1.clone(), c2.clone(), done_tx.clone());
+        corio::go(move || {
+            let ok = corio::select! {
+                recv(c1b) -> _ => true,
+                recv(c2b) -> _ => true,
+                default => false,
+            };
+            done.send(ok).unwrap();
+        });
+        make_c2_ready(&c2_tx);
+        corio::select! {
+            recv(c1) -> _ => {},
+            default => {},
+        }
+        assert!(done_rx.recv().unwrap(), "no chan is ready");
     }
 }
 

@@ -18,26 +18,91 @@ pub(crate) enum Withdrawn<T> {
     Done(Option<T>),
 }
 
+/// The queue entry of an operation, while it has one: what receives and sends share.
+struct Queued<T>(Option<Arc<Entry<T>>>);
+
+impl<T> Queued<T> {
+    /// Queues a new entry with `queue` (the receive or the send queue). Lock held.
+    fn enqueue(
+        &mut self,
+        state: &mut State<T>,
+        queue: fn(&mut State<T>, Arc<Entry<T>>),
+        entry: Arc<Entry<T>>,
+    ) {
+        queue(state, entry.clone());
+        self.0 = Some(entry);
+    }
+
+    /// (H4) The owner's poll of a queued operation: `Some(slot)` once DONE.
+    fn poll_done(&mut self, cx: &mut Context<'_>) -> Option<Option<T>> {
+        let e = self.0.as_ref()?;
+        match e.signal().refresh(cx.waker()) {
+            Observed::Done(_) => Some(self.take_done()),
+            _ => None,
+        }
+    }
+
+    /// (H4) The slot after DONE was observed.
+    fn take_done(&mut self) -> Option<T> {
+        let e = self.0.take().expect("take_done without a queued operation");
+        // SAFETY: the caller observed DONE for this entry's arm (H4): nobody else touches it.
+        unsafe { e.take() }
+    }
+
+    /// Removes the (stale) entry from its queue. Lock held.
+    fn dequeue_locked(&mut self, state: &mut State<T>) {
+        if let Some(e) = self.0.take() {
+            state.dequeue(&e);
+        }
+    }
+
+    /// (H5) Withdraws the entry, whose signal the owner has already moved out of WAITING
+    /// (`cancelled`: by its own CAS; else a completer claimed it, and since the caller holds
+    /// the lock the completer held from claim to finish, it is DONE). `None` if not queued.
+    fn withdraw_locked(&mut self, state: &mut State<T>, cancelled: bool) -> Option<Withdrawn<T>> {
+        let e = self.0.take()?;
+        if cancelled {
+            state.dequeue(&e);
+        }
+        // SAFETY: we hold the channel lock, and the entry is out of the queue or DONE (H5).
+        let slot = unsafe { e.take() };
+        Some(if cancelled {
+            Withdrawn::NotDone(slot)
+        } else {
+            Withdrawn::Done(slot)
+        })
+    }
+
+    /// (H5) Cancels a lone operation (one signal, one entry). `None` if not queued.
+    fn cancel(&mut self, chan: &Chan<T>) -> Option<Withdrawn<T>> {
+        let cancelled = self.0.as_ref()?.signal().try_cancel().is_ok();
+        let mut locked = chan.lock();
+        self.withdraw_locked(locked.state(), cancelled)
+    }
+}
+
 /// A receive in progress.
 pub(crate) struct RecvOp<T> {
-    entry: Option<Arc<Entry<T>>>,
+    queued: Queued<T>,
 }
 
 impl<T> RecvOp<T> {
     pub(crate) const fn new() -> RecvOp<T> {
-        RecvOp { entry: None }
+        RecvOp {
+            queued: Queued(None),
+        }
     }
 
-    /// Polls the receive on its own: try (H1), else queue with a fresh signal, else wait.
+    /// Polls the receive on its own: try (H1), else queue with its own signal, else wait.
     pub(crate) fn poll(
         &mut self,
         chan: &Chan<T>,
         cx: &mut Context<'_>,
     ) -> Poll<Result<T, RecvError>> {
-        if let Some(e) = &self.entry {
-            return match e.signal().refresh(cx.waker()) {
-                Observed::Done(_) => Poll::Ready(self.take_done().ok_or(RecvError)),
-                _ => Poll::Pending,
+        if self.queued.0.is_some() {
+            return match self.queued.poll_done(cx) {
+                Some(slot) => Poll::Ready(slot.ok_or(RecvError)),
+                None => Poll::Pending,
             };
         }
         let mut locked = chan.lock();
@@ -59,65 +124,38 @@ impl<T> RecvOp<T> {
     /// Queues this receive under `signal` as `arm`. The caller holds the channel lock.
     pub(crate) fn enqueue_locked(&mut self, state: &mut State<T>, signal: SignalRef, arm: usize) {
         let e = Entry::new(signal, arm, None);
-        state.enqueue_recv(e.clone());
-        self.entry = Some(e);
+        self.queued.enqueue(state, State::enqueue_recv, e);
     }
 
     /// (H4) The slot after DONE was observed: the value, or `None` if the channel closed.
     pub(crate) fn take_done(&mut self) -> Option<T> {
-        let e = self
-            .entry
-            .take()
-            .expect("take_done without a queued receive");
-        // SAFETY: the caller observed DONE for this entry's arm (H4): nobody else touches it.
-        unsafe { e.take() }
+        self.queued.take_done()
     }
 
     /// Removes the entry from the queue (it is stale: its signal left WAITING for another
     /// reason). The caller holds the channel lock.
     pub(crate) fn dequeue_locked(&mut self, state: &mut State<T>) {
-        if let Some(e) = self.entry.take() {
-            state.dequeue(&e);
-        }
+        self.queued.dequeue_locked(state);
     }
 
-    /// (H5) Withdraws a queued receive whose signal the owner has already moved out of
-    /// WAITING (`cancelled`: by its own CAS; else a completer claimed it). The caller holds
-    /// the channel lock, so a claimed entry is DONE by now.
+    /// (H5) As `Queued::withdraw_locked`, for a `select!` arm.
     pub(crate) fn withdraw_locked(
         &mut self,
         state: &mut State<T>,
         cancelled: bool,
     ) -> Withdrawn<T> {
-        let Some(e) = self.entry.take() else {
-            return Withdrawn::NotDone(None);
-        };
-        if cancelled {
-            state.dequeue(&e);
-            Withdrawn::NotDone(None)
-        } else {
-            // SAFETY: we hold the channel lock (H4/H5).
-            Withdrawn::Done(unsafe { e.take() })
-        }
+        (self.queued.withdraw_locked(state, cancelled)).unwrap_or(Withdrawn::NotDone(None))
     }
 
-    /// (H5) Cancels a lone receive (one signal, one entry) and reports how it ended.
+    /// (H5) Cancels a lone receive and reports how it ended.
     pub(crate) fn cancel(&mut self, chan: &Chan<T>) -> Withdrawn<T> {
-        let Some(e) = &self.entry else {
-            return Withdrawn::NotDone(None);
-        };
-        let cancelled = e.signal().try_cancel().is_ok();
-        let mut locked = chan.lock();
-        self.withdraw_locked(locked.state(), cancelled)
+        self.queued.cancel(chan).unwrap_or(Withdrawn::NotDone(None))
     }
 
     /// Cancels and, if a value had already been handed over, gives it back (H6): what a
     /// dropped receive does.
     pub(crate) fn cancel_and_give_back(&mut self, chan: &Chan<T>) {
-        if self.entry.is_none() {
-            return;
-        }
-        if let Withdrawn::Done(Some(v)) = self.cancel(chan) {
+        if let Some(Withdrawn::Done(Some(v))) = self.queued.cancel(chan) {
             let w = chan.lock().state().give_back(v);
             wake(w);
         }
@@ -134,27 +172,27 @@ impl<T> RecvOp<T> {
 pub(crate) struct SendOp<T> {
     /// The value, until it is sent or queued.
     value: Option<T>,
-    entry: Option<Arc<Entry<T>>>,
+    queued: Queued<T>,
 }
 
 impl<T> SendOp<T> {
     pub(crate) const fn new(value: T) -> SendOp<T> {
         SendOp {
             value: Some(value),
-            entry: None,
+            queued: Queued(None),
         }
     }
 
-    /// Polls the send on its own: try (H1), else queue with a fresh signal, else wait.
+    /// Polls the send on its own: try (H1), else queue with its own signal, else wait.
     pub(crate) fn poll(
         &mut self,
         chan: &Chan<T>,
         cx: &mut Context<'_>,
     ) -> Poll<Result<(), SendError<T>>> {
-        if let Some(e) = &self.entry {
-            return match e.signal().refresh(cx.waker()) {
-                Observed::Done(_) => Poll::Ready(self.take_done()),
-                _ => Poll::Pending,
+        if self.queued.0.is_some() {
+            return match self.queued.poll_done(cx) {
+                Some(slot) => Poll::Ready(sent(slot)),
+                None => Poll::Pending,
             };
         }
         let value = self.value.take().expect("a send polled after it completed");
@@ -188,26 +226,18 @@ impl<T> SendOp<T> {
     /// Queues this send (with its value) under `signal` as `arm`. The caller holds the lock.
     pub(crate) fn enqueue_locked(&mut self, state: &mut State<T>, signal: SignalRef, arm: usize) {
         let e = Entry::new(signal, arm, self.value.take());
-        state.enqueue_send(e.clone());
-        self.entry = Some(e);
+        self.queued.enqueue(state, State::enqueue_send, e);
     }
 
     /// (H4) The outcome after DONE was observed: sent, or the closing channel handed the
     /// value back.
     pub(crate) fn take_done(&mut self) -> Result<(), SendError<T>> {
-        let e = self.entry.take().expect("take_done without a queued send");
-        // SAFETY: the caller observed DONE for this entry's arm (H4): nobody else touches it.
-        match unsafe { e.take() } {
-            None => Ok(()),
-            Some(v) => Err(SendError(v)),
-        }
+        sent(self.queued.take_done())
     }
 
     /// As [`RecvOp::dequeue_locked`].
     pub(crate) fn dequeue_locked(&mut self, state: &mut State<T>) {
-        if let Some(e) = self.entry.take() {
-            state.dequeue(&e);
-        }
+        self.queued.dequeue_locked(state);
     }
 
     /// As [`RecvOp::withdraw_locked`]; a withdrawn send hands its value back.
@@ -216,33 +246,28 @@ impl<T> SendOp<T> {
         state: &mut State<T>,
         cancelled: bool,
     ) -> Withdrawn<T> {
-        let Some(e) = self.entry.take() else {
-            return Withdrawn::NotDone(self.value.take());
-        };
-        if cancelled {
-            state.dequeue(&e);
-        }
-        // SAFETY: we hold the channel lock, and the entry is out of the queue or DONE (H5).
-        let slot = unsafe { e.take() };
-        if cancelled {
-            Withdrawn::NotDone(slot)
-        } else {
-            Withdrawn::Done(slot)
-        }
+        let value = &mut self.value;
+        (self.queued.withdraw_locked(state, cancelled))
+            .unwrap_or_else(|| Withdrawn::NotDone(value.take()))
     }
 
     /// (H5) Cancels a lone send and reports how it ended.
     pub(crate) fn cancel(&mut self, chan: &Chan<T>) -> Withdrawn<T> {
-        let Some(e) = &self.entry else {
-            return Withdrawn::NotDone(self.value.take());
-        };
-        let cancelled = e.signal().try_cancel().is_ok();
-        let mut locked = chan.lock();
-        self.withdraw_locked(locked.state(), cancelled)
+        let value = &mut self.value;
+        (self.queued.cancel(chan)).unwrap_or_else(|| Withdrawn::NotDone(value.take()))
     }
 
     /// Whether the operation is queued.
     pub(crate) fn is_queued(&self) -> bool {
-        self.entry.is_some()
+        self.queued.0.is_some()
+    }
+}
+
+/// A completed send's slot: empty if the value was taken, else the closing channel handed it
+/// back.
+fn sent<T>(slot: Option<T>) -> Result<(), SendError<T>> {
+    match slot {
+        None => Ok(()),
+        Some(v) => Err(SendError(v)),
     }
 }

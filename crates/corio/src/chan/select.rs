@@ -160,18 +160,39 @@ impl<'a, T> SendArm<'a, T> {
     }
 }
 
+/// The `Arm` methods that are the same for both kinds: they only reach the channel and the
+/// op's queue entry.
+macro_rules! arm_plumbing {
+    () => {
+        fn chan_id(&self) -> usize {
+            self.chan.id()
+        }
+
+        fn lock(&self) {
+            self.chan.raw_lock().lock();
+        }
+
+        unsafe fn unlock(&self) {
+            self.chan.raw_lock().unlock();
+        }
+
+        unsafe fn enqueue_locked(&mut self, signal: &ArmSignal, arm: usize) {
+            // SAFETY: the caller holds the lock (this method's contract).
+            let state = unsafe { self.chan.state_locked() };
+            self.op
+                .enqueue_locked(state, SignalRef::Shared(signal.0.clone()), arm);
+        }
+
+        unsafe fn dequeue_locked(&mut self) {
+            // SAFETY: the caller holds the lock (this method's contract).
+            let state = unsafe { self.chan.state_locked() };
+            self.op.dequeue_locked(state);
+        }
+    };
+}
+
 impl<T> Arm for RecvArm<'_, T> {
-    fn chan_id(&self) -> usize {
-        self.chan.id()
-    }
-
-    fn lock(&self) {
-        self.chan.raw_lock().lock();
-    }
-
-    unsafe fn unlock(&self) {
-        self.chan.raw_lock().unlock();
-    }
+    arm_plumbing!();
 
     unsafe fn try_locked(&mut self) -> Option<Option<Waker>> {
         // SAFETY: the caller holds the lock (this method's contract).
@@ -189,19 +210,6 @@ impl<T> Arm for RecvArm<'_, T> {
         }
     }
 
-    unsafe fn enqueue_locked(&mut self, signal: &ArmSignal, arm: usize) {
-        // SAFETY: the caller holds the lock.
-        let state = unsafe { self.chan.state_locked() };
-        self.op
-            .enqueue_locked(state, SignalRef::Shared(signal.0.clone()), arm);
-    }
-
-    unsafe fn dequeue_locked(&mut self) {
-        // SAFETY: the caller holds the lock.
-        let state = unsafe { self.chan.state_locked() };
-        self.op.dequeue_locked(state);
-    }
-
     fn complete(&mut self) {
         self.result = Some(self.op.take_done().ok_or(RecvError));
     }
@@ -217,17 +225,7 @@ impl<T> Arm for RecvArm<'_, T> {
 }
 
 impl<T> Arm for SendArm<'_, T> {
-    fn chan_id(&self) -> usize {
-        self.chan.id()
-    }
-
-    fn lock(&self) {
-        self.chan.raw_lock().lock();
-    }
-
-    unsafe fn unlock(&self) {
-        self.chan.raw_lock().unlock();
-    }
+    arm_plumbing!();
 
     unsafe fn try_locked(&mut self) -> Option<Option<Waker>> {
         // SAFETY: the caller holds the lock (this method's contract).
@@ -247,19 +245,6 @@ impl<T> Arm for SendArm<'_, T> {
                 None
             }
         }
-    }
-
-    unsafe fn enqueue_locked(&mut self, signal: &ArmSignal, arm: usize) {
-        // SAFETY: the caller holds the lock.
-        let state = unsafe { self.chan.state_locked() };
-        self.op
-            .enqueue_locked(state, SignalRef::Shared(signal.0.clone()), arm);
-    }
-
-    unsafe fn dequeue_locked(&mut self) {
-        // SAFETY: the caller holds the lock.
-        let state = unsafe { self.chan.state_locked() };
-        self.op.dequeue_locked(state);
     }
 
     fn complete(&mut self) {
