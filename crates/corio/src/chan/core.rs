@@ -160,6 +160,11 @@ impl Signal {
     /// store closes the lost-wake-up window: a completer that took the old waker stored DONE
     /// before it locked `waker`, so this read (after our lock of `waker`) sees it.
     pub(crate) fn refresh(&self, waker: &Waker) -> Observed {
+        // Fast path: woken because it is done (the usual case), the waker is not needed.
+        let seen = self.observe();
+        if matches!(seen, Observed::Done(_)) {
+            return seen;
+        }
         {
             let mut slot = self.waker.lock().unwrap_or_else(|e| e.into_inner());
             match &*slot {
