@@ -137,6 +137,9 @@ fn run(opts: &Opts) -> Vec<Measurement> {
                 warm.to_string(),
             ]
         };
+        // The sieve to the 10,000th prime takes tens of seconds per run on a loaded 2-vCPU
+        // machine; the default 120 s child timeout is too short for it.
+        let limit = Duration::from_secs(if program == "sieve" { 900 } else { 120 });
         let launches: Vec<Launch> = rows
             .iter()
             .map(|(_, key, _)| match *key {
@@ -146,8 +149,9 @@ fn run(opts: &Opts) -> Vec<Measurement> {
                     program.to_string(),
                     n.to_string(),
                     warm.to_string(),
-                ]),
-                key => Ok(ChildCommand::new("chan").args(args(key))),
+                ])
+                .map(|c| c.timeout(limit)),
+                key => Ok(ChildCommand::new("chan").args(args(key)).timeout(limit)),
             })
             .collect();
         let series = fresh::run(&launches, runs, 0);

@@ -8,7 +8,7 @@ use std::task::Waker;
 use crate::loom::cell::UnsafeCell;
 #[cfg(not(loom))]
 use crate::loom::sync::atomic::AtomicBool;
-use crate::loom::sync::atomic::{AtomicUsize, Ordering};
+use crate::loom::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use crate::loom::sync::{Arc, Mutex};
 
 /// A channel's lock: a test-and-set spin lock that yields the thread after a short spin.
@@ -150,9 +150,13 @@ pub(crate) struct Signal {
 
 impl Signal {
     pub(crate) fn new(waker: &Waker) -> Signal {
+        Signal::with(Some(waker.clone()))
+    }
+
+    fn with(waker: Option<Waker>) -> Signal {
         Signal {
             state: AtomicUsize::new(WAITING),
-            waker: Mutex::new(Some(waker.clone())),
+            waker: Mutex::new(waker),
         }
     }
 
@@ -247,6 +251,15 @@ impl<T> Entry<T> {
         })
     }
 
+    /// A lone operation's entry (its own signal, arm 0).
+    fn lone(waker: Option<Waker>, value: Option<T>) -> Entry<T> {
+        Entry {
+            signal: SignalRef::Own(Signal::with(waker)),
+            arm: 0,
+            slot: UnsafeCell::new(value),
+        }
+    }
+
     pub(crate) fn signal(&self) -> &Signal {
         match &self.signal {
             SignalRef::Own(s) => s,
@@ -299,6 +312,9 @@ pub(crate) struct Chan<T> {
     /// Live `Sender`s / `Receiver`s; the last one of either kind closes the channel.
     pub(crate) senders: AtomicUsize,
     pub(crate) receivers: AtomicUsize,
+    /// One emptied lone entry kept for the next lone wait on this channel (null if none),
+    /// from `Arc::into_raw` of an entry nobody else holds: a ping-pong allocates nothing.
+    spare: AtomicPtr<Entry<T>>,
 }
 
 // SAFETY: the state is only reached under `lock` (see `Locked`); values of `T` move between
@@ -354,7 +370,55 @@ impl<T> Chan<T> {
             cap,
             senders: AtomicUsize::new(1),
             receivers: AtomicUsize::new(1),
+            spare: AtomicPtr::new(std::ptr::null_mut()),
         })
+    }
+
+    /// An entry for a lone wait: the spare one if there is one, else a new one.
+    pub(crate) fn lone_entry(&self, waker: &Waker, value: Option<T>) -> Arc<Entry<T>> {
+        let fresh = Entry::lone(Some(waker.clone()), value);
+        match self.take_spare() {
+            Some(mut e) => {
+                let only = Arc::get_mut(&mut e).expect("a spare entry has one owner");
+                *only = fresh;
+                e
+            }
+            None => Arc::new(fresh),
+        }
+    }
+
+    fn take_spare(&self) -> Option<Arc<Entry<T>>> {
+        // Acquire: pairs with the Release exchange in `recycle`, so the emptied entry is seen.
+        let p = self.spare.swap(std::ptr::null_mut(), Ordering::Acquire);
+        // SAFETY: a non-null `spare` came from `Arc::into_raw` in `recycle`, and the swap
+        // made this call its only taker.
+        (!p.is_null()).then(|| unsafe { Arc::from_raw(p) })
+    }
+
+    /// Keeps a finished lone entry as the spare, if nobody else holds it and there is none.
+    pub(crate) fn recycle(&self, mut e: Arc<Entry<T>>) {
+        let Some(only) = Arc::get_mut(&mut e) else {
+            return;
+        };
+        if !matches!(only.signal, SignalRef::Own(_)) {
+            return;
+        }
+        // Emptied now: no value or waker (a reference to a task) outlives its operation.
+        *only = Entry::lone(None, None);
+        let p = Arc::into_raw(e).cast_mut();
+        // Release: pairs with the Acquire swap in `take_spare`.
+        if (self.spare)
+            .compare_exchange(
+                std::ptr::null_mut(),
+                p,
+                Ordering::Release,
+                Ordering::Relaxed,
+            )
+            .is_err()
+        {
+            // SAFETY: `p` came from `Arc::into_raw` just above and was not published.
+            drop(unsafe { Arc::from_raw(p) });
+        }
     }
 
     /// An identity for lock ordering and duplicate detection in `select!`.
@@ -385,6 +449,12 @@ impl<T> Chan<T> {
     pub(crate) unsafe fn state_locked(&self) -> &mut State<T> {
         // SAFETY: exclusive per this function's contract (the lock is held).
         self.state.with_mut(|p| unsafe { &mut *p })
+    }
+}
+
+impl<T> Drop for Chan<T> {
+    fn drop(&mut self) {
+        drop(self.take_spare());
     }
 }
 

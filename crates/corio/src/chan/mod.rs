@@ -89,9 +89,12 @@
 //!
 //! # Costs
 //!
-//! An operation that completes at once takes the lock and allocates nothing. One that waits
-//! allocates its signal and its entry (two small `Arc`s) for the wait; the values themselves
-//! never go through the heap except in the buffer. The lock is a spin-then-yield lock
+//! An operation that completes at once takes the lock and allocates nothing. A lone send or
+//! receive that waits needs one entry (an `Arc` holding its signal and value slot); the
+//! channel keeps one emptied entry as a spare for the next wait (`Chan::recycle`), so a
+//! ping-pong allocates nothing in the steady state. A `select!` that waits allocates its
+//! shared signal and one entry per arm. Values never go through the heap except in the
+//! buffer. The lock is a spin-then-yield lock
 //! (`core.rs`, `RawLock`) whose critical sections never suspend.
 
 mod core;

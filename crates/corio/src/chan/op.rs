@@ -4,7 +4,7 @@
 
 use std::task::{Context, Poll};
 
-use super::core::{Chan, Entry, Observed, Signal, SignalRef, State, TryRecv, TrySend, Wake, wake};
+use super::core::{Chan, Entry, Observed, SignalRef, State, TryRecv, TrySend, Wake, wake};
 use super::error::{RecvError, SendError};
 use crate::loom::sync::Arc;
 
@@ -33,13 +33,18 @@ impl<T> Queued<T> {
         self.0 = Some(entry);
     }
 
-    /// (H4) The owner's poll of a queued operation: `Some(slot)` once DONE.
-    fn poll_done(&mut self, cx: &mut Context<'_>) -> Option<Option<T>> {
+    /// (H4) The owner's poll of a queued lone operation: `Some(slot)` once DONE (and the
+    /// entry goes back to the channel as its spare).
+    fn poll_done(&mut self, chan: &Chan<T>, cx: &mut Context<'_>) -> Option<Option<T>> {
         let e = self.0.as_ref()?;
-        match e.signal().refresh(cx.waker()) {
-            Observed::Done(_) => Some(self.take_done()),
-            _ => None,
+        if !matches!(e.signal().refresh(cx.waker()), Observed::Done(_)) {
+            return None;
         }
+        let e = self.0.take()?;
+        // SAFETY: we observed DONE for this entry's arm (H4): nobody else touches the slot.
+        let slot = unsafe { e.take() };
+        chan.recycle(e);
+        Some(slot)
     }
 
     /// (H4) The slot after DONE was observed.
@@ -100,7 +105,7 @@ impl<T> RecvOp<T> {
         cx: &mut Context<'_>,
     ) -> Poll<Result<T, RecvError>> {
         if self.queued.0.is_some() {
-            return match self.queued.poll_done(cx) {
+            return match self.queued.poll_done(chan, cx) {
                 Some(slot) => Poll::Ready(slot.ok_or(RecvError)),
                 None => Poll::Pending,
             };
@@ -115,7 +120,8 @@ impl<T> RecvOp<T> {
             }
             TryRecv::Closed => Poll::Ready(Err(RecvError)),
             TryRecv::Empty => {
-                self.enqueue_locked(state, SignalRef::Own(Signal::new(cx.waker())), 0);
+                let e = chan.lone_entry(cx.waker(), None);
+                self.queued.enqueue(state, State::enqueue_recv, e);
                 Poll::Pending
             }
         }
@@ -190,7 +196,7 @@ impl<T> SendOp<T> {
         cx: &mut Context<'_>,
     ) -> Poll<Result<(), SendError<T>>> {
         if self.queued.0.is_some() {
-            return match self.queued.poll_done(cx) {
+            return match self.queued.poll_done(chan, cx) {
                 Some(slot) => Poll::Ready(sent(slot)),
                 None => Poll::Pending,
             };
@@ -206,8 +212,8 @@ impl<T> SendOp<T> {
             }
             TrySend::Closed(v) => Poll::Ready(Err(SendError(v))),
             TrySend::Full(v) => {
-                self.value = Some(v);
-                self.enqueue_locked(state, SignalRef::Own(Signal::new(cx.waker())), 0);
+                let e = chan.lone_entry(cx.waker(), Some(v));
+                self.queued.enqueue(state, State::enqueue_send, e);
                 Poll::Pending
             }
         }
