@@ -595,7 +595,10 @@ mod tests {
 ///     let mut got = Vec::new();
 ///     loop {
 ///         corio::select! {
-///             recv(rx) -> v => got.push(v.unwrap()),
+///             recv(rx) -> v => match v {
+///                 Ok(v) => got.push(v),
+///                 Err(_) => break, // closed: the sender is gone
+///             },
 ///             recv(done_rx) -> _ => break,
 ///             after(Duration::from_secs(10)) => panic!("timed out"),
 ///         }
