@@ -122,3 +122,24 @@ fn loom_select_registration_completes_exactly_one_arm() {
         }
     });
 }
+
+#[test]
+fn loom_a_ping_pong_reuses_spare_entries_safely() {
+    // Two round trips: the second wait on each channel takes the entry the first one left as
+    // the channel's spare, racing the completer that may still hold its clone.
+    loom::model(|| {
+        let (ping_tx, ping_rx) = bounded::<u32>(0);
+        let (pong_tx, pong_rx) = bounded::<u32>(0);
+        let echo = thread::spawn(move || {
+            for _ in 0..2 {
+                let v = block_on(ping_rx.recv_async()).unwrap();
+                block_on(pong_tx.send_async(v + 1)).unwrap();
+            }
+        });
+        for i in 0..2 {
+            block_on(ping_tx.send_async(i)).unwrap();
+            assert_eq!(block_on(pong_rx.recv_async()), Ok(i + 1));
+        }
+        echo.join().unwrap();
+    });
+}
