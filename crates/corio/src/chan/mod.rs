@@ -158,6 +158,16 @@ pub fn unbounded<T>() -> (Sender<T>, Receiver<T>) {
     pair(Chan::new(usize::MAX))
 }
 
+// Send and Sync, checked at compile time: the ends and the futures of a channel of `Send`
+// values go anywhere.
+const _: () = {
+    const fn send_sync<T: Send + Sync>() {}
+    send_sync::<Sender<u8>>();
+    send_sync::<Receiver<u8>>();
+    send_sync::<SendFuture<'static, u8>>();
+    send_sync::<RecvFuture<'static, u8>>();
+};
+
 fn pair<T>(chan: Arc<Chan<T>>) -> (Sender<T>, Receiver<T>) {
     (
         Sender { chan: chan.clone() },
@@ -169,6 +179,14 @@ fn pair<T>(chan: Arc<Chan<T>>) -> (Sender<T>, Receiver<T>) {
 }
 
 /// The sending end of a channel. Cloneable; the channel closes when the last one is dropped.
+///
+/// A channel's ends cross threads exactly when its values may:
+///
+/// ```compile_fail
+/// fn send<T: Send>(_: T) {}
+/// let (tx, _rx) = corio::chan::bounded::<std::rc::Rc<u8>>(1);
+/// send(tx); // `Rc` is not `Send`, so neither is a channel of them
+/// ```
 pub struct Sender<T> {
     chan: Arc<Chan<T>>,
 }
@@ -505,9 +523,7 @@ impl<T> Future for SendTimeoutFuture<'_, T> {
     type Output = Result<(), SendTimeoutError<T>>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        // SAFETY: nothing here is moved out of the pinned struct; `Sleep` and `SendFuture` are
-        // `Unpin`, so this is only a projection.
-        let this = unsafe { self.get_unchecked_mut() };
+        let this = self.get_mut(); // every field is `Unpin`
         if let Poll::Ready(r) = Pin::new(&mut this.send).poll(cx) {
             return Poll::Ready(r.map_err(SendTimeoutError::from));
         }
@@ -535,8 +551,7 @@ impl<T> Future for RecvTimeoutFuture<'_, T> {
     type Output = Result<T, RecvTimeoutError>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        // SAFETY: as in `SendTimeoutFuture::poll`: a projection onto `Unpin` fields.
-        let this = unsafe { self.get_unchecked_mut() };
+        let this = self.get_mut(); // every field is `Unpin`
         if let Poll::Ready(r) = Pin::new(&mut this.recv).poll(cx) {
             return Poll::Ready(r.map_err(RecvTimeoutError::from));
         }
