@@ -93,6 +93,7 @@
 
 mod block_on;
 pub mod fs;
+pub mod chan;
 // `gen` is a reserved keyword in Rust 2024, so the module is `generator` (the files keep the
 // short name).
 #[path = "gen/mod.rs"]

@@ -7,6 +7,7 @@
 use crate::opts::Opts;
 use crate::report::Measurement;
 
+mod chan;
 mod create;
 mod fairness;
 mod fresh;
@@ -49,6 +50,7 @@ pub static CASES: &[Case] = &[
     fairness::CASE,
     idle::CASE,
     mutex::CASE,
+    chan::CASE,
 ];
 
 /// The case named `name`.

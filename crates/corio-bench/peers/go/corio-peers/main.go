@@ -13,6 +13,7 @@
 //	corio-peers fairness <procs> <hogs> <window ms>
 //	corio-peers idle     <procs> <settle ms> <window ms>
 //	corio-peers mutex    <procs> <lockers> <n lock+unlock in all> <warm-up n>
+//	corio-peers chan     <procs> <pingpong|mpmc|sieve> <n> <warm-up n>
 package main
 
 import (
@@ -70,6 +71,11 @@ func main() {
 			time.Duration(intArg(4, "window ms"))*time.Millisecond)
 	case "mutex":
 		mutexMain(intArg(3, "lockers"), intArg(4, "n"), intArg(5, "warm-up n"))
+	case "chan":
+		if len(os.Args) < 4 {
+			fail("missing argument 3 (pingpong|mpmc|sieve)")
+		}
+		chanMain(os.Args[3], intArg(4, "n"), intArg(5, "warm-up n"))
 	default:
 		fail("unknown subcommand %q", os.Args[1])
 	}
@@ -319,4 +325,118 @@ func mutexMain(lockers, n, warm int) {
 	}
 	d := mutexRun(lockers, n)
 	emit("ns_per_lock", float64(d.Nanoseconds())/float64(n/lockers*lockers))
+}
+
+// chan pingpong: the main goroutine and an echo goroutine pass a value back and forth over two
+// unbuffered channels, n round trips (2n hand-offs). Reports ns per hand-off.
+func pingpongRun(n int) time.Duration {
+	ping := make(chan int)
+	pong := make(chan int)
+	go func() {
+		for v := range ping {
+			pong <- v + 1
+		}
+	}()
+	start := time.Now()
+	for i := 0; i < n; i++ {
+		ping <- i
+		if <-pong != i+1 {
+			fail("pingpong: wrong echo")
+		}
+	}
+	d := time.Since(start)
+	close(ping)
+	return d
+}
+
+// chan mpmc: 4 producers send n values each into one channel of capacity 1024; 4 consumers
+// receive until it is closed. Reports messages per second.
+func mpmcRun(n int) time.Duration {
+	c := make(chan int, 1024)
+	var producers, consumers sync.WaitGroup
+	var total int64
+	start := time.Now()
+	for p := 0; p < 4; p++ {
+		producers.Add(1)
+		go func() {
+			for i := 0; i < n; i++ {
+				c <- i
+			}
+			producers.Done()
+		}()
+	}
+	for k := 0; k < 4; k++ {
+		consumers.Add(1)
+		go func() {
+			var got int64
+			for range c {
+				got++
+			}
+			atomic.AddInt64(&total, got)
+			consumers.Done()
+		}()
+	}
+	producers.Wait()
+	close(c)
+	consumers.Wait()
+	d := time.Since(start)
+	if total != int64(4*n) {
+		fail("mpmc: received %d of %d", total, 4*n)
+	}
+	return d
+}
+
+// chan sieve: the concurrent prime sieve of the Go tour, to the n-th prime. As in the
+// original, the chain is never torn down: the process exits after the measurement.
+func sieveGenerate(ch chan<- int) {
+	for i := 2; ; i++ {
+		ch <- i
+	}
+}
+
+func sieveFilter(in <-chan int, out chan<- int, prime int) {
+	for {
+		i := <-in
+		if i%prime != 0 {
+			out <- i
+		}
+	}
+}
+
+func sieveRun(n int) (time.Duration, int) {
+	start := time.Now()
+	ch := make(chan int)
+	go sieveGenerate(ch)
+	prime := 0
+	for i := 0; i < n; i++ {
+		prime = <-ch
+		if i == n-1 {
+			break
+		}
+		ch1 := make(chan int)
+		go sieveFilter(ch, ch1, prime)
+		ch = ch1
+	}
+	return time.Since(start), prime
+}
+
+func chanMain(what string, n, warm int) {
+	switch what {
+	case "pingpong":
+		if warm > 0 {
+			pingpongRun(warm)
+		}
+		emit("value", float64(pingpongRun(n).Nanoseconds())/float64(2*n))
+	case "mpmc":
+		if warm > 0 {
+			mpmcRun(warm)
+		}
+		emit("value", float64(4*n)/mpmcRun(n).Seconds())
+	case "sieve":
+		d, p := sieveRun(n)
+		emit("prime", p)
+		emit("value", float64(d.Nanoseconds())/1e6)
+	default:
+		fail("unknown chan benchmark %q", what)
+	}
 }

@@ -1,0 +1,145 @@
+//! Loom models of the channel core (send/recv/close/cancel races) and of select
+//! registration. Each model is two or three threads over one or two rendezvous channels, small
+//! enough to finish in seconds with `LOOM_MAX_PREEMPTIONS=2` (.ci/run).
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll, Waker};
+
+use loom::future::block_on;
+use loom::thread;
+
+use super::select::{Arm, RecvArm, SelectFuture, Selected};
+use super::{TryRecvError, TrySendError, bounded};
+
+fn poll_once<F: Future + Unpin>(fut: &mut F) -> Poll<F::Output> {
+    Pin::new(fut).poll(&mut Context::from_waker(Waker::noop()))
+}
+
+#[test]
+fn loom_rendezvous_send_meets_recv_or_close() {
+    loom::model(|| {
+        let (tx, rx) = bounded::<u32>(0);
+        let tx2 = tx.clone();
+        let sender = thread::spawn(move || block_on(tx2.send_async(1)));
+        let receiver = thread::spawn(move || block_on(rx.recv_async()));
+        tx.close();
+        let sent = sender.join().unwrap();
+        let got = receiver.join().unwrap();
+        // Either the hand-off happened (both sides agree) or close stopped both.
+        match sent {
+            Ok(()) => assert_eq!(got, Ok(1)),
+            Err(e) => {
+                assert_eq!(e.0, 1, "a failed send hands its value back");
+                assert!(got.is_err());
+            }
+        }
+    });
+}
+
+#[test]
+fn loom_a_buffered_value_and_a_waiting_sender_keep_fifo_order() {
+    loom::model(|| {
+        let (tx, rx) = bounded::<u32>(1);
+        tx.try_send(1).unwrap();
+        let sender = thread::spawn(move || block_on(tx.send_async(2)));
+        let a = block_on(rx.recv_async());
+        let b = block_on(rx.recv_async());
+        sender.join().unwrap().unwrap();
+        assert_eq!((a, b), (Ok(1), Ok(2)));
+    });
+}
+
+#[test]
+fn loom_a_receive_cancelled_during_a_hand_off_loses_no_value() {
+    loom::model(|| {
+        let (tx, rx) = bounded::<u32>(0);
+        let mut fut = rx.recv_async();
+        assert!(poll_once(&mut fut).is_pending());
+        let sender = thread::spawn(move || tx.try_send(7).map_err(TrySendError::into_inner));
+        drop(fut); // cancel, racing the hand-off
+        match sender.join().unwrap() {
+            Ok(()) => assert_eq!(rx.try_recv(), Ok(7), "a handed-off value is given back"),
+            Err(v) => {
+                assert_eq!(v, 7);
+                assert_eq!(rx.try_recv(), Err(TryRecvError::Disconnected));
+            }
+        }
+        assert_eq!(rx.chan.lock().state().waiting(), (0, 0));
+    });
+}
+
+#[test]
+fn loom_a_send_cancelled_during_a_hand_off_is_done_or_withdrawn() {
+    loom::model(|| {
+        let (tx, rx) = bounded::<u32>(0);
+        let mut fut = tx.send_async(9);
+        assert!(poll_once(&mut fut).is_pending());
+        let receiver = thread::spawn(move || rx.try_recv());
+        drop(fut);
+        let got = receiver.join().unwrap();
+        // The receiver got the value (the send happened) or it found nothing (withdrawn).
+        assert!(matches!(got, Ok(9) | Err(TryRecvError::Empty)), "{got:?}");
+        assert_eq!(tx.chan.lock().state().waiting(), (0, 0));
+    });
+}
+
+#[test]
+fn loom_select_registration_completes_exactly_one_arm() {
+    loom::model(|| {
+        let (tx_a, rx_a) = bounded::<u32>(0);
+        let (tx_b, rx_b) = bounded::<u32>(0);
+        let selector = thread::spawn(move || {
+            let mut a = RecvArm::new(&rx_a);
+            let mut b = RecvArm::new(&rx_b);
+            let got = {
+                let arms: &mut [&mut dyn Arm] = &mut [&mut a, &mut b];
+                block_on(SelectFuture::new(arms, None, false))
+            };
+            let value = match got {
+                Selected::Arm(0) => a.take(),
+                Selected::Arm(1) => b.take(),
+                other => panic!("{other:?}"),
+            };
+            // The arm not chosen left no entry behind.
+            assert_eq!(rx_a.chan.lock().state().waiting(), (0, 0));
+            assert_eq!(rx_b.chan.lock().state().waiting(), (0, 0));
+            value
+        });
+        let tx_b2 = tx_b.clone();
+        let other = thread::spawn(move || tx_b2.try_send(2).is_ok());
+        let sent_a = tx_a.try_send(1).is_ok();
+        let sent_b = other.join().unwrap();
+        assert!(!(sent_a && sent_b), "two arms of one select completed");
+        if !sent_a && !sent_b {
+            tx_a.close();
+        }
+        let value = selector.join().unwrap();
+        match (sent_a, sent_b) {
+            (true, false) => assert_eq!(value, Ok(1)),
+            (false, true) => assert_eq!(value, Ok(2)),
+            _ => assert!(value.is_err()),
+        }
+    });
+}
+
+#[test]
+fn loom_a_ping_pong_reuses_spare_entries_safely() {
+    // Two round trips: the second wait on each channel takes the entry the first one left as
+    // the channel's spare, racing the completer that may still hold its clone.
+    loom::model(|| {
+        let (ping_tx, ping_rx) = bounded::<u32>(0);
+        let (pong_tx, pong_rx) = bounded::<u32>(0);
+        let echo = thread::spawn(move || {
+            for _ in 0..2 {
+                let v = block_on(ping_rx.recv_async()).unwrap();
+                block_on(pong_tx.send_async(v + 1)).unwrap();
+            }
+        });
+        for i in 0..2 {
+            block_on(ping_tx.send_async(i)).unwrap();
+            assert_eq!(block_on(pong_rx.recv_async()), Ok(i + 1));
+        }
+        echo.join().unwrap();
+    });
+}

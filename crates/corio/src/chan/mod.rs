@@ -1,0 +1,639 @@
+//! Channels: Go's `chan` for coroutines, async tasks and threads alike.
+//!
+//! [`bounded`]`(n)` makes a channel that buffers up to `n` values; `bounded(0)` is a rendezvous
+//! channel (Go's unbuffered `chan`): a send completes only when a receiver takes the value.
+//! [`unbounded`]`()` never makes a sender wait. Both ends are cloneable (many producers, many
+//! consumers). The [`select!`](crate::select) macro waits on several operations at once.
+//!
+//! ```
+//! let rt = corio::Runtime::builder().workers(2).build().unwrap();
+//! let total = rt.run(|| {
+//!     let (tx, rx) = corio::chan::bounded(0);
+//!     for i in 0..10u64 {
+//!         let tx = tx.clone();
+//!         corio::go(move || tx.send(i).unwrap()); // a stackful coroutine, blocking-style
+//!     }
+//!     drop(tx); // the channel closes when the last sender is gone
+//!     rx.iter().sum::<u64>()
+//! });
+//! assert_eq!(total, 45);
+//! ```
+//!
+//! # One operation, three kinds of waiter
+//!
+//! Every operation that can wait is a future (`send_async`, `recv_async`, ...); the
+//! blocking-style face (`send`, `recv`, ...) is that future run by [`block_on`](crate::block_on),
+//! which suspends a stackful coroutine, parks a plain thread, and panics with advice inside an
+//! async task. So the wait queues hold one kind of thing — an entry whose owner is woken
+//! through a `Waker` — and a stackful sender, an async receiver and a thread receiver meet on
+//! one channel without knowing of each other.
+//!
+//! # Layout (Go's `runtime/chan.go`, with Rust's ownership)
+//!
+//! A channel is one lock, a ring buffer of values, a queue of waiting receivers and a queue of
+//! waiting senders (each waiting sender holds its value in its entry), and a `closed` flag.
+//! Invariants, with the lock held: if receivers wait, the buffer is empty and no sender waits;
+//! if senders wait, the buffer is full (for a rendezvous channel: always "full").
+//!
+//! A waiting operation owns a `Signal` (a state word and a waker) and puts one `Entry` (its
+//! signal, an arm number and a value slot) in a queue. A single `recv` has one entry; a
+//! `select!` of n arms has one signal and n entries, one per channel queue. The state word is
+//! what makes "exactly one arm happens" and "a cancelled waiter loses nothing" hold.
+//!
+//! # The hand-off protocol
+//!
+//! 1. **(H1) Try.** Under the channel lock an operation first tries to complete without
+//!    waiting: a send claims the first waiting receiver and hands it the value, else buffers
+//!    it if there is room; a receive takes the oldest buffered value (and moves the first
+//!    waiting sender's value into the freed place), else takes a waiting sender's value
+//!    directly. If neither is possible it queues its entry and returns `Pending`. (`select!`
+//!    holds the locks of all its channels, in address order, for its whole first pass, so no
+//!    counterpart can slip in between trying one arm and queueing another.)
+//! 2. **(H2) Claim.** A counterpart found in a queue is *claimed* with one CAS of its signal's
+//!    state from `WAITING` to `CLAIMED(arm)`, by a completer that holds that queue's channel
+//!    lock. A failed CAS means the entry is stale (its select already chose another arm, or its
+//!    owner cancelled): the completer drops it and tries the next. At most one CAS ever
+//!    succeeds on a signal, so exactly one arm of a select happens.
+//! 3. **(H3) Finish.** Still under the lock, the completer fills the slot (a value for a
+//!    receiver; takes the value out of a sender's), stores `DONE(arm)` with Release, takes the
+//!    waker, and calls it after unlocking.
+//! 4. **(H4) Observe.** The owner, polled again, stores its current waker and then loads the
+//!    state with Acquire. `DONE(arm)`: the entry has left the queue and its slot is final, so
+//!    the owner reads it without any lock. `CLAIMED`: a wake is on its way.
+//! 5. **(H5) Cancel.** An owner that gives up (a timeout, a select's `after` arm, its future
+//!    dropped because its task was aborted or its runtime shut down) CASes `WAITING` to
+//!    `CANCELLED`. If that wins, nobody can complete it any more: it removes its entries under
+//!    each lock and the operation did not happen (a send keeps its value). If it loses, the
+//!    operation happened: after taking that arm's channel lock (which the completer held from
+//!    claim to finish) the state is `DONE`, and the slot is the owner's.
+//! 6. **(H6) Give back.** A receive that is cancelled after it was handed a value (step 5
+//!    lost) must not lose it: a timeout returns it as the result instead of timing out; a
+//!    dropped future hands it to the next waiting receiver, or else puts it back at the *front*
+//!    of the buffer, where the next receive takes it, first. So a rendezvous send that
+//!    completed always delivered its value to exactly one receiver, even if that receiver
+//!    vanished in the same instant; the price is that a rendezvous channel may briefly
+//!    buffer such a returned value (`len()` can then exceed `capacity()`).
+//!
+//! Rejected: a rendezvous sender that waits for the receiver to acknowledge the value (a
+//! second hand-shake on every hand-off, to cover a rare race that H6 covers for free); a
+//! notify-only wait queue where woken waiters retry (two selects, one sending and one
+//! receiving on a rendezvous channel, would then never meet: neither can complete the other).
+//!
+//! # Closing
+//!
+//! [`Sender::close`] (or [`Receiver::close`], or the last sender or last receiver going away)
+//! closes the channel: every waiter is completed at once, receivers with nothing and senders
+//! with their value still in the slot, which comes back in their [`SendError`]. Receivers then
+//! drain what is buffered and get [`RecvError`]; sends fail with the value handed back
+//! (where Go would panic).
+//!
+//! # Costs
+//!
+//! An operation that completes at once takes the lock and allocates nothing. A lone send or
+//! receive that waits needs one entry (an `Arc` holding its signal and value slot); the
+//! channel keeps one emptied entry as a spare for the next wait (`Chan::recycle`), so a
+//! ping-pong allocates nothing in the steady state. A `select!` that waits allocates its
+//! shared signal and one entry per arm. Values never go through the heap except in the
+//! buffer. The lock is a spin-then-yield lock
+//! (`core.rs`, `RawLock`) whose critical sections never suspend.
+
+mod core;
+mod error;
+mod op;
+pub(crate) mod select;
+
+#[cfg(all(test, loom))]
+mod loom_tests;
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use self::core::{Chan, TryRecv, TrySend, wake};
+use self::op::{RecvOp, SendOp, Withdrawn};
+use crate::loom::sync::Arc;
+use crate::loom::sync::atomic::Ordering;
+use crate::time::Sleep;
+
+pub use self::error::{
+    RecvError, RecvTimeoutError, SendError, SendTimeoutError, TryRecvError, TrySendError,
+};
+pub use self::select::{SelectFuture, Selected};
+
+#[doc(hidden)]
+pub mod __private {
+    //! What the `select!` macros expand to; not a stable API.
+    pub use super::select::{Arm, RecvArm, SelectFuture, Selected, SendArm};
+}
+
+/// Makes a channel that buffers up to `cap` values; `bounded(0)` is a rendezvous channel
+/// (Go's unbuffered `chan`).
+///
+/// ```
+/// let (tx, rx) = corio::chan::bounded(1);
+/// tx.try_send(1).unwrap();
+/// assert!(tx.try_send(2).unwrap_err().is_full());
+/// assert_eq!(rx.try_recv(), Ok(1));
+/// assert_eq!((tx.capacity(), rx.len()), (Some(1), 0));
+/// ```
+pub fn bounded<T>(cap: usize) -> (Sender<T>, Receiver<T>) {
+    assert!(cap < usize::MAX, "corio::chan::bounded: capacity too large");
+    pair(Chan::new(cap))
+}
+
+/// Makes a channel whose senders never wait.
+///
+/// ```
+/// let (tx, rx) = corio::chan::unbounded();
+/// for i in 0..1000 {
+///     tx.send(i).unwrap();
+/// }
+/// drop(tx);
+/// assert_eq!(rx.iter().count(), 1000);
+/// assert_eq!(rx.capacity(), None);
+/// ```
+pub fn unbounded<T>() -> (Sender<T>, Receiver<T>) {
+    pair(Chan::new(usize::MAX))
+}
+
+// Send and Sync, checked at compile time: the ends and the futures of a channel of `Send`
+// values go anywhere.
+const _: () = {
+    const fn send_sync<T: Send + Sync>() {}
+    send_sync::<Sender<u8>>();
+    send_sync::<Receiver<u8>>();
+    send_sync::<SendFuture<'static, u8>>();
+    send_sync::<RecvFuture<'static, u8>>();
+};
+
+fn pair<T>(chan: Arc<Chan<T>>) -> (Sender<T>, Receiver<T>) {
+    (
+        Sender { chan: chan.clone() },
+        Receiver {
+            chan,
+            stream: RecvOp::new(),
+        },
+    )
+}
+
+/// The sending end of a channel. Cloneable; the channel closes when the last one is dropped.
+///
+/// A channel's ends cross threads exactly when its values may:
+///
+/// ```compile_fail
+/// fn send<T: Send>(_: T) {}
+/// let (tx, _rx) = corio::chan::bounded::<std::rc::Rc<u8>>(1);
+/// send(tx); // `Rc` is not `Send`, so neither is a channel of them
+/// ```
+pub struct Sender<T> {
+    chan: Arc<Chan<T>>,
+}
+
+/// The receiving end of a channel. Cloneable (each value goes to one receiver); dropping the
+/// last one closes the channel for the senders.
+///
+/// It is also an iterator source ([`Receiver::iter`], `for v in rx`) and a
+/// [`futures_core::Stream`].
+pub struct Receiver<T> {
+    chan: Arc<Chan<T>>,
+    /// The receive in progress of the `Stream` implementation; owned by this handle alone.
+    stream: RecvOp<T>,
+}
+
+/// What both ends report about their channel.
+macro_rules! common_methods {
+    () => {
+        /// Values buffered now (a snapshot: other threads may change it at once).
+        pub fn len(&self) -> usize {
+            self.chan.lock().state().len()
+        }
+
+        /// Whether nothing is buffered now.
+        pub fn is_empty(&self) -> bool {
+            self.len() == 0
+        }
+
+        /// Whether the buffer is full now (a rendezvous channel always is).
+        pub fn is_full(&self) -> bool {
+            self.len() >= self.chan.cap
+        }
+
+        /// The buffer size: `Some(0)` for a rendezvous channel, `None` for an unbounded one.
+        pub fn capacity(&self) -> Option<usize> {
+            (self.chan.cap != usize::MAX).then_some(self.chan.cap)
+        }
+
+        /// Closes the channel: waiting and later sends fail with their value handed back;
+        /// receivers drain what is buffered, then get a disconnection error. Returns whether
+        /// this call closed it (`false` if it was closed already).
+        pub fn close(&self) -> bool {
+            close(&self.chan)
+        }
+
+        /// Whether the channel is closed.
+        pub fn is_closed(&self) -> bool {
+            self.chan.lock().state().is_closed()
+        }
+
+        /// Whether `self` and `other` are ends of the same channel.
+        pub fn same_channel(&self, other: &Self) -> bool {
+            Arc::ptr_eq(&self.chan, &other.chan)
+        }
+    };
+}
+
+fn close<T>(chan: &Chan<T>) -> bool {
+    let mut locked = chan.lock();
+    let state = locked.state();
+    if state.is_closed() {
+        return false;
+    }
+    let wakers = state.close();
+    drop(locked);
+    wakers.into_iter().for_each(|w| w.wake());
+    true
+}
+
+impl<T> Sender<T> {
+    /// Sends `value`, waiting while the buffer is full (for a rendezvous channel: until a
+    /// receiver takes it). Blocking-style: suspends a stackful coroutine or parks a thread.
+    ///
+    /// # Errors
+    ///
+    /// If the channel is closed (before or while waiting), with the value handed back.
+    ///
+    /// # Panics
+    ///
+    /// Inside an async task: use [`send_async`](Self::send_async) there.
+    #[track_caller]
+    pub fn send(&self, value: T) -> Result<(), SendError<T>> {
+        crate::block_on(self.send_async(value))
+    }
+
+    /// Sends `value` if that needs no waiting.
+    ///
+    /// # Errors
+    ///
+    /// [`TrySendError::Full`] if the buffer is full (no receiver waits, for a rendezvous
+    /// channel), [`TrySendError::Disconnected`] if the channel is closed; both hand the value
+    /// back.
+    pub fn try_send(&self, value: T) -> Result<(), TrySendError<T>> {
+        let mut locked = self.chan.lock();
+        match locked.state().try_send(self.chan.cap, value) {
+            TrySend::Sent(w) => {
+                drop(locked);
+                wake(w);
+                Ok(())
+            }
+            TrySend::Full(v) => Err(TrySendError::Full(v)),
+            TrySend::Closed(v) => Err(TrySendError::Disconnected(v)),
+        }
+    }
+
+    /// Sends `value`, waiting at most `timeout`.
+    ///
+    /// # Errors
+    ///
+    /// [`SendTimeoutError::Timeout`] if there was no room in time,
+    /// [`SendTimeoutError::Disconnected`] if the channel is closed; both hand the value back.
+    ///
+    /// # Panics
+    ///
+    /// Inside an async task: use [`send_timeout_async`](Self::send_timeout_async).
+    #[track_caller]
+    pub fn send_timeout(&self, value: T, timeout: Duration) -> Result<(), SendTimeoutError<T>> {
+        crate::block_on(self.send_timeout_async(value, timeout))
+    }
+
+    /// The future of a send: resolves when the value is sent or the channel closes.
+    /// Dropping it before it resolves withdraws the send (the value is dropped with it).
+    pub fn send_async(&self, value: T) -> SendFuture<'_, T> {
+        SendFuture {
+            chan: &self.chan,
+            op: SendOp::new(value),
+        }
+    }
+
+    /// The future of [`send_timeout`](Self::send_timeout).
+    pub fn send_timeout_async(&self, value: T, timeout: Duration) -> SendTimeoutFuture<'_, T> {
+        SendTimeoutFuture {
+            send: self.send_async(value),
+            sleep: crate::time::sleep_until_async(Instant::now() + timeout),
+        }
+    }
+
+    common_methods!();
+}
+
+impl<T> Receiver<T> {
+    /// Receives a value, waiting until one is sent. Blocking-style: suspends a stackful
+    /// coroutine or parks a thread.
+    ///
+    /// # Errors
+    ///
+    /// [`RecvError`] once the channel is closed and drained.
+    ///
+    /// # Panics
+    ///
+    /// Inside an async task: use [`recv_async`](Self::recv_async) there.
+    #[track_caller]
+    pub fn recv(&self) -> Result<T, RecvError> {
+        crate::block_on(self.recv_async())
+    }
+
+    /// Receives a value if one is there without waiting.
+    ///
+    /// # Errors
+    ///
+    /// [`TryRecvError::Empty`] if nothing is there, [`TryRecvError::Disconnected`] once the
+    /// channel is closed and drained.
+    pub fn try_recv(&self) -> Result<T, TryRecvError> {
+        let mut locked = self.chan.lock();
+        match locked.state().try_recv(self.chan.cap) {
+            TryRecv::Got(v, w) => {
+                drop(locked);
+                wake(w);
+                Ok(v)
+            }
+            TryRecv::Empty => Err(TryRecvError::Empty),
+            TryRecv::Closed => Err(TryRecvError::Disconnected),
+        }
+    }
+
+    /// Receives a value, waiting at most `timeout`.
+    ///
+    /// # Errors
+    ///
+    /// [`RecvTimeoutError::Timeout`] if nothing came in time, [`RecvTimeoutError::Disconnected`]
+    /// once the channel is closed and drained.
+    ///
+    /// # Panics
+    ///
+    /// Inside an async task: use [`recv_timeout_async`](Self::recv_timeout_async).
+    #[track_caller]
+    pub fn recv_timeout(&self, timeout: Duration) -> Result<T, RecvTimeoutError> {
+        crate::block_on(self.recv_timeout_async(timeout))
+    }
+
+    /// The future of a receive. Dropping it after a value was handed to it but before it
+    /// resolved gives the value back to the channel (module docs, H6).
+    pub fn recv_async(&self) -> RecvFuture<'_, T> {
+        RecvFuture {
+            chan: &self.chan,
+            op: RecvOp::new(),
+        }
+    }
+
+    /// The future of [`recv_timeout`](Self::recv_timeout).
+    pub fn recv_timeout_async(&self, timeout: Duration) -> RecvTimeoutFuture<'_, T> {
+        RecvTimeoutFuture {
+            recv: self.recv_async(),
+            sleep: crate::time::sleep_until_async(Instant::now() + timeout),
+        }
+    }
+
+    /// A blocking iterator: yields values until the channel is closed and drained.
+    pub fn iter(&self) -> Iter<'_, T> {
+        Iter { rx: self }
+    }
+
+    /// An iterator over the values there now, without waiting.
+    pub fn try_iter(&self) -> TryIter<'_, T> {
+        TryIter { rx: self }
+    }
+
+    common_methods!();
+}
+
+impl<T> Clone for Sender<T> {
+    fn clone(&self) -> Self {
+        // Relaxed: a new handle is made from a live one, so the count cannot be zero
+        // concurrently (std's `Arc::clone` argument).
+        self.chan.senders.fetch_add(1, Ordering::Relaxed);
+        Sender {
+            chan: self.chan.clone(),
+        }
+    }
+}
+
+impl<T> Clone for Receiver<T> {
+    fn clone(&self) -> Self {
+        // Relaxed: as for `Sender::clone`.
+        self.chan.receivers.fetch_add(1, Ordering::Relaxed);
+        Receiver {
+            chan: self.chan.clone(),
+            stream: RecvOp::new(),
+        }
+    }
+}
+
+impl<T> Drop for Sender<T> {
+    fn drop(&mut self) {
+        // AcqRel: the last decrement must see every other handle's earlier work; the close it
+        // then does takes the lock anyway.
+        if self.chan.senders.fetch_sub(1, Ordering::AcqRel) == 1 {
+            close(&self.chan);
+        }
+    }
+}
+
+impl<T> Drop for Receiver<T> {
+    fn drop(&mut self) {
+        self.stream.cancel_and_give_back(&self.chan);
+        // AcqRel: as for `Sender::drop`.
+        if self.chan.receivers.fetch_sub(1, Ordering::AcqRel) == 1 {
+            close(&self.chan);
+        }
+    }
+}
+
+impl<T> fmt::Debug for Sender<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Sender").finish_non_exhaustive()
+    }
+}
+
+impl<T> fmt::Debug for Receiver<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Receiver").finish_non_exhaustive()
+    }
+}
+
+/// The future of [`Sender::send_async`].
+#[must_use = "futures do nothing unless polled"]
+pub struct SendFuture<'a, T> {
+    chan: &'a Chan<T>,
+    op: SendOp<T>,
+}
+
+impl<T> Unpin for SendFuture<'_, T> {}
+
+impl<T> Future for SendFuture<'_, T> {
+    type Output = Result<(), SendError<T>>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        this.op.poll(this.chan, cx)
+    }
+}
+
+impl<T> Drop for SendFuture<'_, T> {
+    fn drop(&mut self) {
+        if self.op.is_queued() {
+            // Withdrawn: the value is dropped here; done: it was delivered (H5).
+            drop(self.op.cancel(self.chan));
+        }
+    }
+}
+
+/// The future of [`Receiver::recv_async`].
+#[must_use = "futures do nothing unless polled"]
+pub struct RecvFuture<'a, T> {
+    chan: &'a Chan<T>,
+    op: RecvOp<T>,
+}
+
+impl<T> Unpin for RecvFuture<'_, T> {}
+
+impl<T> Future for RecvFuture<'_, T> {
+    type Output = Result<T, RecvError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        this.op.poll(this.chan, cx)
+    }
+}
+
+impl<T> Drop for RecvFuture<'_, T> {
+    fn drop(&mut self) {
+        self.op.cancel_and_give_back(self.chan);
+    }
+}
+
+/// The future of [`Sender::send_timeout_async`].
+#[must_use = "futures do nothing unless polled"]
+pub struct SendTimeoutFuture<'a, T> {
+    send: SendFuture<'a, T>,
+    sleep: Sleep,
+}
+
+impl<T> Future for SendTimeoutFuture<'_, T> {
+    type Output = Result<(), SendTimeoutError<T>>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut(); // every field is `Unpin`
+        if let Poll::Ready(r) = Pin::new(&mut this.send).poll(cx) {
+            return Poll::Ready(r.map_err(SendTimeoutError::from));
+        }
+        if Pin::new(&mut this.sleep).poll(cx).is_pending() {
+            return Poll::Pending;
+        }
+        Poll::Ready(match this.send.op.cancel(this.send.chan) {
+            Withdrawn::NotDone(v) => Err(SendTimeoutError::Timeout(
+                v.expect("a withdrawn send keeps its value"),
+            )),
+            Withdrawn::Done(None) => Ok(()),
+            Withdrawn::Done(Some(v)) => Err(SendTimeoutError::Disconnected(v)),
+        })
+    }
+}
+
+/// The future of [`Receiver::recv_timeout_async`].
+#[must_use = "futures do nothing unless polled"]
+pub struct RecvTimeoutFuture<'a, T> {
+    recv: RecvFuture<'a, T>,
+    sleep: Sleep,
+}
+
+impl<T> Future for RecvTimeoutFuture<'_, T> {
+    type Output = Result<T, RecvTimeoutError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut(); // every field is `Unpin`
+        if let Poll::Ready(r) = Pin::new(&mut this.recv).poll(cx) {
+            return Poll::Ready(r.map_err(RecvTimeoutError::from));
+        }
+        if Pin::new(&mut this.sleep).poll(cx).is_pending() {
+            return Poll::Pending;
+        }
+        // H6: a value handed over in the same instant is returned rather than lost.
+        Poll::Ready(match this.recv.op.cancel(this.recv.chan) {
+            Withdrawn::NotDone(_) => Err(RecvTimeoutError::Timeout),
+            Withdrawn::Done(Some(v)) => Ok(v),
+            Withdrawn::Done(None) => Err(RecvTimeoutError::Disconnected),
+        })
+    }
+}
+
+/// The blocking iterator of [`Receiver::iter`].
+#[derive(Debug)]
+pub struct Iter<'a, T> {
+    rx: &'a Receiver<T>,
+}
+
+impl<T> Iterator for Iter<'_, T> {
+    type Item = T;
+
+    fn next(&mut self) -> Option<T> {
+        self.rx.recv().ok()
+    }
+}
+
+/// The non-blocking iterator of [`Receiver::try_iter`].
+#[derive(Debug)]
+pub struct TryIter<'a, T> {
+    rx: &'a Receiver<T>,
+}
+
+impl<T> Iterator for TryIter<'_, T> {
+    type Item = T;
+
+    fn next(&mut self) -> Option<T> {
+        self.rx.try_recv().ok()
+    }
+}
+
+/// The owning blocking iterator of a [`Receiver`] (`for v in rx`).
+#[derive(Debug)]
+pub struct IntoIter<T> {
+    rx: Receiver<T>,
+}
+
+impl<T> Iterator for IntoIter<T> {
+    type Item = T;
+
+    fn next(&mut self) -> Option<T> {
+        self.rx.recv().ok()
+    }
+}
+
+impl<T> IntoIterator for Receiver<T> {
+    type Item = T;
+    type IntoIter = IntoIter<T>;
+
+    fn into_iter(self) -> IntoIter<T> {
+        IntoIter { rx: self }
+    }
+}
+
+impl<'a, T> IntoIterator for &'a Receiver<T> {
+    type Item = T;
+    type IntoIter = Iter<'a, T>;
+
+    fn into_iter(self) -> Iter<'a, T> {
+        self.iter()
+    }
+}
+
+impl<T> Unpin for Receiver<T> {}
+
+impl<T> futures_core::Stream for Receiver<T> {
+    type Item = T;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<T>> {
+        let this = self.get_mut();
+        this.stream.poll(&this.chan, cx).map(Result::ok)
+    }
+}

@@ -1,0 +1,279 @@
+//! One pending channel operation (a receive or a send) as a small state machine over the core:
+//! try under the lock, else queue an entry (H1), then wait for DONE (H4) or withdraw (H5).
+//! The single-operation futures and each `select!` arm are built from these.
+
+use std::task::{Context, Poll};
+
+use super::core::{Chan, Entry, Observed, SignalRef, State, TryRecv, TrySend, Wake, wake};
+use super::error::{RecvError, SendError};
+use crate::loom::sync::Arc;
+
+/// How a withdrawal (H5) ended.
+pub(crate) enum Withdrawn<T> {
+    /// Nothing was queued, or the entry was withdrawn before any completer claimed it: the
+    /// operation did not happen. Holds a send's value.
+    NotDone(Option<T>),
+    /// A completer got there first: the operation happened. Holds the slot (a received value;
+    /// or a send's value the closing channel handed back; else `None`).
+    Done(Option<T>),
+}
+
+/// The queue entry of an operation, while it has one: what receives and sends share.
+struct Queued<T>(Option<Arc<Entry<T>>>);
+
+impl<T> Queued<T> {
+    /// Queues a new entry with `queue` (the receive or the send queue). Lock held.
+    fn enqueue(
+        &mut self,
+        state: &mut State<T>,
+        queue: fn(&mut State<T>, Arc<Entry<T>>),
+        entry: Arc<Entry<T>>,
+    ) {
+        queue(state, entry.clone());
+        self.0 = Some(entry);
+    }
+
+    /// (H4) The owner's poll of a queued lone operation: `Some(slot)` once DONE (and the
+    /// entry goes back to the channel as its spare).
+    fn poll_done(&mut self, chan: &Chan<T>, cx: &mut Context<'_>) -> Option<Option<T>> {
+        let e = self.0.as_ref()?;
+        if !matches!(e.signal().refresh(cx.waker()), Observed::Done(_)) {
+            return None;
+        }
+        let e = self.0.take()?;
+        // SAFETY: we observed DONE for this entry's arm (H4): nobody else touches the slot.
+        let slot = unsafe { e.take() };
+        chan.recycle(e);
+        Some(slot)
+    }
+
+    /// (H4) The slot after DONE was observed.
+    fn take_done(&mut self) -> Option<T> {
+        let e = self.0.take().expect("take_done without a queued operation");
+        // SAFETY: the caller observed DONE for this entry's arm (H4): nobody else touches it.
+        unsafe { e.take() }
+    }
+
+    /// Removes the (stale) entry from its queue. Lock held.
+    fn dequeue_locked(&mut self, state: &mut State<T>) {
+        if let Some(e) = self.0.take() {
+            state.dequeue(&e);
+        }
+    }
+
+    /// (H5) Withdraws the entry, whose signal the owner has already moved out of WAITING
+    /// (`cancelled`: by its own CAS; else a completer claimed it, and since the caller holds
+    /// the lock the completer held from claim to finish, it is DONE). `None` if not queued.
+    fn withdraw_locked(&mut self, state: &mut State<T>, cancelled: bool) -> Option<Withdrawn<T>> {
+        let e = self.0.take()?;
+        if cancelled {
+            state.dequeue(&e);
+        }
+        // SAFETY: we hold the channel lock, and the entry is out of the queue or DONE (H5).
+        let slot = unsafe { e.take() };
+        Some(if cancelled {
+            Withdrawn::NotDone(slot)
+        } else {
+            Withdrawn::Done(slot)
+        })
+    }
+
+    /// (H5) Cancels a lone operation (one signal, one entry). `None` if not queued.
+    fn cancel(&mut self, chan: &Chan<T>) -> Option<Withdrawn<T>> {
+        let cancelled = self.0.as_ref()?.signal().try_cancel().is_ok();
+        let mut locked = chan.lock();
+        self.withdraw_locked(locked.state(), cancelled)
+    }
+}
+
+/// A receive in progress.
+pub(crate) struct RecvOp<T> {
+    queued: Queued<T>,
+}
+
+impl<T> RecvOp<T> {
+    pub(crate) const fn new() -> RecvOp<T> {
+        RecvOp {
+            queued: Queued(None),
+        }
+    }
+
+    /// Polls the receive on its own: try (H1), else queue with its own signal, else wait.
+    pub(crate) fn poll(
+        &mut self,
+        chan: &Chan<T>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<T, RecvError>> {
+        if self.queued.0.is_some() {
+            return match self.queued.poll_done(chan, cx) {
+                Some(slot) => Poll::Ready(slot.ok_or(RecvError)),
+                None => Poll::Pending,
+            };
+        }
+        let mut locked = chan.lock();
+        let state = locked.state();
+        match state.try_recv(chan.cap) {
+            TryRecv::Got(v, w) => {
+                drop(locked);
+                wake(w);
+                Poll::Ready(Ok(v))
+            }
+            TryRecv::Closed => Poll::Ready(Err(RecvError)),
+            TryRecv::Empty => {
+                let e = chan.lone_entry(cx.waker(), None);
+                self.queued.enqueue(state, State::enqueue_recv, e);
+                Poll::Pending
+            }
+        }
+    }
+
+    /// Queues this receive under `signal` as `arm`. The caller holds the channel lock.
+    pub(crate) fn enqueue_locked(&mut self, state: &mut State<T>, signal: SignalRef, arm: usize) {
+        let e = Entry::new(signal, arm, None);
+        self.queued.enqueue(state, State::enqueue_recv, e);
+    }
+
+    /// (H4) The slot after DONE was observed: the value, or `None` if the channel closed.
+    pub(crate) fn take_done(&mut self) -> Option<T> {
+        self.queued.take_done()
+    }
+
+    /// Removes the entry from the queue (it is stale: its signal left WAITING for another
+    /// reason). The caller holds the channel lock.
+    pub(crate) fn dequeue_locked(&mut self, state: &mut State<T>) {
+        self.queued.dequeue_locked(state);
+    }
+
+    /// (H5) As `Queued::withdraw_locked`, for a `select!` arm.
+    pub(crate) fn withdraw_locked(
+        &mut self,
+        state: &mut State<T>,
+        cancelled: bool,
+    ) -> Withdrawn<T> {
+        (self.queued.withdraw_locked(state, cancelled)).unwrap_or(Withdrawn::NotDone(None))
+    }
+
+    /// (H5) Cancels a lone receive and reports how it ended.
+    pub(crate) fn cancel(&mut self, chan: &Chan<T>) -> Withdrawn<T> {
+        self.queued.cancel(chan).unwrap_or(Withdrawn::NotDone(None))
+    }
+
+    /// Cancels and, if a value had already been handed over, gives it back (H6): what a
+    /// dropped receive does.
+    pub(crate) fn cancel_and_give_back(&mut self, chan: &Chan<T>) {
+        if let Some(Withdrawn::Done(Some(v))) = self.queued.cancel(chan) {
+            let w = chan.lock().state().give_back(v);
+            wake(w);
+        }
+    }
+
+    /// Gives back a value that a cancelled `select!` arm had been handed (H6). The caller
+    /// holds the channel lock.
+    pub(crate) fn give_back_locked(state: &mut State<T>, v: T) -> Wake {
+        state.give_back(v)
+    }
+}
+
+/// A send in progress.
+pub(crate) struct SendOp<T> {
+    /// The value, until it is sent or queued.
+    value: Option<T>,
+    queued: Queued<T>,
+}
+
+impl<T> SendOp<T> {
+    pub(crate) const fn new(value: T) -> SendOp<T> {
+        SendOp {
+            value: Some(value),
+            queued: Queued(None),
+        }
+    }
+
+    /// Polls the send on its own: try (H1), else queue with its own signal, else wait.
+    pub(crate) fn poll(
+        &mut self,
+        chan: &Chan<T>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<(), SendError<T>>> {
+        if self.queued.0.is_some() {
+            return match self.queued.poll_done(chan, cx) {
+                Some(slot) => Poll::Ready(sent(slot)),
+                None => Poll::Pending,
+            };
+        }
+        let value = self.value.take().expect("a send polled after it completed");
+        let mut locked = chan.lock();
+        let state = locked.state();
+        match state.try_send(chan.cap, value) {
+            TrySend::Sent(w) => {
+                drop(locked);
+                wake(w);
+                Poll::Ready(Ok(()))
+            }
+            TrySend::Closed(v) => Poll::Ready(Err(SendError(v))),
+            TrySend::Full(v) => {
+                let e = chan.lone_entry(cx.waker(), Some(v));
+                self.queued.enqueue(state, State::enqueue_send, e);
+                Poll::Pending
+            }
+        }
+    }
+
+    /// The value, for a non-blocking attempt under the lock.
+    pub(crate) fn take_value(&mut self) -> Option<T> {
+        self.value.take()
+    }
+
+    /// Puts back a value a failed attempt returned.
+    pub(crate) fn restore_value(&mut self, v: T) {
+        self.value = Some(v);
+    }
+
+    /// Queues this send (with its value) under `signal` as `arm`. The caller holds the lock.
+    pub(crate) fn enqueue_locked(&mut self, state: &mut State<T>, signal: SignalRef, arm: usize) {
+        let e = Entry::new(signal, arm, self.value.take());
+        self.queued.enqueue(state, State::enqueue_send, e);
+    }
+
+    /// (H4) The outcome after DONE was observed: sent, or the closing channel handed the
+    /// value back.
+    pub(crate) fn take_done(&mut self) -> Result<(), SendError<T>> {
+        sent(self.queued.take_done())
+    }
+
+    /// As [`RecvOp::dequeue_locked`].
+    pub(crate) fn dequeue_locked(&mut self, state: &mut State<T>) {
+        self.queued.dequeue_locked(state);
+    }
+
+    /// As [`RecvOp::withdraw_locked`]; a withdrawn send hands its value back.
+    pub(crate) fn withdraw_locked(
+        &mut self,
+        state: &mut State<T>,
+        cancelled: bool,
+    ) -> Withdrawn<T> {
+        let value = &mut self.value;
+        (self.queued.withdraw_locked(state, cancelled))
+            .unwrap_or_else(|| Withdrawn::NotDone(value.take()))
+    }
+
+    /// (H5) Cancels a lone send and reports how it ended.
+    pub(crate) fn cancel(&mut self, chan: &Chan<T>) -> Withdrawn<T> {
+        let value = &mut self.value;
+        (self.queued.cancel(chan)).unwrap_or_else(|| Withdrawn::NotDone(value.take()))
+    }
+
+    /// Whether the operation is queued.
+    pub(crate) fn is_queued(&self) -> bool {
+        self.queued.0.is_some()
+    }
+}
+
+/// A completed send's slot: empty if the value was taken, else the closing channel handed it
+/// back.
+fn sent<T>(slot: Option<T>) -> Result<(), SendError<T>> {
+    match slot {
+        None => Ok(()),
+        Some(v) => Err(SendError(v)),
+    }
+}

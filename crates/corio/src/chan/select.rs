@@ -1,0 +1,754 @@
+//! `select!`: wait on several channel operations and run exactly one.
+//!
+//! # Mechanism (Go's `selectgo`, with the hand-off protocol of the module essay)
+//!
+//! The macro builds one *arm* per channel operation on the caller's stack (a [`RecvArm`] or
+//! [`SendArm`]) and a [`SelectFuture`] over them; the blocking form runs it with
+//! [`block_on`](crate::block_on), `select_async!` awaits it. Its first poll:
+//!
+//! 1. locks every channel named, once each, in address order (so two selects over the same
+//!    channels cannot deadlock, and a channel named twice is locked once);
+//! 2. tries the arms in a uniformly random order (a Fisher–Yates shuffle: Go's `pollorder`)
+//!    and performs the first that can complete now — this is the fairness among ready arms;
+//! 3. if none can: with a `default` arm, unlocks and picks it; otherwise queues one entry per
+//!    arm, all under one signal, and unlocks. No arm can complete while the locks are held, so
+//!    no arm completes before every arm is queued, and none can match an entry of its own
+//!    select (those are not queued yet while it tries).
+//!
+//! Later polls read the signal (H4). The first completer to claim it (H2) decides the arm; the
+//! other entries are stale from that instant and are removed under their locks before the
+//! future resolves, so an arm not chosen leaves no trace: no value taken, none sent, no entry
+//! left behind. An `after(d)` arm is a [`Sleep`]: when it fires first, the select cancels its
+//! signal (H5); if a completer won that race, the completed arm is returned instead — its
+//! value must not be lost. Dropping the future mid-wait cancels the same way and gives a
+//! received value back (H6).
+//!
+//! Arms are `&mut dyn Arm` in a slice on the caller's stack: no allocation beyond the signal
+//! and the entries of an actual wait, and channels of different element types mix freely.
+
+use std::pin::Pin;
+use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
+
+use super::core::{Chan, Observed, Signal, SignalRef, TryRecv, TrySend, wake};
+use super::error::{RecvError, SendError};
+use super::op::{RecvOp, SendOp, Withdrawn};
+use super::{Receiver, Sender};
+use crate::loom::sync::Arc;
+use crate::time::Sleep;
+
+/// The most arms one `select!` may have (the shuffle and the lock order are fixed arrays on
+/// the stack). Go allows 65536; 64 is far beyond any hand-written select.
+pub const MAX_ARMS: usize = 64;
+
+/// Which arm a [`SelectFuture`] chose.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Selected {
+    /// The channel arm with this index (its position in the slice).
+    Arm(usize),
+    /// The `after` timer fired first.
+    After,
+    /// Nothing was ready and there is a `default` arm.
+    Default,
+}
+
+/// A select's shared signal, as the arms see it (opaque outside the crate).
+#[doc(hidden)]
+pub struct ArmSignal(Arc<Signal>);
+
+/// One channel operation of a select. Implemented by [`RecvArm`] and [`SendArm`] only; the
+/// methods are the select's internal protocol.
+#[doc(hidden)]
+pub trait Arm {
+    /// The channel's identity (lock order, duplicates).
+    fn chan_id(&self) -> usize;
+    /// Locks the channel.
+    fn lock(&self);
+    /// Unlocks the channel.
+    ///
+    /// # Safety
+    ///
+    /// The caller locked it with [`Arm::lock`] (on this arm or one on the same channel).
+    unsafe fn unlock(&self);
+    /// (H1) Performs the operation if it can complete now; `Some(waker to call)` if it did.
+    ///
+    /// # Safety
+    ///
+    /// The channel lock is held.
+    unsafe fn try_locked(&mut self) -> Option<Option<Waker>>;
+    /// Queues the operation as arm `arm` of `signal`.
+    ///
+    /// # Safety
+    ///
+    /// The channel lock is held.
+    unsafe fn enqueue_locked(&mut self, signal: &ArmSignal, arm: usize);
+    /// Removes this arm's (stale) entry.
+    ///
+    /// # Safety
+    ///
+    /// The channel lock is held.
+    unsafe fn dequeue_locked(&mut self);
+    /// (H4) Takes the result after DONE was observed for this arm.
+    fn complete(&mut self);
+    /// (H5/H6) The select was dropped after this arm completed: give a received value back.
+    ///
+    /// # Safety
+    ///
+    /// The channel lock is held.
+    unsafe fn abandon_locked(&mut self) -> Option<Waker>;
+}
+
+/// A `recv(rx) -> v` arm.
+#[doc(hidden)]
+pub struct RecvArm<'a, T> {
+    chan: &'a Chan<T>,
+    op: RecvOp<T>,
+    result: Option<Result<T, RecvError>>,
+}
+
+impl<'a, T> RecvArm<'a, T> {
+    /// An arm receiving from `rx`.
+    pub fn new(rx: &'a Receiver<T>) -> Self {
+        RecvArm {
+            chan: &rx.chan,
+            op: RecvOp::new(),
+            result: None,
+        }
+    }
+
+    /// Whether this arm was chosen.
+    pub fn is_selected(&self) -> bool {
+        self.result.is_some()
+    }
+
+    /// The chosen arm's result.
+    pub fn take(&mut self) -> Result<T, RecvError> {
+        self.result
+            .take()
+            .expect("select!: took the result of an arm not chosen")
+    }
+}
+
+/// A `send(tx, value) -> res` arm.
+#[doc(hidden)]
+pub struct SendArm<'a, T> {
+    chan: &'a Chan<T>,
+    op: SendOp<T>,
+    result: Option<Result<(), SendError<T>>>,
+}
+
+impl<'a, T> SendArm<'a, T> {
+    /// An arm sending `value` on `tx`.
+    pub fn new(tx: &'a Sender<T>, value: T) -> Self {
+        SendArm {
+            chan: &tx.chan,
+            op: SendOp::new(value),
+            result: None,
+        }
+    }
+
+    /// Whether this arm was chosen.
+    pub fn is_selected(&self) -> bool {
+        self.result.is_some()
+    }
+
+    /// The chosen arm's result.
+    pub fn take(&mut self) -> Result<(), SendError<T>> {
+        self.result
+            .take()
+            .expect("select!: took the result of an arm not chosen")
+    }
+}
+
+/// The `Arm` methods that are the same for both kinds: they only reach the channel and the
+/// op's queue entry.
+macro_rules! arm_plumbing {
+    () => {
+        fn chan_id(&self) -> usize {
+            self.chan.id()
+        }
+
+        fn lock(&self) {
+            self.chan.raw_lock().lock();
+        }
+
+        unsafe fn unlock(&self) {
+            self.chan.raw_lock().unlock();
+        }
+
+        unsafe fn enqueue_locked(&mut self, signal: &ArmSignal, arm: usize) {
+            // SAFETY: the caller holds the lock (this method's contract).
+            let state = unsafe { self.chan.state_locked() };
+            self.op
+                .enqueue_locked(state, SignalRef::Shared(signal.0.clone()), arm);
+        }
+
+        unsafe fn dequeue_locked(&mut self) {
+            // SAFETY: the caller holds the lock (this method's contract).
+            let state = unsafe { self.chan.state_locked() };
+            self.op.dequeue_locked(state);
+        }
+    };
+}
+
+impl<T> Arm for RecvArm<'_, T> {
+    arm_plumbing!();
+
+    unsafe fn try_locked(&mut self) -> Option<Option<Waker>> {
+        // SAFETY: the caller holds the lock (this method's contract).
+        let state = unsafe { self.chan.state_locked() };
+        match state.try_recv(self.chan.cap) {
+            TryRecv::Got(v, w) => {
+                self.result = Some(Ok(v));
+                Some(w)
+            }
+            TryRecv::Closed => {
+                self.result = Some(Err(RecvError));
+                Some(None)
+            }
+            TryRecv::Empty => None,
+        }
+    }
+
+    fn complete(&mut self) {
+        self.result = Some(self.op.take_done().ok_or(RecvError));
+    }
+
+    unsafe fn abandon_locked(&mut self) -> Option<Waker> {
+        // SAFETY: the caller holds the lock.
+        let state = unsafe { self.chan.state_locked() };
+        match self.op.withdraw_locked(state, false) {
+            Withdrawn::Done(Some(v)) => RecvOp::give_back_locked(state, v),
+            _ => None,
+        }
+    }
+}
+
+impl<T> Arm for SendArm<'_, T> {
+    arm_plumbing!();
+
+    unsafe fn try_locked(&mut self) -> Option<Option<Waker>> {
+        // SAFETY: the caller holds the lock (this method's contract).
+        let state = unsafe { self.chan.state_locked() };
+        let value = self.op.take_value().expect("a select arm tried twice");
+        match state.try_send(self.chan.cap, value) {
+            TrySend::Sent(w) => {
+                self.result = Some(Ok(()));
+                Some(w)
+            }
+            TrySend::Closed(v) => {
+                self.result = Some(Err(SendError(v)));
+                Some(None)
+            }
+            TrySend::Full(v) => {
+                self.op.restore_value(v);
+                None
+            }
+        }
+    }
+
+    fn complete(&mut self) {
+        self.result = Some(self.op.take_done());
+    }
+
+    unsafe fn abandon_locked(&mut self) -> Option<Waker> {
+        // SAFETY: the caller holds the lock.
+        let state = unsafe { self.chan.state_locked() };
+        // The send happened (or the closing channel handed the value back, which is then
+        // dropped with the arm, outside the lock).
+        if let Withdrawn::Done(Some(v)) = self.op.withdraw_locked(state, false) {
+            self.result = Some(Err(SendError(v)));
+        }
+        None
+    }
+}
+
+/// The future of a select over `arms` (what `select!` and `select_async!` expand to).
+#[doc(hidden)]
+#[must_use = "futures do nothing unless polled"]
+pub struct SelectFuture<'s, A: Arm + ?Sized> {
+    arms: &'s mut [&'s mut A],
+    after: Option<Sleep>,
+    default: bool,
+    /// Set once the arms are queued (step 3).
+    signal: Option<ArmSignal>,
+    finished: bool,
+}
+
+impl<'s, A: Arm + ?Sized> SelectFuture<'s, A> {
+    /// A select over `arms`, with an optional `after` timer and `default` arm.
+    ///
+    /// # Panics
+    ///
+    /// With more than [`MAX_ARMS`] arms.
+    pub fn new(arms: &'s mut [&'s mut A], after: Option<Duration>, default: bool) -> Self {
+        assert!(
+            arms.len() <= MAX_ARMS,
+            "select! supports at most {MAX_ARMS} arms"
+        );
+        SelectFuture {
+            arms,
+            after: after.map(|d| crate::time::sleep_until_async(Instant::now() + d)),
+            default,
+            signal: None,
+            finished: false,
+        }
+    }
+
+    /// Steps 1–3 of the module essay. `Some` if an arm (or `default`) was chosen at once.
+    fn first_pass(&mut self, waker: &Waker) -> Option<Selected> {
+        let n = self.arms.len();
+        let mut lock_order = [0u8; MAX_ARMS];
+        for (i, slot) in lock_order[..n].iter_mut().enumerate() {
+            *slot = i as u8;
+        }
+        let arms = &mut *self.arms;
+        lock_order[..n].sort_unstable_by_key(|&i| arms[i as usize].chan_id());
+        let locked = &lock_order[..n];
+        lock_all(arms, locked);
+        let mut poll_order = [0u8; MAX_ARMS];
+        shuffle(&mut poll_order[..n]);
+        for &i in &poll_order[..n] {
+            // SAFETY: every channel is locked (lock_all above).
+            if let Some(w) = unsafe { arms[i as usize].try_locked() } {
+                // SAFETY: locked by lock_all with the same order.
+                unsafe { unlock_all(arms, locked) };
+                wake(w);
+                return Some(Selected::Arm(i as usize));
+            }
+        }
+        if self.default {
+            // SAFETY: as above.
+            unsafe { unlock_all(arms, locked) };
+            return Some(Selected::Default);
+        }
+        // Queued in the random poll order too: two arms on one channel sit in its queue in
+        // that order, so which of them a counterpart meets first is random as well (Go builds
+        // its lock order from the poll order for the same reason; TestPseudoRandomSend).
+        let signal = ArmSignal(Arc::new(Signal::new(waker)));
+        for &i in &poll_order[..n] {
+            // SAFETY: every channel is locked.
+            unsafe { arms[i as usize].enqueue_locked(&signal, i as usize) };
+        }
+        // SAFETY: as above.
+        unsafe { unlock_all(arms, locked) };
+        self.signal = Some(signal);
+        None
+    }
+
+    /// Arm `k` completed (DONE observed): take its result, withdraw the others.
+    fn finish(&mut self, k: usize) -> Selected {
+        self.arms[k].complete();
+        self.dequeue_all_but(Some(k));
+        Selected::Arm(k)
+    }
+
+    fn dequeue_all_but(&mut self, chosen: Option<usize>) {
+        for (i, arm) in self.arms.iter_mut().enumerate() {
+            if Some(i) != chosen {
+                arm.lock();
+                // SAFETY: locked just above; unlocked just below.
+                unsafe {
+                    arm.dequeue_locked();
+                    arm.unlock();
+                }
+            }
+        }
+    }
+
+    /// (H5) The timer fired: cancel, unless an arm won the race (then that arm it is).
+    fn expire(&mut self) -> Selected {
+        let signal = self
+            .signal
+            .as_ref()
+            .expect("expire before the arms were queued");
+        match signal.0.try_cancel() {
+            Ok(()) => {
+                self.dequeue_all_but(None);
+                Selected::After
+            }
+            Err(k) => {
+                // The completer holds this lock from claim to finish: once we have had it,
+                // the arm is DONE.
+                self.arms[k].lock();
+                // SAFETY: locked just above.
+                unsafe { self.arms[k].unlock() };
+                self.finish(k)
+            }
+        }
+    }
+}
+
+fn lock_all<A: Arm + ?Sized>(arms: &[&mut A], order: &[u8]) {
+    let mut last = None;
+    for &i in order {
+        let id = arms[i as usize].chan_id();
+        if last != Some(id) {
+            arms[i as usize].lock();
+            last = Some(id);
+        }
+    }
+}
+
+/// # Safety
+///
+/// `lock_all(arms, order)` locked them.
+unsafe fn unlock_all<A: Arm + ?Sized>(arms: &[&mut A], order: &[u8]) {
+    let mut last = None;
+    for &i in order {
+        let id = arms[i as usize].chan_id();
+        if last != Some(id) {
+            // SAFETY: locked by lock_all, once per channel, as here.
+            unsafe { arms[i as usize].unlock() };
+            last = Some(id);
+        }
+    }
+}
+
+/// Fills `order` with a uniformly random permutation of `0..order.len()`.
+fn shuffle(order: &mut [u8]) {
+    for (i, slot) in order.iter_mut().enumerate() {
+        *slot = i as u8;
+    }
+    // Under loom the order must be deterministic for the model checker to replay runs.
+    #[cfg(not(loom))]
+    for i in (1..order.len()).rev() {
+        let j = (rand_u64() % (i as u64 + 1)) as usize;
+        order.swap(i, j);
+    }
+}
+
+/// wyrand (Wang Yi's public-domain generator, as Go's `runtime.rand` uses), per thread,
+/// seeded from std's per-process random hasher keys. Not per coroutine on purpose: it is
+/// stateless from a coroutine's point of view.
+#[cfg(not(loom))]
+fn rand_u64() -> u64 {
+    use std::cell::Cell;
+    use std::hash::{BuildHasher, RandomState};
+    thread_local! {
+        static STATE: Cell<u64> = Cell::new(RandomState::new().hash_one(std::thread::current().id()));
+    }
+    STATE.with(|s| {
+        let x = s.get().wrapping_add(0xa076_1d64_78bd_642f);
+        s.set(x);
+        let t = u128::from(x) * u128::from(x ^ 0xe703_7ed1_a0b4_28db);
+        (t >> 64) as u64 ^ t as u64
+    })
+}
+
+impl<A: Arm + ?Sized> Unpin for SelectFuture<'_, A> {}
+
+impl<A: Arm + ?Sized> std::future::Future for SelectFuture<'_, A> {
+    type Output = Selected;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Selected> {
+        let this = self.get_mut();
+        assert!(!this.finished, "a select polled after it completed");
+        let ready = match &this.signal {
+            None => this.first_pass(cx.waker()),
+            Some(signal) => match signal.0.refresh(cx.waker()) {
+                Observed::Done(k) => Some(this.finish(k)),
+                Observed::Claimed(_) => return Poll::Pending,
+                _ => None,
+            },
+        };
+        let ready = ready.or_else(|| {
+            let sleep = this.after.as_mut()?;
+            Pin::new(sleep).poll(cx).is_ready().then(|| this.expire())
+        });
+        match ready {
+            Some(r) => {
+                this.finished = true;
+                Poll::Ready(r)
+            }
+            None => Poll::Pending,
+        }
+    }
+}
+
+impl<A: Arm + ?Sized> Drop for SelectFuture<'_, A> {
+    fn drop(&mut self) {
+        let Some(signal) = &self.signal else { return };
+        if self.finished {
+            return;
+        }
+        match signal.0.try_cancel() {
+            Ok(()) => self.dequeue_all_but(None),
+            Err(k) => {
+                let arm = &mut self.arms[k];
+                arm.lock();
+                // SAFETY: locked just above; unlocked just below.
+                let w = unsafe {
+                    let w = arm.abandon_locked();
+                    arm.unlock();
+                    w
+                };
+                wake(w);
+                self.dequeue_all_but(Some(k));
+            }
+        }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    //! Arms not chosen leave no entry in their channel's queues (the queues are private, so
+    //! this is checked here rather than in `tests/select.rs`).
+
+    use std::pin::pin;
+    use std::task::{Context, Poll, Waker};
+    use std::time::Duration;
+
+    use crate::chan::{Receiver, Sender, bounded};
+
+    fn waiting<T>(rx: &Receiver<T>) -> (usize, usize) {
+        rx.chan.lock().state().waiting()
+    }
+
+    fn waiting_tx<T>(tx: &Sender<T>) -> (usize, usize) {
+        tx.chan.lock().state().waiting()
+    }
+
+    fn poll_once<F: std::future::Future>(fut: std::pin::Pin<&mut F>) -> Poll<F::Output> {
+        fut.poll(&mut Context::from_waker(Waker::noop()))
+    }
+
+    #[test]
+    fn a_completed_select_leaves_no_entry_on_the_arms_not_chosen() {
+        let (a_tx, a) = bounded::<u8>(0);
+        let (b_tx, b) = bounded::<u8>(0);
+        let mut fut = pin!(async {
+            crate::select_async! {
+                recv(a) -> v => v,
+                recv(b) -> v => v,
+                send(b_tx, 3) -> _ => Ok(0),
+            }
+        });
+        assert!(poll_once(fut.as_mut()).is_pending());
+        assert_eq!((waiting(&a), waiting(&b)), ((1, 0), (1, 1)));
+        a_tx.try_send(1).unwrap();
+        assert_eq!(poll_once(fut.as_mut()), Poll::Ready(Ok(1)));
+        assert_eq!((waiting(&a), waiting(&b)), ((0, 0), (0, 0)));
+        assert_eq!(waiting_tx(&a_tx), (0, 0));
+    }
+
+    #[test]
+    fn a_dropped_or_timed_out_select_leaves_no_entry() {
+        let (_a_tx, a) = bounded::<u8>(0);
+        let (b_tx, b) = bounded::<u8>(0);
+        {
+            let mut fut = pin!(async {
+                crate::select_async! {
+                    recv(a) -> _ => {},
+                    send(b_tx, 1) -> _ => {},
+                }
+            });
+            assert!(poll_once(fut.as_mut()).is_pending());
+            assert_eq!((waiting(&a), waiting(&b)), ((1, 0), (0, 1)));
+        }
+        assert_eq!((waiting(&a), waiting(&b)), ((0, 0), (0, 0)));
+        let timed_out = crate::block_on(async {
+            crate::select_async! {
+                recv(a) -> _ => false,
+                send(b_tx, 1) -> _ => false,
+                after(Duration::from_millis(1)) => true,
+            }
+        });
+        assert!(timed_out);
+        assert_eq!((waiting(&a), waiting(&b)), ((0, 0), (0, 0)));
+    }
+}
+
+/// Waits on several channel operations and runs the one that happens; blocking-style (it
+/// suspends a stackful coroutine or parks a thread; inside an async task use
+/// [`select_async!`](crate::select_async)).
+///
+/// ```text
+/// select! {
+///     recv(rx) -> v => ..,          // v: Result<T, RecvError>
+///     send(tx, value) -> res => ..,  // res: Result<(), SendError<T>>
+///     after(duration) => ..,        // if no other arm happened within `duration`
+///     default => ..,                // if no arm can happen now (never waits)
+/// }
+/// ```
+///
+/// Arms over any mix of channels (and element types), in any order; `after` and `default` at
+/// most once each. When several arms are ready one is chosen uniformly at random; an arm not
+/// chosen leaves no trace (no value taken or sent, no waiter left registered). A send arm's
+/// value expression is evaluated before the select waits and dropped if the arm is not
+/// chosen. A select with no arms at all waits forever, as Go's `select {}`. Arm bodies may
+/// `break`, `continue` and `return`.
+///
+/// ```
+/// use std::time::Duration;
+///
+/// let rt = corio::Runtime::builder().workers(2).build().unwrap();
+/// rt.run(|| {
+///     let (tx, rx) = corio::chan::bounded::<i32>(0);
+///     let (done_tx, done_rx) = corio::chan::bounded::<()>(0);
+///     corio::go(move || {
+///         for i in 0..3 {
+///             tx.send(i).unwrap();
+///         }
+///         drop(done_tx); // closes `done`
+///     });
+///     let mut got = Vec::new();
+///     loop {
+///         corio::select! {
+///             recv(rx) -> v => match v {
+///                 Ok(v) => got.push(v),
+///                 Err(_) => break, // closed: the sender is gone
+///             },
+///             recv(done_rx) -> _ => break,
+///             after(Duration::from_secs(10)) => panic!("timed out"),
+///         }
+///     }
+///     assert_eq!(got, [0, 1, 2]);
+/// });
+/// ```
+///
+/// # Panics
+///
+/// Inside an async task (use `select_async!`), and with more than 64 channel arms.
+#[macro_export]
+macro_rules! select {
+    ($($arms:tt)*) => {
+        $crate::__select_parse!(@blocking [] [] [] $($arms)*)
+    };
+}
+
+/// The async form of [`select!`](crate::select): the same arms, awaited (use it inside
+/// `async` code, for example a task made by [`corio::spawn`](crate::spawn)).
+///
+/// ```
+/// let rt = corio::Runtime::builder().workers(1).build().unwrap();
+/// let v = rt.block_on(async {
+///     let (tx, rx) = corio::chan::bounded::<u8>(1);
+///     tx.send_async(7).await.unwrap();
+///     corio::select_async! {
+///         recv(rx) -> v => v.unwrap(),
+///         after(std::time::Duration::from_secs(10)) => 0,
+///     }
+/// });
+/// assert_eq!(v, 7);
+/// ```
+#[macro_export]
+macro_rules! select_async {
+    ($($arms:tt)*) => {
+        $crate::__select_parse!(@awaiting [] [] [] $($arms)*)
+    };
+}
+
+/// The arm parser of `select!` (a token muncher). Each step introduces one `__arm` binding;
+/// macro hygiene makes each one a distinct variable.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __select_parse {
+    // recv(rx) -> pat => { block } [,]
+    (@$mode:ident [$($arms:tt)*] [$($after:tt)*] [$($default:tt)*]
+        recv($rx:expr) -> $p:pat => $body:block, $($rest:tt)*) => {
+        $crate::__select_parse!(@$mode
+            [$($arms)* (__arm, $crate::chan::__private::RecvArm::new(&$rx), $p, $body)]
+            [$($after)*] [$($default)*] $($rest)*)
+    };
+    // recv(rx) -> pat => { block } [,]
+    (@$mode:ident [$($arms:tt)*] [$($after:tt)*] [$($default:tt)*]
+        recv($rx:expr) -> $p:pat => $body:block $($rest:tt)*) => {
+        $crate::__select_parse!(@$mode
+            [$($arms)* (__arm, $crate::chan::__private::RecvArm::new(&$rx), $p, $body)]
+            [$($after)*] [$($default)*] $($rest)*)
+    };
+    // recv(rx) -> pat => expr, ...
+    (@$mode:ident [$($arms:tt)*] [$($after:tt)*] [$($default:tt)*]
+        recv($rx:expr) -> $p:pat => $body:expr $(, $($rest:tt)*)?) => {
+        $crate::__select_parse!(@$mode
+            [$($arms)* (__arm, $crate::chan::__private::RecvArm::new(&$rx), $p, $body)]
+            [$($after)*] [$($default)*] $($($rest)*)?)
+    };
+    // send(tx, value) -> pat => { block } [,]
+    (@$mode:ident [$($arms:tt)*] [$($after:tt)*] [$($default:tt)*]
+        send($tx:expr, $v:expr) -> $p:pat => $body:block, $($rest:tt)*) => {
+        $crate::__select_parse!(@$mode
+            [$($arms)* (__arm, $crate::chan::__private::SendArm::new(&$tx, $v), $p, $body)]
+            [$($after)*] [$($default)*] $($rest)*)
+    };
+    // send(tx, value) -> pat => { block } [,]
+    (@$mode:ident [$($arms:tt)*] [$($after:tt)*] [$($default:tt)*]
+        send($tx:expr, $v:expr) -> $p:pat => $body:block $($rest:tt)*) => {
+        $crate::__select_parse!(@$mode
+            [$($arms)* (__arm, $crate::chan::__private::SendArm::new(&$tx, $v), $p, $body)]
+            [$($after)*] [$($default)*] $($rest)*)
+    };
+    // send(tx, value) -> pat => expr, ...
+    (@$mode:ident [$($arms:tt)*] [$($after:tt)*] [$($default:tt)*]
+        send($tx:expr, $v:expr) -> $p:pat => $body:expr $(, $($rest:tt)*)?) => {
+        $crate::__select_parse!(@$mode
+            [$($arms)* (__arm, $crate::chan::__private::SendArm::new(&$tx, $v), $p, $body)]
+            [$($after)*] [$($default)*] $($($rest)*)?)
+    };
+    // after(duration) => { block } [,]
+    (@$mode:ident [$($arms:tt)*] [] [$($default:tt)*]
+        after($d:expr) => $body:block, $($rest:tt)*) => {
+        $crate::__select_parse!(@$mode [$($arms)*] [($d, $body)] [$($default)*] $($rest)*)
+    };
+    // after(duration) => { block } [,]
+    (@$mode:ident [$($arms:tt)*] [] [$($default:tt)*]
+        after($d:expr) => $body:block $($rest:tt)*) => {
+        $crate::__select_parse!(@$mode [$($arms)*] [($d, $body)] [$($default)*] $($rest)*)
+    };
+    // after(duration) => expr, ...
+    (@$mode:ident [$($arms:tt)*] [] [$($default:tt)*]
+        after($d:expr) => $body:expr $(, $($rest:tt)*)?) => {
+        $crate::__select_parse!(@$mode [$($arms)*] [($d, $body)] [$($default)*] $($($rest)*)?)
+    };
+    // default => { block } [,]
+    (@$mode:ident [$($arms:tt)*] [$($after:tt)*] []
+        default => $body:block, $($rest:tt)*) => {
+        $crate::__select_parse!(@$mode [$($arms)*] [$($after)*] [(true, $body)] $($rest)*)
+    };
+    // default => { block } [,]
+    (@$mode:ident [$($arms:tt)*] [$($after:tt)*] []
+        default => $body:block $($rest:tt)*) => {
+        $crate::__select_parse!(@$mode [$($arms)*] [$($after)*] [(true, $body)] $($rest)*)
+    };
+    // default => expr, ...
+    (@$mode:ident [$($arms:tt)*] [$($after:tt)*] []
+        default => $body:expr $(, $($rest:tt)*)?) => {
+        $crate::__select_parse!(@$mode [$($arms)*] [$($after)*] [(true, $body)] $($($rest)*)?)
+    };
+    // All arms parsed.
+    (@$mode:ident [$(($var:ident, $ctor:expr, $p:pat, $body:tt))*]
+        [$(($d:expr, $abody:tt))?] [$(($dflag:tt, $dbody:tt))?]) => {{
+        $( let mut $var = $ctor; )*
+        let __selected = {
+            let __arms: &mut [&mut $crate::__select_dyn!($mode)] = &mut [$(&mut $var),*];
+            let __after: ::core::option::Option<::core::time::Duration> =
+                ::core::option::Option::None $( .or(::core::option::Option::Some($d)) )?;
+            let __future = $crate::chan::__private::SelectFuture::new(
+                __arms, __after, false $( || $dflag )?);
+            $crate::__select_wait!($mode __future)
+        };
+        $( if $var.is_selected() { let $p = $var.take(); $body } else )*
+        $( if __selected == $crate::chan::Selected::After { $abody } else )?
+        $( if __selected == $crate::chan::Selected::Default { $dbody } else )?
+        { ::core::unreachable!("select!: no arm was chosen") }
+    }};
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __select_dyn {
+    (blocking) => { dyn $crate::chan::__private::Arm };
+    (awaiting) => { dyn $crate::chan::__private::Arm + ::core::marker::Send };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __select_wait {
+    (blocking $f:ident) => {
+        $crate::block_on($f)
+    };
+    (awaiting $f:ident) => {
+        $f.await
+    };
+}
