@@ -7,12 +7,17 @@
 use crate::opts::Opts;
 use crate::report::Measurement;
 
+mod c10k;
 mod create;
+mod echo;
 mod fairness;
 mod fresh;
 mod r#gen;
+mod http;
 mod idle;
 mod mem;
+mod netrun;
+mod servers;
 mod skynet;
 mod spawn;
 mod switch;
@@ -47,6 +52,9 @@ pub static CASES: &[Case] = &[
     skynet::CASE,
     fairness::CASE,
     idle::CASE,
+    http::CASE,
+    echo::CASE,
+    c10k::CASE,
 ];
 
 /// The case named `name`.

@@ -12,10 +12,17 @@
 //	corio-peers skynet   <procs> <leaves>
 //	corio-peers fairness <procs> <hogs> <window ms>
 //	corio-peers idle     <procs> <settle ms> <window ms>
+//	corio-peers httpserve <procs>
+//	corio-peers echoserve <procs>
+//
+// The two servers listen on 127.0.0.1 (a port the kernel picks), print "@addr host:port" once
+// they accept connections, and serve until they are killed.
 package main
 
 import (
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"runtime"
 	"sort"
@@ -50,7 +57,7 @@ func intArg(i int, what string) int {
 
 func main() {
 	if len(os.Args) < 3 {
-		fail("usage: corio-peers <yield|spawn|skynet|fairness|idle> <procs> <args..>")
+		fail("usage: corio-peers <yield|spawn|skynet|fairness|idle|httpserve|echoserve> <procs> <args..>")
 	}
 	runtime.GOMAXPROCS(intArg(2, "procs"))
 	emit("gomaxprocs", runtime.GOMAXPROCS(0))
@@ -67,6 +74,10 @@ func main() {
 	case "idle":
 		idleMain(time.Duration(intArg(3, "settle ms"))*time.Millisecond,
 			time.Duration(intArg(4, "window ms"))*time.Millisecond)
+	case "httpserve":
+		httpServeMain()
+	case "echoserve":
+		echoServeMain()
 	default:
 		fail("unknown subcommand %q", os.Args[1])
 	}
@@ -281,4 +292,55 @@ func threadSwitches(skip int) map[int][2]int64 {
 		out[tid] = v
 	}
 	return out
+}
+
+// listen opens the servers' listening socket and reports its address.
+func listen() net.Listener {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fail("listen: %v", err)
+	}
+	emit("addr", ln.Addr().String())
+	return ln
+}
+
+// httpserve: net/http, keep-alive, GET /plaintext answers "Hello, World!" with
+// Content-Length, Date (net/http adds it) and Server, as corio's http_hello does.
+func httpServeMain() {
+	ln := listen()
+	mux := http.NewServeMux()
+	mux.HandleFunc("/plaintext", func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h["Server"] = []string{"go"}
+		h["Content-Type"] = []string{"text/plain"}
+		h["Content-Length"] = []string{"13"}
+		w.Write([]byte("Hello, World!"))
+	})
+	fail("serve: %v", http.Serve(ln, mux))
+}
+
+// echoserve: one goroutine per connection writes back whatever it reads.
+func echoServeMain() {
+	ln := listen()
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			fail("accept: %v", err)
+		}
+		go func(c net.Conn) {
+			defer c.Close()
+			buf := make([]byte, 4096)
+			for {
+				n, err := c.Read(buf)
+				if n > 0 {
+					if _, werr := c.Write(buf[:n]); werr != nil {
+						return
+					}
+				}
+				if err != nil {
+					return
+				}
+			}
+		}(c)
+	}
 }
