@@ -32,8 +32,10 @@ mod block_on;
 // short name).
 #[path = "gen/mod.rs"]
 pub mod generator;
+pub(crate) mod io;
 #[allow(dead_code)]
 mod loom;
+pub mod net;
 pub(crate) mod runtime;
 #[allow(dead_code)]
 pub(crate) mod sync;

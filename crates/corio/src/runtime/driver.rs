@@ -1,5 +1,6 @@
-//! The driver: the one place a worker sleeps while the runtime waits for time (and, later,
-//! for IO readiness, when the netpoller registers sockets with the same `epoll` instance).
+//! The driver: the one place a worker sleeps while the runtime waits for time or IO
+//! readiness — and the netpoller, whose sockets are registered on the same `epoll` instance
+//! (`crate::io` and `docs/io.md` describe the registrations and who polls when).
 //!
 //! # Mechanism
 //!
@@ -23,19 +24,35 @@
 //! serialised by `arm_lock` and only ever moves `until` to the minimum of what the callers
 //! asked for, except [`rearm_after_cancel`], which recomputes it from the workers' heaps.
 //!
+//! # Netpoller
+//!
+//! Sockets are added edge-triggered with a token from the [`Registry`]. Three kinds of poller
+//! take their events, as in Go's `findRunnable`/`sysmon`: the holder in [`wait`]; a worker that
+//! ran out of local work, before it steals ([`poll_io`], without blocking, and only when no
+//! holder waits in `epoll_wait` — the holder gets the events anyway); and sysmon, when no poll
+//! happened for 10 ms while every worker is busy. `polls` counts polls for sysmon.
+//! The non-blocking pollers leave the eventfd and timerfd (level-triggered) unread: they are
+//! the holder's.
+//!
+//! [`wait`]: Driver::wait
+//! [`poll_io`]: Driver::poll_io
 //! [`wake`]: Driver::wake
 //! [`arm_earlier`]: Driver::arm_earlier
 //! [`rearm_after_cancel`]: Driver::rearm_after_cancel
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use crate::io::registry::{Registration, Registry};
 
 /// epoll token of the eventfd.
 const WAKE_TOKEN: u64 = 1;
 /// epoll token of the timerfd.
 const TIMER_TOKEN: u64 = 2;
+/// Events taken per `epoll_wait` (Go's `netpoll` takes 128).
+const EVENTS: usize = 128;
 
 pub(crate) struct Driver {
     epoll: OwnedFd,
@@ -49,6 +66,10 @@ pub(crate) struct Driver {
     /// The deadline (runtime clock, ns) the timerfd is armed at; `u64::MAX` when disarmed.
     pub(crate) until: AtomicU64,
     arm_lock: Mutex<()>,
+    /// The registered sockets.
+    pub(crate) registry: Arc<Registry>,
+    /// IO polls made so far (any poller); sysmon watches it move.
+    pub(crate) polls: AtomicU64,
 }
 
 fn owned(fd: libc::c_int) -> io::Result<OwnedFd> {
@@ -111,6 +132,8 @@ impl Driver {
             held: AtomicBool::new(false),
             until: AtomicU64::new(u64::MAX),
             arm_lock: Mutex::new(()),
+            registry: Arc::new(Registry::default()),
+            polls: AtomicU64::new(0),
         })
     }
 
@@ -195,21 +218,71 @@ impl Driver {
         }
     }
 
-    /// Waits until `wake` or the armed deadline. Only the holder calls this.
+    /// Waits until `wake`, the armed deadline or IO readiness, and wakes the tasks waiting for
+    /// the sockets that became ready. Only the holder calls this.
     pub(crate) fn wait(&self) {
-        let mut events = [libc::epoll_event { events: 0, u64: 0 }; 16];
-        // SAFETY: `events` is a valid buffer of 16 entries.
-        let n = unsafe { libc::epoll_wait(self.epoll.as_raw_fd(), events.as_mut_ptr(), 16, -1) };
+        self.poll(-1);
+    }
+
+    /// Takes the IO events that are ready now, without blocking, if sockets are registered and
+    /// no holder waits in `epoll_wait` (it takes them). Returns how many sockets were ready.
+    pub(crate) fn poll_io(&self) -> usize {
+        if self.registry.is_empty() || self.is_held() {
+            return 0;
+        }
+        self.poll(0)
+    }
+
+    /// One `epoll_wait` with `timeout_ms`; returns the number of socket events dispatched.
+    fn poll(&self, timeout_ms: libc::c_int) -> usize {
+        let mut events = [libc::epoll_event { events: 0, u64: 0 }; EVENTS];
+        // SAFETY: `events` is a valid buffer of EVENTS entries.
+        let n = unsafe {
+            libc::epoll_wait(
+                self.epoll.as_raw_fd(),
+                events.as_mut_ptr(),
+                EVENTS as libc::c_int,
+                timeout_ms,
+            )
+        };
+        self.polls.fetch_add(1, Ordering::Relaxed);
+        let mut sockets = 0;
         for ev in events.iter().take(n.max(0) as usize) {
-            let fd = match ev.u64 {
+            let (token, bits) = (ev.u64, ev.events);
+            let fd = match token {
                 WAKE_TOKEN => self.event.as_raw_fd(),
                 TIMER_TOKEN => self.timer.as_raw_fd(),
-                _ => continue,
+                _ => {
+                    self.registry.dispatch(token, bits);
+                    sockets += 1;
+                    continue;
+                }
             };
+            if timeout_ms == 0 {
+                continue; // the holder's (see "Netpoller")
+            }
             let mut buf = 0u64;
             // SAFETY: reading 8 bytes from our nonblocking eventfd/timerfd into a u64.
             unsafe { libc::read(fd, (&raw mut buf).cast(), 8) };
         }
+        sockets
+    }
+
+    /// Registers `fd` (a nonblocking socket) edge-triggered for reading and writing.
+    pub(crate) fn register(&self, fd: libc::c_int) -> io::Result<Registration> {
+        let (token, io) = self.registry.insert();
+        let registration = Registration::new(&self.registry, token, io);
+        let mut ev = libc::epoll_event {
+            events: (libc::EPOLLIN | libc::EPOLLOUT | libc::EPOLLRDHUP | libc::EPOLLET) as u32,
+            u64: token,
+        };
+        // SAFETY: a valid epoll fd; `fd` is the caller's open socket; `ev` is a valid event.
+        let r =
+            unsafe { libc::epoll_ctl(self.epoll.as_raw_fd(), libc::EPOLL_CTL_ADD, fd, &mut ev) };
+        if r < 0 {
+            return Err(io::Error::last_os_error()); // `registration`'s drop frees the slot
+        }
+        Ok(registration)
     }
 
     /// Interrupts the holder's wait (or makes its next wait return at once).

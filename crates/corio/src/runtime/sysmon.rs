@@ -15,6 +15,9 @@
 //! A worker inside `corio::blocking` for longer than one tick with work waiting gets the same
 //! hand-off, without the report.
 //!
+//! If no worker polled the netpoller for [`NETPOLL_AFTER`] while they are busy, sysmon polls
+//! it (Go's sysmon `netpoll`), so sockets that became ready are not starved by busy workers.
+//!
 //! When every worker is asleep, sysmon sleeps too, without a timeout, until a worker wakes it
 //! (`wake_if_sleeping`): an idle runtime costs no wake-ups (Go's sysmon does not, #18236).
 
@@ -40,6 +43,8 @@ const OVERDUE_NS: u64 = 200_000;
 const REPORT_AFTER: Duration = Duration::from_millis(50);
 const MIN_DELAY: Duration = Duration::from_micros(20);
 const MAX_DELAY: Duration = Duration::from_millis(10);
+/// How long without an IO poll before sysmon polls (Go's sysmon: 10 ms).
+const NETPOLL_AFTER: Duration = Duration::from_millis(10);
 /// Quiet ticks before the delay starts doubling (Go: 50).
 const QUIET_TICKS: u32 = 50;
 
@@ -127,6 +132,9 @@ struct Watch {
     /// When work was last handed off: at most one hand-off per time slice, so a woken or
     /// started worker has time to take the work before another is started.
     last_hand_off: Option<Instant>,
+    /// The driver's poll count when last seen moving, and when.
+    polls: u64,
+    polls_since: Instant,
 }
 
 #[derive(Clone, Copy)]
@@ -143,6 +151,8 @@ impl Default for Watch {
             quiet: 0,
             seen: Vec::new(),
             last_hand_off: None,
+            polls: 0,
+            polls_since: Instant::now(),
         }
     }
 }
@@ -157,6 +167,21 @@ impl Watch {
         true
     }
 
+    /// Polls the netpoller if nobody did for `NETPOLL_AFTER`; whether a socket was ready.
+    fn poll_io_if_starved(&mut self, shared: &Shared, now: Instant) -> bool {
+        let polls = shared.driver.polls.load(Ordering::Relaxed);
+        if polls != self.polls {
+            self.polls = polls;
+            self.polls_since = now;
+            return false;
+        }
+        if now - self.polls_since < NETPOLL_AFTER {
+            return false;
+        }
+        self.polls_since = now;
+        shared.driver.poll_io() > 0
+    }
+
     fn tick(&mut self, shared: &Arc<Shared>) {
         let now = Instant::now();
         if self.seen.len() != shared.workers.len() {
@@ -169,7 +194,7 @@ impl Watch {
                 shared.workers.len()
             ];
         }
-        let mut acted = false;
+        let mut acted = self.poll_io_if_starved(shared, now);
         // A worker busy with one long task reads the clock only between tasks: fire its due
         // timers from here so that sleepers on it are not late by a whole task.
         let runtime_now = shared.now_ns();

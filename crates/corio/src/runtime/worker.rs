@@ -270,6 +270,11 @@ impl WorkerCtx {
                 self.run_task(task);
                 continue;
             }
+            // Out of local work: sockets that became ready first, then stealing (Go's
+            // `findRunnable` order). The tasks they wake go to the run queue, as timers' do.
+            if self.firing_timers(|| self.shared.driver.poll_io()) > 0 {
+                continue;
+            }
             if let Some(task) = self.search() {
                 self.run_task(task);
                 continue;

@@ -1,0 +1,261 @@
+//! The netpoller's registrations: which socket an epoll event is for, and who waits on it.
+//!
+//! Each registered socket has a [`ScheduledIo`]: per direction (read, write) a readiness
+//! *sequence number* and a list of waiting wakers. The [`Registry`] maps an epoll token to it.
+//!
+//! # Tokens
+//!
+//! An epoll event carries a `u64` chosen at `EPOLL_CTL_ADD`. corio's is a slab index (offset
+//! by [`TOKEN_BASE`], below which the driver's eventfd and timerfd tokens live) and, in the
+//! high 32 bits, the slot's generation: an event that a poller took from the kernel just
+//! before its socket was deregistered finds the generation changed and is ignored, so it can
+//! never wake the socket that reuses the slot. (A raw pointer as the token, as in Go's
+//! `pollDesc`, would need Go's type-stable allocation to be safe against exactly that race.)
+//!
+//! # Waiting without losing an edge (the protocol)
+//!
+//! Sockets are registered edge-triggered: the kernel reports a transition to ready once. An
+//! operation on a socket therefore:
+//!
+//! 1. reads the direction's sequence number (`seq`);
+//! 2. tries the system call; anything but `EAGAIN` is its result;
+//! 3. on `EAGAIN` calls [`ScheduledIo::wait`] with `seq`: under the waiter lock, if the
+//!    sequence number moved, an edge arrived after step 1 — go back to 1; else the waker is
+//!    added to the list and the operation returns `Pending`.
+//!
+//! The poller that receives an edge increments the sequence number *before* it takes the
+//! waiter lock and wakes the list. Either the waiter's check (under the lock) sees the new
+//! number, or the poller's lock comes after the waiter pushed its waker and wakes it: an edge
+//! is never lost, at worst a waiter is woken once for nothing.
+//!
+//! Waker lists keep their capacity, so after a socket's first wait its waits do not allocate.
+//! A waiter that gives up (its future dropped, a timeout) leaves its waker in the list; the
+//! next edge wakes it for nothing and empties the list.
+
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::Waker;
+
+/// The lowest token of a socket; the driver's own descriptors use tokens below it.
+pub(crate) const TOKEN_BASE: u64 = 16;
+
+/// A direction of readiness.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Direction {
+    Read,
+    Write,
+}
+
+/// What [`ScheduledIo::wait`] decided.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Wait {
+    /// The waker is queued: return `Pending`.
+    Queued,
+    /// Readiness arrived since the sequence number was read: try again.
+    Retry,
+    /// The registration is gone (the runtime shut down, or the socket was closed).
+    Closed,
+}
+
+/// The readiness state and waiters of one registered socket.
+pub(crate) struct ScheduledIo {
+    /// Edges seen, per direction (index: `Direction as usize`). Incremented (Release) by the
+    /// poller before it takes `waiters`; read (Acquire) by an operation before its system call.
+    seq: [AtomicU32; 2],
+    /// Set when the registration ends while handles may still wait on it.
+    closed: AtomicBool,
+    /// Wakers waiting for each direction; guarded by the mutex.
+    waiters: Mutex<[Vec<Waker>; 2]>,
+}
+
+impl ScheduledIo {
+    fn new() -> ScheduledIo {
+        ScheduledIo {
+            seq: [AtomicU32::new(0), AtomicU32::new(0)],
+            closed: AtomicBool::new(false),
+            waiters: Mutex::new([Vec::new(), Vec::new()]),
+        }
+    }
+
+    /// Step 1 of the protocol.
+    #[inline]
+    pub(crate) fn seq(&self, dir: Direction) -> u32 {
+        // Acquire: pairs with the Release increment in `ready`, so the data the edge announced
+        // is visible to the system call that follows.
+        self.seq[dir as usize].load(Ordering::Acquire)
+    }
+
+    /// Step 3 of the protocol: queue `waker` unless an edge came after `seq` was read.
+    pub(crate) fn wait(&self, dir: Direction, seq: u32, waker: &Waker) -> Wait {
+        let mut waiters = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
+        if self.closed.load(Ordering::Acquire) {
+            return Wait::Closed;
+        }
+        // Relaxed suffices under the lock: `ready` increments before it locks.
+        if self.seq[dir as usize].load(Ordering::Relaxed) != seq {
+            return Wait::Retry;
+        }
+        let list = &mut waiters[dir as usize];
+        if !list.iter().any(|w| w.will_wake(waker)) {
+            list.push(waker.clone());
+        }
+        Wait::Queued
+    }
+
+    /// An edge for `dir`: bump its sequence number and wake its waiters.
+    pub(crate) fn ready(&self, dir: Direction) {
+        // Release: pairs with the Acquire load in `seq`.
+        self.seq[dir as usize].fetch_add(1, Ordering::Release);
+        let mut waiters = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
+        for waker in waiters[dir as usize].drain(..) {
+            waker.wake();
+        }
+    }
+
+    /// Ends the registration: every waiter wakes and finds it closed.
+    pub(crate) fn close(&self) {
+        let mut waiters = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
+        self.closed.store(true, Ordering::Release);
+        for list in waiters.iter_mut() {
+            for waker in list.drain(..) {
+                waker.wake();
+            }
+        }
+    }
+}
+
+struct Slot {
+    generation: u32,
+    io: Option<Arc<ScheduledIo>>,
+}
+
+#[derive(Default)]
+struct Slab {
+    slots: Vec<Slot>,
+    free: Vec<u32>,
+}
+
+/// Token → [`ScheduledIo`] for every socket registered with one driver.
+#[derive(Default)]
+pub(crate) struct Registry {
+    slab: Mutex<Slab>,
+    /// Registered sockets (read without the lock by pollers deciding whether to poll).
+    count: AtomicUsize,
+}
+
+impl Registry {
+    /// Adds a slot; returns its token and state (the caller then adds the fd to epoll).
+    pub(crate) fn insert(&self) -> (u64, Arc<ScheduledIo>) {
+        let io = Arc::new(ScheduledIo::new());
+        let mut slab = self.slab.lock().unwrap_or_else(|e| e.into_inner());
+        let index = match slab.free.pop() {
+            Some(index) => index,
+            None => {
+                slab.slots.push(Slot {
+                    generation: 0,
+                    io: None,
+                });
+                (slab.slots.len() - 1) as u32
+            }
+        };
+        let slot = &mut slab.slots[index as usize];
+        slot.io = Some(io.clone());
+        let token = (u64::from(slot.generation) << 32) | (u64::from(index) + TOKEN_BASE);
+        self.count.fetch_add(1, Ordering::Relaxed);
+        (token, io)
+    }
+
+    /// Removes the slot of `token` (a stale token is ignored).
+    pub(crate) fn remove(&self, token: u64) {
+        let mut slab = self.slab.lock().unwrap_or_else(|e| e.into_inner());
+        let (index, generation) = split(token);
+        if let Some(slot) = slab.slots.get_mut(index)
+            && slot.generation == generation
+            && slot.io.take().is_some()
+        {
+            slot.generation = slot.generation.wrapping_add(1);
+            slab.free.push(index as u32);
+            self.count.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Delivers an epoll event (`events`: its `EPOLL*` bits) to the socket of `token`.
+    pub(crate) fn dispatch(&self, token: u64, events: u32) {
+        let io = {
+            let slab = self.slab.lock().unwrap_or_else(|e| e.into_inner());
+            let (index, generation) = split(token);
+            match slab.slots.get(index) {
+                Some(slot) if slot.generation == generation => slot.io.clone(),
+                _ => None,
+            }
+        };
+        let Some(io) = io else { return };
+        let hangup = (libc::EPOLLHUP | libc::EPOLLERR) as u32;
+        if events & (libc::EPOLLIN as u32 | libc::EPOLLRDHUP as u32 | hangup) != 0 {
+            io.ready(Direction::Read);
+        }
+        if events & (libc::EPOLLOUT as u32 | hangup) != 0 {
+            io.ready(Direction::Write);
+        }
+    }
+
+    /// Whether any socket is registered.
+    #[inline]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.count.load(Ordering::Relaxed) == 0
+    }
+
+    /// Closes every registration (runtime shutdown): waiters wake with an error, and the
+    /// wakers they left behind — which hold their tasks — are dropped.
+    pub(crate) fn close_all(&self) {
+        let ios: Vec<Arc<ScheduledIo>> = {
+            let mut slab = self.slab.lock().unwrap_or_else(|e| e.into_inner());
+            let Slab { slots, free } = &mut *slab;
+            let mut ios = Vec::new();
+            for (index, slot) in slots.iter_mut().enumerate() {
+                if let Some(io) = slot.io.take() {
+                    slot.generation = slot.generation.wrapping_add(1);
+                    free.push(index as u32);
+                    ios.push(io);
+                }
+            }
+            self.count.store(0, Ordering::Relaxed);
+            ios
+        };
+        for io in ios {
+            io.close();
+        }
+    }
+}
+
+fn split(token: u64) -> (usize, u32) {
+    let low = token & 0xffff_ffff;
+    (low.wrapping_sub(TOKEN_BASE) as usize, (token >> 32) as u32)
+}
+
+/// A socket's registration with one runtime's driver: removed from the registry when dropped.
+/// (Closing the socket's fd removes it from the epoll set.) Holds the registry weakly, so that
+/// sockets outliving their runtime do not keep it alive.
+pub(crate) struct Registration {
+    registry: std::sync::Weak<Registry>,
+    token: u64,
+    pub(crate) io: Arc<ScheduledIo>,
+}
+
+impl Registration {
+    pub(crate) fn new(registry: &Arc<Registry>, token: u64, io: Arc<ScheduledIo>) -> Self {
+        Registration {
+            registry: Arc::downgrade(registry),
+            token,
+            io,
+        }
+    }
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        if let Some(registry) = self.registry.upgrade() {
+            registry.remove(self.token);
+        }
+    }
+}

@@ -1,0 +1,286 @@
+//! [`Source`]: a nonblocking socket with its (lazy) netpoller registration, its timeouts and
+//! the shared-handle close of `docs/io.md` ("`try_clone` shares the socket").
+//!
+//! Handles ([`Shared`]) share one `Source` through an `Arc`. Dropping a handle while others
+//! remain closes the socket for all of them (Go's `Close`): `closed` is set, the waiters are
+//! woken (`ScheduledIo::close`) and the socket is shut down, which also wakes plain threads
+//! waiting in `poll(2)` and tells the peer. The fd itself is closed by the last handle, so its
+//! number cannot be reused while another handle still names it.
+
+use std::future::poll_fn;
+use std::io;
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use super::registry::{Direction, Registration, Wait};
+use crate::runtime::context::{self, Here};
+
+/// A nonblocking socket `T` (a `std` socket type) as corio waits on it.
+pub(crate) struct Source<T: AsRawFd> {
+    inner: T,
+    /// Set once, the first time an operation must wait inside a runtime; `init` serialises
+    /// the registration.
+    registration: OnceLock<Registration>,
+    init: Mutex<()>,
+    /// Set when a handle was dropped while others remain (see the module doc).
+    closed: AtomicBool,
+    /// Timeouts of the blocking-style calls, in ns (0: none).
+    timeouts: [AtomicU64; 2],
+}
+
+impl<T: AsRawFd> Source<T> {
+    /// Wraps `inner`, which the caller has made nonblocking.
+    pub(crate) fn new(inner: T) -> Source<T> {
+        Source {
+            inner,
+            registration: OnceLock::new(),
+            init: Mutex::new(()),
+            closed: AtomicBool::new(false),
+            timeouts: [AtomicU64::new(0), AtomicU64::new(0)],
+        }
+    }
+
+    /// The socket, for the calls that never wait (addresses, options).
+    #[inline]
+    pub(crate) fn get(&self) -> &T {
+        &self.inner
+    }
+
+    #[inline]
+    fn check_open(&self) -> io::Result<()> {
+        if self.closed.load(Ordering::Acquire) {
+            Err(closed_error())
+        } else {
+            Ok(())
+        }
+    }
+
+    pub(crate) fn timeout(&self, dir: Direction) -> Option<Duration> {
+        match self.timeouts[dir as usize].load(Ordering::Relaxed) {
+            0 => None,
+            ns => Some(Duration::from_nanos(ns)),
+        }
+    }
+
+    /// `set_read_timeout`/`set_write_timeout`: `Some(0)` is an error, as in `std`.
+    pub(crate) fn set_timeout(&self, dir: Direction, timeout: Option<Duration>) -> io::Result<()> {
+        let ns = match timeout {
+            Some(d) if d.is_zero() => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "cannot set a 0 duration timeout",
+                ));
+            }
+            Some(d) => u64::try_from(d.as_nanos()).unwrap_or(u64::MAX).max(1),
+            None => 0,
+        };
+        self.timeouts[dir as usize].store(ns, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// The registration, made on first use with the current runtime (else the default one).
+    fn registration(&self) -> io::Result<&Registration> {
+        if let Some(registration) = self.registration.get() {
+            return Ok(registration);
+        }
+        let _init = self.init.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(registration) = self.registration.get() {
+            return Ok(registration);
+        }
+        let shared = crate::runtime::current_or_default();
+        let registration = shared.driver.register(self.inner.as_raw_fd())?;
+        Ok(self.registration.get_or_init(|| registration))
+    }
+
+    /// Runs `op` (a nonblocking system call on the socket) until it does not return
+    /// `WouldBlock`; `Pending` while the socket is not ready for `dir` (the protocol in
+    /// `registry.rs`).
+    pub(crate) fn poll_op<R>(
+        &self,
+        dir: Direction,
+        cx: &mut Context<'_>,
+        mut op: impl FnMut(&T) -> io::Result<R>,
+    ) -> Poll<io::Result<R>> {
+        if let Err(e) = self.check_open() {
+            return Poll::Ready(Err(e));
+        }
+        let io = match self.registration() {
+            Ok(registration) => &registration.io,
+            Err(e) => return Poll::Ready(Err(e)),
+        };
+        loop {
+            let seq = io.seq(dir);
+            match op(&self.inner) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                result => return Poll::Ready(result),
+            }
+            match io.wait(dir, seq, cx.waker()) {
+                Wait::Queued => return Poll::Pending,
+                Wait::Retry => continue,
+                Wait::Closed => {
+                    self.check_open()?;
+                    return Poll::Ready(Err(io::Error::other(
+                        "the corio runtime this socket was registered with has shut down",
+                    )));
+                }
+            }
+        }
+    }
+
+    /// `poll_op` as a future.
+    pub(crate) async fn op_async<R>(
+        &self,
+        dir: Direction,
+        mut op: impl FnMut(&T) -> io::Result<R>,
+    ) -> io::Result<R> {
+        poll_fn(|cx| self.poll_op(dir, cx, &mut op)).await
+    }
+
+    /// The blocking-style face of `poll_op`, with the socket's timeout for `dir`.
+    #[track_caller]
+    pub(crate) fn block_op<R>(
+        &self,
+        dir: Direction,
+        op: impl FnMut(&T) -> io::Result<R>,
+    ) -> io::Result<R> {
+        self.block_op_timeout(dir, self.timeout(dir), op)
+    }
+
+    /// `block_op` with an explicit timeout (`connect_timeout`).
+    #[track_caller]
+    pub(crate) fn block_op_timeout<R>(
+        &self,
+        dir: Direction,
+        timeout: Option<Duration>,
+        mut op: impl FnMut(&T) -> io::Result<R>,
+    ) -> io::Result<R> {
+        match context::here() {
+            Here::Stackful(_) => {
+                let fut = poll_fn(|cx| self.poll_op(dir, cx, &mut op));
+                match timeout {
+                    None => crate::block_on(fut),
+                    Some(d) => crate::time::timeout(d, fut).unwrap_or_else(|_| Err(timed_out())),
+                }
+            }
+            Here::Stackless => panic!(
+                "a blocking-style corio::net call (read, write, accept, connect...) inside an \
+                 async task would stall its worker: use the `_async` form (or the AsyncRead / \
+                 AsyncWrite traits) and `.await` it"
+            ),
+            Here::Thread => self.block_thread(dir, timeout, op),
+        }
+    }
+
+    /// On a plain thread: the system call, and `poll(2)` while it would block.
+    fn block_thread<R>(
+        &self,
+        dir: Direction,
+        timeout: Option<Duration>,
+        mut op: impl FnMut(&T) -> io::Result<R>,
+    ) -> io::Result<R> {
+        let deadline = timeout.map(|d| Instant::now() + d);
+        let events = match dir {
+            Direction::Read => libc::POLLIN | libc::POLLRDHUP,
+            Direction::Write => libc::POLLOUT,
+        };
+        loop {
+            self.check_open()?;
+            match op(&self.inner) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                result => return result,
+            }
+            let timeout_ms = match deadline {
+                None => -1,
+                Some(deadline) => {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        return Err(timed_out());
+                    }
+                    // Rounded up: a 0 would spin until the deadline.
+                    left.as_nanos().div_ceil(1_000_000).min(i32::MAX as u128) as libc::c_int
+                }
+            };
+            let mut pfd = libc::pollfd {
+                fd: self.inner.as_raw_fd(),
+                events,
+                revents: 0,
+            };
+            // SAFETY: one valid pollfd; EINTR and timeouts are handled by the loop.
+            unsafe { libc::poll(&mut pfd, 1, timeout_ms) };
+        }
+    }
+
+    /// Closes the socket for every handle (see the module doc).
+    fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+        if let Some(registration) = self.registration.get() {
+            registration.io.close();
+        }
+        // SAFETY: the fd is open (we hold it); shutting down a socket that is not connected
+        // fails harmlessly (ENOTCONN), which is ignored.
+        unsafe { libc::shutdown(self.inner.as_raw_fd(), libc::SHUT_RDWR) };
+    }
+}
+
+/// One handle to a shared [`Source`]; dropping it while other handles remain closes the socket
+/// for all of them.
+pub(crate) struct Shared<T: AsRawFd>(Arc<Source<T>>);
+
+impl<T: AsRawFd> Shared<T> {
+    pub(crate) fn new(inner: T) -> Shared<T> {
+        Shared(Arc::new(Source::new(inner)))
+    }
+
+    /// A second handle to the same socket (`try_clone`).
+    pub(crate) fn share(&self) -> Shared<T> {
+        Shared(self.0.clone())
+    }
+}
+
+impl<T: AsRawFd> std::ops::Deref for Shared<T> {
+    type Target = Source<T>;
+
+    #[inline]
+    fn deref(&self) -> &Source<T> {
+        &self.0
+    }
+}
+
+impl<T: AsRawFd> Drop for Shared<T> {
+    fn drop(&mut self) {
+        if Arc::strong_count(&self.0) > 1 {
+            self.0.close();
+        }
+    }
+}
+
+impl<T: AsRawFd + std::fmt::Debug> std::fmt::Debug for Shared<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.inner.fmt(f)
+    }
+}
+
+/// The error of an operation on a socket another handle closed.
+pub(crate) fn closed_error() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::NotConnected,
+        "the socket was closed (another handle to it was dropped)",
+    )
+}
+
+pub(crate) fn timed_out() -> io::Error {
+    io::Error::new(io::ErrorKind::TimedOut, "the socket's timeout expired")
+}
+
+/// Sleeps blocking-style where this runs: the coroutine in a coroutine, else the thread.
+pub(crate) fn sleep_here(d: Duration) {
+    match context::here() {
+        Here::Stackful(_) => crate::sleep(d),
+        _ => std::thread::sleep(d),
+    }
+}

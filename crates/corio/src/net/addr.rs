@@ -1,0 +1,137 @@
+//! Address resolution (through the blocking pool or `corio::blocking`) and the nonblocking
+//! `connect` that `std` lacks.
+
+use std::io;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::os::fd::FromRawFd;
+
+use crate::runtime::context::{self, Here};
+
+/// Resolves `addr` blocking-style. A host name needs `getaddrinfo`, which blocks the thread:
+/// in a coroutine it runs inside `corio::blocking`, so sysmon hands the worker's queued work
+/// to others meanwhile.
+pub(crate) fn resolve<A: ToSocketAddrs>(addr: A) -> io::Result<Vec<SocketAddr>> {
+    let lookup = || addr.to_socket_addrs().map(Iterator::collect);
+    match context::here() {
+        Here::Stackful(_) => crate::blocking(lookup),
+        _ => lookup(),
+    }
+}
+
+/// Resolves `addr` on the blocking pool.
+pub(crate) async fn resolve_async<A>(addr: A) -> io::Result<Vec<SocketAddr>>
+where
+    A: ToSocketAddrs + Send + 'static,
+{
+    crate::spawn_blocking(move || addr.to_socket_addrs().map(Iterator::collect))
+        .await
+        .unwrap_or_else(|e| Err(io::Error::other(e.to_string())))
+}
+
+/// Tries `connect` on each address in turn; the last error if none answers.
+pub(crate) fn each_addr<T>(
+    addrs: Vec<SocketAddr>,
+    mut connect: impl FnMut(&SocketAddr) -> io::Result<T>,
+) -> io::Result<T> {
+    let mut last = None;
+    for addr in &addrs {
+        match connect(addr) {
+            Ok(v) => return Ok(v),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(no_addresses))
+}
+
+pub(crate) fn no_addresses() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidInput,
+        "could not resolve to any addresses",
+    )
+}
+
+/// A nonblocking TCP socket with `connect` started: `(socket, connected already)`.
+pub(crate) fn start_connect(addr: &SocketAddr) -> io::Result<(std::net::TcpStream, bool)> {
+    // SAFETY: a plain `socket(2)`: all-zero sockaddr storage is a valid value.
+    let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let (family, len) = match addr {
+        SocketAddr::V4(a) => {
+            let sin = libc::sockaddr_in {
+                sin_family: libc::AF_INET as libc::sa_family_t,
+                sin_port: a.port().to_be(),
+                sin_addr: libc::in_addr {
+                    s_addr: u32::from_ne_bytes(a.ip().octets()),
+                },
+                sin_zero: [0; 8],
+            };
+            // SAFETY: sockaddr_storage is large and aligned enough for any sockaddr.
+            unsafe { std::ptr::write((&raw mut storage).cast(), sin) };
+            (libc::AF_INET, size_of::<libc::sockaddr_in>())
+        }
+        SocketAddr::V6(a) => {
+            let sin6 = libc::sockaddr_in6 {
+                sin6_family: libc::AF_INET6 as libc::sa_family_t,
+                sin6_port: a.port().to_be(),
+                sin6_flowinfo: a.flowinfo(),
+                sin6_addr: libc::in6_addr {
+                    s6_addr: a.ip().octets(),
+                },
+                sin6_scope_id: a.scope_id(),
+            };
+            // SAFETY: as above.
+            unsafe { std::ptr::write((&raw mut storage).cast(), sin6) };
+            (libc::AF_INET6, size_of::<libc::sockaddr_in6>())
+        }
+    };
+    // SAFETY: a plain system call; the result is checked.
+    let fd = unsafe {
+        libc::socket(
+            family,
+            libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+            0,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` is a fresh socket nothing else owns.
+    let stream = unsafe { std::net::TcpStream::from_raw_fd(fd) };
+    loop {
+        // SAFETY: `storage` holds a sockaddr of `len` bytes.
+        let r = unsafe { libc::connect(fd, (&raw const storage).cast(), len as libc::socklen_t) };
+        if r == 0 {
+            return Ok((stream, true));
+        }
+        let e = io::Error::last_os_error();
+        match e.raw_os_error() {
+            Some(libc::EINPROGRESS) => return Ok((stream, false)),
+            Some(libc::EINTR) => continue,
+            _ => return Err(e),
+        }
+    }
+}
+
+/// The check that a started `connect` finished: `WouldBlock` while it is in progress.
+pub(crate) fn finish_connect(stream: &std::net::TcpStream) -> io::Result<()> {
+    if let Some(e) = stream.take_error()? {
+        return Err(e);
+    }
+    match stream.peer_addr() {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::NotConnected => Err(io::ErrorKind::WouldBlock.into()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Whether an `accept` error means the process or system is out of descriptors or memory,
+/// which `accept` waits out (Go's `net/http` server: 5 ms doubling to 1 s).
+pub(crate) fn is_exhaustion(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM)
+    )
+}
+
+/// The first and the longest `accept` back-off (Go's `net/http` `Server.Serve`).
+pub(crate) const BACKOFF_MIN: std::time::Duration = std::time::Duration::from_millis(5);
+pub(crate) const BACKOFF_MAX: std::time::Duration = std::time::Duration::from_secs(1);

@@ -1,0 +1,234 @@
+//! The byte-stream face shared by `TcpStream` and `UnixStream` (and their halves): `Read` and
+//! `Write` for the type and for a shared reference to it, the `_async` methods, and the
+//! `futures_io` (and, with the `tokio-io` feature, `tokio::io`) traits — written once as a
+//! macro over the type's `Shared` socket field.
+
+/// Implements the stream face for `$ty`, whose socket is `self.$sock` (a `Shared<$std>` where
+/// `&$std` implements `Read` and `Write`).
+macro_rules! stream_face {
+    ($ty:ty, $sock:ident, $std:ty) => {
+        impl $ty {
+            /// Reads into `buf`, suspending the task until data arrives (`Ok(0)`: the peer
+            /// closed its side).
+            pub async fn read_async(&self, buf: &mut [u8]) -> std::io::Result<usize> {
+                use std::io::Read;
+                self.$sock
+                    .op_async($crate::io::registry::Direction::Read, |s: &$std| {
+                        (&*s).read(buf)
+                    })
+                    .await
+            }
+
+            /// Writes some of `buf`, suspending the task until the socket can take data.
+            pub async fn write_async(&self, buf: &[u8]) -> std::io::Result<usize> {
+                use std::io::Write;
+                self.$sock
+                    .op_async($crate::io::registry::Direction::Write, |s: &$std| {
+                        (&*s).write(buf)
+                    })
+                    .await
+            }
+
+            /// Writes all of `buf`.
+            pub async fn write_all_async(&self, mut buf: &[u8]) -> std::io::Result<()> {
+                while !buf.is_empty() {
+                    match self.write_async(buf).await? {
+                        0 => return Err(std::io::ErrorKind::WriteZero.into()),
+                        n => buf = &buf[n..],
+                    }
+                }
+                Ok(())
+            }
+
+            /// Reads exactly `buf.len()` bytes (`UnexpectedEof` if the peer closes first).
+            pub async fn read_exact_async(&self, mut buf: &mut [u8]) -> std::io::Result<()> {
+                while !buf.is_empty() {
+                    match self.read_async(buf).await? {
+                        0 => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+                        n => buf = &mut buf[n..],
+                    }
+                }
+                Ok(())
+            }
+
+            fn poll_read_priv(
+                &self,
+                cx: &mut std::task::Context<'_>,
+                buf: &mut [u8],
+            ) -> std::task::Poll<std::io::Result<usize>> {
+                use std::io::Read;
+                self.$sock
+                    .poll_op($crate::io::registry::Direction::Read, cx, |s: &$std| {
+                        (&*s).read(buf)
+                    })
+            }
+
+            fn poll_write_priv(
+                &self,
+                cx: &mut std::task::Context<'_>,
+                buf: &[u8],
+            ) -> std::task::Poll<std::io::Result<usize>> {
+                use std::io::Write;
+                self.$sock
+                    .poll_op($crate::io::registry::Direction::Write, cx, |s: &$std| {
+                        (&*s).write(buf)
+                    })
+            }
+        }
+
+        impl std::io::Read for &$ty {
+            /// Blocking-style: suspends the coroutine (or blocks the thread) until data arrives.
+            ///
+            /// # Panics
+            ///
+            /// Inside an async task (use `read_async` there).
+            fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+                self.$sock
+                    .block_op($crate::io::registry::Direction::Read, |s: &$std| {
+                        (&*s).read(buf)
+                    })
+            }
+        }
+
+        impl std::io::Write for &$ty {
+            /// Blocking-style: suspends the coroutine (or blocks the thread) until the socket
+            /// takes some of `buf`.
+            ///
+            /// # Panics
+            ///
+            /// Inside an async task (use `write_async` there).
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                self.$sock
+                    .block_op($crate::io::registry::Direction::Write, |s: &$std| {
+                        (&*s).write(buf)
+                    })
+            }
+
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+
+        impl std::io::Read for $ty {
+            fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+                (&*self).read(buf)
+            }
+        }
+
+        impl std::io::Write for $ty {
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                (&*self).write(buf)
+            }
+
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+
+        impl futures_io::AsyncRead for &$ty {
+            fn poll_read(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+                buf: &mut [u8],
+            ) -> std::task::Poll<std::io::Result<usize>> {
+                self.poll_read_priv(cx, buf)
+            }
+        }
+
+        impl futures_io::AsyncRead for $ty {
+            fn poll_read(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+                buf: &mut [u8],
+            ) -> std::task::Poll<std::io::Result<usize>> {
+                self.poll_read_priv(cx, buf)
+            }
+        }
+
+        impl futures_io::AsyncWrite for &$ty {
+            fn poll_write(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+                buf: &[u8],
+            ) -> std::task::Poll<std::io::Result<usize>> {
+                self.poll_write_priv(cx, buf)
+            }
+
+            fn poll_flush(
+                self: std::pin::Pin<&mut Self>,
+                _: &mut std::task::Context<'_>,
+            ) -> std::task::Poll<std::io::Result<()>> {
+                std::task::Poll::Ready(Ok(()))
+            }
+
+            fn poll_close(
+                self: std::pin::Pin<&mut Self>,
+                _: &mut std::task::Context<'_>,
+            ) -> std::task::Poll<std::io::Result<()>> {
+                std::task::Poll::Ready(self.shutdown(std::net::Shutdown::Write))
+            }
+        }
+
+        impl futures_io::AsyncWrite for $ty {
+            fn poll_write(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+                buf: &[u8],
+            ) -> std::task::Poll<std::io::Result<usize>> {
+                self.poll_write_priv(cx, buf)
+            }
+
+            fn poll_flush(
+                self: std::pin::Pin<&mut Self>,
+                _: &mut std::task::Context<'_>,
+            ) -> std::task::Poll<std::io::Result<()>> {
+                std::task::Poll::Ready(Ok(()))
+            }
+
+            fn poll_close(
+                self: std::pin::Pin<&mut Self>,
+                _: &mut std::task::Context<'_>,
+            ) -> std::task::Poll<std::io::Result<()>> {
+                std::task::Poll::Ready(self.shutdown(std::net::Shutdown::Write))
+            }
+        }
+
+        #[cfg(feature = "tokio-io")]
+        impl tokio::io::AsyncRead for $ty {
+            fn poll_read(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+                buf: &mut tokio::io::ReadBuf<'_>,
+            ) -> std::task::Poll<std::io::Result<()>> {
+                let n = std::task::ready!(self.poll_read_priv(cx, buf.initialize_unfilled()))?;
+                buf.advance(n);
+                std::task::Poll::Ready(Ok(()))
+            }
+        }
+
+        #[cfg(feature = "tokio-io")]
+        impl tokio::io::AsyncWrite for $ty {
+            fn poll_write(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+                buf: &[u8],
+            ) -> std::task::Poll<std::io::Result<usize>> {
+                self.poll_write_priv(cx, buf)
+            }
+
+            fn poll_flush(
+                self: std::pin::Pin<&mut Self>,
+                _: &mut std::task::Context<'_>,
+            ) -> std::task::Poll<std::io::Result<()>> {
+                std::task::Poll::Ready(Ok(()))
+            }
+
+            fn poll_shutdown(
+                self: std::pin::Pin<&mut Self>,
+                _: &mut std::task::Context<'_>,
+            ) -> std::task::Poll<std::io::Result<()>> {
+                std::task::Poll::Ready(self.shutdown(std::net::Shutdown::Write))
+            }
+        }
+    };
+}

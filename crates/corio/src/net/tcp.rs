@@ -1,0 +1,401 @@
+//! TCP: [`TcpListener`] and [`TcpStream`].
+
+use std::io;
+use std::net::{Shutdown, SocketAddr, ToSocketAddrs};
+use std::os::fd::{AsRawFd, RawFd};
+use std::time::Duration;
+
+use super::addr;
+use crate::io::registry::Direction;
+use crate::io::source::{Shared, sleep_here};
+
+/// The listen backlog (the kernel caps it at `net.core.somaxconn`; Go asks for that, `std` for
+/// 128, too few for a burst of connections such as the c10k benchmark's).
+const BACKLOG: libc::c_int = 4096;
+
+/// A TCP server socket.
+///
+/// `accept` suspends only the calling coroutine (blocks a plain thread); `accept_async` is the
+/// async form. When the process or system runs out of descriptors (`EMFILE`, `ENFILE`) it waits
+/// and tries again — 5 ms, doubling to 1 s, as Go's `net/http` server — rather than failing or
+/// spinning.
+///
+/// ```
+/// let rt = corio::Runtime::builder().workers(1).build().unwrap();
+/// rt.run(|| {
+///     let listener = corio::net::TcpListener::bind("127.0.0.1:0").unwrap();
+///     let addr = listener.local_addr().unwrap();
+///     let client = corio::go(move || corio::net::TcpStream::connect(addr).unwrap());
+///     let (_server_side, peer) = listener.accept().unwrap();
+///     assert_eq!(peer, client.join().unwrap().local_addr().unwrap());
+/// });
+/// ```
+#[derive(Debug)]
+pub struct TcpListener {
+    sock: Shared<std::net::TcpListener>,
+}
+
+impl TcpListener {
+    /// Binds a listening socket (never waits: a host name is resolved as `std` does).
+    pub fn bind<A: ToSocketAddrs>(addr: A) -> io::Result<TcpListener> {
+        TcpListener::from_std(std::net::TcpListener::bind(addr)?)
+    }
+
+    /// Wraps a `std` listener (made nonblocking here).
+    pub fn from_std(listener: std::net::TcpListener) -> io::Result<TcpListener> {
+        listener.set_nonblocking(true)?;
+        // SAFETY: `listen` on our listening socket only raises its backlog.
+        unsafe { libc::listen(listener.as_raw_fd(), BACKLOG) };
+        Ok(TcpListener {
+            sock: Shared::new(listener),
+        })
+    }
+
+    /// Accepts a connection, blocking-style (see the type's doc on descriptor exhaustion).
+    ///
+    /// # Panics
+    ///
+    /// Inside an async task: use [`accept_async`](Self::accept_async).
+    #[track_caller]
+    pub fn accept(&self) -> io::Result<(TcpStream, SocketAddr)> {
+        let mut backoff = addr::BACKOFF_MIN;
+        loop {
+            match self.sock.block_op(Direction::Read, |l| l.accept()) {
+                Err(e) if addr::is_exhaustion(&e) => {
+                    sleep_here(backoff);
+                    backoff = (backoff * 2).min(addr::BACKOFF_MAX);
+                }
+                result => return accepted(result?),
+            }
+        }
+    }
+
+    /// Accepts a connection.
+    pub async fn accept_async(&self) -> io::Result<(TcpStream, SocketAddr)> {
+        let mut backoff = addr::BACKOFF_MIN;
+        loop {
+            match self.sock.op_async(Direction::Read, |l| l.accept()).await {
+                Err(e) if addr::is_exhaustion(&e) => {
+                    crate::time::sleep_async(backoff).await;
+                    backoff = (backoff * 2).min(addr::BACKOFF_MAX);
+                }
+                result => return accepted(result?),
+            }
+        }
+    }
+
+    /// An iterator over accepted connections (it never ends).
+    pub fn incoming(&self) -> Incoming<'_> {
+        Incoming { listener: self }
+    }
+
+    /// The address it listens on.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.sock.get().local_addr()
+    }
+
+    /// A second handle to the same listener (see `docs/io.md`: dropping either closes it).
+    pub fn try_clone(&self) -> io::Result<TcpListener> {
+        Ok(TcpListener {
+            sock: self.sock.share(),
+        })
+    }
+}
+
+fn accepted(
+    (stream, peer): (std::net::TcpStream, SocketAddr),
+) -> io::Result<(TcpStream, SocketAddr)> {
+    Ok((TcpStream::from_std(stream)?, peer))
+}
+
+impl AsRawFd for TcpListener {
+    fn as_raw_fd(&self) -> RawFd {
+        self.sock.get().as_raw_fd()
+    }
+}
+
+/// The iterator of [`TcpListener::incoming`].
+#[derive(Debug)]
+pub struct Incoming<'a> {
+    listener: &'a TcpListener,
+}
+
+impl Iterator for Incoming<'_> {
+    type Item = io::Result<TcpStream>;
+
+    fn next(&mut self) -> Option<io::Result<TcpStream>> {
+        Some(self.listener.accept().map(|(stream, _)| stream))
+    }
+}
+
+/// A TCP connection.
+///
+/// `Read` and `Write` (for `TcpStream` and `&TcpStream`) are blocking-style: in a coroutine they
+/// suspend only the coroutine, on a plain thread they block it, and they honour
+/// [`set_read_timeout`](Self::set_read_timeout) / [`set_write_timeout`](Self::set_write_timeout)
+/// (an expired timeout is `ErrorKind::TimedOut` and leaves the stream usable). Async tasks use
+/// [`read_async`](Self::read_async), [`write_async`](Self::write_async) or the
+/// `futures_io::AsyncRead`/`AsyncWrite` traits (and `tokio::io`'s with the `tokio-io` feature).
+///
+/// ```
+/// use std::io::{Read, Write};
+///
+/// let rt = corio::Runtime::builder().workers(2).build().unwrap();
+/// let reply = rt.block_on(async {
+///     let listener = corio::net::TcpListener::bind("127.0.0.1:0").unwrap();
+///     let addr = listener.local_addr().unwrap();
+///     // A coroutine serves, blocking-style; this async task is the client.
+///     corio::go(move || {
+///         let (mut s, _) = listener.accept().unwrap();
+///         let mut buf = [0; 4];
+///         s.read_exact(&mut buf).unwrap();
+///         s.write_all(&buf).unwrap();
+///     });
+///     let client = corio::net::TcpStream::connect_async(addr).await.unwrap();
+///     client.write_all_async(b"ping").await.unwrap();
+///     let mut buf = [0; 4];
+///     client.read_exact_async(&mut buf).await.unwrap();
+///     buf
+/// });
+/// assert_eq!(&reply, b"ping");
+/// ```
+#[derive(Debug)]
+pub struct TcpStream {
+    sock: Shared<std::net::TcpStream>,
+}
+
+impl TcpStream {
+    /// Connects, blocking-style, trying each address `addr` resolves to (a host name is
+    /// resolved inside `corio::blocking` in a coroutine).
+    ///
+    /// # Panics
+    ///
+    /// Inside an async task: use [`connect_async`](Self::connect_async).
+    #[track_caller]
+    pub fn connect<A: ToSocketAddrs>(addr: A) -> io::Result<TcpStream> {
+        addr::each_addr(addr::resolve(addr)?, |a| TcpStream::connect_one(a, None))
+    }
+
+    /// Connects to one address, giving up after `timeout` (`ErrorKind::TimedOut`; the
+    /// half-open socket is closed).
+    #[track_caller]
+    pub fn connect_timeout(addr: &SocketAddr, timeout: Duration) -> io::Result<TcpStream> {
+        if timeout.is_zero() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "cannot set a 0 duration timeout",
+            ));
+        }
+        TcpStream::connect_one(addr, Some(timeout))
+    }
+
+    #[track_caller]
+    fn connect_one(addr: &SocketAddr, timeout: Option<Duration>) -> io::Result<TcpStream> {
+        let (stream, connected) = addr::start_connect(addr)?;
+        let sock = Shared::new(stream);
+        if !connected {
+            sock.block_op_timeout(Direction::Write, timeout, addr::finish_connect)?;
+        }
+        Ok(TcpStream { sock })
+    }
+
+    /// Connects, trying each address `addr` resolves to (on the blocking pool: hence the
+    /// `Send + 'static` bound; a `SocketAddr` or `(&'static str, u16)` qualifies).
+    pub async fn connect_async<A>(addr: A) -> io::Result<TcpStream>
+    where
+        A: ToSocketAddrs + Send + 'static,
+    {
+        let mut last = None;
+        for a in addr::resolve_async(addr).await? {
+            match TcpStream::connect_one_async(&a).await {
+                Ok(stream) => return Ok(stream),
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last.unwrap_or_else(addr::no_addresses))
+    }
+
+    async fn connect_one_async(addr: &SocketAddr) -> io::Result<TcpStream> {
+        let (stream, connected) = addr::start_connect(addr)?;
+        let sock = Shared::new(stream);
+        if !connected {
+            sock.op_async(Direction::Write, addr::finish_connect)
+                .await?;
+        }
+        Ok(TcpStream { sock })
+    }
+
+    /// Wraps a connected `std` stream (made nonblocking here).
+    pub fn from_std(stream: std::net::TcpStream) -> io::Result<TcpStream> {
+        stream.set_nonblocking(true)?;
+        Ok(TcpStream {
+            sock: Shared::new(stream),
+        })
+    }
+
+    /// The remote address.
+    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
+        self.sock.get().peer_addr()
+    }
+
+    /// The local address.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.sock.get().local_addr()
+    }
+
+    /// Shuts down the read, write or both halves (a reader waiting on this socket wakes with
+    /// `Ok(0)` after `Shutdown::Read`).
+    pub fn shutdown(&self, how: Shutdown) -> io::Result<()> {
+        self.sock.get().shutdown(how)
+    }
+
+    /// Sets `TCP_NODELAY`.
+    pub fn set_nodelay(&self, nodelay: bool) -> io::Result<()> {
+        self.sock.get().set_nodelay(nodelay)
+    }
+
+    /// Reads `TCP_NODELAY`.
+    pub fn nodelay(&self) -> io::Result<bool> {
+        self.sock.get().nodelay()
+    }
+
+    /// Sets the IP TTL.
+    pub fn set_ttl(&self, ttl: u32) -> io::Result<()> {
+        self.sock.get().set_ttl(ttl)
+    }
+
+    /// The blocking-style reads' timeout (`None`: wait for ever; `Some(0)` is an error).
+    pub fn set_read_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
+        self.sock.set_timeout(Direction::Read, timeout)
+    }
+
+    /// The blocking-style writes' timeout (`None`: wait for ever; `Some(0)` is an error).
+    pub fn set_write_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
+        self.sock.set_timeout(Direction::Write, timeout)
+    }
+
+    /// The read timeout.
+    pub fn read_timeout(&self) -> io::Result<Option<Duration>> {
+        Ok(self.sock.timeout(Direction::Read))
+    }
+
+    /// The write timeout.
+    pub fn write_timeout(&self) -> io::Result<Option<Duration>> {
+        Ok(self.sock.timeout(Direction::Write))
+    }
+
+    /// Reads without consuming, blocking-style.
+    ///
+    /// # Panics
+    ///
+    /// Inside an async task: use [`peek_async`](Self::peek_async).
+    #[track_caller]
+    pub fn peek(&self, buf: &mut [u8]) -> io::Result<usize> {
+        self.sock.block_op(Direction::Read, |s| s.peek(buf))
+    }
+
+    /// Reads without consuming.
+    pub async fn peek_async(&self, buf: &mut [u8]) -> io::Result<usize> {
+        self.sock.op_async(Direction::Read, |s| s.peek(buf)).await
+    }
+
+    /// A second handle to the same socket, to use it from two coroutines or tasks at once.
+    /// Unlike `std`'s, dropping either handle closes the socket for both (a waiter on the other
+    /// wakes with `ErrorKind::NotConnected`): see `docs/io.md`.
+    pub fn try_clone(&self) -> io::Result<TcpStream> {
+        Ok(TcpStream {
+            sock: self.sock.share(),
+        })
+    }
+
+    /// Splits into a read half and a write half, usable from two coroutines or tasks at once
+    /// (dropping either closes the socket, as [`try_clone`](Self::try_clone)'s handles).
+    pub fn into_split(self) -> (OwnedReadHalf, OwnedWriteHalf) {
+        let other = TcpStream {
+            sock: self.sock.share(),
+        };
+        (OwnedReadHalf(self), OwnedWriteHalf(other))
+    }
+}
+
+impl AsRawFd for TcpStream {
+    fn as_raw_fd(&self) -> RawFd {
+        self.sock.get().as_raw_fd()
+    }
+}
+
+stream_face!(TcpStream, sock, std::net::TcpStream);
+
+/// The read half of [`TcpStream::into_split`]; derefs to the stream for its other methods.
+#[derive(Debug)]
+pub struct OwnedReadHalf(TcpStream);
+
+/// The write half of [`TcpStream::into_split`]; derefs to the stream for its other methods.
+#[derive(Debug)]
+pub struct OwnedWriteHalf(TcpStream);
+
+impl std::ops::Deref for OwnedReadHalf {
+    type Target = TcpStream;
+
+    fn deref(&self) -> &TcpStream {
+        &self.0
+    }
+}
+
+impl std::ops::Deref for OwnedWriteHalf {
+    type Target = TcpStream;
+
+    fn deref(&self) -> &TcpStream {
+        &self.0
+    }
+}
+
+impl io::Read for OwnedReadHalf {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        (&self.0).read(buf)
+    }
+}
+
+impl io::Write for OwnedWriteHalf {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        (&self.0).write(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl futures_io::AsyncRead for OwnedReadHalf {
+    fn poll_read(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut [u8],
+    ) -> std::task::Poll<io::Result<usize>> {
+        self.0.poll_read_priv(cx, buf)
+    }
+}
+
+impl futures_io::AsyncWrite for OwnedWriteHalf {
+    fn poll_write(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<io::Result<usize>> {
+        self.0.poll_write_priv(cx, buf)
+    }
+
+    fn poll_flush(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn poll_close(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<io::Result<()>> {
+        std::task::Poll::Ready(self.0.shutdown(Shutdown::Write))
+    }
+}
