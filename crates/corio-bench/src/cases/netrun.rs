@@ -22,9 +22,6 @@ pub fn launch(case: &str, server: &str, go_sub: &str) -> Launch {
     if server == "go" {
         return gopeer::command([go_sub, "1"]).map(|c| c.wrapper(pin));
     }
-    if server.starts_with("corio") && !super::servers::CORIO_NET {
-        return Err(Outcome::Skipped("corio::net not merged yet".into()));
-    }
     Ok(ChildCommand::new(case).args(["serve", server]).wrapper(pin))
 }
 

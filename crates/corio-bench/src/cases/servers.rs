@@ -24,17 +24,28 @@ use hyper::body::Incoming;
 use hyper::{Request, Response, StatusCode};
 
 use super::fresh::may_go;
+
+// The corio servers are the examples' own code, so that what is measured is what a reader
+// sees in `crates/corio/examples/`.
+#[path = "../../../corio/examples/servers/echo.rs"]
+mod corio_echo;
+#[path = "../../../corio/examples/servers/echo_async.rs"]
+mod corio_echo_async;
+#[allow(dead_code)] // the date formatter's helpers are public for the example's readers
+#[path = "../../../corio/examples/servers/http_hello.rs"]
+mod http_hello;
+#[allow(dead_code)]
+#[path = "../../../corio/examples/servers/hyper_hello.rs"]
+mod hyper_hello;
 use crate::child;
 use crate::server::raise_nofile;
-
-/// Whether this build has `corio::net`, which the corio servers need (it lands on the `net`
-/// branch); until then their rows are skipped.
-pub const CORIO_NET: bool = false;
 
 /// The HTTP server `imp`; never returns unless it fails.
 pub fn http(imp: &str) -> Result<(), String> {
     raise_nofile();
     match imp {
+        "corio" => corio_stackful(http_hello::serve),
+        "corio-hyper" => corio_tasks(hyper_hello::serve),
         "hyper-tokio" => tokio_current_thread(hyper_tokio()),
         "may_minihttp" => may_minihttp(),
         _ => Err(format!("unknown http server `{imp}`")),
@@ -45,10 +56,44 @@ pub fn http(imp: &str) -> Result<(), String> {
 pub fn echo(imp: &str) -> Result<(), String> {
     raise_nofile();
     match imp {
+        "corio" => corio_stackful(corio_echo::serve),
+        "corio-async" => corio_tasks(corio_echo_async::serve),
         "tokio" => tokio_current_thread(tokio_echo()),
         "may" => may_echo(),
         _ => Err(format!("unknown echo server `{imp}`")),
     }
+}
+
+/// corio with one worker, as every server here runs.
+fn corio_runtime() -> Result<corio::Runtime, String> {
+    corio::Runtime::builder()
+        .workers(1)
+        .hog_report(false)
+        .build()
+        .map_err(|e| e.to_string())
+}
+
+/// Runs a stackful server (`serve(listener)` in the main coroutine) on corio.
+fn corio_stackful(serve: fn(corio::net::TcpListener)) -> Result<(), String> {
+    corio_runtime()?.run(move || {
+        let listener = corio::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+        child::emit("addr", listener.local_addr().map_err(|e| e.to_string())?);
+        serve(listener);
+        Ok(())
+    })
+}
+
+/// Runs an async server (its accept loop a task on the worker) on corio.
+fn corio_tasks<F, Fut>(serve: F) -> Result<(), String>
+where
+    F: FnOnce(corio::net::TcpListener) -> Fut,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let rt = corio_runtime()?;
+    let listener = corio::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+    child::emit("addr", listener.local_addr().map_err(|e| e.to_string())?);
+    rt.block_on(rt.spawn(serve(listener)))
+        .map_err(|e| e.to_string())
 }
 
 fn tokio_current_thread(
