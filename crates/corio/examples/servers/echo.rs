@@ -28,7 +28,7 @@ pub fn serve(listener: TcpListener) {
 /// Writes back everything `stream` sends until it closes (or fails).
 pub fn echo(mut stream: TcpStream) {
     let _ = stream.set_nodelay(true);
-    let mut buf = [0u8; 4096];
+    let mut buf = [0u8; 1024];
     loop {
         match stream.read(&mut buf) {
             Ok(0) | Err(_) => return,
