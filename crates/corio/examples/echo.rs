@@ -8,17 +8,13 @@
 //! CPU count) and writes back whatever each client sends. Try it with `nc 127.0.0.1 7000`.
 //! The server itself is `servers/echo.rs`; `echo_async` is the same server on async tasks.
 
+#[path = "servers/args.rs"]
+mod args;
 #[path = "servers/echo.rs"]
 mod server;
 
 fn main() -> std::io::Result<()> {
-    let mut args = std::env::args().skip(1);
-    let addr = args.next().unwrap_or_else(|| "127.0.0.1:7000".into());
-    let mut builder = corio::Runtime::builder();
-    if let Some(w) = args.next() {
-        builder.workers(w.parse().expect("WORKERS is a number"));
-    }
-    let rt = builder.build()?;
+    let (addr, rt) = args::address_and_runtime("127.0.0.1:7000")?;
     rt.run(move || {
         let listener = corio::net::TcpListener::bind(&addr)?;
         println!("echo: listening on {}", listener.local_addr()?);

@@ -8,17 +8,13 @@
 //! CPU count). The same server as `echo`, written with `async`/`.await` instead of stackful
 //! coroutines; both run on the same scheduler. The server itself is `servers/echo_async.rs`.
 
+#[path = "servers/args.rs"]
+mod args;
 #[path = "servers/echo_async.rs"]
 mod server;
 
 fn main() -> std::io::Result<()> {
-    let mut args = std::env::args().skip(1);
-    let addr = args.next().unwrap_or_else(|| "127.0.0.1:7000".into());
-    let mut builder = corio::Runtime::builder();
-    if let Some(w) = args.next() {
-        builder.workers(w.parse().expect("WORKERS is a number"));
-    }
-    let rt = builder.build()?;
+    let (addr, rt) = args::address_and_runtime("127.0.0.1:7000")?;
     let listener = corio::net::TcpListener::bind(&addr)?;
     println!("echo_async: listening on {}", listener.local_addr()?);
     // The accept loop is a task too, so that it runs on the workers like every connection.

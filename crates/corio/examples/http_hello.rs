@@ -11,17 +11,13 @@
 //! is closed while the others go on. Every connection is a coroutine running ordinary
 //! blocking-style code (`servers/http_hello.rs`). `fetch` is its client.
 
+#[path = "servers/args.rs"]
+mod args;
 #[path = "servers/http_hello.rs"]
 mod server;
 
 fn main() -> std::io::Result<()> {
-    let mut args = std::env::args().skip(1);
-    let addr = args.next().unwrap_or_else(|| "127.0.0.1:8080".into());
-    let mut builder = corio::Runtime::builder();
-    if let Some(w) = args.next() {
-        builder.workers(w.parse().expect("WORKERS is a number"));
-    }
-    let rt = builder.build()?;
+    let (addr, rt) = args::address_and_runtime("127.0.0.1:8080")?;
     rt.run(move || {
         let listener = corio::net::TcpListener::bind(&addr)?;
         println!(

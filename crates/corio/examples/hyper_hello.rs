@@ -10,17 +10,13 @@
 //! hyper's HTTP/1 implementation. corio's executor, timers and sockets are wired into hyper's
 //! `rt` traits in `servers/hyper_hello.rs`; no tokio runtime is involved.
 
+#[path = "servers/args.rs"]
+mod args;
 #[path = "servers/hyper_hello.rs"]
 mod server;
 
 fn main() -> std::io::Result<()> {
-    let mut args = std::env::args().skip(1);
-    let addr = args.next().unwrap_or_else(|| "127.0.0.1:8080".into());
-    let mut builder = corio::Runtime::builder();
-    if let Some(w) = args.next() {
-        builder.workers(w.parse().expect("WORKERS is a number"));
-    }
-    let rt = builder.build()?;
+    let (addr, rt) = args::address_and_runtime("127.0.0.1:8080")?;
     let listener = corio::net::TcpListener::bind(&addr)?;
     println!(
         "hyper_hello: listening on http://{}/plaintext",

@@ -10,7 +10,6 @@
 //! window (`--quick`: 1 s) give the wake-ups per second of an idle server holding them.
 //! The soft `RLIMIT_NOFILE` is raised to the hard limit on both sides.
 
-use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
@@ -20,7 +19,7 @@ use super::echo;
 use super::fresh::Launch;
 use super::netrun::{self, launch};
 use crate::opts::Opts;
-use crate::proc::{CtxtSwitches, ctxt_switches, status_field};
+use crate::proc::{status_field, switches_between, threads_switches};
 use crate::report::Measurement;
 use crate::server::{self, raise_nofile};
 
@@ -67,12 +66,7 @@ fn run(opts: &Opts) -> Vec<Measurement> {
         std::thread::sleep(window);
         let s1 = threads_switches(&pid)?;
         let elapsed = t.elapsed();
-        let mut total = CtxtSwitches::default();
-        for (tid, a) in &s1 {
-            let b = s0.get(tid).copied().unwrap_or_default();
-            total.voluntary += a.voluntary - b.voluntary;
-            total.nonvoluntary += a.nonvoluntary - b.nonvoluntary;
-        }
+        let total = switches_between(&s0, &s1);
         drop(held);
         notes.insert(
             "last".into(),
@@ -131,21 +125,4 @@ fn connect_all(addr: std::net::SocketAddr, n: usize) -> Result<Vec<TcpStream>, S
         held.push(s);
     }
     Ok(held)
-}
-
-/// The context switches of every thread of process `pid`, by thread id.
-fn threads_switches(pid: &str) -> Result<HashMap<u32, CtxtSwitches>, String> {
-    let dir = std::fs::read_dir(format!("/proc/{pid}/task"))
-        .map_err(|e| format!("/proc/{pid}/task: {e}"))?;
-    let mut out = HashMap::new();
-    for entry in dir.flatten() {
-        let Some(tid) = entry.file_name().to_str().and_then(|s| s.parse().ok()) else {
-            continue;
-        };
-        // A thread that exited in between has no status any more: skip it.
-        if let Ok(c) = ctxt_switches(&format!("{pid}/task/{tid}")) {
-            out.insert(tid, c);
-        }
-    }
-    Ok(out)
 }
