@@ -10,14 +10,14 @@
 //! `curl`) with read timeouts, so that every test is bounded in time. `curl` must be installed
 //! (`.ci/run` installs it).
 
-#![allow(dead_code)] // the examples' modules have parts (and `main`s) these tests do not use
-
+#[allow(dead_code)] // its `main`
 #[path = "../examples/chat.rs"]
 mod chat;
 #[path = "../examples/servers/echo.rs"]
 mod echo;
 #[path = "../examples/servers/echo_async.rs"]
 mod echo_async;
+#[allow(dead_code)] // its `main`
 #[path = "../examples/fetch.rs"]
 mod fetch;
 #[path = "../examples/servers/http_hello.rs"]

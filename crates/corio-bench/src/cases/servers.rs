@@ -31,10 +31,8 @@ use super::fresh::may_go;
 mod corio_echo;
 #[path = "../../../corio/examples/servers/echo_async.rs"]
 mod corio_echo_async;
-#[allow(dead_code)] // the date formatter's helpers are public for the example's readers
 #[path = "../../../corio/examples/servers/http_hello.rs"]
 mod http_hello;
-#[allow(dead_code)]
 #[path = "../../../corio/examples/servers/hyper_hello.rs"]
 mod hyper_hello;
 use crate::child;
