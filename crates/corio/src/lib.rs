@@ -28,6 +28,7 @@
 #![warn(missing_docs, clippy::undocumented_unsafe_blocks)]
 
 mod block_on;
+pub mod fs;
 // `gen` is a reserved keyword in Rust 2024, so the module is `generator` (the files keep the
 // short name).
 #[path = "gen/mod.rs"]

@@ -214,3 +214,40 @@ fn completed_timeouts_on_two_workers_leave_no_wake_ups_at_their_deadlines() {
     });
     assert_idle(&deltas);
 }
+
+/// The netpoller costs nothing while its sockets are idle (issue 9): a runtime with a listener
+/// waited on in `accept` and 50 open connections — server sides waited on by coroutines,
+/// client sides by async tasks — sleeps in `epoll_wait` like an empty one.
+#[test]
+fn idle_sockets_cost_no_wake_ups() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    for workers in support::FLAVOURS {
+        let deltas = within(EVENTUALLY, move || {
+            switches_in_an_idle_second(workers, &format!("sock{workers}"), |rt| {
+                rt.run(|| {
+                    let listener = corio::net::TcpListener::bind("127.0.0.1:0").unwrap();
+                    let addr = listener.local_addr().unwrap();
+                    let mut accepted = Vec::new();
+                    for _ in 0..50 {
+                        let client = corio::spawn(async move {
+                            let s = corio::net::TcpStream::connect_async(addr).await.unwrap();
+                            let mut buf = [0u8; 1];
+                            let _ = s.read_async(&mut buf).await;
+                        });
+                        drop(client);
+                        accepted.push(listener.accept().unwrap().0);
+                    }
+                    for s in accepted {
+                        corio::go(move || {
+                            use std::io::Read;
+                            let mut buf = [0u8; 1];
+                            let _ = (&s).read(&mut buf);
+                        });
+                    }
+                    corio::go(move || drop(listener.accept()));
+                });
+            })
+        });
+        assert_idle(&deltas);
+    }
+}

@@ -37,5 +37,9 @@
 mod stream;
 mod addr;
 mod tcp;
+mod udp;
+mod unix;
 
 pub use self::tcp::{Incoming, OwnedReadHalf, OwnedWriteHalf, TcpListener, TcpStream};
+pub use self::udp::UdpSocket;
+pub use self::unix::{UnixDatagram, UnixListener, UnixStream};

@@ -232,3 +232,37 @@ macro_rules! stream_face {
         }
     };
 }
+
+/// The timeout setters and getters every socket type has (`self.$sock` is its `Shared`).
+macro_rules! timeout_methods {
+    ($sock:ident) => {
+        /// The blocking-style reads' timeout (`None`: wait for ever; `Some(0)` is an error).
+        /// An expired timeout is `ErrorKind::TimedOut` and leaves the socket usable.
+        pub fn set_read_timeout(
+            &self,
+            timeout: Option<std::time::Duration>,
+        ) -> std::io::Result<()> {
+            self.$sock
+                .set_timeout($crate::io::registry::Direction::Read, timeout)
+        }
+
+        /// The blocking-style writes' timeout (`None`: wait for ever; `Some(0)` is an error).
+        pub fn set_write_timeout(
+            &self,
+            timeout: Option<std::time::Duration>,
+        ) -> std::io::Result<()> {
+            self.$sock
+                .set_timeout($crate::io::registry::Direction::Write, timeout)
+        }
+
+        /// The read timeout.
+        pub fn read_timeout(&self) -> std::io::Result<Option<std::time::Duration>> {
+            Ok(self.$sock.timeout($crate::io::registry::Direction::Read))
+        }
+
+        /// The write timeout.
+        pub fn write_timeout(&self) -> std::io::Result<Option<std::time::Duration>> {
+            Ok(self.$sock.timeout($crate::io::registry::Direction::Write))
+        }
+    };
+}

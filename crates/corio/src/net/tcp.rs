@@ -264,25 +264,7 @@ impl TcpStream {
         self.sock.get().set_ttl(ttl)
     }
 
-    /// The blocking-style reads' timeout (`None`: wait for ever; `Some(0)` is an error).
-    pub fn set_read_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
-        self.sock.set_timeout(Direction::Read, timeout)
-    }
-
-    /// The blocking-style writes' timeout (`None`: wait for ever; `Some(0)` is an error).
-    pub fn set_write_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
-        self.sock.set_timeout(Direction::Write, timeout)
-    }
-
-    /// The read timeout.
-    pub fn read_timeout(&self) -> io::Result<Option<Duration>> {
-        Ok(self.sock.timeout(Direction::Read))
-    }
-
-    /// The write timeout.
-    pub fn write_timeout(&self) -> io::Result<Option<Duration>> {
-        Ok(self.sock.timeout(Direction::Write))
-    }
+    timeout_methods!(sock);
 
     /// Reads without consuming, blocking-style.
     ///

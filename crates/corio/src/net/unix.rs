@@ -1,0 +1,295 @@
+//! Unix-domain sockets: [`UnixListener`], [`UnixStream`], [`UnixDatagram`].
+
+use std::io;
+use std::net::Shutdown;
+use std::os::fd::{AsRawFd, RawFd};
+use std::os::unix::net::{self as std_unix, SocketAddr};
+use std::path::Path;
+
+use super::addr;
+use crate::io::registry::Direction;
+use crate::io::source::{Shared, sleep_here};
+
+/// A Unix-domain stream server socket; `accept` backs off at descriptor exhaustion as
+/// [`TcpListener`](super::TcpListener)'s does.
+///
+/// ```
+/// use std::io::{Read, Write};
+///
+/// let dir = std::env::temp_dir().join(format!("corio-doc-unix-{}", std::process::id()));
+/// let _ = std::fs::remove_file(&dir);
+/// let rt = corio::Runtime::builder().workers(1).build().unwrap();
+/// let path = dir.clone();
+/// rt.run(move || {
+///     let listener = corio::net::UnixListener::bind(&path).unwrap();
+///     let client = corio::go(move || {
+///         let mut s = corio::net::UnixStream::connect(&path).unwrap();
+///         s.write_all(b"hi").unwrap();
+///     });
+///     let (mut s, _) = listener.accept().unwrap();
+///     let mut buf = [0; 2];
+///     s.read_exact(&mut buf).unwrap();
+///     assert_eq!(&buf, b"hi");
+///     client.join().unwrap();
+/// });
+/// std::fs::remove_file(&dir).unwrap();
+/// ```
+#[derive(Debug)]
+pub struct UnixListener {
+    sock: Shared<std_unix::UnixListener>,
+}
+
+impl UnixListener {
+    /// Binds a listening socket at `path`.
+    pub fn bind<P: AsRef<Path>>(path: P) -> io::Result<UnixListener> {
+        let listener = std_unix::UnixListener::bind(path)?;
+        listener.set_nonblocking(true)?;
+        Ok(UnixListener {
+            sock: Shared::new(listener),
+        })
+    }
+
+    /// Accepts a connection, blocking-style.
+    ///
+    /// # Panics
+    ///
+    /// Inside an async task: use [`accept_async`](Self::accept_async).
+    #[track_caller]
+    pub fn accept(&self) -> io::Result<(UnixStream, SocketAddr)> {
+        let mut backoff = addr::BACKOFF_MIN;
+        loop {
+            match self.sock.block_op(Direction::Read, |l| l.accept()) {
+                Err(e) if addr::is_exhaustion(&e) => {
+                    sleep_here(backoff);
+                    backoff = (backoff * 2).min(addr::BACKOFF_MAX);
+                }
+                result => {
+                    let (stream, peer) = result?;
+                    return Ok((UnixStream::from_std(stream)?, peer));
+                }
+            }
+        }
+    }
+
+    /// Accepts a connection.
+    pub async fn accept_async(&self) -> io::Result<(UnixStream, SocketAddr)> {
+        let mut backoff = addr::BACKOFF_MIN;
+        loop {
+            match self.sock.op_async(Direction::Read, |l| l.accept()).await {
+                Err(e) if addr::is_exhaustion(&e) => {
+                    crate::time::sleep_async(backoff).await;
+                    backoff = (backoff * 2).min(addr::BACKOFF_MAX);
+                }
+                result => {
+                    let (stream, peer) = result?;
+                    return Ok((UnixStream::from_std(stream)?, peer));
+                }
+            }
+        }
+    }
+
+    /// An iterator over accepted connections (it never ends).
+    pub fn incoming(&self) -> impl Iterator<Item = io::Result<UnixStream>> + '_ {
+        std::iter::repeat_with(|| self.accept().map(|(s, _)| s))
+    }
+
+    /// The address it listens on.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.sock.get().local_addr()
+    }
+
+    /// A second handle to the same listener (see `docs/io.md`: dropping either closes it).
+    pub fn try_clone(&self) -> io::Result<UnixListener> {
+        Ok(UnixListener {
+            sock: self.sock.share(),
+        })
+    }
+}
+
+impl AsRawFd for UnixListener {
+    fn as_raw_fd(&self) -> RawFd {
+        self.sock.get().as_raw_fd()
+    }
+}
+
+/// A Unix-domain stream connection: `Read`/`Write` blocking-style, `_async` methods and the
+/// `futures_io` (and `tokio::io`) traits, as [`TcpStream`](super::TcpStream).
+#[derive(Debug)]
+pub struct UnixStream {
+    sock: Shared<std_unix::UnixStream>,
+}
+
+impl UnixStream {
+    /// Connects to the socket at `path`. (A Unix connect does not wait for the server; only a
+    /// full backlog makes it block the thread briefly, as in `std`.)
+    pub fn connect<P: AsRef<Path>>(path: P) -> io::Result<UnixStream> {
+        UnixStream::from_std(std_unix::UnixStream::connect(path)?)
+    }
+
+    /// Connects to the socket at `path` (see [`connect`](Self::connect)).
+    pub async fn connect_async<P: AsRef<Path>>(path: P) -> io::Result<UnixStream> {
+        UnixStream::connect(path)
+    }
+
+    /// A connected pair.
+    pub fn pair() -> io::Result<(UnixStream, UnixStream)> {
+        let (a, b) = std_unix::UnixStream::pair()?;
+        Ok((UnixStream::from_std(a)?, UnixStream::from_std(b)?))
+    }
+
+    /// Wraps a `std` stream (made nonblocking here).
+    pub fn from_std(stream: std_unix::UnixStream) -> io::Result<UnixStream> {
+        stream.set_nonblocking(true)?;
+        Ok(UnixStream {
+            sock: Shared::new(stream),
+        })
+    }
+
+    /// The local address.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.sock.get().local_addr()
+    }
+
+    /// The peer's address.
+    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
+        self.sock.get().peer_addr()
+    }
+
+    /// Shuts down the read, write or both halves.
+    pub fn shutdown(&self, how: Shutdown) -> io::Result<()> {
+        self.sock.get().shutdown(how)
+    }
+
+    timeout_methods!(sock);
+
+    /// A second handle to the same socket (see `docs/io.md`: dropping either closes it).
+    pub fn try_clone(&self) -> io::Result<UnixStream> {
+        Ok(UnixStream {
+            sock: self.sock.share(),
+        })
+    }
+}
+
+impl AsRawFd for UnixStream {
+    fn as_raw_fd(&self) -> RawFd {
+        self.sock.get().as_raw_fd()
+    }
+}
+
+stream_face!(UnixStream, sock, std_unix::UnixStream);
+
+/// A Unix-domain datagram socket.
+#[derive(Debug)]
+pub struct UnixDatagram {
+    sock: Shared<std_unix::UnixDatagram>,
+}
+
+impl UnixDatagram {
+    fn wrap(socket: std_unix::UnixDatagram) -> io::Result<UnixDatagram> {
+        socket.set_nonblocking(true)?;
+        Ok(UnixDatagram {
+            sock: Shared::new(socket),
+        })
+    }
+
+    /// Binds a socket at `path`.
+    pub fn bind<P: AsRef<Path>>(path: P) -> io::Result<UnixDatagram> {
+        UnixDatagram::wrap(std_unix::UnixDatagram::bind(path)?)
+    }
+
+    /// A socket bound to no address.
+    pub fn unbound() -> io::Result<UnixDatagram> {
+        UnixDatagram::wrap(std_unix::UnixDatagram::unbound()?)
+    }
+
+    /// A connected pair.
+    pub fn pair() -> io::Result<(UnixDatagram, UnixDatagram)> {
+        let (a, b) = std_unix::UnixDatagram::pair()?;
+        Ok((UnixDatagram::wrap(a)?, UnixDatagram::wrap(b)?))
+    }
+
+    /// Sets the peer for `send` and `recv`.
+    pub fn connect<P: AsRef<Path>>(&self, path: P) -> io::Result<()> {
+        self.sock.get().connect(path)
+    }
+
+    /// Sends to the socket at `path`, blocking-style.
+    ///
+    /// # Panics
+    ///
+    /// Inside an async task: use [`send_to_async`](Self::send_to_async).
+    #[track_caller]
+    pub fn send_to<P: AsRef<Path>>(&self, buf: &[u8], path: P) -> io::Result<usize> {
+        let path = path.as_ref();
+        self.sock
+            .block_op(Direction::Write, |s| s.send_to(buf, path))
+    }
+
+    /// Receives a datagram, blocking-style.
+    #[track_caller]
+    pub fn recv_from(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
+        self.sock.block_op(Direction::Read, |s| s.recv_from(buf))
+    }
+
+    /// Sends to the connected peer, blocking-style.
+    #[track_caller]
+    pub fn send(&self, buf: &[u8]) -> io::Result<usize> {
+        self.sock.block_op(Direction::Write, |s| s.send(buf))
+    }
+
+    /// Receives from the connected peer, blocking-style.
+    #[track_caller]
+    pub fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
+        self.sock.block_op(Direction::Read, |s| s.recv(buf))
+    }
+
+    /// Sends to the socket at `path`.
+    pub async fn send_to_async<P: AsRef<Path>>(&self, buf: &[u8], path: P) -> io::Result<usize> {
+        let path = path.as_ref();
+        self.sock
+            .op_async(Direction::Write, |s| s.send_to(buf, path))
+            .await
+    }
+
+    /// Receives a datagram.
+    pub async fn recv_from_async(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
+        self.sock
+            .op_async(Direction::Read, |s| s.recv_from(buf))
+            .await
+    }
+
+    /// Sends to the connected peer.
+    pub async fn send_async(&self, buf: &[u8]) -> io::Result<usize> {
+        self.sock.op_async(Direction::Write, |s| s.send(buf)).await
+    }
+
+    /// Receives from the connected peer.
+    pub async fn recv_async(&self, buf: &mut [u8]) -> io::Result<usize> {
+        self.sock.op_async(Direction::Read, |s| s.recv(buf)).await
+    }
+
+    /// The local address.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.sock.get().local_addr()
+    }
+
+    /// The connected peer's address.
+    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
+        self.sock.get().peer_addr()
+    }
+
+    timeout_methods!(sock);
+
+    /// A second handle to the same socket (see `docs/io.md`: dropping either closes it).
+    pub fn try_clone(&self) -> io::Result<UnixDatagram> {
+        Ok(UnixDatagram {
+            sock: self.sock.share(),
+        })
+    }
+}
+
+impl AsRawFd for UnixDatagram {
+    fn as_raw_fd(&self) -> RawFd {
+        self.sock.get().as_raw_fd()
+    }
+}

@@ -1,0 +1,264 @@
+//! TCP behaviour on 127.0.0.1: error kinds (refused, reset, half-close), timeouts, closing a
+//! socket another coroutine waits on, and the three places a call can run (coroutine, async
+//! task, plain thread).
+
+#[macro_use]
+mod support;
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::{Shutdown, SocketAddr};
+use std::time::{Duration, Instant};
+
+use corio::net::{TcpListener, TcpStream};
+use support::{EVENTUALLY, within};
+
+/// An address nobody listens on (a listener bound and dropped).
+fn refused_addr() -> SocketAddr {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap()
+}
+
+/// A connected pair: (client, server side).
+fn pair() -> (TcpStream, TcpStream) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let client = corio::go(move || TcpStream::connect(addr).unwrap());
+    let (server, _) = listener.accept().unwrap();
+    (client.join().unwrap(), server)
+}
+
+rt_common! {
+    #[test]
+    fn connecting_to_a_closed_port_is_refused() {
+        within(EVENTUALLY, || {
+            let rt = rt();
+            let addr = refused_addr();
+            let e = rt.run(move || TcpStream::connect(addr).unwrap_err());
+            assert_eq!(e.kind(), ErrorKind::ConnectionRefused);
+            let e = rt.block_on(async move { TcpStream::connect_async(addr).await.unwrap_err() });
+            assert_eq!(e.kind(), ErrorKind::ConnectionRefused);
+        });
+    }
+
+    #[test]
+    fn a_peer_that_resets_gives_connection_reset() {
+        within(EVENTUALLY, || {
+            rt().run(|| {
+                let (client, server) = pair();
+                (&client).write_all(b"unread").unwrap();
+                // The server sees the data and closes without reading it: the kernel resets.
+                let mut peek = [0u8; 1];
+                server.peek(&mut peek).unwrap();
+                drop(server);
+                let mut buf = [0u8; 16];
+                let e = (&client).read(&mut buf).unwrap_err();
+                assert_eq!(e.kind(), ErrorKind::ConnectionReset);
+                let e = (&client).write_all(&[0; 1024]).unwrap_err();
+                assert!(
+                    matches!(e.kind(), ErrorKind::BrokenPipe | ErrorKind::ConnectionReset),
+                    "{e:?}"
+                );
+            });
+        });
+    }
+
+    #[test]
+    fn half_close_reads_eof_and_the_other_direction_still_works() {
+        within(EVENTUALLY, || {
+            rt().run(|| {
+                let (client, server) = pair();
+                (&client).write_all(b"request").unwrap();
+                client.shutdown(Shutdown::Write).unwrap();
+                let mut got = Vec::new();
+                (&server).read_to_end(&mut got).unwrap(); // ends at the half-close
+                assert_eq!(got, b"request");
+                (&server).write_all(b"reply").unwrap();
+                drop(server);
+                let mut reply = Vec::new();
+                (&client).read_to_end(&mut reply).unwrap();
+                assert_eq!(reply, b"reply");
+            });
+        });
+    }
+
+    #[test]
+    fn a_read_timeout_fires_and_leaves_the_stream_usable() {
+        within(EVENTUALLY, || {
+            rt().run(|| {
+                let (client, server) = pair();
+                client.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+                let start = Instant::now();
+                let mut buf = [0u8; 8];
+                let e = (&client).read(&mut buf).unwrap_err();
+                assert_eq!(e.kind(), ErrorKind::TimedOut);
+                assert!(start.elapsed() >= Duration::from_millis(50));
+                (&server).write_all(b"late").unwrap();
+                let n = (&client).read(&mut buf).unwrap();
+                assert_eq!(&buf[..n], b"late");
+            });
+        });
+    }
+
+    #[test]
+    fn a_write_timeout_fires_when_the_peer_does_not_read_and_the_stream_stays_usable() {
+        within(EVENTUALLY, || {
+            rt().run(|| {
+                let (client, server) = pair();
+                client.set_write_timeout(Some(Duration::from_millis(100))).unwrap();
+                let chunk = vec![1u8; 64 * 1024];
+                let mut written = 0usize;
+                let e = loop {
+                    match (&client).write(&chunk) {
+                        Ok(n) => written += n,
+                        Err(e) => break e,
+                    }
+                };
+                assert_eq!(e.kind(), ErrorKind::TimedOut);
+                // Drain what was written; then the stream takes data again.
+                let reader = corio::go(move || {
+                    let mut buf = vec![0u8; 64 * 1024];
+                    let mut total = 0;
+                    while total < written + 5 {
+                        total += (&server).read(&mut buf).unwrap();
+                    }
+                    total
+                });
+                (&client).write_all(b"again").unwrap();
+                assert_eq!(reader.join().unwrap(), written + 5);
+            });
+        });
+    }
+
+    #[test]
+    fn a_connect_timeout_fires_against_a_full_backlog() {
+        within(EVENTUALLY, || {
+            rt().run(|| {
+                // A listener that never accepts, with the smallest backlog: once its queue is
+                // full the kernel drops further SYNs, so a connect hangs.
+                let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+                use std::os::fd::AsRawFd;
+                // SAFETY: `listen` on a listening socket we own only lowers its backlog.
+                assert_eq!(unsafe { libc::listen(listener.as_raw_fd(), 0) }, 0);
+                let addr = listener.local_addr().unwrap();
+                let mut held = Vec::new();
+                let e = loop {
+                    match TcpStream::connect_timeout(&addr, Duration::from_millis(200)) {
+                        Ok(s) => held.push(s),
+                        Err(e) => break e,
+                    }
+                    assert!(held.len() < 64, "the backlog never filled");
+                };
+                assert_eq!(e.kind(), ErrorKind::TimedOut);
+            });
+        });
+    }
+
+    #[test]
+    fn dropping_a_socket_wakes_a_coroutine_waiting_on_its_clone_with_an_error() {
+        within(EVENTUALLY, || {
+            rt().run(|| {
+                let (client, _server) = pair();
+                let clone = client.try_clone().unwrap();
+                let waiter = corio::go(move || {
+                    let mut buf = [0u8; 8];
+                    (&clone).read(&mut buf)
+                });
+                corio::sleep(Duration::from_millis(50)); // let it wait
+                drop(client);
+                let e = waiter.join().unwrap().unwrap_err();
+                assert_eq!(e.kind(), ErrorKind::NotConnected);
+            });
+        });
+    }
+
+    #[test]
+    fn dropping_a_socket_wakes_an_async_task_waiting_on_its_clone_with_an_error() {
+        within(EVENTUALLY, || {
+            rt().block_on(async {
+                let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+                let addr = listener.local_addr().unwrap();
+                let client = TcpStream::connect_async(addr).await.unwrap();
+                let _server = listener.accept_async().await.unwrap();
+                let (read_half, write_half) = client.into_split();
+                let waiter = corio::spawn(async move {
+                    let mut buf = [0u8; 8];
+                    read_half.read_async(&mut buf).await
+                });
+                corio::time::sleep_async(Duration::from_millis(50)).await;
+                drop(write_half);
+                let e = waiter.await.unwrap().unwrap_err();
+                assert_eq!(e.kind(), ErrorKind::NotConnected);
+            });
+        });
+    }
+
+    #[test]
+    fn an_accept_waiter_wakes_with_an_error_when_its_listener_is_dropped() {
+        within(EVENTUALLY, || {
+            rt().run(|| {
+                let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+                let clone = listener.try_clone().unwrap();
+                let waiter = corio::go(move || clone.accept().map(|_| ()));
+                corio::sleep(Duration::from_millis(50));
+                drop(listener);
+                assert_eq!(waiter.join().unwrap().unwrap_err().kind(), ErrorKind::NotConnected);
+            });
+        });
+    }
+
+    #[test]
+    fn a_blocking_style_read_in_an_async_task_panics_with_advice() {
+        within(EVENTUALLY, || {
+            support::quiet_expected_panics();
+            let rt = rt();
+            let err = rt.block_on(async {
+                let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+                let addr = listener.local_addr().unwrap();
+                let client = TcpStream::connect_async(addr).await.unwrap();
+                corio::spawn(async move {
+                    let _keep = listener;
+                    let mut buf = [0u8; 1];
+                    let _ = (&client).read(&mut buf);
+                })
+                .await
+                .unwrap_err()
+            });
+            let msg = support::payload_text(&*err.into_panic());
+            assert!(msg.contains("read_async") || msg.contains("_async"), "{msg}");
+        });
+    }
+}
+
+#[test]
+fn the_same_types_block_a_plain_thread() {
+    within(EVENTUALLY, || {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = std::thread::spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            let mut buf = [0u8; 5];
+            s.read_exact(&mut buf).unwrap();
+            s.write_all(&buf).unwrap();
+        });
+        let mut c = TcpStream::connect(addr).unwrap();
+        c.set_read_timeout(Some(Duration::from_millis(30))).unwrap();
+        let mut buf = [0u8; 5];
+        assert_eq!(c.read(&mut buf).unwrap_err().kind(), ErrorKind::TimedOut);
+        c.write_all(b"hello").unwrap();
+        c.set_read_timeout(None).unwrap();
+        c.read_exact(&mut buf).unwrap();
+        assert_eq!(&buf, b"hello");
+        server.join().unwrap();
+    });
+}
+
+#[test]
+fn a_host_name_is_resolved() {
+    within(EVENTUALLY, || {
+        let rt = support::rt(2);
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        rt.run(move || TcpStream::connect(("localhost", port)).unwrap());
+        rt.block_on(async move { TcpStream::connect_async(("localhost", port)).await.unwrap() });
+    });
+}
