@@ -8,7 +8,7 @@
 //! |---|---|---|
 //! | corio, stackful | `examples/http_hello` | `examples/echo` |
 //! | corio, tasks | `examples/hyper_hello` | `examples/echo_async` |
-//! | tokio `current_thread` | hyper 1.x + hyper-util's `TokioIo` | a task per connection |
+//! | tokio `current_thread` | hyper 1.x + hyper-util's `TokioIo` and `TokioTimer` | a task per connection |
 //! | may, 1 worker | `may_minihttp` | a coroutine per connection |
 //!
 //! The HTTP servers all answer `GET /plaintext` with `Hello, World!` and the headers
@@ -132,7 +132,10 @@ async fn hyper_tokio() -> io::Result<()> {
                 Ok::<_, Infallible>(hyper_hello_response(req.uri().path()))
             });
             // A client that goes away mid-request is not the server's failure.
+            // The same configuration as corio's hyper_hello: a timer (so hyper times out slow
+            // request heads) and pipelined responses flushed together.
             let _ = hyper::server::conn::http1::Builder::new()
+                .timer(hyper_util::rt::TokioTimer::new())
                 .pipeline_flush(true)
                 .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
                 .await;
