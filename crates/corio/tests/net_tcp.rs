@@ -29,6 +29,33 @@ fn pair() -> (TcpStream, TcpStream) {
 
 rt_common! {
     #[test]
+    fn io_copy_bufreader_and_bufwriter_work_in_coroutines() {
+        use std::io::{BufRead, BufReader, BufWriter};
+        within(EVENTUALLY, || {
+            let lines = rt().run(|| {
+                let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+                let addr = listener.local_addr().unwrap();
+                corio::go(move || {
+                    // An echo server in one line of std.
+                    let s = listener.incoming().next().unwrap().unwrap();
+                    std::io::copy(&mut &s, &mut &s).unwrap();
+                });
+                let s = TcpStream::connect(addr).unwrap();
+                let mut w = BufWriter::new(&s);
+                for i in 0..1000 {
+                    writeln!(w, "line {i}").unwrap();
+                }
+                w.flush().unwrap();
+                drop(w);
+                s.shutdown(Shutdown::Write).unwrap();
+                BufReader::new(&s).lines().map(Result::unwrap).collect::<Vec<_>>()
+            });
+            assert_eq!(lines.len(), 1000);
+            assert!(lines.iter().enumerate().all(|(i, l)| *l == format!("line {i}")));
+        });
+    }
+
+    #[test]
     fn connecting_to_a_closed_port_is_refused() {
         within(EVENTUALLY, || {
             let rt = rt();
@@ -179,15 +206,38 @@ rt_common! {
                 let addr = listener.local_addr().unwrap();
                 let client = TcpStream::connect_async(addr).await.unwrap();
                 let _server = listener.accept_async().await.unwrap();
-                let (read_half, write_half) = client.into_split();
+                let clone = client.try_clone().unwrap();
                 let waiter = corio::spawn(async move {
                     let mut buf = [0u8; 8];
-                    read_half.read_async(&mut buf).await
+                    clone.read_async(&mut buf).await
                 });
                 corio::time::sleep_async(Duration::from_millis(50)).await;
-                drop(write_half);
+                drop(client);
                 let e = waiter.await.unwrap().unwrap_err();
                 assert_eq!(e.kind(), ErrorKind::NotConnected);
+            });
+        });
+    }
+
+    #[test]
+    fn dropping_the_write_half_sends_eof_and_the_read_half_keeps_reading() {
+        within(EVENTUALLY, || {
+            rt().block_on(async {
+                let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+                let addr = listener.local_addr().unwrap();
+                let client = TcpStream::connect_async(addr).await.unwrap();
+                let (server, _) = listener.accept_async().await.unwrap();
+                let (read_half, write_half) = client.into_split();
+                write_half.write_all_async(b"bye").await.unwrap();
+                drop(write_half);
+                let mut got = [0u8; 3];
+                server.read_exact_async(&mut got).await.unwrap();
+                assert_eq!(&got, b"bye");
+                assert_eq!(server.read_async(&mut got).await.unwrap(), 0); // EOF
+                server.write_all_async(b"still").await.unwrap();
+                let mut reply = [0u8; 5];
+                read_half.read_exact_async(&mut reply).await.unwrap();
+                assert_eq!(&reply, b"still");
             });
         });
     }
@@ -260,5 +310,56 @@ fn a_host_name_is_resolved() {
         let port = listener.local_addr().unwrap().port();
         rt.run(move || TcpStream::connect(("localhost", port)).unwrap());
         rt.block_on(async move { TcpStream::connect_async(("localhost", port)).await.unwrap() });
+    });
+}
+
+/// Go's sysmon `netpoll`: with every worker busy (two coroutines that never yield), no worker
+/// polls the netpoller and no holder waits in it; sysmon polls after 10 ms, the woken task goes
+/// to the global queue and a spare worker runs it — long before the hogs stop.
+#[test]
+fn sysmon_polls_sockets_while_every_worker_is_busy() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
+
+    const HOG_FOR: Duration = Duration::from_secs(5);
+    within(EVENTUALLY, || {
+        let rt = support::rt(2);
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let read = rt.spawn(async move {
+            let s = TcpStream::connect_async(addr).await.unwrap();
+            let mut buf = [0u8; 4];
+            s.read_exact_async(&mut buf).await.unwrap();
+            (buf, Instant::now())
+        });
+        let (mut peer, _) = listener.accept().unwrap();
+        std::thread::sleep(Duration::from_millis(50)); // the task waits in `read_exact_async`
+        let running = Arc::new(AtomicUsize::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let hogs: Vec<_> = (0..2)
+            .map(|_| {
+                let (running, stop) = (running.clone(), stop.clone());
+                rt.go(move || {
+                    running.fetch_add(1, SeqCst);
+                    let start = Instant::now();
+                    while !stop.load(SeqCst) && start.elapsed() < HOG_FOR {
+                        std::hint::spin_loop();
+                    }
+                    start + HOG_FOR
+                })
+            })
+            .collect();
+        while running.load(SeqCst) < 2 {
+            std::thread::yield_now();
+        }
+        peer.write_all(b"ping").unwrap();
+        let (buf, read_at) = read.join().unwrap();
+        stop.store(true, SeqCst);
+        let hog_deadline = hogs.into_iter().map(|h| h.join().unwrap()).min().unwrap();
+        assert_eq!(&buf, b"ping");
+        assert!(
+            read_at < hog_deadline,
+            "the read finished only when the busy workers stopped"
+        );
     });
 }

@@ -103,6 +103,11 @@ impl ScheduledIo {
     }
 
     /// An edge for `dir`: bump its sequence number and wake its waiters.
+    ///
+    /// The wakers are woken under the lock, which keeps the list's capacity without a second
+    /// lock round: corio's wakers (and `block_on`'s) only queue their task, never poll it, so
+    /// nothing re-enters this lock. (An executor whose waker polled inline would deadlock
+    /// here; none of the common ones does.)
     pub(crate) fn ready(&self, dir: Direction) {
         // Release: pairs with the Acquire load in `seq`.
         self.seq[dir as usize].fetch_add(1, Ordering::Release);

@@ -2,7 +2,8 @@
 //! the shared-handle close of `docs/io.md` ("`try_clone` shares the socket").
 //!
 //! Handles ([`Shared`]) share one `Source` through an `Arc`. Dropping a handle while others
-//! remain closes the socket for all of them (Go's `Close`): `closed` is set, the waiters are
+//! remain closes the socket for all of them (Go's `Close`; `into_split`'s halves are quiet
+//! handles instead, as tokio's: see `docs/io.md`): `closed` is set, the waiters are
 //! woken (`ScheduledIo::close`) and the socket is shut down, which also wakes plain threads
 //! waiting in `poll(2)` and tells the peer. The fd itself is closed by the last handle, so its
 //! number cannot be reused while another handle still names it.
@@ -228,17 +229,36 @@ impl<T: AsRawFd> Source<T> {
 }
 
 /// One handle to a shared [`Source`]; dropping it while other handles remain closes the socket
-/// for all of them.
-pub(crate) struct Shared<T: AsRawFd>(Arc<Source<T>>);
+/// for all of them, unless it is a *quiet* handle (the halves of `into_split`).
+pub(crate) struct Shared<T: AsRawFd> {
+    source: Arc<Source<T>>,
+    closes_all: bool,
+}
 
 impl<T: AsRawFd> Shared<T> {
     pub(crate) fn new(inner: T) -> Shared<T> {
-        Shared(Arc::new(Source::new(inner)))
+        Shared {
+            source: Arc::new(Source::new(inner)),
+            closes_all: true,
+        }
     }
 
     /// A second handle to the same socket (`try_clone`).
     pub(crate) fn share(&self) -> Shared<T> {
-        Shared(self.0.clone())
+        Shared {
+            source: self.source.clone(),
+            closes_all: true,
+        }
+    }
+
+    /// Makes this handle quiet and returns a second quiet one (`into_split`): dropping either
+    /// leaves the other working; the socket closes when both are gone.
+    pub(crate) fn split(&mut self) -> Shared<T> {
+        self.closes_all = false;
+        Shared {
+            source: self.source.clone(),
+            closes_all: false,
+        }
     }
 }
 
@@ -247,21 +267,21 @@ impl<T: AsRawFd> std::ops::Deref for Shared<T> {
 
     #[inline]
     fn deref(&self) -> &Source<T> {
-        &self.0
+        &self.source
     }
 }
 
 impl<T: AsRawFd> Drop for Shared<T> {
     fn drop(&mut self) {
-        if Arc::strong_count(&self.0) > 1 {
-            self.0.close();
+        if self.closes_all && Arc::strong_count(&self.source) > 1 {
+            self.source.close();
         }
     }
 }
 
 impl<T: AsRawFd + std::fmt::Debug> std::fmt::Debug for Shared<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.0.inner.fmt(f)
+        self.source.inner.fmt(f)
     }
 }
 

@@ -3,8 +3,11 @@
 
 use std::io;
 use std::net::{SocketAddr, ToSocketAddrs};
-use std::os::fd::FromRawFd;
+use std::os::fd::{AsRawFd, FromRawFd};
+use std::time::Duration;
 
+use crate::io::registry::Direction;
+use crate::io::source::{Source, sleep_here};
 use crate::runtime::context::{self, Here};
 
 /// Resolves `addr` blocking-style. A host name needs `getaddrinfo`, which blocks the thread:
@@ -133,5 +136,41 @@ pub(crate) fn is_exhaustion(e: &io::Error) -> bool {
 }
 
 /// The first and the longest `accept` back-off (Go's `net/http` `Server.Serve`).
-pub(crate) const BACKOFF_MIN: std::time::Duration = std::time::Duration::from_millis(5);
-pub(crate) const BACKOFF_MAX: std::time::Duration = std::time::Duration::from_secs(1);
+const BACKOFF_MIN: Duration = Duration::from_millis(5);
+const BACKOFF_MAX: Duration = Duration::from_secs(1);
+
+/// `accept` blocking-style on `sock` (`op`: the nonblocking accept), sleeping out descriptor
+/// exhaustion with a doubling back-off instead of returning it or spinning.
+#[track_caller]
+pub(crate) fn accept<T: AsRawFd, R>(
+    sock: &Source<T>,
+    mut op: impl FnMut(&T) -> io::Result<R>,
+) -> io::Result<R> {
+    let mut backoff = BACKOFF_MIN;
+    loop {
+        match sock.block_op(Direction::Read, &mut op) {
+            Err(e) if is_exhaustion(&e) => {
+                sleep_here(backoff);
+                backoff = (backoff * 2).min(BACKOFF_MAX);
+            }
+            result => return result,
+        }
+    }
+}
+
+/// The async form of [`accept`].
+pub(crate) async fn accept_async<T: AsRawFd, R>(
+    sock: &Source<T>,
+    mut op: impl FnMut(&T) -> io::Result<R>,
+) -> io::Result<R> {
+    let mut backoff = BACKOFF_MIN;
+    loop {
+        match sock.op_async(Direction::Read, &mut op).await {
+            Err(e) if is_exhaustion(&e) => {
+                crate::time::sleep_async(backoff).await;
+                backoff = (backoff * 2).min(BACKOFF_MAX);
+            }
+            result => return result,
+        }
+    }
+}

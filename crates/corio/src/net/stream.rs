@@ -3,6 +3,45 @@
 //! `futures_io` (and, with the `tokio-io` feature, `tokio::io`) traits — written once as a
 //! macro over the type's `Shared` socket field.
 
+/// `futures_io::AsyncRead`/`AsyncWrite` for `$t` (a stream type or a reference to one).
+macro_rules! futures_io_face {
+    ($t:ty) => {
+        impl futures_io::AsyncRead for $t {
+            fn poll_read(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+                buf: &mut [u8],
+            ) -> std::task::Poll<std::io::Result<usize>> {
+                self.poll_read_priv(cx, buf)
+            }
+        }
+
+        impl futures_io::AsyncWrite for $t {
+            fn poll_write(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+                buf: &[u8],
+            ) -> std::task::Poll<std::io::Result<usize>> {
+                self.poll_write_priv(cx, buf)
+            }
+
+            fn poll_flush(
+                self: std::pin::Pin<&mut Self>,
+                _: &mut std::task::Context<'_>,
+            ) -> std::task::Poll<std::io::Result<()>> {
+                std::task::Poll::Ready(Ok(()))
+            }
+
+            fn poll_close(
+                self: std::pin::Pin<&mut Self>,
+                _: &mut std::task::Context<'_>,
+            ) -> std::task::Poll<std::io::Result<()>> {
+                std::task::Poll::Ready(self.shutdown(std::net::Shutdown::Write))
+            }
+        }
+    };
+}
+
 /// Implements the stream face for `$ty`, whose socket is `self.$sock` (a `Shared<$std>` where
 /// `&$std` implements `Read` and `Write`).
 macro_rules! stream_face {
@@ -125,73 +164,8 @@ macro_rules! stream_face {
             }
         }
 
-        impl futures_io::AsyncRead for &$ty {
-            fn poll_read(
-                self: std::pin::Pin<&mut Self>,
-                cx: &mut std::task::Context<'_>,
-                buf: &mut [u8],
-            ) -> std::task::Poll<std::io::Result<usize>> {
-                self.poll_read_priv(cx, buf)
-            }
-        }
-
-        impl futures_io::AsyncRead for $ty {
-            fn poll_read(
-                self: std::pin::Pin<&mut Self>,
-                cx: &mut std::task::Context<'_>,
-                buf: &mut [u8],
-            ) -> std::task::Poll<std::io::Result<usize>> {
-                self.poll_read_priv(cx, buf)
-            }
-        }
-
-        impl futures_io::AsyncWrite for &$ty {
-            fn poll_write(
-                self: std::pin::Pin<&mut Self>,
-                cx: &mut std::task::Context<'_>,
-                buf: &[u8],
-            ) -> std::task::Poll<std::io::Result<usize>> {
-                self.poll_write_priv(cx, buf)
-            }
-
-            fn poll_flush(
-                self: std::pin::Pin<&mut Self>,
-                _: &mut std::task::Context<'_>,
-            ) -> std::task::Poll<std::io::Result<()>> {
-                std::task::Poll::Ready(Ok(()))
-            }
-
-            fn poll_close(
-                self: std::pin::Pin<&mut Self>,
-                _: &mut std::task::Context<'_>,
-            ) -> std::task::Poll<std::io::Result<()>> {
-                std::task::Poll::Ready(self.shutdown(std::net::Shutdown::Write))
-            }
-        }
-
-        impl futures_io::AsyncWrite for $ty {
-            fn poll_write(
-                self: std::pin::Pin<&mut Self>,
-                cx: &mut std::task::Context<'_>,
-                buf: &[u8],
-            ) -> std::task::Poll<std::io::Result<usize>> {
-                self.poll_write_priv(cx, buf)
-            }
-
-            fn poll_flush(
-                self: std::pin::Pin<&mut Self>,
-                _: &mut std::task::Context<'_>,
-            ) -> std::task::Poll<std::io::Result<()>> {
-                std::task::Poll::Ready(Ok(()))
-            }
-
-            fn poll_close(
-                self: std::pin::Pin<&mut Self>,
-                _: &mut std::task::Context<'_>,
-            ) -> std::task::Poll<std::io::Result<()>> {
-                std::task::Poll::Ready(self.shutdown(std::net::Shutdown::Write))
-            }
-        }
+        futures_io_face!(&$ty);
+        futures_io_face!($ty);
 
         #[cfg(feature = "tokio-io")]
         impl tokio::io::AsyncRead for $ty {
@@ -263,6 +237,77 @@ macro_rules! timeout_methods {
         /// The write timeout.
         pub fn write_timeout(&self) -> std::io::Result<Option<std::time::Duration>> {
             Ok(self.$sock.timeout($crate::io::registry::Direction::Write))
+        }
+    };
+}
+
+/// The datagram calls `UdpSocket` and `UnixDatagram` share (`self.$sock` is the `Shared`
+/// socket, `$addr` the address type): blocking-style and async receive and connected send.
+macro_rules! datagram_face {
+    ($sock:ident, $addr:ty) => {
+        /// Receives a datagram, blocking-style.
+        ///
+        /// # Panics
+        ///
+        /// Inside an async task: use `recv_from_async`.
+        #[track_caller]
+        pub fn recv_from(&self, buf: &mut [u8]) -> std::io::Result<(usize, $addr)> {
+            self.$sock
+                .block_op($crate::io::registry::Direction::Read, |s| s.recv_from(buf))
+        }
+
+        /// Sends to the connected peer, blocking-style.
+        #[track_caller]
+        pub fn send(&self, buf: &[u8]) -> std::io::Result<usize> {
+            self.$sock
+                .block_op($crate::io::registry::Direction::Write, |s| s.send(buf))
+        }
+
+        /// Receives from the connected peer, blocking-style.
+        #[track_caller]
+        pub fn recv(&self, buf: &mut [u8]) -> std::io::Result<usize> {
+            self.$sock
+                .block_op($crate::io::registry::Direction::Read, |s| s.recv(buf))
+        }
+
+        /// Receives a datagram.
+        pub async fn recv_from_async(&self, buf: &mut [u8]) -> std::io::Result<(usize, $addr)> {
+            self.$sock
+                .op_async($crate::io::registry::Direction::Read, |s| s.recv_from(buf))
+                .await
+        }
+
+        /// Sends to the connected peer.
+        pub async fn send_async(&self, buf: &[u8]) -> std::io::Result<usize> {
+            self.$sock
+                .op_async($crate::io::registry::Direction::Write, |s| s.send(buf))
+                .await
+        }
+
+        /// Receives from the connected peer.
+        pub async fn recv_async(&self, buf: &mut [u8]) -> std::io::Result<usize> {
+            self.$sock
+                .op_async($crate::io::registry::Direction::Read, |s| s.recv(buf))
+                .await
+        }
+
+        /// The local address.
+        pub fn local_addr(&self) -> std::io::Result<$addr> {
+            self.$sock.get().local_addr()
+        }
+
+        /// The connected peer's address.
+        pub fn peer_addr(&self) -> std::io::Result<$addr> {
+            self.$sock.get().peer_addr()
+        }
+
+        timeout_methods!($sock);
+
+        /// A second handle to the same socket (see `docs/io.md`: dropping either closes it).
+        pub fn try_clone(&self) -> std::io::Result<Self> {
+            Ok(Self {
+                $sock: self.$sock.share(),
+            })
         }
     };
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use super::addr;
 use crate::io::registry::Direction;
-use crate::io::source::{Shared, sleep_here};
+use crate::io::source::Shared;
 
 /// The listen backlog (the kernel caps it at `net.core.somaxconn`; Go asks for that, `std` for
 /// 128, too few for a burst of connections such as the c10k benchmark's).
@@ -58,30 +58,12 @@ impl TcpListener {
     /// Inside an async task: use [`accept_async`](Self::accept_async).
     #[track_caller]
     pub fn accept(&self) -> io::Result<(TcpStream, SocketAddr)> {
-        let mut backoff = addr::BACKOFF_MIN;
-        loop {
-            match self.sock.block_op(Direction::Read, |l| l.accept()) {
-                Err(e) if addr::is_exhaustion(&e) => {
-                    sleep_here(backoff);
-                    backoff = (backoff * 2).min(addr::BACKOFF_MAX);
-                }
-                result => return accepted(result?),
-            }
-        }
+        accepted(addr::accept(&self.sock, |l| l.accept())?)
     }
 
     /// Accepts a connection.
     pub async fn accept_async(&self) -> io::Result<(TcpStream, SocketAddr)> {
-        let mut backoff = addr::BACKOFF_MIN;
-        loop {
-            match self.sock.op_async(Direction::Read, |l| l.accept()).await {
-                Err(e) if addr::is_exhaustion(&e) => {
-                    crate::time::sleep_async(backoff).await;
-                    backoff = (backoff * 2).min(addr::BACKOFF_MAX);
-                }
-                result => return accepted(result?),
-            }
-        }
+        accepted(addr::accept_async(&self.sock, |l| l.accept()).await?)
     }
 
     /// An iterator over accepted connections (it never ends).
@@ -290,11 +272,12 @@ impl TcpStream {
         })
     }
 
-    /// Splits into a read half and a write half, usable from two coroutines or tasks at once
-    /// (dropping either closes the socket, as [`try_clone`](Self::try_clone)'s handles).
-    pub fn into_split(self) -> (OwnedReadHalf, OwnedWriteHalf) {
+    /// Splits into a read half and a write half, usable from two coroutines or tasks at once.
+    /// As tokio's: dropping the write half shuts the write direction down (the peer reads
+    /// EOF) and leaves the read half working; the socket closes when both halves are gone.
+    pub fn into_split(mut self) -> (OwnedReadHalf, OwnedWriteHalf) {
         let other = TcpStream {
-            sock: self.sock.share(),
+            sock: self.sock.split(),
         };
         (OwnedReadHalf(self), OwnedWriteHalf(other))
     }
@@ -313,8 +296,15 @@ stream_face!(TcpStream, sock, std::net::TcpStream);
 pub struct OwnedReadHalf(TcpStream);
 
 /// The write half of [`TcpStream::into_split`]; derefs to the stream for its other methods.
+/// Dropping it shuts the write direction down.
 #[derive(Debug)]
 pub struct OwnedWriteHalf(TcpStream);
+
+impl Drop for OwnedWriteHalf {
+    fn drop(&mut self) {
+        let _ = self.0.shutdown(Shutdown::Write); // the peer may be gone already
+    }
+}
 
 impl std::ops::Deref for OwnedReadHalf {
     type Target = TcpStream;
@@ -375,6 +365,42 @@ impl futures_io::AsyncWrite for OwnedWriteHalf {
     }
 
     fn poll_close(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<io::Result<()>> {
+        std::task::Poll::Ready(self.0.shutdown(Shutdown::Write))
+    }
+}
+
+#[cfg(feature = "tokio-io")]
+impl tokio::io::AsyncRead for OwnedReadHalf {
+    fn poll_read(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<io::Result<()>> {
+        std::pin::Pin::new(&mut self.get_mut().0).poll_read(cx, buf)
+    }
+}
+
+#[cfg(feature = "tokio-io")]
+impl tokio::io::AsyncWrite for OwnedWriteHalf {
+    fn poll_write(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<io::Result<usize>> {
+        self.0.poll_write_priv(cx, buf)
+    }
+
+    fn poll_flush(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(
         self: std::pin::Pin<&mut Self>,
         _: &mut std::task::Context<'_>,
     ) -> std::task::Poll<io::Result<()>> {

@@ -58,16 +58,6 @@ impl UdpSocket {
         self.sock.block_op(Direction::Write, |s| s.send_to(buf, to))
     }
 
-    /// Receives a datagram, blocking-style.
-    ///
-    /// # Panics
-    ///
-    /// Inside an async task: use [`recv_from_async`](Self::recv_from_async).
-    #[track_caller]
-    pub fn recv_from(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
-        self.sock.block_op(Direction::Read, |s| s.recv_from(buf))
-    }
-
     /// Receives a datagram without consuming it, blocking-style.
     #[track_caller]
     pub fn peek_from(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
@@ -80,18 +70,6 @@ impl UdpSocket {
         addr::each_addr(addr::resolve(addr)?, |a| self.sock.get().connect(a))
     }
 
-    /// Sends to the connected peer, blocking-style.
-    #[track_caller]
-    pub fn send(&self, buf: &[u8]) -> io::Result<usize> {
-        self.sock.block_op(Direction::Write, |s| s.send(buf))
-    }
-
-    /// Receives from the connected peer, blocking-style.
-    #[track_caller]
-    pub fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
-        self.sock.block_op(Direction::Read, |s| s.recv(buf))
-    }
-
     /// Sends to `target`.
     pub async fn send_to_async(&self, buf: &[u8], target: SocketAddr) -> io::Result<usize> {
         self.sock
@@ -99,46 +77,12 @@ impl UdpSocket {
             .await
     }
 
-    /// Receives a datagram.
-    pub async fn recv_from_async(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
-        self.sock
-            .op_async(Direction::Read, |s| s.recv_from(buf))
-            .await
-    }
-
-    /// Sends to the connected peer.
-    pub async fn send_async(&self, buf: &[u8]) -> io::Result<usize> {
-        self.sock.op_async(Direction::Write, |s| s.send(buf)).await
-    }
-
-    /// Receives from the connected peer.
-    pub async fn recv_async(&self, buf: &mut [u8]) -> io::Result<usize> {
-        self.sock.op_async(Direction::Read, |s| s.recv(buf)).await
-    }
-
-    /// The local address.
-    pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.sock.get().local_addr()
-    }
-
-    /// The connected peer's address.
-    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
-        self.sock.get().peer_addr()
-    }
-
     /// Sets `SO_BROADCAST`.
     pub fn set_broadcast(&self, on: bool) -> io::Result<()> {
         self.sock.get().set_broadcast(on)
     }
 
-    timeout_methods!(sock);
-
-    /// A second handle to the same socket (see `docs/io.md`: dropping either closes it).
-    pub fn try_clone(&self) -> io::Result<UdpSocket> {
-        Ok(UdpSocket {
-            sock: self.sock.share(),
-        })
-    }
+    datagram_face!(sock, SocketAddr);
 }
 
 impl AsRawFd for UdpSocket {

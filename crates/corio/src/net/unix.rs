@@ -8,7 +8,7 @@ use std::path::Path;
 
 use super::addr;
 use crate::io::registry::Direction;
-use crate::io::source::{Shared, sleep_here};
+use crate::io::source::Shared;
 
 /// A Unix-domain stream server socket; `accept` backs off at descriptor exhaustion as
 /// [`TcpListener`](super::TcpListener)'s does.
@@ -56,36 +56,14 @@ impl UnixListener {
     /// Inside an async task: use [`accept_async`](Self::accept_async).
     #[track_caller]
     pub fn accept(&self) -> io::Result<(UnixStream, SocketAddr)> {
-        let mut backoff = addr::BACKOFF_MIN;
-        loop {
-            match self.sock.block_op(Direction::Read, |l| l.accept()) {
-                Err(e) if addr::is_exhaustion(&e) => {
-                    sleep_here(backoff);
-                    backoff = (backoff * 2).min(addr::BACKOFF_MAX);
-                }
-                result => {
-                    let (stream, peer) = result?;
-                    return Ok((UnixStream::from_std(stream)?, peer));
-                }
-            }
-        }
+        let (stream, peer) = addr::accept(&self.sock, |l| l.accept())?;
+        Ok((UnixStream::from_std(stream)?, peer))
     }
 
     /// Accepts a connection.
     pub async fn accept_async(&self) -> io::Result<(UnixStream, SocketAddr)> {
-        let mut backoff = addr::BACKOFF_MIN;
-        loop {
-            match self.sock.op_async(Direction::Read, |l| l.accept()).await {
-                Err(e) if addr::is_exhaustion(&e) => {
-                    crate::time::sleep_async(backoff).await;
-                    backoff = (backoff * 2).min(addr::BACKOFF_MAX);
-                }
-                result => {
-                    let (stream, peer) = result?;
-                    return Ok((UnixStream::from_std(stream)?, peer));
-                }
-            }
-        }
+        let (stream, peer) = addr::accept_async(&self.sock, |l| l.accept()).await?;
+        Ok((UnixStream::from_std(stream)?, peer))
     }
 
     /// An iterator over accepted connections (it never ends).
@@ -225,24 +203,6 @@ impl UnixDatagram {
             .block_op(Direction::Write, |s| s.send_to(buf, path))
     }
 
-    /// Receives a datagram, blocking-style.
-    #[track_caller]
-    pub fn recv_from(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
-        self.sock.block_op(Direction::Read, |s| s.recv_from(buf))
-    }
-
-    /// Sends to the connected peer, blocking-style.
-    #[track_caller]
-    pub fn send(&self, buf: &[u8]) -> io::Result<usize> {
-        self.sock.block_op(Direction::Write, |s| s.send(buf))
-    }
-
-    /// Receives from the connected peer, blocking-style.
-    #[track_caller]
-    pub fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
-        self.sock.block_op(Direction::Read, |s| s.recv(buf))
-    }
-
     /// Sends to the socket at `path`.
     pub async fn send_to_async<P: AsRef<Path>>(&self, buf: &[u8], path: P) -> io::Result<usize> {
         let path = path.as_ref();
@@ -251,41 +211,7 @@ impl UnixDatagram {
             .await
     }
 
-    /// Receives a datagram.
-    pub async fn recv_from_async(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
-        self.sock
-            .op_async(Direction::Read, |s| s.recv_from(buf))
-            .await
-    }
-
-    /// Sends to the connected peer.
-    pub async fn send_async(&self, buf: &[u8]) -> io::Result<usize> {
-        self.sock.op_async(Direction::Write, |s| s.send(buf)).await
-    }
-
-    /// Receives from the connected peer.
-    pub async fn recv_async(&self, buf: &mut [u8]) -> io::Result<usize> {
-        self.sock.op_async(Direction::Read, |s| s.recv(buf)).await
-    }
-
-    /// The local address.
-    pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.sock.get().local_addr()
-    }
-
-    /// The connected peer's address.
-    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
-        self.sock.get().peer_addr()
-    }
-
-    timeout_methods!(sock);
-
-    /// A second handle to the same socket (see `docs/io.md`: dropping either closes it).
-    pub fn try_clone(&self) -> io::Result<UnixDatagram> {
-        Ok(UnixDatagram {
-            sock: self.sock.share(),
-        })
-    }
+    datagram_face!(sock, SocketAddr);
 }
 
 impl AsRawFd for UnixDatagram {

@@ -34,8 +34,9 @@
 //!    otherwise starve the queue).
 //! 3. Its pinned queue and its run queue, alternately.
 //! 4. A batch from the global queue.
-//! 5. Ready sockets (the netpoller, without blocking: `driver.rs`), then searching: steal half of a random victim's run queue; run due timers of any worker. At
-//!    most half the busy workers search at once (`idle.rs`).
+//! 5. Ready sockets (the netpoller, without blocking: `driver.rs`), then searching: steal half
+//!    of a random victim's run queue; run due timers of any worker. At most half the busy
+//!    workers search at once (`idle.rs`).
 //! 6. Park: at most one worker sleeps in the driver (`driver.rs`) until the nearest timer of
 //!    any worker; the others sleep on a futex. No timeouts otherwise: an idle runtime makes no
 //!    wake-ups.
