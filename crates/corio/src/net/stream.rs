@@ -1,4 +1,4 @@
-//! The byte-stream face shared by `TcpStream` and `UnixStream` (and their halves): `Read` and
+//! The byte-stream face shared by `TcpStream` and `UnixStream`: `Read` and
 //! `Write` for the type and for a shared reference to it, the `_async` methods, and the
 //! `futures_io` (and, with the `tokio-io` feature, `tokio::io`) traits — written once as a
 //! macro over the type's `Shared` socket field.
