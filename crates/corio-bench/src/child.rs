@@ -86,8 +86,8 @@ impl ChildCommand {
         self
     }
 
-    /// Starts the child and waits for it (at most the timeout).
-    pub fn run(&self) -> io::Result<ChildOutput> {
+    /// The command line this describes, not started yet.
+    pub fn command(&self) -> io::Result<Command> {
         let exe = match &self.program {
             Some(program) => program.clone(),
             None => own_exe()?,
@@ -104,6 +104,12 @@ impl ChildCommand {
             command.arg("__child").arg(&self.case);
         }
         command.args(&self.args);
+        Ok(command)
+    }
+
+    /// Starts the child and waits for it (at most the timeout).
+    pub fn run(&self) -> io::Result<ChildOutput> {
+        let mut command = self.command()?;
         command
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

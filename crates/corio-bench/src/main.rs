@@ -31,6 +31,7 @@ mod gopeer;
 mod opts;
 mod proc;
 mod report;
+mod server;
 mod stats;
 
 use std::process::ExitCode;

@@ -11,6 +11,7 @@
 //!   `nonvoluntary_ctxt_switches` in `/proc/<pid>/status` (the whole process when read for the
 //!   process id, one thread when read under `task/<tid>`).
 
+use std::collections::HashMap;
 use std::fs;
 use std::io;
 
@@ -77,6 +78,39 @@ pub fn ctxt_switches(pid: &str) -> io::Result<CtxtSwitches> {
         voluntary: status_field(pid, "voluntary_ctxt_switches")?,
         nonvoluntary: status_field(pid, "nonvoluntary_ctxt_switches")?,
     })
+}
+
+/// The context switches of every thread of process `pid` (or `"self"`), by
+/// thread id.
+pub fn threads_switches(pid: &str) -> Result<HashMap<u32, CtxtSwitches>, String> {
+    let dir = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map_err(|e| format!("/proc/{pid}/task: {e}"))?;
+    let mut out = HashMap::new();
+    for entry in dir.flatten() {
+        let Some(tid) = entry.file_name().to_str().and_then(|s| s.parse().ok()) else {
+            continue;
+        };
+        // A thread that exited in between has no status any more: skip it.
+        if let Ok(c) = ctxt_switches(&format!("{pid}/task/{tid}")) {
+            out.insert(tid, c);
+        }
+    }
+    Ok(out)
+}
+
+/// The switches made between two [`threads_switches`] readings, over the threads of the
+/// second (a thread started in between counts from zero).
+pub fn switches_between(
+    before: &HashMap<u32, CtxtSwitches>,
+    after: &HashMap<u32, CtxtSwitches>,
+) -> CtxtSwitches {
+    let mut total = CtxtSwitches::default();
+    for (tid, a) in after {
+        let b = before.get(tid).copied().unwrap_or_default();
+        total.voluntary += a.voluntary - b.voluntary;
+        total.nonvoluntary += a.nonvoluntary - b.nonvoluntary;
+    }
+    total
 }
 
 /// The 1, 5 and 15 minute load averages, as `/proc/loadavg` prints them.

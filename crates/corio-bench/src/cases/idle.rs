@@ -26,7 +26,7 @@ use super::fresh::{self, Launch, Row};
 use crate::child::{self, ChildCommand};
 use crate::gopeer;
 use crate::opts::Opts;
-use crate::proc::{CtxtSwitches, ctxt_switches};
+use crate::proc::{CtxtSwitches, switches_between, threads_switches};
 use crate::report::Measurement;
 
 /// The `idle` case.
@@ -136,12 +136,7 @@ fn child_main(args: &[String]) -> Result<(), String> {
     std::thread::sleep(window);
     let after = other_threads()?;
     let elapsed = t.elapsed();
-    let mut total = CtxtSwitches::default();
-    for (tid, a) in &after {
-        let b = before.get(tid).copied().unwrap_or_default();
-        total.voluntary += a.voluntary - b.voluntary;
-        total.nonvoluntary += a.nonvoluntary - b.nonvoluntary;
-    }
+    let total = switches_between(&before, &after);
     child::emit(
         "switches_per_sec",
         (total.voluntary + total.nonvoluntary) as f64 / elapsed.as_secs_f64(),
@@ -157,23 +152,7 @@ fn child_main(args: &[String]) -> Result<(), String> {
 fn other_threads() -> Result<HashMap<u32, CtxtSwitches>, String> {
     // SAFETY: gettid has no preconditions.
     let me = unsafe { libc::gettid() } as u32;
-    let dir = std::fs::read_dir("/proc/self/task").map_err(|e| format!("/proc/self/task: {e}"))?;
-    let mut out = HashMap::new();
-    for entry in dir.flatten() {
-        let Some(tid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        if tid == me {
-            continue;
-        }
-        // A thread that exited in between has no status any more: skip it.
-        if let Ok(c) = ctxt_switches(&format!("self/task/{tid}")) {
-            out.insert(tid, c);
-        }
-    }
-    Ok(out)
+    let mut all = threads_switches("self")?;
+    all.remove(&me);
+    Ok(all)
 }

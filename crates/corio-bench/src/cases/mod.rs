@@ -7,14 +7,19 @@
 use crate::opts::Opts;
 use crate::report::Measurement;
 
+mod c10k;
 mod chan;
 mod create;
+mod echo;
 mod fairness;
 mod fresh;
 mod r#gen;
+mod http;
 mod idle;
 mod mem;
 mod mutex;
+mod netrun;
+mod servers;
 mod skynet;
 mod spawn;
 mod switch;
@@ -51,6 +56,9 @@ pub static CASES: &[Case] = &[
     idle::CASE,
     mutex::CASE,
     chan::CASE,
+    http::CASE,
+    echo::CASE,
+    c10k::CASE,
 ];
 
 /// The case named `name`.

@@ -14,10 +14,17 @@
 //	corio-peers idle     <procs> <settle ms> <window ms>
 //	corio-peers mutex    <procs> <lockers> <n lock+unlock in all> <warm-up n>
 //	corio-peers chan     <procs> <pingpong|mpmc|sieve> <n> <warm-up n>
+//	corio-peers httpserve <procs>
+//	corio-peers echoserve <procs>
+//
+// The two servers listen on 127.0.0.1 (a port the kernel picks), print "@addr host:port" once
+// they accept connections, and serve until they are killed.
 package main
 
 import (
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"runtime"
 	"sort"
@@ -52,7 +59,7 @@ func intArg(i int, what string) int {
 
 func main() {
 	if len(os.Args) < 3 {
-		fail("usage: corio-peers <yield|spawn|skynet|fairness|idle> <procs> <args..>")
+		fail("usage: corio-peers <yield|spawn|skynet|fairness|idle|mutex|chan|httpserve|echoserve> <procs> <args..>")
 	}
 	runtime.GOMAXPROCS(intArg(2, "procs"))
 	emit("gomaxprocs", runtime.GOMAXPROCS(0))
@@ -71,6 +78,10 @@ func main() {
 			time.Duration(intArg(4, "window ms"))*time.Millisecond)
 	case "mutex":
 		mutexMain(intArg(3, "lockers"), intArg(4, "n"), intArg(5, "warm-up n"))
+	case "httpserve":
+		httpServeMain()
+	case "echoserve":
+		echoServeMain()
 	case "chan":
 		if len(os.Args) < 4 {
 			fail("missing argument 3 (pingpong|mpmc|sieve)")
@@ -438,5 +449,56 @@ func chanMain(what string, n, warm int) {
 		emit("value", float64(d.Nanoseconds())/1e6)
 	default:
 		fail("unknown chan benchmark %q", what)
+	}
+}
+
+// listen opens the servers' listening socket and reports its address.
+func listen() net.Listener {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fail("listen: %v", err)
+	}
+	emit("addr", ln.Addr().String())
+	return ln
+}
+
+// httpserve: net/http, keep-alive, GET /plaintext answers "Hello, World!" with
+// Content-Length, Date (net/http adds it) and Server, as corio's http_hello does.
+func httpServeMain() {
+	ln := listen()
+	mux := http.NewServeMux()
+	mux.HandleFunc("/plaintext", func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h["Server"] = []string{"go"}
+		h["Content-Type"] = []string{"text/plain"}
+		h["Content-Length"] = []string{"13"}
+		w.Write([]byte("Hello, World!"))
+	})
+	fail("serve: %v", http.Serve(ln, mux))
+}
+
+// echoserve: one goroutine per connection writes back whatever it reads.
+func echoServeMain() {
+	ln := listen()
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			fail("accept: %v", err)
+		}
+		go func(c net.Conn) {
+			defer c.Close()
+			buf := make([]byte, 4096)
+			for {
+				n, err := c.Read(buf)
+				if n > 0 {
+					if _, werr := c.Write(buf[:n]); werr != nil {
+						return
+					}
+				}
+				if err != nil {
+					return
+				}
+			}
+		}(c)
 	}
 }

@@ -1,0 +1,255 @@
+//! The `http_hello` example's server: HTTP/1.1 keep-alive on stackful coroutines, parsed with
+//! `httparse`.
+//!
+//! Shared, as a module, by `examples/http_hello.rs`, the example tests and corio-bench's
+//! `http` case.
+//!
+//! # One connection, one coroutine
+//!
+//! A connection's coroutine is the loop a synchronous server would run on a thread: read into
+//! a buffer, parse every complete request in it, append each response to an output buffer,
+//! write the output buffer in one `write_all`, read again. A read that finds no data suspends
+//! only this coroutine. Because every complete request in the buffer is answered before the
+//! next read, pipelined requests are answered in order with one write per batch.
+//!
+//! # Requests
+//!
+//! - `GET /plaintext` (or `HEAD`) → `200`, `Hello, World!`, with Content-Length, Content-Type,
+//!   Date and Server. Any other path → `404`.
+//! - A request with a `Content-Length` body has its body skipped; one with `Transfer-Encoding`
+//!   is not supported here and gets `400`.
+//! - A malformed request, or a request head larger than [`MAX_HEAD`] bytes (a 1 MiB header),
+//!   gets `400 Bad Request` and its connection is closed; every other connection goes on.
+//! - `Connection: close`, or HTTP/1.0 without `Connection: keep-alive`, closes the connection
+//!   after the response (after reading what the client still sends, so that the kernel does
+//!   not reset the connection under the response: [`linger`]). A client that closes
+//!   mid-request is simply let go.
+
+use std::io::{Read, Write};
+use std::sync::Mutex;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use corio::net::{TcpListener, TcpStream};
+
+/// The largest request head (request line and headers) accepted, in bytes.
+pub const MAX_HEAD: usize = 64 * 1024;
+
+/// The most headers a request may have.
+const MAX_HEADERS: usize = 32;
+
+const BODY: &[u8] = b"Hello, World!";
+
+/// Accepts connections forever, each served by its own coroutine. Call it from a coroutine.
+pub fn serve(listener: TcpListener) {
+    for stream in listener.incoming() {
+        match stream {
+            // Detached: the coroutine ends with its connection.
+            Ok(stream) => drop(corio::go(move || serve_connection(stream))),
+            Err(e) => eprintln!("http_hello: accept: {e}"),
+        }
+    }
+}
+
+/// What to do after answering a request.
+#[derive(PartialEq)]
+enum After {
+    KeepAlive,
+    Close,
+}
+
+/// Serves one connection until the client closes it, sends something malformed, or asks to
+/// close.
+pub fn serve_connection(mut stream: TcpStream) {
+    let _ = stream.set_nodelay(true);
+    let mut input: Vec<u8> = vec![0; 4096];
+    let mut filled = 0;
+    let mut output: Vec<u8> = Vec::with_capacity(4096);
+    loop {
+        let n = match stream.read(&mut input[filled..]) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
+        filled += n;
+        // Answer every complete request in the buffer, in order.
+        let mut start = 0;
+        let mut after = After::KeepAlive;
+        while start < filled && after == After::KeepAlive {
+            match parse(&input[start..filled], &mut output) {
+                Parsed::Answered(used, a) => {
+                    start += used;
+                    after = a;
+                }
+                Parsed::Partial => break,
+            }
+        }
+        if !output.is_empty() {
+            if stream.write_all(&output).is_err() {
+                return;
+            }
+            output.clear();
+        }
+        if after == After::Close {
+            linger(&mut stream);
+            return;
+        }
+        // Keep the unparsed rest at the front; grow the buffer for a head that needs it.
+        input.copy_within(start..filled, 0);
+        filled -= start;
+        if filled == input.len() {
+            input.resize(input.len() * 2, 0);
+        }
+    }
+}
+
+/// Closes our side, then reads and discards what the client still sends (at most
+/// [`LINGER_BYTES`], for at most a second of quiet) before the socket is dropped.
+///
+/// Closing a socket with unread input makes the kernel answer with a reset, and a reset can
+/// destroy the response before the client reads it — a client that sent a 1 MiB header would
+/// see "connection reset" instead of our `400`. Go's net/http lingers the same way.
+fn linger(stream: &mut TcpStream) {
+    let _ = stream.shutdown(std::net::Shutdown::Write);
+    let _ = stream.set_read_timeout(Some(std::time::Duration::from_secs(1)));
+    let mut sink = [0u8; 4096];
+    let mut left = LINGER_BYTES;
+    while left > 0 {
+        match stream.read(&mut sink) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => left = left.saturating_sub(n),
+        }
+    }
+}
+
+/// The most input [`linger`] discards.
+const LINGER_BYTES: usize = 4 << 20;
+
+/// The outcome of parsing the front of the input.
+enum Parsed {
+    /// A request was answered (into the output buffer): the bytes it used, and what next.
+    Answered(usize, After),
+    /// The request is not complete yet.
+    Partial,
+}
+
+/// Parses one request at the front of `buf` and appends its response to `out`.
+fn parse(buf: &[u8], out: &mut Vec<u8>) -> Parsed {
+    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut req = httparse::Request::new(&mut headers);
+    let head = match req.parse(buf) {
+        Ok(httparse::Status::Complete(n)) => n,
+        Ok(httparse::Status::Partial) if buf.len() < MAX_HEAD => return Parsed::Partial,
+        // Too large, malformed, or too many headers.
+        _ => return bad_request(out),
+    };
+    let mut close = req.version == Some(0);
+    let mut body = 0usize;
+    for h in req.headers.iter() {
+        if h.name.eq_ignore_ascii_case("connection") {
+            if h.value.eq_ignore_ascii_case(b"close") {
+                close = true;
+            } else if h.value.eq_ignore_ascii_case(b"keep-alive") {
+                close = false;
+            }
+        } else if h.name.eq_ignore_ascii_case("content-length") {
+            match std::str::from_utf8(h.value)
+                .ok()
+                .and_then(|v| v.trim().parse().ok())
+            {
+                Some(n) => body = n,
+                None => return bad_request(out),
+            }
+        } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
+            return bad_request(out);
+        }
+    }
+    if buf.len() < head + body {
+        // The body has not all arrived; a body larger than a head is not accepted.
+        return if body > MAX_HEAD {
+            bad_request(out)
+        } else {
+            Parsed::Partial
+        };
+    }
+    let found = req.path == Some("/plaintext") && matches!(req.method, Some("GET" | "HEAD"));
+    let with_body = req.method != Some("HEAD");
+    if found {
+        respond(out, "200 OK", BODY, with_body, close);
+    } else {
+        respond(out, "404 Not Found", b"", with_body, close);
+    }
+    let after = if close {
+        After::Close
+    } else {
+        After::KeepAlive
+    };
+    Parsed::Answered(head + body, after)
+}
+
+fn bad_request(out: &mut Vec<u8>) -> Parsed {
+    respond(out, "400 Bad Request", b"", true, true);
+    Parsed::Answered(0, After::Close)
+}
+
+/// Appends a response to `out`.
+fn respond(out: &mut Vec<u8>, status: &str, body: &[u8], with_body: bool, close: bool) {
+    out.extend_from_slice(b"HTTP/1.1 ");
+    out.extend_from_slice(status.as_bytes());
+    out.extend_from_slice(b"\r\nServer: corio\r\nContent-Type: text/plain\r\nContent-Length: ");
+    out.extend_from_slice(body.len().to_string().as_bytes());
+    out.extend_from_slice(b"\r\nDate: ");
+    out.extend_from_slice(&http_date());
+    if close {
+        out.extend_from_slice(b"\r\nConnection: close");
+    }
+    out.extend_from_slice(b"\r\n\r\n");
+    if with_body {
+        out.extend_from_slice(body);
+    }
+}
+
+/// The current time as an HTTP date (`Wed, 02 Dec 2026 17:04:05 GMT`), formatted once per
+/// second and shared by every connection.
+pub fn http_date() -> [u8; 29] {
+    static CACHE: Mutex<(u64, [u8; 29])> = Mutex::new((u64::MAX, [0; 29]));
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let mut cache = CACHE.lock().unwrap_or_else(|p| p.into_inner());
+    if cache.0 != now {
+        *cache = (now, format_http_date(now));
+    }
+    cache.1
+}
+
+/// Formats seconds since the Unix epoch as an IMF-fixdate (RFC 9110 §5.6.7).
+pub fn format_http_date(secs: u64) -> [u8; 29] {
+    const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let days = secs / 86_400;
+    let rem = secs % 86_400;
+    // Civil date from days since 1970-01-01 (Howard Hinnant's days_from_civil, inverted).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    let text = format!(
+        "{}, {:02} {} {:04} {:02}:{:02}:{:02} GMT",
+        DAYS[(days % 7) as usize],
+        day,
+        MONTHS[(month - 1) as usize],
+        year,
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60
+    );
+    let mut out = [0u8; 29];
+    out.copy_from_slice(text.as_bytes());
+    out
+}
