@@ -92,14 +92,14 @@
 #![warn(missing_docs, clippy::undocumented_unsafe_blocks)]
 
 mod block_on;
-pub mod fs;
 pub mod chan;
+pub mod fs;
 // `gen` is a reserved keyword in Rust 2024, so the module is `generator` (the files keep the
 // short name).
 #[path = "gen/mod.rs"]
 pub mod generator;
-mod join_set;
 pub(crate) mod io;
+mod join_set;
 #[allow(dead_code)]
 mod loom;
 pub mod net;
