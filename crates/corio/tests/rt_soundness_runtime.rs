@@ -1,6 +1,6 @@
 //! Soundness at the edges of the runtime's life: shutdown never unwinds a started coroutine off
 //! its home thread, entering a runtime is scoped to the thread and nests, and the documented
-//! `panic = "abort"` behaviour holds (`docs/soundness-runtime.md`).
+//! `panic = "abort"` behaviour holds (`docs/soundness.md`, "The runtime's edges").
 
 #[macro_use]
 mod support;
