@@ -449,6 +449,7 @@ fn both_kinds_panic_the_same_way_when_resumed_after_finishing() {
 /// the fix, the inner generator's drop guard restored the finished generator's id on the way
 /// out, so the escaped `Co` passed the check and wrote into its freed frame (issue 7, item 1).
 #[test]
+#[cfg_attr(miri, ignore)] // a stackful `Coroutine`: inline asm, which Miri cannot run
 fn an_escaped_co_stays_refused_after_a_coroutine_suspended_inside_a_poll() {
     let mut inner = Coroutine::<(), (), ()>::new(|y, ()| {
         // Suspends the bare coroutine from inside this generator's poll.
@@ -480,6 +481,7 @@ fn an_escaped_co_stays_refused_after_a_coroutine_suspended_inside_a_poll() {
 /// Each coroutine's generator id is its own: two bare coroutines that each suspend inside their
 /// generator's poll, resumed alternately, both complete (the resumes do not nest).
 #[test]
+#[cfg_attr(miri, ignore)] // a stackful `Coroutine`: inline asm, which Miri cannot run
 fn generators_in_alternately_resumed_coroutines_each_find_their_own_slot() {
     fn driver() -> Coroutine<(), (), Vec<u32>> {
         Coroutine::new(|y, ()| {

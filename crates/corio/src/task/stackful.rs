@@ -457,6 +457,7 @@ mod tests {
     /// The home check is a real check in every build profile: off its home it aborts the
     /// process with a message (run in a child process, this test binary re-executed).
     #[test]
+    #[cfg_attr(miri, ignore)] // re-runs the test binary in a child process
     fn the_home_check_aborts_off_the_home_worker_in_every_profile() {
         if let Ok(case) = std::env::var(CHILD) {
             match case.as_str() {
