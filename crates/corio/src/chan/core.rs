@@ -327,14 +327,24 @@ unsafe impl<T: Send> Sync for Chan<T> {}
 /// `unlock`): waking may take scheduler locks, and the waiter should not spin on ours.
 pub(crate) type Wake = Option<Waker>;
 
+#[inline]
 pub(crate) fn wake(w: Wake) {
     if let Some(w) = w {
         w.wake();
     }
 }
 
-/// Pops the first waiter of `q` that can be claimed (H2), dropping stale ones.
+/// Pops the first waiter of `q` that can be claimed (H2), dropping stale ones. Inlined
+/// for the usual case, an empty queue (a buffered channel that nobody waits on).
+#[inline]
 fn claim<T>(q: &mut VecDeque<Arc<Entry<T>>>) -> Option<Arc<Entry<T>>> {
+    if q.is_empty() {
+        return None;
+    }
+    claim_queued(q)
+}
+
+fn claim_queued<T>(q: &mut VecDeque<Arc<Entry<T>>>) -> Option<Arc<Entry<T>>> {
     while let Some(e) = q.pop_front() {
         if e.signal().try_claim(e.arm) {
             return Some(e);
@@ -492,6 +502,7 @@ impl<T> State<T> {
     }
 
     /// A send without waiting (H1): to a waiting receiver first, else into the buffer.
+    #[inline(always)] // the fast path of every send and receive: no call frame
     pub(crate) fn try_send(&mut self, cap: usize, value: T) -> TrySend<T> {
         if self.closed {
             return TrySend::Closed(value);
@@ -510,6 +521,7 @@ impl<T> State<T> {
 
     /// A receive without waiting (H1): from the buffer (refilling it from a waiting sender),
     /// else straight from a waiting sender (the rendezvous case).
+    #[inline(always)] // the fast path of every send and receive: no call frame
     pub(crate) fn try_recv(&mut self, cap: usize) -> TryRecv<T> {
         if let Some(v) = self.buf.pop_front() {
             let mut w = None;

@@ -473,6 +473,7 @@ impl<T> Unpin for SendFuture<'_, T> {}
 impl<T> Future for SendFuture<'_, T> {
     type Output = Result<(), SendError<T>>;
 
+    #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
         this.op.poll(this.chan, cx)
@@ -500,6 +501,7 @@ impl<T> Unpin for RecvFuture<'_, T> {}
 impl<T> Future for RecvFuture<'_, T> {
     type Output = Result<T, RecvError>;
 
+    #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
         this.op.poll(this.chan, cx)

@@ -99,6 +99,7 @@ impl<T> RecvOp<T> {
     }
 
     /// Polls the receive on its own: try (H1), else queue with its own signal, else wait.
+    #[inline]
     pub(crate) fn poll(
         &mut self,
         chan: &Chan<T>,
@@ -160,7 +161,11 @@ impl<T> RecvOp<T> {
 
     /// Cancels and, if a value had already been handed over, gives it back (H6): what a
     /// dropped receive does.
+    #[inline]
     pub(crate) fn cancel_and_give_back(&mut self, chan: &Chan<T>) {
+        if self.queued.0.is_none() {
+            return; // never queued, or done: the usual drop of a finished receive
+        }
         if let Some(Withdrawn::Done(Some(v))) = self.queued.cancel(chan) {
             let w = chan.lock().state().give_back(v);
             wake(w);
@@ -190,6 +195,7 @@ impl<T> SendOp<T> {
     }
 
     /// Polls the send on its own: try (H1), else queue with its own signal, else wait.
+    #[inline]
     pub(crate) fn poll(
         &mut self,
         chan: &Chan<T>,
