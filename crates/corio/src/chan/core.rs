@@ -128,6 +128,7 @@ pub(crate) enum Observed {
     Done(usize),
 }
 
+#[inline]
 fn decode(word: usize) -> Observed {
     match word {
         WAITING => Observed::Waiting,
@@ -163,6 +164,7 @@ impl Signal {
     /// The owner's poll: remember the latest waker, then read the state. Reading after the
     /// store closes the lost-wake-up window: a completer that took the old waker stored DONE
     /// before it locked `waker`, so this read (after our lock of `waker`) sees it.
+    #[inline]
     pub(crate) fn refresh(&self, waker: &Waker) -> Observed {
         // Fast path: woken because it is done (the usual case), the waker is not needed.
         let seen = self.observe();
@@ -179,12 +181,14 @@ impl Signal {
         self.observe()
     }
 
+    #[inline]
     pub(crate) fn observe(&self) -> Observed {
         // Acquire: pairs with the Release store in `finish`, so the slot it filled is visible.
         decode(self.state.load(Ordering::Acquire))
     }
 
     /// (H2) Wins this waiter for `arm`. The caller holds the lock of `arm`'s channel.
+    #[inline]
     fn try_claim(&self, arm: usize) -> bool {
         // Relaxed on success is enough for the claim itself (the slot is published by the
         // Release in `finish`); Acquire on failure is not needed either: a loser only skips.
@@ -195,6 +199,7 @@ impl Signal {
 
     /// (H3) Publishes the filled slot of `arm` and returns the waker to call once the channel
     /// lock is released.
+    #[inline]
     fn finish(&self, arm: usize) -> Option<Waker> {
         // Release: pairs with the Acquire load in `observe`.
         self.state.store(3 + 2 * arm, Ordering::Release);
@@ -258,6 +263,33 @@ impl<T> Entry<T> {
             arm: 0,
             slot: UnsafeCell::new(value),
         }
+    }
+
+    /// Makes an emptied lone entry (the spare) a new lone wait, in place: what
+    /// `Entry::lone(Some(waker.clone()), value)` makes, without building and moving a whole
+    /// entry. `&mut`: the caller is the entry's only holder.
+    #[inline]
+    fn rearm(&mut self, waker: &Waker, value: Option<T>) {
+        let SignalRef::Own(signal) = &mut self.signal else {
+            unreachable!("a spare entry has its own signal")
+        };
+        // Relaxed: `&mut` means no other thread can look; the entry is published to one by
+        // the channel lock (queueing it) or the spare's Release/Acquire hand-over.
+        signal.state.store(WAITING, Ordering::Relaxed);
+        *signal.waker.get_mut().unwrap_or_else(|e| e.into_inner()) = Some(waker.clone());
+        self.arm = 0;
+        // SAFETY: `&mut self`: nobody else can reach the slot.
+        self.slot.with_mut(|p| unsafe { *p = value });
+    }
+
+    /// Drops the waker and any value left in a lone entry, which the caller alone holds.
+    #[inline]
+    fn empty(&mut self) {
+        if let SignalRef::Own(signal) = &mut self.signal {
+            *signal.waker.get_mut().unwrap_or_else(|e| e.into_inner()) = None;
+        }
+        // SAFETY: `&mut self`: nobody else can reach the slot.
+        self.slot.with_mut(|p| unsafe { *p = None });
     }
 
     pub(crate) fn signal(&self) -> &Signal {
@@ -344,6 +376,7 @@ fn claim<T>(q: &mut VecDeque<Arc<Entry<T>>>) -> Option<Arc<Entry<T>>> {
     claim_queued(q)
 }
 
+#[inline]
 fn claim_queued<T>(q: &mut VecDeque<Arc<Entry<T>>>) -> Option<Arc<Entry<T>>> {
     while let Some(e) = q.pop_front() {
         if e.signal().try_claim(e.arm) {
@@ -385,15 +418,15 @@ impl<T> Chan<T> {
     }
 
     /// An entry for a lone wait: the spare one if there is one, else a new one.
+    #[inline]
     pub(crate) fn lone_entry(&self, waker: &Waker, value: Option<T>) -> Arc<Entry<T>> {
-        let fresh = Entry::lone(Some(waker.clone()), value);
         match self.take_spare() {
             Some(mut e) => {
                 let only = Arc::get_mut(&mut e).expect("a spare entry has one owner");
-                *only = fresh;
+                only.rearm(waker, value);
                 e
             }
-            None => Arc::new(fresh),
+            None => Arc::new(Entry::lone(Some(waker.clone()), value)),
         }
     }
 
@@ -406,6 +439,7 @@ impl<T> Chan<T> {
     }
 
     /// Keeps a finished lone entry as the spare, if nobody else holds it and there is none.
+    #[inline]
     pub(crate) fn recycle(&self, mut e: Arc<Entry<T>>) {
         let Some(only) = Arc::get_mut(&mut e) else {
             return;
@@ -414,7 +448,7 @@ impl<T> Chan<T> {
             return;
         }
         // Emptied now: no value or waker (a reference to a task) outlives its operation.
-        *only = Entry::lone(None, None);
+        only.empty();
         let p = Arc::into_raw(e).cast_mut();
         // Release: pairs with the Acquire swap in `take_spare`.
         if (self.spare)
@@ -548,11 +582,13 @@ impl<T> State<T> {
     }
 
     /// Queues a receiver (its signal already holds its waker).
+    #[inline]
     pub(crate) fn enqueue_recv(&mut self, e: Arc<Entry<T>>) {
         self.recvq.push_back(e);
     }
 
     /// Queues a sender (its entry holds the value).
+    #[inline]
     pub(crate) fn enqueue_send(&mut self, e: Arc<Entry<T>>) {
         self.sendq.push_back(e);
     }
