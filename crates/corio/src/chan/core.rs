@@ -6,10 +6,12 @@ use std::collections::VecDeque;
 use std::task::Waker;
 
 use crate::loom::cell::UnsafeCell;
+use crate::loom::sync::Arc;
+#[cfg(loom)]
+use crate::loom::sync::Mutex;
 #[cfg(not(loom))]
 use crate::loom::sync::atomic::AtomicBool;
 use crate::loom::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
-use crate::loom::sync::{Arc, Mutex};
 
 /// A channel's lock: a test-and-set spin lock that yields the thread after a short spin.
 ///
@@ -144,10 +146,20 @@ pub(crate) struct Signal {
     /// WAITING / CANCELLED / CLAIMED(arm) / DONE(arm). Moved out of WAITING by one CAS: by a
     /// completer holding the lock of that arm's channel (H2), or by the owner cancelling (H5).
     state: AtomicUsize,
-    /// Whom to wake. Written by the owner on each poll, taken by the completer (H3). A leaf
-    /// lock: nothing else is locked while it is held.
-    waker: Mutex<Option<Waker>>,
+    /// Whom to wake. Guarded by channel locks, not a lock of its own: written by the owner
+    /// before its entries are queued, or later while it holds the lock of every channel it
+    /// has an entry queued on ([`Signal::set_waker`]); taken by the claimer (H3), which holds
+    /// its channel's lock from claim to finish. So a completer never finds it half-written,
+    /// and a waker the owner stored is seen by every completer that claims afterwards.
+    waker: UnsafeCell<Option<Waker>>,
 }
+
+// SAFETY: `state` is atomic; `waker` is only touched under the channel locks as its doc says
+// (or through `&mut`), so sharing a signal between threads races on nothing; `Waker` is
+// `Send + Sync`.
+unsafe impl Send for Signal {}
+// SAFETY: as above.
+unsafe impl Sync for Signal {}
 
 impl Signal {
     pub(crate) fn new(waker: &Waker) -> Signal {
@@ -157,28 +169,24 @@ impl Signal {
     fn with(waker: Option<Waker>) -> Signal {
         Signal {
             state: AtomicUsize::new(WAITING),
-            waker: Mutex::new(waker),
+            waker: UnsafeCell::new(waker),
         }
     }
 
-    /// The owner's poll: remember the latest waker, then read the state. Reading after the
-    /// store closes the lost-wake-up window: a completer that took the old waker stored DONE
-    /// before it locked `waker`, so this read (after our lock of `waker`) sees it.
+    /// The owner's poll, not DONE yet: remember the latest waker (no clone if the stored one
+    /// wakes the same task).
+    ///
+    /// # Safety
+    ///
+    /// The caller is the signal's owner and holds the lock of every channel this signal has
+    /// an entry queued on (see `waker`).
     #[inline]
-    pub(crate) fn refresh(&self, waker: &Waker) -> Observed {
-        // Fast path: woken because it is done (the usual case), the waker is not needed.
-        let seen = self.observe();
-        if matches!(seen, Observed::Done(_)) {
-            return seen;
-        }
-        {
-            let mut slot = self.waker.lock().unwrap_or_else(|e| e.into_inner());
-            match &*slot {
-                Some(old) if old.will_wake(waker) => {}
-                _ => *slot = Some(waker.clone()),
-            }
-        }
-        self.observe()
+    pub(crate) unsafe fn set_waker(&self, waker: &Waker) {
+        // SAFETY: exclusive per this function's contract (the locks are held).
+        self.waker.with_mut(|slot| match unsafe { &mut *slot } {
+            Some(old) if old.will_wake(waker) => {}
+            slot => *slot = Some(waker.clone()),
+        });
     }
 
     #[inline]
@@ -201,9 +209,13 @@ impl Signal {
     /// lock is released.
     #[inline]
     fn finish(&self, arm: usize) -> Option<Waker> {
+        // SAFETY: the caller holds the lock of `arm`'s channel, where this signal's entry was
+        // queued (see `waker`). Taken before DONE is stored: an owner that sees DONE may drop
+        // the signal at once, so the store is the completer's last touch.
+        let waker = self.waker.with_mut(|slot| unsafe { (*slot).take() });
         // Release: pairs with the Acquire load in `observe`.
         self.state.store(3 + 2 * arm, Ordering::Release);
-        self.waker.lock().unwrap_or_else(|e| e.into_inner()).take()
+        waker
     }
 
     /// (H5) The owner gives up. `Err(arm)` if a completer got there first: that arm is claimed
@@ -276,7 +288,10 @@ impl<T> Entry<T> {
         // Relaxed: `&mut` means no other thread can look; the entry is published to one by
         // the channel lock (queueing it) or the spare's Release/Acquire hand-over.
         signal.state.store(WAITING, Ordering::Relaxed);
-        *signal.waker.get_mut().unwrap_or_else(|e| e.into_inner()) = Some(waker.clone());
+        // SAFETY: `&mut self`: nobody else can reach the waker.
+        signal
+            .waker
+            .with_mut(|slot| unsafe { *slot = Some(waker.clone()) });
         self.arm = 0;
         // SAFETY: `&mut self`: nobody else can reach the slot.
         self.slot.with_mut(|p| unsafe { *p = value });
@@ -286,7 +301,8 @@ impl<T> Entry<T> {
     #[inline]
     fn empty(&mut self) {
         if let SignalRef::Own(signal) = &mut self.signal {
-            *signal.waker.get_mut().unwrap_or_else(|e| e.into_inner()) = None;
+            // SAFETY: `&mut self`: nobody else can reach the waker.
+            signal.waker.with_mut(|slot| unsafe { *slot = None });
         }
         // SAFETY: `&mut self`: nobody else can reach the slot.
         self.slot.with_mut(|p| unsafe { *p = None });

@@ -55,11 +55,15 @@
 //!    owner cancelled): the completer drops it and tries the next. At most one CAS ever
 //!    succeeds on a signal, so exactly one arm of a select happens.
 //! 3. **(H3) Finish.** Still under the lock, the completer fills the slot (a value for a
-//!    receiver; takes the value out of a sender's), stores `DONE(arm)` with Release, takes the
-//!    waker, and calls it after unlocking.
-//! 4. **(H4) Observe.** The owner, polled again, stores its current waker and then loads the
-//!    state with Acquire. `DONE(arm)`: the entry has left the queue and its slot is final, so
-//!    the owner reads it without any lock. `CLAIMED`: a wake is on its way.
+//!    receiver; takes the value out of a sender's), takes the waker, stores `DONE(arm)` with
+//!    Release (its last touch of the signal), and calls the waker after unlocking.
+//! 4. **(H4) Observe.** The owner, polled again, loads the state with Acquire. `DONE(arm)`:
+//!    the entry has left the queue and its slot is final, so the owner reads it without any
+//!    lock. Otherwise (a spurious poll, perhaps with a new waker) it takes the lock of every
+//!    channel it is queued on, where no completer can be between claim and finish, and
+//!    looks again: still `WAITING`, it stores its current waker there and waits. The waker
+//!    has no lock of its own: the channel locks guard it, and the next claimer takes it under
+//!    one of them.
 //! 5. **(H5) Cancel.** An owner that gives up (a timeout, a select's `after` arm, its future
 //!    dropped because its task was aborted or its runtime shut down) CASes `WAITING` to
 //!    `CANCELLED`. If that wins, nobody can complete it any more: it removes its entries under

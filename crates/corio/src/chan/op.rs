@@ -37,8 +37,15 @@ impl<T> Queued<T> {
     /// entry goes back to the channel as its spare).
     fn poll_done(&mut self, chan: &Chan<T>, cx: &mut Context<'_>) -> Option<Option<T>> {
         let e = self.0.as_ref()?;
-        if !matches!(e.signal().refresh(cx.waker()), Observed::Done(_)) {
-            return None;
+        // Woken because it is done (the usual case): no lock, and the waker is not needed.
+        if !matches!(e.signal().observe(), Observed::Done(_)) {
+            let _locked = chan.lock();
+            // Under the lock no completer is between claim and finish: WAITING or DONE.
+            if !matches!(e.signal().observe(), Observed::Done(_)) {
+                // SAFETY: we own the signal and hold the lock of its one channel.
+                unsafe { e.signal().set_waker(cx.waker()) };
+                return None;
+            }
         }
         let e = self.0.take()?;
         // SAFETY: we observed DONE for this entry's arm (H4): nobody else touches the slot.

@@ -298,12 +298,8 @@ impl<'s, A: Arm + ?Sized> SelectFuture<'s, A> {
     /// Steps 1–3 of the module essay. `Some` if an arm (or `default`) was chosen at once.
     fn first_pass(&mut self, waker: &Waker) -> Option<Selected> {
         let n = self.arms.len();
-        let mut lock_order = [0u8; MAX_ARMS];
-        for (i, slot) in lock_order[..n].iter_mut().enumerate() {
-            *slot = i as u8;
-        }
+        let lock_order = lock_order(self.arms);
         let arms = &mut *self.arms;
-        lock_order[..n].sort_unstable_by_key(|&i| arms[i as usize].chan_id());
         let locked = &lock_order[..n];
         lock_all(arms, locked);
         let mut poll_order = [0u8; MAX_ARMS];
@@ -334,6 +330,27 @@ impl<'s, A: Arm + ?Sized> SelectFuture<'s, A> {
         unsafe { unlock_all(arms, locked) };
         self.signal = Some(signal);
         None
+    }
+
+    /// A later poll before DONE was seen: store the waker, which needs the lock of every
+    /// channel an arm is queued on (`Signal::set_waker`); under them no completer is between
+    /// claim and finish, so the state is WAITING, or DONE (then that arm is the result).
+    fn refresh(&mut self, waker: &Waker) -> Option<Selected> {
+        let signal = &self.signal.as_ref()?.0;
+        let order = lock_order(self.arms);
+        let locked = &order[..self.arms.len()];
+        lock_all(self.arms, locked);
+        let seen = signal.observe();
+        if seen == Observed::Waiting {
+            // SAFETY: we own the signal and hold the lock of every channel it is queued on.
+            unsafe { signal.set_waker(waker) };
+        }
+        // SAFETY: locked by lock_all with the same order.
+        unsafe { unlock_all(self.arms, locked) };
+        match seen {
+            Observed::Done(k) => Some(self.finish(k)),
+            _ => None,
+        }
     }
 
     /// Arm `k` completed (DONE observed): take its result, withdraw the others.
@@ -377,6 +394,16 @@ impl<'s, A: Arm + ?Sized> SelectFuture<'s, A> {
             }
         }
     }
+}
+
+/// The arms' indices sorted by channel address: the order `lock_all` takes their locks in.
+fn lock_order<A: Arm + ?Sized>(arms: &[&mut A]) -> [u8; MAX_ARMS] {
+    let mut order = [0u8; MAX_ARMS];
+    for (i, slot) in order[..arms.len()].iter_mut().enumerate() {
+        *slot = i as u8;
+    }
+    order[..arms.len()].sort_unstable_by_key(|&i| arms[i as usize].chan_id());
+    order
 }
 
 fn lock_all<A: Arm + ?Sized>(arms: &[&mut A], order: &[u8]) {
@@ -446,10 +473,9 @@ impl<A: Arm + ?Sized> std::future::Future for SelectFuture<'_, A> {
         assert!(!this.finished, "a select polled after it completed");
         let ready = match &this.signal {
             None => this.first_pass(cx.waker()),
-            Some(signal) => match signal.0.refresh(cx.waker()) {
+            Some(signal) => match signal.0.observe() {
                 Observed::Done(k) => Some(this.finish(k)),
-                Observed::Claimed(_) => return Poll::Pending,
-                _ => None,
+                _ => this.refresh(cx.waker()),
             },
         };
         let ready = ready.or_else(|| {
