@@ -11,7 +11,7 @@ use crate::loom::sync::Arc;
 use crate::loom::sync::Mutex;
 #[cfg(not(loom))]
 use crate::loom::sync::atomic::AtomicBool;
-use crate::loom::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+use crate::loom::sync::atomic::{AtomicUsize, Ordering};
 
 /// A channel's lock: a test-and-set spin lock that yields the thread after a short spin.
 ///
@@ -277,16 +277,16 @@ impl<T> Entry<T> {
         }
     }
 
-    /// Makes an emptied lone entry (the spare) a new lone wait, in place: what
+    /// Makes a finished lone entry (the spare) a new lone wait, in place: what
     /// `Entry::lone(Some(waker.clone()), value)` makes, without building and moving a whole
-    /// entry. `&mut`: the caller is the entry's only holder.
+    /// entry. `&mut`: the caller is the entry's only holder (its last owner let it go).
     #[inline]
     fn rearm(&mut self, waker: &Waker, value: Option<T>) {
         let SignalRef::Own(signal) = &mut self.signal else {
             unreachable!("a spare entry has its own signal")
         };
-        // Relaxed: `&mut` means no other thread can look; the entry is published to one by
-        // the channel lock (queueing it) or the spare's Release/Acquire hand-over.
+        // Relaxed: `&mut` means no other thread can look (`Arc::get_mut`'s Acquire saw the
+        // last owner's drop); the entry is published again by the channel lock (queueing it).
         signal.state.store(WAITING, Ordering::Relaxed);
         // SAFETY: `&mut self`: nobody else can reach the waker.
         signal
@@ -295,17 +295,6 @@ impl<T> Entry<T> {
         self.arm = 0;
         // SAFETY: `&mut self`: nobody else can reach the slot.
         self.slot.with_mut(|p| unsafe { *p = value });
-    }
-
-    /// Drops the waker and any value left in a lone entry, which the caller alone holds.
-    #[inline]
-    fn empty(&mut self) {
-        if let SignalRef::Own(signal) = &mut self.signal {
-            // SAFETY: `&mut self`: nobody else can reach the waker.
-            signal.waker.with_mut(|slot| unsafe { *slot = None });
-        }
-        // SAFETY: `&mut self`: nobody else can reach the slot.
-        self.slot.with_mut(|p| unsafe { *p = None });
     }
 
     pub(crate) fn signal(&self) -> &Signal {
@@ -348,6 +337,10 @@ pub(crate) struct State<T> {
     sendq: VecDeque<Arc<Entry<T>>>,
     /// Closed by `close`, or by the last sender or last receiver going away. Never reopens.
     closed: bool,
+    /// The last lone entry a completer finished here, kept for the next lone wait on this
+    /// channel: a ping-pong allocates nothing. Its owner may still hold it (reading its
+    /// slot after DONE); it is reused only once `Arc::get_mut` says the owner let go.
+    spare: Option<Arc<Entry<T>>>,
 }
 
 /// A channel: what every `Sender` and `Receiver` of it share.
@@ -360,9 +353,6 @@ pub(crate) struct Chan<T> {
     /// Live `Sender`s / `Receiver`s; the last one of either kind closes the channel.
     pub(crate) senders: AtomicUsize,
     pub(crate) receivers: AtomicUsize,
-    /// One emptied lone entry kept for the next lone wait on this channel (null if none),
-    /// from `Arc::into_raw` of an entry nobody else holds: a ping-pong allocates nothing.
-    spare: AtomicPtr<Entry<T>>,
 }
 
 // SAFETY: the state is only reached under `lock` (see `Locked`); values of `T` move between
@@ -425,60 +415,12 @@ impl<T> Chan<T> {
                 recvq: VecDeque::new(),
                 sendq: VecDeque::new(),
                 closed: false,
+                spare: None,
             }),
             cap,
             senders: AtomicUsize::new(1),
             receivers: AtomicUsize::new(1),
-            spare: AtomicPtr::new(std::ptr::null_mut()),
         })
-    }
-
-    /// An entry for a lone wait: the spare one if there is one, else a new one.
-    #[inline]
-    pub(crate) fn lone_entry(&self, waker: &Waker, value: Option<T>) -> Arc<Entry<T>> {
-        match self.take_spare() {
-            Some(mut e) => {
-                let only = Arc::get_mut(&mut e).expect("a spare entry has one owner");
-                only.rearm(waker, value);
-                e
-            }
-            None => Arc::new(Entry::lone(Some(waker.clone()), value)),
-        }
-    }
-
-    fn take_spare(&self) -> Option<Arc<Entry<T>>> {
-        // Acquire: pairs with the Release exchange in `recycle`, so the emptied entry is seen.
-        let p = self.spare.swap(std::ptr::null_mut(), Ordering::Acquire);
-        // SAFETY: a non-null `spare` came from `Arc::into_raw` in `recycle`, and the swap
-        // made this call its only taker.
-        (!p.is_null()).then(|| unsafe { Arc::from_raw(p) })
-    }
-
-    /// Keeps a finished lone entry as the spare, if nobody else holds it and there is none.
-    #[inline]
-    pub(crate) fn recycle(&self, mut e: Arc<Entry<T>>) {
-        let Some(only) = Arc::get_mut(&mut e) else {
-            return;
-        };
-        if !matches!(only.signal, SignalRef::Own(_)) {
-            return;
-        }
-        // Emptied now: no value or waker (a reference to a task) outlives its operation.
-        only.empty();
-        let p = Arc::into_raw(e).cast_mut();
-        // Release: pairs with the Acquire swap in `take_spare`.
-        if (self.spare)
-            .compare_exchange(
-                std::ptr::null_mut(),
-                p,
-                Ordering::Release,
-                Ordering::Relaxed,
-            )
-            .is_err()
-        {
-            // SAFETY: `p` came from `Arc::into_raw` just above and was not published.
-            drop(unsafe { Arc::from_raw(p) });
-        }
     }
 
     /// An identity for lock ordering and duplicate detection in `select!`.
@@ -509,12 +451,6 @@ impl<T> Chan<T> {
     pub(crate) unsafe fn state_locked(&self) -> &mut State<T> {
         // SAFETY: exclusive per this function's contract (the lock is held).
         self.state.with_mut(|p| unsafe { &mut *p })
-    }
-}
-
-impl<T> Drop for Chan<T> {
-    fn drop(&mut self) {
-        drop(self.take_spare());
     }
 }
 
@@ -560,7 +496,7 @@ impl<T> State<T> {
         if let Some(e) = claim(&mut self.recvq) {
             // SAFETY: we hold the channel lock and claimed the entry (H2).
             unsafe { e.put(value) };
-            return TrySend::Sent(e.signal().finish(e.arm));
+            return TrySend::Sent(self.finish(e));
         }
         if self.buf.len() < cap {
             self.buf.push_back(value);
@@ -581,20 +517,45 @@ impl<T> State<T> {
                 // SAFETY: we hold the channel lock and claimed the entry (H2).
                 let moved = unsafe { e.take() }.expect("a waiting sender has its value");
                 self.buf.push_back(moved);
-                w = e.signal().finish(e.arm);
+                w = self.finish(e);
             }
             return TryRecv::Got(v, w);
         }
         if let Some(e) = claim(&mut self.sendq) {
             // SAFETY: as above.
             let v = unsafe { e.take() }.expect("a waiting sender has its value");
-            return TryRecv::Got(v, e.signal().finish(e.arm));
+            return TryRecv::Got(v, self.finish(e));
         }
         if self.closed {
             TryRecv::Closed
         } else {
             TryRecv::Empty
         }
+    }
+
+    /// (H3) Finishes a claimed entry, keeps it as the spare if it is a lone one, and returns
+    /// the waker to call once the lock is released.
+    #[inline]
+    fn finish(&mut self, e: Arc<Entry<T>>) -> Wake {
+        let w = e.signal().finish(e.arm);
+        if self.spare.is_none() && matches!(e.signal, SignalRef::Own(_)) {
+            self.spare = Some(e);
+        }
+        w
+    }
+
+    /// An entry for a lone wait: the spare, re-armed, if its owner has let it go; else a
+    /// new one.
+    #[inline]
+    pub(crate) fn lone_entry(&mut self, waker: &Waker, value: Option<T>) -> Arc<Entry<T>> {
+        if let Some(mut e) = self.spare.take() {
+            if let Some(only) = Arc::get_mut(&mut e) {
+                only.rearm(waker, value);
+                return e;
+            }
+            self.spare = Some(e); // its owner still reads it: maybe next time
+        }
+        Arc::new(Entry::lone(Some(waker.clone()), value))
     }
 
     /// Queues a receiver (its signal already holds its waker).
@@ -625,7 +586,7 @@ impl<T> State<T> {
         if let Some(e) = claim(&mut self.recvq) {
             // SAFETY: we hold the channel lock and claimed the entry (H2).
             unsafe { e.put(value) };
-            return e.signal().finish(e.arm);
+            return self.finish(e);
         }
         self.buf.push_front(value);
         None

@@ -95,8 +95,9 @@
 //!
 //! An operation that completes at once takes the lock and allocates nothing. A lone send or
 //! receive that waits needs one entry (an `Arc` holding its signal and value slot); the
-//! channel keeps one emptied entry as a spare for the next wait (`Chan::recycle`), so a
-//! ping-pong allocates nothing in the steady state. A `select!` that waits allocates its
+//! completer that finishes a lone entry keeps it, under the lock, as the channel's spare, and
+//! the next wait re-arms it once its owner has let go (`State::lone_entry`), so a ping-pong
+//! allocates nothing and moves no entry through an atomic slot in the steady state. A `select!` that waits allocates its
 //! shared signal and one entry per arm. Values never go through the heap except in the
 //! buffer. The lock is a spin-then-yield lock
 //! (`core.rs`, `RawLock`) whose critical sections never suspend.

@@ -33,8 +33,7 @@ impl<T> Queued<T> {
         self.0 = Some(entry);
     }
 
-    /// (H4) The owner's poll of a queued lone operation: `Some(slot)` once DONE (and the
-    /// entry goes back to the channel as its spare).
+    /// (H4) The owner's poll of a queued lone operation: `Some(slot)` once DONE.
     fn poll_done(&mut self, chan: &Chan<T>, cx: &mut Context<'_>) -> Option<Option<T>> {
         let e = self.0.as_ref()?;
         // Woken because it is done (the usual case): no lock, and the waker is not needed.
@@ -50,7 +49,7 @@ impl<T> Queued<T> {
         let e = self.0.take()?;
         // SAFETY: we observed DONE for this entry's arm (H4): nobody else touches the slot.
         let slot = unsafe { e.take() };
-        chan.recycle(e);
+        drop(e); // the completer kept it as the channel's spare: the next wait reuses it
         Some(slot)
     }
 
@@ -128,7 +127,7 @@ impl<T> RecvOp<T> {
             }
             TryRecv::Closed => Poll::Ready(Err(RecvError)),
             TryRecv::Empty => {
-                let e = chan.lone_entry(cx.waker(), None);
+                let e = state.lone_entry(cx.waker(), None);
                 self.queued.enqueue(state, State::enqueue_recv, e);
                 Poll::Pending
             }
@@ -225,7 +224,7 @@ impl<T> SendOp<T> {
             }
             TrySend::Closed(v) => Poll::Ready(Err(SendError(v))),
             TrySend::Full(v) => {
-                let e = chan.lone_entry(cx.waker(), Some(v));
+                let e = state.lone_entry(cx.waker(), Some(v));
                 self.queued.enqueue(state, State::enqueue_send, e);
                 Poll::Pending
             }
