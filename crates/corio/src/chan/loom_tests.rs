@@ -163,6 +163,28 @@ fn woken(f: &Flag) -> bool {
     f.0.load(loom::sync::atomic::Ordering::SeqCst)
 }
 
+/// Polls `fut` (queued by a first poll) again with a new waker while `sender` completes it,
+/// and returns its output: from that poll if it saw DONE, else from a third poll, once it is
+/// checked that the completer woke the new waker.
+fn repoll_racing<F: Future + Unpin>(fut: &mut F, sender: thread::JoinHandle<bool>) -> F::Output {
+    let (flag, waker) = flag();
+    let second = Pin::new(&mut *fut).poll(&mut Context::from_waker(&waker));
+    assert!(
+        sender.join().unwrap(),
+        "the operation was queued before the send"
+    );
+    match second {
+        Poll::Ready(v) => v,
+        Poll::Pending => {
+            assert!(woken(&flag), "the completer woke the waker stored last");
+            match poll_once(fut) {
+                Poll::Ready(v) => v,
+                Poll::Pending => panic!("woken but not done"),
+            }
+        }
+    }
+}
+
 #[test]
 fn loom_a_waker_replaced_while_a_sender_completes_is_the_one_woken() {
     // The owner re-polls with a new waker (stored under the channel lock) while a sender
@@ -172,19 +194,7 @@ fn loom_a_waker_replaced_while_a_sender_completes_is_the_one_woken() {
         let mut fut = rx.recv_async();
         assert!(poll_once(&mut fut).is_pending());
         let sender = thread::spawn(move || tx.try_send(5).is_ok());
-        let (flag, waker) = flag();
-        let second = Pin::new(&mut fut).poll(&mut Context::from_waker(&waker));
-        assert!(
-            sender.join().unwrap(),
-            "the receiver was queued before the send"
-        );
-        match second {
-            Poll::Ready(v) => assert_eq!(v, Ok(5)),
-            Poll::Pending => {
-                assert!(woken(&flag), "the completer woke the waker stored last");
-                assert_eq!(poll_once(&mut fut), Poll::Ready(Ok(5)));
-            }
-        }
+        assert_eq!(repoll_racing(&mut fut, sender), Ok(5));
     });
 }
 
@@ -201,22 +211,7 @@ fn loom_a_select_repolled_with_a_new_waker_is_woken_through_it() {
             let mut select = SelectFuture::new(arms, None, false);
             assert!(poll_once(&mut select).is_pending());
             let sender = thread::spawn(move || tx_a.try_send(3).is_ok());
-            let (flag, waker) = flag();
-            let second = Pin::new(&mut select).poll(&mut Context::from_waker(&waker));
-            assert!(
-                sender.join().unwrap(),
-                "the select was queued before the send"
-            );
-            match second {
-                Poll::Ready(s) => s,
-                Poll::Pending => {
-                    assert!(woken(&flag), "the completer woke the waker stored last");
-                    match poll_once(&mut select) {
-                        Poll::Ready(s) => s,
-                        Poll::Pending => panic!("woken but not done"),
-                    }
-                }
-            }
+            repoll_racing(&mut select, sender)
         };
         assert_eq!(got, Selected::Arm(0));
         assert_eq!(a.take(), Ok(3));
