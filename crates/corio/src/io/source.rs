@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use super::registry::{Direction, Registration, Wait};
+use super::registry::{Direction, Registration, Wait, may_be_ready};
 use crate::runtime::context::{self, Here};
 
 /// A nonblocking socket `T` (a `std` socket type) as corio waits on it.
@@ -103,7 +103,31 @@ impl<T: AsRawFd> Source<T> {
         &self,
         dir: Direction,
         cx: &mut Context<'_>,
+        op: impl FnMut(&T) -> io::Result<R>,
+    ) -> Poll<io::Result<R>> {
+        self.poll_op_drains(dir, cx, op, |_| false)
+    }
+
+    /// `poll_op` for a stream read or write of `len` bytes: a result short of `len` drained
+    /// the socket (step 2 of the protocol in `registry.rs`).
+    pub(crate) fn poll_stream(
+        &self,
+        dir: Direction,
+        cx: &mut Context<'_>,
+        len: usize,
+        op: impl FnMut(&T) -> io::Result<usize>,
+    ) -> Poll<io::Result<usize>> {
+        self.poll_op_drains(dir, cx, op, |&n| n > 0 && n < len)
+    }
+
+    /// `poll_op`, where `drained(result)` says that a successful `op` left the socket not
+    /// ready for `dir`.
+    fn poll_op_drains<R>(
+        &self,
+        dir: Direction,
+        cx: &mut Context<'_>,
         mut op: impl FnMut(&T) -> io::Result<R>,
+        drained: impl Fn(&R) -> bool,
     ) -> Poll<io::Result<R>> {
         if let Err(e) = self.check_open() {
             return Poll::Ready(Err(e));
@@ -113,13 +137,21 @@ impl<T: AsRawFd> Source<T> {
             Err(e) => return Poll::Ready(Err(e)),
         };
         loop {
-            let seq = io.seq(dir);
-            match op(&self.inner) {
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                result => return Poll::Ready(result),
+            let mut state = io.state(dir);
+            if may_be_ready(state) {
+                match op(&self.inner) {
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => state = io.clear(dir, state),
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Ok(r) => {
+                        if drained(&r) {
+                            io.clear(dir, state);
+                        }
+                        return Poll::Ready(Ok(r));
+                    }
+                    result => return Poll::Ready(result),
+                }
             }
-            match io.wait(dir, seq, cx.waker()) {
+            match io.wait(dir, state, cx.waker()) {
                 Wait::Queued => return Poll::Pending,
                 Wait::Retry => continue,
                 Wait::Closed => {
@@ -141,6 +173,16 @@ impl<T: AsRawFd> Source<T> {
         poll_fn(|cx| self.poll_op(dir, cx, &mut op)).await
     }
 
+    /// `poll_stream` as a future.
+    pub(crate) async fn stream_async(
+        &self,
+        dir: Direction,
+        len: usize,
+        mut op: impl FnMut(&T) -> io::Result<usize>,
+    ) -> io::Result<usize> {
+        poll_fn(|cx| self.poll_stream(dir, cx, len, &mut op)).await
+    }
+
     /// The blocking-style face of `poll_op`, with the socket's timeout for `dir`.
     #[track_caller]
     pub(crate) fn block_op<R>(
@@ -151,17 +193,40 @@ impl<T: AsRawFd> Source<T> {
         self.block_op_timeout(dir, self.timeout(dir), op)
     }
 
+    /// The blocking-style face of `poll_stream`, with the socket's timeout for `dir`.
+    #[track_caller]
+    pub(crate) fn block_stream(
+        &self,
+        dir: Direction,
+        len: usize,
+        op: impl FnMut(&T) -> io::Result<usize>,
+    ) -> io::Result<usize> {
+        self.block_drains(dir, self.timeout(dir), op, |&n| n > 0 && n < len)
+    }
+
     /// `block_op` with an explicit timeout (`connect_timeout`).
     #[track_caller]
     pub(crate) fn block_op_timeout<R>(
         &self,
         dir: Direction,
         timeout: Option<Duration>,
+        op: impl FnMut(&T) -> io::Result<R>,
+    ) -> io::Result<R> {
+        self.block_drains(dir, timeout, op, |_| false)
+    }
+
+    /// The blocking-style face of `poll_op_drains`.
+    #[track_caller]
+    fn block_drains<R>(
+        &self,
+        dir: Direction,
+        timeout: Option<Duration>,
         mut op: impl FnMut(&T) -> io::Result<R>,
+        drained: impl Fn(&R) -> bool,
     ) -> io::Result<R> {
         match context::here() {
             Here::Stackful(_) => {
-                let fut = poll_fn(|cx| self.poll_op(dir, cx, &mut op));
+                let fut = poll_fn(|cx| self.poll_op_drains(dir, cx, &mut op, &drained));
                 match timeout {
                     None => crate::block_on(fut),
                     Some(d) => crate::time::timeout(d, fut).unwrap_or_else(|_| Err(timed_out())),

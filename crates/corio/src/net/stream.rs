@@ -51,8 +51,9 @@ macro_rules! stream_face {
             /// closed its side).
             pub async fn read_async(&self, buf: &mut [u8]) -> std::io::Result<usize> {
                 use std::io::Read;
+                let len = buf.len();
                 self.$sock
-                    .op_async($crate::io::registry::Direction::Read, |s: &$std| {
+                    .stream_async($crate::io::registry::Direction::Read, len, |s: &$std| {
                         (&*s).read(buf)
                     })
                     .await
@@ -62,9 +63,11 @@ macro_rules! stream_face {
             pub async fn write_async(&self, buf: &[u8]) -> std::io::Result<usize> {
                 use std::io::Write;
                 self.$sock
-                    .op_async($crate::io::registry::Direction::Write, |s: &$std| {
-                        (&*s).write(buf)
-                    })
+                    .stream_async(
+                        $crate::io::registry::Direction::Write,
+                        buf.len(),
+                        |s: &$std| (&*s).write(buf),
+                    )
                     .await
             }
 
@@ -96,10 +99,13 @@ macro_rules! stream_face {
                 buf: &mut [u8],
             ) -> std::task::Poll<std::io::Result<usize>> {
                 use std::io::Read;
-                self.$sock
-                    .poll_op($crate::io::registry::Direction::Read, cx, |s: &$std| {
-                        (&*s).read(buf)
-                    })
+                let len = buf.len();
+                self.$sock.poll_stream(
+                    $crate::io::registry::Direction::Read,
+                    cx,
+                    len,
+                    |s: &$std| (&*s).read(buf),
+                )
             }
 
             fn poll_write_priv(
@@ -108,10 +114,12 @@ macro_rules! stream_face {
                 buf: &[u8],
             ) -> std::task::Poll<std::io::Result<usize>> {
                 use std::io::Write;
-                self.$sock
-                    .poll_op($crate::io::registry::Direction::Write, cx, |s: &$std| {
-                        (&*s).write(buf)
-                    })
+                self.$sock.poll_stream(
+                    $crate::io::registry::Direction::Write,
+                    cx,
+                    buf.len(),
+                    |s: &$std| (&*s).write(buf),
+                )
             }
         }
 
@@ -122,8 +130,9 @@ macro_rules! stream_face {
             ///
             /// Inside an async task (use `read_async` there).
             fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+                let len = buf.len();
                 self.$sock
-                    .block_op($crate::io::registry::Direction::Read, |s: &$std| {
+                    .block_stream($crate::io::registry::Direction::Read, len, |s: &$std| {
                         (&*s).read(buf)
                     })
             }
@@ -137,10 +146,11 @@ macro_rules! stream_face {
             ///
             /// Inside an async task (use `write_async` there).
             fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-                self.$sock
-                    .block_op($crate::io::registry::Direction::Write, |s: &$std| {
-                        (&*s).write(buf)
-                    })
+                self.$sock.block_stream(
+                    $crate::io::registry::Direction::Write,
+                    buf.len(),
+                    |s: &$std| (&*s).write(buf),
+                )
             }
 
             fn flush(&mut self) -> std::io::Result<()> {
