@@ -237,8 +237,8 @@ macro_rules! stream_face {
             ) -> std::task::Poll<std::io::Result<()>> {
                 // SAFETY: `poll_read_uninit` only writes into the unfilled part (it never
                 // de-initialises a byte), and the first `n` bytes it reports are initialised.
-                let n =
-                    std::task::ready!(self.poll_read_uninit(cx, unsafe { buf.unfilled_mut() }))?;
+                let unfilled = unsafe { buf.unfilled_mut() };
+                let n = std::task::ready!(self.poll_read_uninit(cx, unfilled))?;
                 // SAFETY: as above: the read initialised `n` bytes of the unfilled part.
                 unsafe { buf.assume_init(n) };
                 buf.advance(n);
