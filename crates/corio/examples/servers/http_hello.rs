@@ -195,7 +195,8 @@ fn respond(out: &mut Vec<u8>, status: &str, body: &[u8], with_body: bool, close:
     out.extend_from_slice(b"HTTP/1.1 ");
     out.extend_from_slice(status.as_bytes());
     out.extend_from_slice(b"\r\nServer: corio\r\nContent-Type: text/plain\r\nContent-Length: ");
-    out.extend_from_slice(body.len().to_string().as_bytes());
+    // Formatted straight into the buffer: `to_string` would allocate per response.
+    let _ = write!(out, "{}", body.len());
     out.extend_from_slice(b"\r\nDate: ");
     out.extend_from_slice(&http_date());
     if close {

@@ -34,7 +34,9 @@
 //! atomic update *before* it takes the waiter lock and wakes the list. Either the waiter's
 //! check (under the lock) sees the new state, or the poller's lock comes after the waiter
 //! pushed its waker and wakes it: an edge is never lost, at worst a waiter is woken once for
-//! nothing. A clear is a compare-and-swap from the state read in step 1, so it never erases an
+//! nothing. The poller skips the lock when no waiter has announced itself (a `waiting` flag
+//! the waiter sets under the lock before its check; a store-load pair on each side, both
+//! `SeqCst`, so that the poller sees the flag or the waiter sees the edge). A clear is a compare-and-swap from the state read in step 1, so it never erases an
 //! edge that came after that read: data that arrives after a short read (or during it) leaves
 //! the bit set, because its edge moved the state. The ready bit starts set: a socket may be
 //! ready before it is registered, and the first operation finds out with its system call.
@@ -98,6 +100,11 @@ pub(crate) struct ScheduledIo {
     state: [AtomicU32; 2],
     /// Set when the registration ends while handles may still wait on it.
     closed: AtomicBool,
+    /// Per direction: set (under the lock) by `wait` before it re-checks the state, cleared
+    /// (under the lock) by `ready` when it empties the list. `ready` skips the lock while it
+    /// is clear — most edges: every epoll event carries `EPOLLOUT` for a writable socket,
+    /// and a writer rarely waits.
+    waiting: [AtomicBool; 2],
     /// Wakers waiting for each direction; guarded by the mutex.
     waiters: Mutex<[Vec<Waker>; 2]>,
 }
@@ -107,6 +114,7 @@ impl ScheduledIo {
         ScheduledIo {
             state: [AtomicU32::new(READY), AtomicU32::new(READY)],
             closed: AtomicBool::new(false),
+            waiting: [AtomicBool::new(false), AtomicBool::new(false)],
             waiters: Mutex::new([Vec::new(), Vec::new()]),
         }
     }
@@ -144,8 +152,11 @@ impl ScheduledIo {
         if self.closed.load(Ordering::Acquire) {
             return Wait::Closed;
         }
-        // Relaxed suffices under the lock: `ready` moves the state before it locks.
-        if self.state[dir as usize].load(Ordering::Relaxed) != state {
+        // SeqCst, with the load below: pairs with `ready`'s SeqCst update and load of
+        // `waiting` (a store-load pair on each side): either `ready` sees the flag and takes
+        // the lock (after we queue), or our load sees its edge and we retry.
+        self.waiting[dir as usize].store(true, Ordering::SeqCst);
+        if self.state[dir as usize].load(Ordering::SeqCst) != state {
             return Wait::Retry;
         }
         let list = &mut waiters[dir as usize];
@@ -164,12 +175,17 @@ impl ScheduledIo {
     /// here; none of the common ones does.)
     pub(crate) fn ready(&self, dir: Direction, closed: bool) {
         let set = if closed { READY | FINAL } else { READY };
-        // Release: pairs with the Acquire load in `state`. One update for both, so that no
-        // operation sees the new edge count without the ready bit.
-        let _ = self.state[dir as usize].fetch_update(Ordering::Release, Ordering::Relaxed, |s| {
+        // One update for both, so that no operation sees the new edge count without the ready
+        // bit. SeqCst: Release for the Acquire load in `state`, and the store-load pair with
+        // `wait` (see there) through the load of `waiting` below.
+        let _ = self.state[dir as usize].fetch_update(Ordering::SeqCst, Ordering::Relaxed, |s| {
             Some(s.wrapping_add(EDGE) | set)
         });
+        if !self.waiting[dir as usize].load(Ordering::SeqCst) {
+            return; // nobody waits, and whoever comes next sees the new state
+        }
         let mut waiters = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
+        self.waiting[dir as usize].store(false, Ordering::Relaxed); // under the lock
         for waker in waiters[dir as usize].drain(..) {
             waker.wake();
         }

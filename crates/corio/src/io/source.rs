@@ -83,10 +83,18 @@ impl<T: AsRawFd> Source<T> {
     }
 
     /// The registration, made on first use with the current runtime (else the default one).
+    #[inline]
     fn registration(&self) -> io::Result<&Registration> {
-        if let Some(registration) = self.registration.get() {
-            return Ok(registration);
+        match self.registration.get() {
+            Some(registration) => Ok(registration),
+            None => self.register(),
         }
+    }
+
+    /// The first use's half of `registration`.
+    #[cold]
+    #[inline(never)]
+    fn register(&self) -> io::Result<&Registration> {
         let _init = self.init.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(registration) = self.registration.get() {
             return Ok(registration);
