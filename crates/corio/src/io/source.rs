@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use super::registry::{Direction, Registration, Wait, may_be_ready};
+use super::registry::{Direction, Registration, ScheduledIo, Wait, may_be_ready};
 use crate::runtime::context::{self, Here};
 
 /// A nonblocking socket `T` (a `std` socket type) as corio waits on it.
@@ -145,20 +145,10 @@ impl<T: AsRawFd> Source<T> {
             Err(e) => return Poll::Ready(Err(e)),
         };
         loop {
-            let mut state = io.state(dir);
-            if may_be_ready(state) {
-                match op(&self.inner) {
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => state = io.clear(dir, state),
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                    Ok(r) => {
-                        if drained(&r) {
-                            io.clear(dir, state);
-                        }
-                        return Poll::Ready(Ok(r));
-                    }
-                    result => return Poll::Ready(result),
-                }
-            }
+            let state = match self.attempt(io, dir, &mut op, &drained) {
+                Ok(result) => return Poll::Ready(result),
+                Err(state) => state,
+            };
             match io.wait(dir, state, cx.waker()) {
                 Wait::Queued => return Poll::Pending,
                 Wait::Retry => continue,
@@ -168,6 +158,35 @@ impl<T: AsRawFd> Source<T> {
                         "the corio runtime this socket was registered with has shut down",
                     )));
                 }
+            }
+        }
+    }
+
+    /// Steps 1 and 2 of the protocol: the system call if the socket may be ready for `dir`.
+    /// `Ok(result)`, or `Err(state)` (the state to wait with) if it would block.
+    #[inline]
+    fn attempt<R>(
+        &self,
+        io: &ScheduledIo,
+        dir: Direction,
+        op: &mut impl FnMut(&T) -> io::Result<R>,
+        drained: &impl Fn(&R) -> bool,
+    ) -> Result<io::Result<R>, u32> {
+        let state = io.state(dir);
+        if !may_be_ready(state) {
+            return Err(state);
+        }
+        loop {
+            match op(&self.inner) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Err(io.clear(dir, state)),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Ok(r) => {
+                    if drained(&r) {
+                        io.clear(dir, state);
+                    }
+                    return Ok(Ok(r));
+                }
+                result => return Ok(result),
             }
         }
     }
@@ -234,6 +253,14 @@ impl<T: AsRawFd> Source<T> {
     ) -> io::Result<R> {
         match context::here() {
             Here::Stackful(_) => {
+                // A registered socket that is ready completes here, without building and
+                // polling a future under `block_on` (most writes, and reads after a wake-up).
+                if self.check_open().is_ok()
+                    && let Some(registration) = self.registration.get()
+                    && let Ok(result) = self.attempt(&registration.io, dir, &mut op, &drained)
+                {
+                    return result;
+                }
                 let fut = poll_fn(|cx| self.poll_op_drains(dir, cx, &mut op, &drained));
                 match timeout {
                     None => crate::block_on(fut),
