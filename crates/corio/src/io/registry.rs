@@ -119,7 +119,7 @@ impl ScheduledIo {
         }
     }
 
-    /// Step 1 of the protocol: the direction's state (test it with [`READY`]).
+    /// Step 1 of the protocol: the direction's state (test it with [`may_be_ready`]).
     #[inline]
     pub(crate) fn state(&self, dir: Direction) -> u32 {
         // Acquire: pairs with the Release update in `ready`, so the data the edge announced
