@@ -10,7 +10,7 @@
 //! |---|---|---|
 //! | `rt::Executor` (spawn a background future) | `corio::spawn` | [`CorioExecutor`] |
 //! | `rt::Timer` (header-read timeouts) | `corio::time::sleep_async` | [`CorioTimer`] |
-//! | `rt::Read` + `rt::Write` | `corio::net::TcpStream`'s `futures_io::AsyncRead`/`AsyncWrite` | [`CorioIo`] |
+//! | `rt::Read` + `rt::Write` | `TcpStream::poll_read_uninit`, `TcpStream`'s `futures_io::AsyncWrite` | [`CorioIo`] |
 //!
 //! Every connection is a task spawned through the executor; hyper's HTTP/1 state machine
 //! drives it; a read with no data returns `Pending` until the netpoller wakes the task.
@@ -18,7 +18,6 @@
 use std::convert::Infallible;
 use std::future::Future;
 use std::io;
-use std::mem::MaybeUninit;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -29,7 +28,7 @@ use hyper::body::Incoming;
 use hyper::rt::{Executor, ReadBufCursor};
 use hyper::{Request, Response, StatusCode};
 
-use corio::net::TcpListener;
+use corio::net::{TcpListener, TcpStream};
 
 /// Accepts connections forever, serving each with hyper's HTTP/1 on its own task.
 pub async fn serve(listener: TcpListener) {
@@ -109,42 +108,25 @@ impl Future for CorioSleep {
 
 impl hyper::rt::Sleep for CorioSleep {}
 
-/// hyper's `rt::Read`/`rt::Write` over any `futures_io::AsyncRead + AsyncWrite` — here
-/// `corio::net::TcpStream`.
+/// hyper's `rt::Read`/`rt::Write` over `corio::net::TcpStream` (its `futures_io::AsyncWrite`,
+/// and [`TcpStream::poll_read_uninit`] for reads).
 #[derive(Debug)]
 pub struct CorioIo<T>(pub T);
 
-/// The most bytes one read asks for: `futures_io` reads into initialised memory, so the part
-/// of hyper's buffer handed to a read is zeroed first; this bounds that work per read.
-const READ_CHUNK: usize = 16 * 1024;
-
-impl<T: futures_io::AsyncRead + Unpin> hyper::rt::Read for CorioIo<T> {
+impl hyper::rt::Read for CorioIo<TcpStream> {
     fn poll_read(
-        mut self: Pin<&mut Self>,
+        self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         mut buf: ReadBufCursor<'_>,
     ) -> Poll<io::Result<()>> {
-        // SAFETY: we only write into the slice (zeroes, then what the read returns) and never
-        // de-initialise any of it, which is all `ReadBufCursor::as_mut` asks.
-        let spare: &mut [MaybeUninit<u8>] = unsafe { buf.as_mut() };
-        let len = spare.len().min(READ_CHUNK);
-        let spare = &mut spare[..len];
-        for b in spare.iter_mut() {
-            b.write(0);
-        }
-        // SAFETY: every byte of `spare` was initialised just above, and `MaybeUninit<u8>` has
-        // the layout of `u8`.
-        let bytes: &mut [u8] = unsafe { &mut *(spare as *mut [MaybeUninit<u8>] as *mut [u8]) };
-        match Pin::new(&mut self.0).poll_read(cx, bytes) {
-            Poll::Ready(Ok(n)) => {
-                // SAFETY: the read initialised (filled) the first `n <= len` bytes of the
-                // cursor's spare capacity.
-                unsafe { buf.advance(n) };
-                Poll::Ready(Ok(()))
-            }
-            Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
-            Poll::Pending => Poll::Pending,
-        }
+        // Reading into the spare capacity as it is: `futures_io::AsyncRead` would need it
+        // zeroed first, which cost more than the rest of a request (docs/net-bench.md).
+        // SAFETY: `poll_read_uninit` only writes into the slice, never de-initialises it,
+        // which is all `ReadBufCursor::as_mut` asks.
+        let n = std::task::ready!(self.0.poll_read_uninit(cx, unsafe { buf.as_mut() }))?;
+        // SAFETY: the read initialised (filled) the first `n` bytes of the spare capacity.
+        unsafe { buf.advance(n) };
+        Poll::Ready(Ok(()))
     }
 }
 

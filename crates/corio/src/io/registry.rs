@@ -14,19 +14,38 @@
 //!
 //! # Waiting without losing an edge (the protocol)
 //!
-//! Sockets are registered edge-triggered: the kernel reports a transition to ready once. An
-//! operation on a socket therefore:
+//! Sockets are registered edge-triggered: the kernel reports a transition to ready once. Each
+//! direction has a *state*: a sequence number of the edges seen and a *ready* bit (`READY`),
+//! set by every edge and cleared when an operation learns the socket is drained. An operation
+//! on a socket therefore:
 //!
-//! 1. reads the direction's sequence number (`seq`);
-//! 2. tries the system call; anything but `EAGAIN` is its result;
-//! 3. on `EAGAIN` calls [`ScheduledIo::wait`] with `seq`: under the waiter lock, if the
-//!    sequence number moved, an edge arrived after step 1 — go back to 1; else the waker is
-//!    added to the list and the operation returns `Pending`.
+//! 1. reads the direction's state;
+//! 2. if the ready bit is set, tries the system call; anything but `EAGAIN` is its result —
+//!    and a stream read or write that moved fewer bytes than asked for drained the socket, so
+//!    it clears the ready bit ([`ScheduledIo::clear`], only if the state is still the one read
+//!    in step 1) and the *next* operation waits without a system call that would only say
+//!    `EAGAIN` (tokio's "short read clears readiness");
+//! 3. on `EAGAIN` clears the ready bit the same way; then, or when the bit was clear in step
+//!    2, calls [`ScheduledIo::wait`] with the cleared state: under the waiter lock, if the
+//!    state moved, an edge arrived after step 1 — go back to 1; else the waker is added to the
+//!    list and the operation returns `Pending`.
 //!
-//! The poller that receives an edge increments the sequence number *before* it takes the
-//! waiter lock and wakes the list. Either the waiter's check (under the lock) sees the new
-//! number, or the poller's lock comes after the waiter pushed its waker and wakes it: an edge
-//! is never lost, at worst a waiter is woken once for nothing.
+//! The poller that receives an edge bumps the sequence number and sets the ready bit in one
+//! atomic update *before* it takes the waiter lock and wakes the list. Either the waiter's
+//! check (under the lock) sees the new state, or the poller's lock comes after the waiter
+//! pushed its waker and wakes it: an edge is never lost, at worst a waiter is woken once for
+//! nothing. The poller skips the lock when no waiter has announced itself (a `waiting` flag
+//! the waiter sets under the lock before its check; a store-load pair on each side, both
+//! `SeqCst`, so that the poller sees the flag or the waiter sees the edge). A clear is a compare-and-swap from the state read in step 1, so it never erases an
+//! edge that came after that read: data that arrives after a short read (or during it) leaves
+//! the bit set, because its edge moved the state. The ready bit starts set: a socket may be
+//! ready before it is registered, and the first operation finds out with its system call.
+//!
+//! A clear never touches the *final* bit, which an edge with `EPOLLRDHUP`/`EPOLLHUP`/`EPOLLERR`
+//! sets: the peer's FIN often arrives in the same edge as its last data (epoll merges events
+//! not yet taken), so the short read of that data says nothing about the end of the stream,
+//! which no later edge will announce (tokio's "closed states are final" rule; the test
+//! `data_arriving_after_a_short_read_wakes_a_coroutine_reader` hung at EOF without it).
 //!
 //! Waker lists keep their capacity, so after a socket's first wait its waits do not allocate.
 //! A waiter that gives up (its future dropped, a timeout) leaves its waker in the list; the
@@ -38,6 +57,22 @@ use std::task::Waker;
 
 /// The lowest token of a socket; the driver's own descriptors use tokens below it.
 pub(crate) const TOKEN_BASE: u64 = 16;
+
+/// The ready bit of a direction's state: set by every edge, cleared when an operation finds
+/// the socket drained.
+const READY: u32 = 1;
+/// The *final* bit: the direction is closed (`EPOLLRDHUP`, `EPOLLHUP`, `EPOLLERR`). Never
+/// cleared: a closed socket stays ready (its reads return 0 or the error) and closing sends no
+/// second edge. The bits above it count edges.
+const FINAL: u32 = 2;
+/// What one edge adds to a direction's state.
+const EDGE: u32 = 4;
+
+/// Whether an operation with direction state `state` should try its system call (step 2).
+#[inline]
+pub(crate) fn may_be_ready(state: u32) -> bool {
+    state & (READY | FINAL) != 0
+}
 
 /// A direction of readiness.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -59,11 +94,17 @@ pub(crate) enum Wait {
 
 /// The readiness state and waiters of one registered socket.
 pub(crate) struct ScheduledIo {
-    /// Edges seen, per direction (index: `Direction as usize`). Incremented (Release) by the
-    /// poller before it takes `waiters`; read (Acquire) by an operation before its system call.
-    seq: [AtomicU32; 2],
+    /// Per direction (index: `Direction as usize`): edges seen times [`EDGE`], plus [`READY`]
+    /// while the socket may be ready. Moved (Release) by the poller before it takes `waiters`;
+    /// read (Acquire) by an operation before its system call.
+    state: [AtomicU32; 2],
     /// Set when the registration ends while handles may still wait on it.
     closed: AtomicBool,
+    /// Per direction: set (under the lock) by `wait` before it re-checks the state, cleared
+    /// (under the lock) by `ready` when it empties the list. `ready` skips the lock while it
+    /// is clear — most edges: every epoll event carries `EPOLLOUT` for a writable socket,
+    /// and a writer rarely waits.
+    waiting: [AtomicBool; 2],
     /// Wakers waiting for each direction; guarded by the mutex.
     waiters: Mutex<[Vec<Waker>; 2]>,
 }
@@ -71,28 +112,51 @@ pub(crate) struct ScheduledIo {
 impl ScheduledIo {
     fn new() -> ScheduledIo {
         ScheduledIo {
-            seq: [AtomicU32::new(0), AtomicU32::new(0)],
+            state: [AtomicU32::new(READY), AtomicU32::new(READY)],
             closed: AtomicBool::new(false),
+            waiting: [AtomicBool::new(false), AtomicBool::new(false)],
             waiters: Mutex::new([Vec::new(), Vec::new()]),
         }
     }
 
-    /// Step 1 of the protocol.
+    /// Step 1 of the protocol: the direction's state (test it with [`may_be_ready`]).
     #[inline]
-    pub(crate) fn seq(&self, dir: Direction) -> u32 {
-        // Acquire: pairs with the Release increment in `ready`, so the data the edge announced
+    pub(crate) fn state(&self, dir: Direction) -> u32 {
+        // Acquire: pairs with the Release update in `ready`, so the data the edge announced
         // is visible to the system call that follows.
-        self.seq[dir as usize].load(Ordering::Acquire)
+        self.state[dir as usize].load(Ordering::Acquire)
     }
 
-    /// Step 3 of the protocol: queue `waker` unless an edge came after `seq` was read.
-    pub(crate) fn wait(&self, dir: Direction, seq: u32, waker: &Waker) -> Wait {
+    /// Clears the ready bit of `dir` if its state is still `state` (no edge since it was
+    /// read); returns the state to wait with.
+    #[inline]
+    pub(crate) fn clear(&self, dir: Direction, state: u32) -> u32 {
+        let cleared = state & !READY;
+        if state != cleared {
+            // Relaxed: a failure means an edge moved the state, which `wait` then sees (under
+            // the lock) and answers with `Retry`; a success publishes nothing.
+            let _ = self.state[dir as usize].compare_exchange(
+                state,
+                cleared,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            );
+        }
+        cleared
+    }
+
+    /// Step 3 of the protocol: queue `waker` unless the state moved from `state` (the cleared
+    /// state `clear` returned).
+    pub(crate) fn wait(&self, dir: Direction, state: u32, waker: &Waker) -> Wait {
         let mut waiters = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
         if self.closed.load(Ordering::Acquire) {
             return Wait::Closed;
         }
-        // Relaxed suffices under the lock: `ready` increments before it locks.
-        if self.seq[dir as usize].load(Ordering::Relaxed) != seq {
+        // SeqCst, with the load below: pairs with `ready`'s SeqCst update and load of
+        // `waiting` (a store-load pair on each side): either `ready` sees the flag and takes
+        // the lock (after we queue), or our load sees its edge and we retry.
+        self.waiting[dir as usize].store(true, Ordering::SeqCst);
+        if self.state[dir as usize].load(Ordering::SeqCst) != state {
             return Wait::Retry;
         }
         let list = &mut waiters[dir as usize];
@@ -102,16 +166,26 @@ impl ScheduledIo {
         Wait::Queued
     }
 
-    /// An edge for `dir`: bump its sequence number and wake its waiters.
+    /// An edge for `dir`: bump its sequence number, set its ready bit (and with `closed` its
+    /// final bit), and wake its waiters.
     ///
     /// The wakers are woken under the lock, which keeps the list's capacity without a second
     /// lock round: corio's wakers (and `block_on`'s) only queue their task, never poll it, so
     /// nothing re-enters this lock. (An executor whose waker polled inline would deadlock
     /// here; none of the common ones does.)
-    pub(crate) fn ready(&self, dir: Direction) {
-        // Release: pairs with the Acquire load in `seq`.
-        self.seq[dir as usize].fetch_add(1, Ordering::Release);
+    pub(crate) fn ready(&self, dir: Direction, closed: bool) {
+        let set = if closed { READY | FINAL } else { READY };
+        // One update for both, so that no operation sees the new edge count without the ready
+        // bit. SeqCst: Release for the Acquire load in `state`, and the store-load pair with
+        // `wait` (see there) through the load of `waiting` below.
+        let _ = self.state[dir as usize].fetch_update(Ordering::SeqCst, Ordering::Relaxed, |s| {
+            Some(s.wrapping_add(EDGE) | set)
+        });
+        if !self.waiting[dir as usize].load(Ordering::SeqCst) {
+            return; // nobody waits, and whoever comes next sees the new state
+        }
         let mut waiters = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
+        self.waiting[dir as usize].store(false, Ordering::Relaxed); // under the lock
         for waker in waiters[dir as usize].drain(..) {
             waker.wake();
         }
@@ -196,11 +270,12 @@ impl Registry {
         };
         let Some(io) = io else { return };
         let hangup = (libc::EPOLLHUP | libc::EPOLLERR) as u32;
-        if events & (libc::EPOLLIN as u32 | libc::EPOLLRDHUP as u32 | hangup) != 0 {
-            io.ready(Direction::Read);
+        let read_closed = libc::EPOLLRDHUP as u32 | hangup;
+        if events & (libc::EPOLLIN as u32 | read_closed) != 0 {
+            io.ready(Direction::Read, events & read_closed != 0);
         }
         if events & (libc::EPOLLOUT as u32 | hangup) != 0 {
-            io.ready(Direction::Write);
+            io.ready(Direction::Write, events & hangup != 0);
         }
     }
 

@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use super::registry::{Direction, Registration, Wait};
+use super::registry::{Direction, Registration, ScheduledIo, Wait, may_be_ready};
 use crate::runtime::context::{self, Here};
 
 /// A nonblocking socket `T` (a `std` socket type) as corio waits on it.
@@ -83,10 +83,18 @@ impl<T: AsRawFd> Source<T> {
     }
 
     /// The registration, made on first use with the current runtime (else the default one).
+    #[inline]
     fn registration(&self) -> io::Result<&Registration> {
-        if let Some(registration) = self.registration.get() {
-            return Ok(registration);
+        match self.registration.get() {
+            Some(registration) => Ok(registration),
+            None => self.register(),
         }
+    }
+
+    /// The first use's half of `registration`.
+    #[cold]
+    #[inline(never)]
+    fn register(&self) -> io::Result<&Registration> {
         let _init = self.init.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(registration) = self.registration.get() {
             return Ok(registration);
@@ -103,7 +111,31 @@ impl<T: AsRawFd> Source<T> {
         &self,
         dir: Direction,
         cx: &mut Context<'_>,
+        op: impl FnMut(&T) -> io::Result<R>,
+    ) -> Poll<io::Result<R>> {
+        self.poll_op_drains(dir, cx, op, |_| false)
+    }
+
+    /// `poll_op` for a stream read or write of `len` bytes: a result short of `len` drained
+    /// the socket (step 2 of the protocol in `registry.rs`).
+    pub(crate) fn poll_stream(
+        &self,
+        dir: Direction,
+        cx: &mut Context<'_>,
+        len: usize,
+        op: impl FnMut(&T) -> io::Result<usize>,
+    ) -> Poll<io::Result<usize>> {
+        self.poll_op_drains(dir, cx, op, |&n| n > 0 && n < len)
+    }
+
+    /// `poll_op`, where `drained(result)` says that a successful `op` left the socket not
+    /// ready for `dir`.
+    fn poll_op_drains<R>(
+        &self,
+        dir: Direction,
+        cx: &mut Context<'_>,
         mut op: impl FnMut(&T) -> io::Result<R>,
+        drained: impl Fn(&R) -> bool,
     ) -> Poll<io::Result<R>> {
         if let Err(e) = self.check_open() {
             return Poll::Ready(Err(e));
@@ -113,13 +145,11 @@ impl<T: AsRawFd> Source<T> {
             Err(e) => return Poll::Ready(Err(e)),
         };
         loop {
-            let seq = io.seq(dir);
-            match op(&self.inner) {
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                result => return Poll::Ready(result),
-            }
-            match io.wait(dir, seq, cx.waker()) {
+            let state = match self.attempt(io, dir, &mut op, &drained) {
+                Ok(result) => return Poll::Ready(result),
+                Err(state) => state,
+            };
+            match io.wait(dir, state, cx.waker()) {
                 Wait::Queued => return Poll::Pending,
                 Wait::Retry => continue,
                 Wait::Closed => {
@@ -128,6 +158,35 @@ impl<T: AsRawFd> Source<T> {
                         "the corio runtime this socket was registered with has shut down",
                     )));
                 }
+            }
+        }
+    }
+
+    /// Steps 1 and 2 of the protocol: the system call if the socket may be ready for `dir`.
+    /// `Ok(result)`, or `Err(state)` (the state to wait with) if it would block.
+    #[inline]
+    fn attempt<R>(
+        &self,
+        io: &ScheduledIo,
+        dir: Direction,
+        op: &mut impl FnMut(&T) -> io::Result<R>,
+        drained: &impl Fn(&R) -> bool,
+    ) -> Result<io::Result<R>, u32> {
+        let state = io.state(dir);
+        if !may_be_ready(state) {
+            return Err(state);
+        }
+        loop {
+            match op(&self.inner) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Err(io.clear(dir, state)),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Ok(r) => {
+                    if drained(&r) {
+                        io.clear(dir, state);
+                    }
+                    return Ok(Ok(r));
+                }
+                result => return Ok(result),
             }
         }
     }
@@ -141,6 +200,16 @@ impl<T: AsRawFd> Source<T> {
         poll_fn(|cx| self.poll_op(dir, cx, &mut op)).await
     }
 
+    /// `poll_stream` as a future.
+    pub(crate) async fn stream_async(
+        &self,
+        dir: Direction,
+        len: usize,
+        mut op: impl FnMut(&T) -> io::Result<usize>,
+    ) -> io::Result<usize> {
+        poll_fn(|cx| self.poll_stream(dir, cx, len, &mut op)).await
+    }
+
     /// The blocking-style face of `poll_op`, with the socket's timeout for `dir`.
     #[track_caller]
     pub(crate) fn block_op<R>(
@@ -151,17 +220,48 @@ impl<T: AsRawFd> Source<T> {
         self.block_op_timeout(dir, self.timeout(dir), op)
     }
 
+    /// The blocking-style face of `poll_stream`, with the socket's timeout for `dir`.
+    #[track_caller]
+    pub(crate) fn block_stream(
+        &self,
+        dir: Direction,
+        len: usize,
+        op: impl FnMut(&T) -> io::Result<usize>,
+    ) -> io::Result<usize> {
+        self.block_drains(dir, self.timeout(dir), op, |&n| n > 0 && n < len)
+    }
+
     /// `block_op` with an explicit timeout (`connect_timeout`).
     #[track_caller]
     pub(crate) fn block_op_timeout<R>(
         &self,
         dir: Direction,
         timeout: Option<Duration>,
+        op: impl FnMut(&T) -> io::Result<R>,
+    ) -> io::Result<R> {
+        self.block_drains(dir, timeout, op, |_| false)
+    }
+
+    /// The blocking-style face of `poll_op_drains`.
+    #[track_caller]
+    fn block_drains<R>(
+        &self,
+        dir: Direction,
+        timeout: Option<Duration>,
         mut op: impl FnMut(&T) -> io::Result<R>,
+        drained: impl Fn(&R) -> bool,
     ) -> io::Result<R> {
         match context::here() {
             Here::Stackful(_) => {
-                let fut = poll_fn(|cx| self.poll_op(dir, cx, &mut op));
+                // A registered socket that is ready completes here, without building and
+                // polling a future under `block_on` (most writes, and reads after a wake-up).
+                if self.check_open().is_ok()
+                    && let Some(registration) = self.registration.get()
+                    && let Ok(result) = self.attempt(&registration.io, dir, &mut op, &drained)
+                {
+                    return result;
+                }
+                let fut = poll_fn(|cx| self.poll_op_drains(dir, cx, &mut op, &drained));
                 match timeout {
                     None => crate::block_on(fut),
                     Some(d) => crate::time::timeout(d, fut).unwrap_or_else(|_| Err(timed_out())),

@@ -51,8 +51,9 @@ macro_rules! stream_face {
             /// closed its side).
             pub async fn read_async(&self, buf: &mut [u8]) -> std::io::Result<usize> {
                 use std::io::Read;
+                let len = buf.len();
                 self.$sock
-                    .op_async($crate::io::registry::Direction::Read, |s: &$std| {
+                    .stream_async($crate::io::registry::Direction::Read, len, |s: &$std| {
                         (&*s).read(buf)
                     })
                     .await
@@ -62,9 +63,11 @@ macro_rules! stream_face {
             pub async fn write_async(&self, buf: &[u8]) -> std::io::Result<usize> {
                 use std::io::Write;
                 self.$sock
-                    .op_async($crate::io::registry::Direction::Write, |s: &$std| {
-                        (&*s).write(buf)
-                    })
+                    .stream_async(
+                        $crate::io::registry::Direction::Write,
+                        buf.len(),
+                        |s: &$std| (&*s).write(buf),
+                    )
                     .await
             }
 
@@ -90,16 +93,70 @@ macro_rules! stream_face {
                 Ok(())
             }
 
+            /// Polls a read into uninitialised memory — the spare capacity of a buffer, as
+            /// hyper's `rt::Read` and tokio's `ReadBuf` hand it out — so that nothing has to
+            /// be zeroed first. `Ready(Ok(n))`: the first `n` elements of `buf` are
+            /// initialised (`n == 0`: the peer closed its side); the others are untouched.
+            /// `Pending`: the task is woken when data arrives.
+            ///
+            /// ```
+            /// use std::mem::MaybeUninit;
+            /// use std::future::poll_fn;
+            /// use corio::net::{TcpListener, TcpStream};
+            ///
+            /// corio::Runtime::new().unwrap().block_on(async {
+            ///     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+            ///     let addr = listener.local_addr().unwrap();
+            ///     let client = TcpStream::connect_async(addr).await.unwrap();
+            ///     let (server, _) = listener.accept_async().await.unwrap();
+            ///     client.write_all_async(b"hi").await.unwrap();
+            ///     let mut buf = [MaybeUninit::<u8>::uninit(); 16];
+            ///     let n = poll_fn(|cx| server.poll_read_uninit(cx, &mut buf)).await.unwrap();
+            ///     // SAFETY: `poll_read_uninit` initialised the first `n` bytes.
+            ///     let got = unsafe { std::slice::from_raw_parts(buf.as_ptr().cast::<u8>(), n) };
+            ///     assert_eq!(got, b"hi");
+            /// });
+            /// ```
+            pub fn poll_read_uninit(
+                &self,
+                cx: &mut std::task::Context<'_>,
+                buf: &mut [std::mem::MaybeUninit<u8>],
+            ) -> std::task::Poll<std::io::Result<usize>> {
+                use std::os::fd::AsRawFd;
+                let len = buf.len();
+                let ptr = buf.as_mut_ptr().cast::<libc::c_void>();
+                self.$sock.poll_stream(
+                    $crate::io::registry::Direction::Read,
+                    cx,
+                    len,
+                    |s: &$std| {
+                        // SAFETY: `ptr` is valid for writes of `len` bytes (it is `buf`,
+                        // borrowed mutably for this call); `read(2)` only writes into it, and
+                        // only its first `n` bytes, which the caller may then treat as
+                        // initialised. The fd is the socket's own, open while `s` lives.
+                        let n = unsafe { libc::read(s.as_raw_fd(), ptr, len) };
+                        if n < 0 {
+                            Err(std::io::Error::last_os_error())
+                        } else {
+                            Ok(n as usize)
+                        }
+                    },
+                )
+            }
+
             fn poll_read_priv(
                 &self,
                 cx: &mut std::task::Context<'_>,
                 buf: &mut [u8],
             ) -> std::task::Poll<std::io::Result<usize>> {
                 use std::io::Read;
-                self.$sock
-                    .poll_op($crate::io::registry::Direction::Read, cx, |s: &$std| {
-                        (&*s).read(buf)
-                    })
+                let len = buf.len();
+                self.$sock.poll_stream(
+                    $crate::io::registry::Direction::Read,
+                    cx,
+                    len,
+                    |s: &$std| (&*s).read(buf),
+                )
             }
 
             fn poll_write_priv(
@@ -108,10 +165,12 @@ macro_rules! stream_face {
                 buf: &[u8],
             ) -> std::task::Poll<std::io::Result<usize>> {
                 use std::io::Write;
-                self.$sock
-                    .poll_op($crate::io::registry::Direction::Write, cx, |s: &$std| {
-                        (&*s).write(buf)
-                    })
+                self.$sock.poll_stream(
+                    $crate::io::registry::Direction::Write,
+                    cx,
+                    buf.len(),
+                    |s: &$std| (&*s).write(buf),
+                )
             }
         }
 
@@ -122,8 +181,9 @@ macro_rules! stream_face {
             ///
             /// Inside an async task (use `read_async` there).
             fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+                let len = buf.len();
                 self.$sock
-                    .block_op($crate::io::registry::Direction::Read, |s: &$std| {
+                    .block_stream($crate::io::registry::Direction::Read, len, |s: &$std| {
                         (&*s).read(buf)
                     })
             }
@@ -137,10 +197,11 @@ macro_rules! stream_face {
             ///
             /// Inside an async task (use `write_async` there).
             fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-                self.$sock
-                    .block_op($crate::io::registry::Direction::Write, |s: &$std| {
-                        (&*s).write(buf)
-                    })
+                self.$sock.block_stream(
+                    $crate::io::registry::Direction::Write,
+                    buf.len(),
+                    |s: &$std| (&*s).write(buf),
+                )
             }
 
             fn flush(&mut self) -> std::io::Result<()> {
@@ -174,7 +235,12 @@ macro_rules! stream_face {
                 cx: &mut std::task::Context<'_>,
                 buf: &mut tokio::io::ReadBuf<'_>,
             ) -> std::task::Poll<std::io::Result<()>> {
-                let n = std::task::ready!(self.poll_read_priv(cx, buf.initialize_unfilled()))?;
+                // SAFETY: `poll_read_uninit` only writes into the unfilled part (it never
+                // de-initialises a byte), and the first `n` bytes it reports are initialised.
+                let unfilled = unsafe { buf.unfilled_mut() };
+                let n = std::task::ready!(self.poll_read_uninit(cx, unfilled))?;
+                // SAFETY: as above: the read initialised `n` bytes of the unfilled part.
+                unsafe { buf.assume_init(n) };
                 buf.advance(n);
                 std::task::Poll::Ready(Ok(()))
             }
