@@ -226,6 +226,22 @@ pub(crate) fn budget_proceed() -> bool {
     })
 }
 
+/// Whether the running task should yield at its next preemption point: its budget is spent,
+/// or sysmon asked its worker to preempt it. Takes no budget (the operation that follows
+/// takes its own, if it has any); for [`crate::block_on::preemption_point`].
+#[inline(never)]
+pub(crate) fn should_yield() -> bool {
+    CONTEXT.with(|c| match c.budget.get() {
+        UNCONSTRAINED => false,
+        0 => true,
+        _ => {
+            let worker = c.worker.get();
+            // SAFETY: as in `with_worker`.
+            unsafe { worker.as_ref() }.is_some_and(WorkerCtx::preempt_requested)
+        }
+    })
+}
+
 /// Whether the running task has budget left (tokio's `coop::has_budget_remaining`); does not
 /// take any. `Timeout` compares it before and after polling its future.
 #[inline(never)]
