@@ -206,23 +206,23 @@ fn hog_report_false_keeps_stderr_quiet() {
     );
 }
 
+const SLEEPERS: usize = 100_000;
+
+/// Spawns `SLEEPERS` coroutines that each sleep 100 ms, joins them; how many finished.
+fn sleepers() -> usize {
+    let handles: Vec<_> = (0..SLEEPERS)
+        .map(|_| corio::go(|| corio::sleep(Duration::from_millis(100))))
+        .collect();
+    handles.into_iter().filter_map(|h| h.join().ok()).count()
+}
+
 /// Issue 11 part 2: 100,000 coroutines that each sleep 100 ms on the default runtime. Each one
 /// runs for microseconds; none may be reported (they were, 12-14 times a run, "on worker 7").
 #[test]
 fn many_sleeping_coroutines_are_not_reported_as_hogs() {
     const NAME: &str = "many_sleeping_coroutines_are_not_reported_as_hogs";
     if child_case(NAME) {
-        let done = corio::run(|| {
-            let handles: Vec<_> = (0..100_000)
-                .map(|_| corio::go(|| corio::sleep(Duration::from_millis(100))))
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().is_ok())
-                .filter(|ok| *ok)
-                .count()
-        });
-        assert_eq!(done, 100_000);
+        assert_eq!(corio::run(sleepers), SLEEPERS);
         return;
     }
     assert_no_hog_report(NAME, &[]);
@@ -281,13 +281,7 @@ fn many_sleeping_coroutines_do_not_start_a_spiral_of_spare_workers() {
         .hog_report(false)
         .build()
         .unwrap();
-    let done = rt.run(|| {
-        let handles: Vec<_> = (0..100_000)
-            .map(|_| corio::go(|| corio::sleep(Duration::from_millis(100))))
-            .collect();
-        handles.into_iter().filter_map(|h| h.join().ok()).count()
-    });
-    assert_eq!(done, 100_000);
+    assert_eq!(rt.run(sleepers), SLEEPERS);
     let spares = rt.metrics().spares_started;
     assert!(
         spares < SPARE_LIMIT,
