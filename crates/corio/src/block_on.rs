@@ -81,14 +81,14 @@ pub fn block_on<F: IntoFuture>(fut: F) -> F::Output {
 /// an async task cannot yield inside a synchronous call (its next budgeted `.await` will), a
 /// plain thread has no scheduler to yield to.
 ///
-/// The fast path is [`context::should_yield`]: a thread-local load and, inside a task, the
-/// worker's preempt flag.
+/// The fast path is [`context::should_yield`]: the thread-local budget and, inside a task, one
+/// load of the worker's preempt flag.
 #[inline]
 pub(crate) fn preemption_point() {
     if context::should_yield()
         && let Here::Stackful(ctx) = context::here()
     {
-        yield_if_asked(ctx);
+        yield_for_preemption(ctx);
     }
 }
 
@@ -103,9 +103,18 @@ pub(crate) fn preemption_point() {
 /// yielded coroutines, which a worker that has just preempted a task looks at first when the
 /// global queue is empty — so it would be resumed at once, ahead of the work it was keeping
 /// waiting.)
-#[inline]
+#[inline(always)]
 fn yield_if_asked(ctx: &crate::task::stackful::StackfulCtx) {
-    if context::should_yield() && ctx.can_suspend() {
+    if context::should_yield() {
+        yield_for_preemption(ctx);
+    }
+}
+
+/// The slow part of [`yield_if_asked`].
+#[cold]
+#[inline(never)]
+fn yield_for_preemption(ctx: &crate::task::stackful::StackfulCtx) {
+    if ctx.can_suspend() {
         ctx.waker().wake_by_ref();
         ctx.suspend();
     }
