@@ -48,6 +48,7 @@ pub fn block_on<F: IntoFuture>(fut: F) -> F::Output {
     let fut = fut.into_future();
     match context::here() {
         Here::Stackful(ctx) => {
+            yield_if_asked(ctx);
             let mut fut = pin!(fut);
             loop {
                 let mut cx = Context::from_waker(ctx.waker());
@@ -70,6 +71,52 @@ pub fn block_on<F: IntoFuture>(fut: F) -> F::Output {
             }
             park_thread_on(fut)
         }
+    }
+}
+
+/// A preemption point for runtime operations that need not wait (`go`, `spawn`): a stackful
+/// coroutine whose budget is spent, or whose worker sysmon asked to preempt it, yields here,
+/// so that a loop of such operations is preempted silently (issue 11: a
+/// coroutine spawning a million coroutines was reported as a hog). Elsewhere it does nothing:
+/// an async task cannot yield inside a synchronous call (its next budgeted `.await` will), a
+/// plain thread has no scheduler to yield to.
+///
+/// The fast path is [`context::should_yield`]: the thread-local budget and, inside a task, one
+/// load of the worker's preempt flag.
+#[inline]
+pub(crate) fn preemption_point() {
+    if context::should_yield()
+        && let Here::Stackful(ctx) = context::here()
+    {
+        yield_for_preemption(ctx);
+    }
+}
+
+/// Yields the coroutine if [`context::should_yield`] says so and it can (it is not code of a
+/// bare `Coroutine` that the task resumed, which cannot suspend the task). This is also where
+/// a pending cancellation is raised, as at any suspension point: before the operation that
+/// follows has done anything.
+///
+/// It yields as a budgeted future does when its budget is spent (wake itself, then suspend),
+/// not through `yield_now`: the task is rescheduled like any woken task, behind the work
+/// queued on its worker. (A pinned coroutine's `yield_now` puts it in the worker's queue of
+/// yielded coroutines, which a worker that has just preempted a task looks at first when the
+/// global queue is empty — so it would be resumed at once, ahead of the work it was keeping
+/// waiting.)
+#[inline(always)]
+fn yield_if_asked(ctx: &crate::task::stackful::StackfulCtx) {
+    if context::should_yield() {
+        yield_for_preemption(ctx);
+    }
+}
+
+/// The slow part of [`yield_if_asked`].
+#[cold]
+#[inline(never)]
+fn yield_for_preemption(ctx: &crate::task::stackful::StackfulCtx) {
+    if ctx.can_suspend() {
+        ctx.waker().wake_by_ref();
+        ctx.suspend();
     }
 }
 

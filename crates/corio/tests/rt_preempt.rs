@@ -29,6 +29,11 @@ fn spin(d: Duration) {
 /// yield to the other coroutine waiting on the same worker. Returns how many operations the
 /// hog made before the other ran (at most 128 + 1 if only the budget made it yield).
 fn operations_before_the_other_coroutine_runs(rt: &corio::Runtime) -> u32 {
+    operations_before_the_other_coroutine_runs_with(rt, || corio::sleep(Duration::ZERO))
+}
+
+/// As [`operations_before_the_other_coroutine_runs`], with `op` as the runtime operation.
+fn operations_before_the_other_coroutine_runs_with(rt: &corio::Runtime, op: fn()) -> u32 {
     let other_ran = Arc::new(AtomicBool::new(false));
     let o = other_ran.clone();
     let hog = rt.go(move || {
@@ -41,7 +46,7 @@ fn operations_before_the_other_coroutine_runs(rt: &corio::Runtime) -> u32 {
         let mut ops = 0;
         while !o.load(SeqCst) && start.elapsed() < CAP {
             spin(Duration::from_millis(2));
-            corio::sleep(Duration::ZERO);
+            op();
             ops += 1;
         }
         other.join().unwrap();
@@ -67,6 +72,32 @@ fn a_coroutine_that_runs_a_whole_slice_yields_at_its_next_runtime_operation() {
             ops < 100,
             "it was the coop budget ({ops} operations), not the preempt flag"
         );
+    });
+}
+
+/// Issue 11 part 2: a blocking-style call whose future is ready at once (here `block_on` of a
+/// ready future; a channel `recv` with a value waiting is the same) is a preemption point.
+#[test]
+fn a_coroutine_that_runs_a_whole_slice_yields_at_its_next_block_on() {
+    let rt = support::rt(1);
+    within(EVENTUALLY, move || {
+        std::thread::sleep(Duration::from_millis(50));
+        let ops = operations_before_the_other_coroutine_runs_with(&rt, || {
+            corio::block_on(std::future::ready(()))
+        });
+        assert!(ops < 100, "block_on never yielded ({ops} operations)");
+    });
+}
+
+/// Issue 11 part 2: spawning is a preemption point, so a spawning loop is preempted (it was
+/// not, and was reported as a hog).
+#[test]
+fn a_coroutine_that_runs_a_whole_slice_yields_at_its_next_spawn() {
+    let rt = support::rt(1);
+    within(EVENTUALLY, move || {
+        std::thread::sleep(Duration::from_millis(50));
+        let ops = operations_before_the_other_coroutine_runs_with(&rt, || drop(corio::go(|| ())));
+        assert!(ops < 100, "go never yielded ({ops} operations)");
     });
 }
 

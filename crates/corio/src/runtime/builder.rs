@@ -188,7 +188,9 @@ impl Builder {
         self
     }
 
-    /// Whether sysmon reports tasks that run a whole time slice without yielding.
+    /// Whether sysmon reports, on stderr, tasks that hold their worker's thread without
+    /// yielding: for 50 ms of the thread's CPU time, or for a second asleep in the kernel (a
+    /// std lock held across a suspension, a blocking system call). Not while a task panics.
     pub fn hog_report(&mut self, on: bool) -> &mut Builder {
         self.hog_report = Some(on);
         self

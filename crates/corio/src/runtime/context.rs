@@ -10,7 +10,7 @@
 //! LLVM may compute a thread-local's address once and reuse it after a call in the same
 //! function (llvm#98479); a stackful switch is such a call, and a `migratable` coroutine may
 //! come back from it on another thread. So every accessor that coroutine code can call
-//! ([`here`], [`current_task`], [`with_worker`], [`budget_proceed`], [`current_shared`],
+//! ([`here`], [`current_task`], [`with_worker`], [`budget_proceed`], [`should_yield`], [`current_shared`],
 //! [`enter_runtime`]) is `#[inline(never)]`: it computes the address afresh in a function
 //! that contains no switch, whatever its caller inlines around it. The guards that frame a
 //! poll ([`enter_task`], [`enter_stackful`], [`enter_worker`] and their drops) and
@@ -22,6 +22,7 @@
 use std::cell::{Cell, RefCell};
 use std::ptr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::Shared;
 use super::worker::WorkerCtx;
@@ -45,6 +46,9 @@ struct Context {
     worker: Cell<*const WorkerCtx>,
     /// Runtime operations left before a yield is forced; `UNCONSTRAINED` outside tasks.
     budget: Cell<u32>,
+    /// This thread's worker's preempt flag (`Remote::preempt`), while it runs its loop: what
+    /// [`should_yield`] reads, one load away.
+    preempt: Cell<*const AtomicBool>,
 }
 
 thread_local! {
@@ -54,6 +58,7 @@ thread_local! {
             stackful: Cell::new(ptr::null()),
             worker: Cell::new(ptr::null()),
             budget: Cell::new(UNCONSTRAINED),
+            preempt: Cell::new(ptr::null()),
         }
     };
 
@@ -189,6 +194,8 @@ pub(crate) fn enter_worker(worker: &WorkerCtx) -> WorkerGuard {
             "corio: a worker thread cannot run another runtime's worker"
         );
         c.worker.set(worker);
+        c.preempt
+            .set(&worker.shared().workers[worker.index()].preempt);
     });
     WorkerGuard(())
 }
@@ -197,7 +204,10 @@ pub(crate) struct WorkerGuard(());
 
 impl Drop for WorkerGuard {
     fn drop(&mut self) {
-        CONTEXT.with(|c| c.worker.set(ptr::null()));
+        CONTEXT.with(|c| {
+            c.worker.set(ptr::null());
+            c.preempt.set(ptr::null());
+        });
     }
 }
 
@@ -222,6 +232,24 @@ pub(crate) fn budget_proceed() -> bool {
                 false
             }
             _ => true,
+        }
+    })
+}
+
+/// Whether the running task should yield at its next preemption point: its budget is spent,
+/// or sysmon asked its worker to preempt it. Takes no budget (the operation that follows
+/// takes its own, if it has any); for [`crate::block_on::preemption_point`].
+#[inline(never)]
+pub(crate) fn should_yield() -> bool {
+    CONTEXT.with(|c| match c.budget.get() {
+        0 => true,
+        UNCONSTRAINED => false,
+        _ => {
+            let preempt = c.preempt.get();
+            // SAFETY: set by `enter_worker` to the flag of this thread's worker, which lives
+            // in `Shared` for as long as the worker runs its loop (and so any task in it).
+            // Relaxed: a hint, as in `budget_proceed`; sysmon's store needs no ordering.
+            !preempt.is_null() && unsafe { &*preempt }.load(Ordering::Relaxed)
         }
     })
 }

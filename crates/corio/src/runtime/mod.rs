@@ -62,6 +62,7 @@ mod park;
 pub(crate) mod sched;
 mod spawn;
 mod sysmon;
+mod thread_clock;
 mod worker;
 
 use std::fmt;
@@ -241,27 +242,41 @@ impl Shared {
 
     /// Fires the due timers in worker `index`'s heap; returns how many fired.
     pub(crate) fn fire_timers(&self, index: usize, now: u64) -> usize {
+        /// Timers popped per hold of the heap's lock.
+        const FIRE_BATCH: usize = 64;
         let remote = &self.workers[index];
         if remote.next_timer.load(Ordering::SeqCst) > now {
             return 0;
         }
-        let mut fired = Vec::new();
-        {
-            let Ok(mut heap) = remote.timers.try_lock() else {
-                return 0;
+        // In batches, with the lock released between them: a worker registering a timer
+        // waits for one batch, not for thousands of pops (issue 11: 8,619 timers popped
+        // under one lock hold took 47 ms in a debug build, and the workers waiting on the
+        // lock looked stuck to sysmon).
+        let mut n = 0;
+        loop {
+            let mut fired = Vec::new();
+            let more = {
+                let Ok(mut heap) = remote.timers.try_lock() else {
+                    return n;
+                };
+                while fired.len() < FIRE_BATCH
+                    && let Some(entry) = heap.pop_expired(now)
+                {
+                    fired.push(entry);
+                }
+                remote
+                    .next_timer
+                    .store(heap.next_deadline().unwrap_or(u64::MAX), Ordering::SeqCst);
+                fired.len() == FIRE_BATCH
             };
-            while let Some(entry) = heap.pop_expired(now) {
-                fired.push(entry);
+            n += fired.len();
+            for entry in fired {
+                entry.fire();
             }
-            remote
-                .next_timer
-                .store(heap.next_deadline().unwrap_or(u64::MAX), Ordering::SeqCst);
+            if !more {
+                return n;
+            }
         }
-        let n = fired.len();
-        for entry in fired {
-            entry.fire();
-        }
-        n
     }
 
     /// Fires the due timers of every worker.

@@ -235,6 +235,9 @@ fn bind_and_schedule<B: Body>(
     location: &'static Location<'static>,
     home: Option<usize>,
 ) -> JoinHandle<B::Output> {
+    // Spawning is a preemption point, before the task exists (a cancellation raised here
+    // leaves nothing half-spawned).
+    crate::block_on::preemption_point();
     let ptr = Cell::allocate(body, kind, id, shared.clone(), name, location);
     if let Some(home) = home {
         // SAFETY: the task was just allocated and nobody else has it yet.

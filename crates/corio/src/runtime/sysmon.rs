@@ -3,15 +3,30 @@
 //! Every tick — 20 µs, doubling after 50 quiet ticks up to 10 ms, as Go's — it looks at each
 //! worker's time-slice count (`Remote::slices`). A counter that has not moved since the
 //! previous tick while the worker is busy means one task (or one chain of tasks run from the
-//! next-task slot, which inherit the slice) has been running all that time:
+//! next-task slot, which inherit the slice) has been running all that time — or that the
+//! worker's thread has not run at all, which the wall clock cannot tell apart. What sysmon
+//! keeps per worker is a [`Slice`]: when the slice was first seen, the thread's CPU clock
+//! when it was first seen stuck, the tick at which preemption was requested, and whether it
+//! was reported. For a slice that lasts:
 //!
-//! - after a 10 ms time slice (Go's `forcePreemptNS`), the worker's preempt flag is set; the
-//!   task's next runtime operation (a yield point, a channel, IO or timer call) yields;
-//! - if movable work waits behind it — in that worker's run queue, or in the global queue
-//!   with no worker free to take it — a parked worker is woken to steal it, or, when every
-//!   worker is busy, a spare worker is started (at most four per worker);
-//! - the hog is reported once on stderr (name, id, spawn location, how long), unless
-//!   `Builder::hog_report(false)` or `CORIO_HOG_REPORT=0`.
+//! - a 10 ms time slice of wall-clock time (Go's `forcePreemptNS`): the worker's preempt flag
+//!   is set; the task's next preemption point (a yield, a spawn, a blocking-style call, a
+//!   budgeted channel, IO or timer operation) yields;
+//! - two slices, with movable work waiting behind it — in that worker's run queue, or in the
+//!   global queue with no worker free to take it: a parked worker is woken to steal it, or,
+//!   when every worker is busy and a spare would help, a spare worker is started (see
+//!   [`spare_would_help`] and "Spare workers" in `docs/scheduler.md`);
+//! - 50 ms of the worker thread's *CPU time* (`thread_clock.rs`): the hog is reported once on
+//!   stderr (name, id, spawn location, CPU time, which worker), unless
+//!   `Builder::hog_report(false)` or `CORIO_HOG_REPORT=0`. Wall-clock time would count the
+//!   time the kernel gave other threads, or the thread spent in a system call or on a lock:
+//!   issue 11 found innocent coroutines (one `sleep` each) reported with 0–55 µs of CPU time
+//!   in their "50 ms". No report either for a slice in which the task panicked (corio's panic
+//!   hook marks it: printing a backtrace can take 50 ms of CPU), or once the task has
+//!   finished (the worker is then in the scheduler);
+//! - 1 s with the thread asleep in the kernel (a std `Mutex` guard held across a suspension,
+//!   a blocking system call): reported as blocking the thread. A thread that merely waits
+//!   for a CPU is never reported: its task is not what holds it.
 //!
 //! A worker inside `corio::blocking` for longer than one tick with work waiting gets the same
 //! hand-off, without the report.
@@ -29,7 +44,8 @@ use std::time::{Duration, Instant};
 
 use super::Shared;
 use super::park::Event;
-use super::worker::{STATUS_BLOCKING, STATUS_IDLE, STATUS_RUNNING};
+use super::thread_clock::ThreadState;
+use super::worker::{Remote, STATUS_BLOCKING, STATUS_IDLE, STATUS_RUNNING};
 
 /// Go's `forcePreemptNS`.
 const TIME_SLICE: Duration = Duration::from_millis(10);
@@ -40,8 +56,12 @@ const TIME_SLICE: Duration = Duration::from_millis(10);
 const HAND_OFF_AFTER: Duration = Duration::from_millis(20);
 /// How late a busy worker's timer must be before sysmon fires it instead.
 const OVERDUE_NS: u64 = 200_000;
-/// How long before a hog is reported.
+/// How much CPU time a task must have used in one slice to be reported as a hog.
 const REPORT_AFTER: Duration = Duration::from_millis(50);
+/// How long a task must have kept its worker's thread asleep in the kernel (a std lock held
+/// across a suspension, a blocking system call) to be reported as blocking it: long enough
+/// that no ordinary lock contention or page fault gets there.
+const BLOCKED_REPORT_AFTER: Duration = Duration::from_secs(1);
 const MIN_DELAY: Duration = Duration::from_micros(20);
 const MAX_DELAY: Duration = Duration::from_millis(10);
 /// How long without an IO poll before sysmon polls (Go's sysmon: 10 ms).
@@ -89,6 +109,7 @@ impl Sysmon {
 
 /// Starts sysmon for `shared`. It holds the runtime until `Sysmon::stop`.
 pub(crate) fn start(shared: &Arc<Shared>) -> std::io::Result<()> {
+    install_panic_hook();
     let shared_for_thread = shared.clone();
     let name = format!("{}-sysmon", shared.config.thread_name);
     let thread = std::thread::Builder::new().name(name).spawn(move || {
@@ -129,7 +150,10 @@ fn is_quiet(shared: &Shared) -> bool {
 struct Watch {
     delay: Duration,
     quiet: u32,
-    seen: Vec<Seen>,
+    /// Ticks so far: with [`Slice::preempt_requested_at`], "still the same task one tick
+    /// after the preempt flag was set".
+    tick: u64,
+    slices: Vec<Slice>,
     /// When work was last handed off: at most one hand-off per time slice, so a woken or
     /// started worker has time to take the work before another is started.
     last_hand_off: Option<Instant>,
@@ -138,11 +162,42 @@ struct Watch {
     polls_since: Instant,
 }
 
+/// What sysmon knows about the time slice a worker is in.
 #[derive(Clone, Copy)]
-struct Seen {
+struct Slice {
+    /// The worker's `slices()` count when this slice was first seen.
     ticks: u64,
+    /// When it was first seen (wall clock).
     since: Instant,
-    handled: bool,
+    /// The worker thread's CPU time when the slice was first seen to last longer than a
+    /// tick (read lazily, so that the many short slices cost no system call).
+    cpu_since: Option<u64>,
+    /// The sysmon tick at which the preempt flag was set for this slice.
+    preempt_requested_at: Option<u64>,
+    /// Since when the thread has been seen asleep in the kernel at every look (reset by a
+    /// look that finds it runnable).
+    blocked_since: Option<Instant>,
+    /// Whether the hog was reported (once per slice).
+    reported: bool,
+}
+
+impl Slice {
+    fn new(ticks: u64, now: Instant) -> Slice {
+        Slice {
+            ticks,
+            since: now,
+            cpu_since: None,
+            preempt_requested_at: None,
+            blocked_since: None,
+            reported: false,
+        }
+    }
+
+    /// CPU time the worker's thread has used since the slice was first seen stuck.
+    fn cpu_used(&self, remote: &Remote) -> Option<Duration> {
+        let used = remote.clock.cpu_ns()?.checked_sub(self.cpu_since?)?;
+        Some(Duration::from_nanos(used))
+    }
 }
 
 impl Default for Watch {
@@ -150,7 +205,8 @@ impl Default for Watch {
         Watch {
             delay: MIN_DELAY,
             quiet: 0,
-            seen: Vec::new(),
+            tick: 0,
+            slices: Vec::new(),
             last_hand_off: None,
             polls: 0,
             polls_since: Instant::now(),
@@ -185,15 +241,9 @@ impl Watch {
 
     fn tick(&mut self, shared: &Arc<Shared>) {
         let now = Instant::now();
-        if self.seen.len() != shared.workers.len() {
-            self.seen = vec![
-                Seen {
-                    ticks: u64::MAX,
-                    since: now,
-                    handled: false
-                };
-                shared.workers.len()
-            ];
+        self.tick += 1;
+        if self.slices.len() != shared.workers.len() {
+            self.slices = vec![Slice::new(u64::MAX, now); shared.workers.len()];
         }
         let mut acted = self.poll_io_if_starved(shared, now);
         // A worker busy with one long task reads the clock only between tasks: fire its due
@@ -210,42 +260,55 @@ impl Watch {
                 acted |= shared.fire_timers(index, runtime_now) > 0;
             }
         }
+        // Workers stuck long enough that a spare would help (see `spare_would_help`), and
+        // whether work waits behind a stuck worker (`Some`), behind one that a spare helps
+        // (`Some(true)`).
+        let mut stuck = 0;
+        let mut hand_off: Option<bool> = None;
         for (index, remote) in shared.workers.iter().enumerate() {
             let status = remote.status.load(Ordering::Acquire);
             let ticks = remote.slices();
-            let seen = &mut self.seen[index];
-            if status == STATUS_IDLE || ticks != seen.ticks {
-                *seen = Seen {
-                    ticks,
-                    since: now,
-                    handled: false,
-                };
+            let slice = &mut self.slices[index];
+            if status == STATUS_IDLE || ticks != slice.ticks {
+                *slice = Slice::new(ticks, now);
                 continue;
             }
-            let stuck_for = now - seen.since;
+            if slice.cpu_since.is_none() {
+                slice.cpu_since = remote.clock.cpu_ns();
+            }
+            let stuck_for = now - slice.since;
             let work_waiting = remote.has_stealable_work() || !shared.inject.is_empty();
             match status {
                 STATUS_RUNNING if stuck_for >= TIME_SLICE => {
                     remote.preempt.store(true, Ordering::Relaxed);
-                    if stuck_for >= REPORT_AFTER && !seen.handled {
-                        seen.handled = true;
-                        if shared.config.hog_report {
-                            report_hog(shared, index, stuck_for);
+                    // The tick of the request: a task still in this slice at a later tick
+                    // has not answered it (where a signal to its thread can follow).
+                    slice.preempt_requested_at.get_or_insert(self.tick);
+                    if stuck_for >= REPORT_AFTER && !slice.reported {
+                        slice.reported = report_if_hog(shared, index, slice, stuck_for);
+                    }
+                    if stuck_for >= HAND_OFF_AFTER {
+                        let helps = spare_would_help(remote, slice, now);
+                        stuck += usize::from(helps);
+                        if work_waiting {
+                            hand_off = Some(helps || hand_off == Some(true));
                         }
                     }
-                    if stuck_for >= HAND_OFF_AFTER && work_waiting && self.may_hand_off(now) {
-                        acted |= hand_off(shared);
-                    }
                 }
-                STATUS_BLOCKING
-                    if stuck_for >= self.delay.max(MIN_DELAY)
-                        && work_waiting
-                        && self.may_hand_off(now) =>
-                {
-                    acted |= hand_off(shared);
+                STATUS_BLOCKING if stuck_for >= self.delay.max(MIN_DELAY) => {
+                    stuck += 1;
+                    if work_waiting {
+                        hand_off = Some(true);
+                    }
                 }
                 _ => {}
             }
+        }
+        if let Some(spare_helps) = hand_off
+            && self.may_hand_off(now)
+        {
+            let spares_allowed = spare_helps && active_spares(shared) < stuck;
+            acted |= hand_off_work(shared, spares_allowed);
         }
         if acted {
             self.quiet = 0;
@@ -259,9 +322,42 @@ impl Watch {
     }
 }
 
-/// Gets someone to steal work stuck behind a hogging or blocked worker. Never with one
-/// worker: `workers(1)` promises a single thread (the 1:N model, with its known weakness).
-fn hand_off(shared: &Arc<Shared>) -> bool {
+/// Whether a spare thread should take over from `remote`, which has run one task for a whole
+/// hand-off period of wall-clock time: yes if its thread verifiably holds a CPU with that
+/// task (it used a whole time slice of CPU time in it: a hog) or is asleep in the kernel (a
+/// blocking system call or lock) for a time slice, so that the spare does not compete with it; no while
+/// neither is known — the thread may merely be waiting for a CPU, and a spare would be one
+/// more thread waiting with it. That was the spiral issue 11 found: a spawning loop counted
+/// as stuck, the hand-offs started all eight spares of a 2-CPU runtime, the ten threads
+/// crowded each other out, every crowded worker looked stuck, and innocent coroutines were
+/// reported as hogs "on worker 7".
+fn spare_would_help(remote: &Remote, slice: &mut Slice, now: Instant) -> bool {
+    if slice.cpu_used(remote).is_some_and(|cpu| cpu >= TIME_SLICE) {
+        return true;
+    }
+    if remote.clock.state() != Some(ThreadState::Blocked) {
+        slice.blocked_since = None;
+        return false;
+    }
+    // Asleep at two looks a time slice apart, not once: a worker waiting a moment for a lock
+    // whose holder the kernel descheduled is asleep too, and needs no spare.
+    let since = *slice.blocked_since.get_or_insert(now);
+    now - since >= TIME_SLICE
+}
+
+/// Spare workers looking for or running work now.
+fn active_spares(shared: &Shared) -> usize {
+    shared.workers[shared.config.workers..]
+        .iter()
+        // Relaxed: a count for a heuristic; `activate_spare` does the real claiming.
+        .filter(|remote| remote.active.load(Ordering::Relaxed))
+        .count()
+}
+
+/// Gets someone to steal work stuck behind a hogging or blocked worker: a parked worker, or,
+/// if `spare` allows, a spare one. Never with one worker: `workers(1)` promises a single
+/// thread (the 1:N model, with its known weakness).
+fn hand_off_work(shared: &Arc<Shared>, spare: bool) -> bool {
     if shared.config.workers == 1 {
         return false;
     }
@@ -270,33 +366,124 @@ fn hand_off(shared: &Arc<Shared>) -> bool {
     }
     if let Some(index) = shared.idle.worker_to_notify() {
         shared.workers[index].unparker.unpark(&shared.driver);
-    } else if !shared.activate_spare() {
+    } else if !spare || !shared.activate_spare() {
         return false;
     }
     shared.metrics.handoffs.fetch_add(1, Ordering::Relaxed);
     true
 }
 
-fn report_hog(shared: &Shared, index: usize, stuck_for: Duration) {
+/// Marks the time slice the calling thread's task is in as panicking: sysmon does not report
+/// it (printing a panic's backtrace can take longer than `REPORT_AFTER` of CPU time). Called
+/// from corio's panic hook; a no-op off corio's workers.
+pub(crate) fn note_panic() {
+    super::context::with_worker(|worker| {
+        if let Some(worker) = worker {
+            let remote = &worker.shared().workers[worker.index()];
+            remote.panicked_in.store(remote.slices(), Ordering::Relaxed);
+        }
+    });
+}
+
+/// Installs, once per process, a panic hook that calls [`note_panic`] and then the hook that
+/// was installed before it (the default one prints the message and backtrace). A hook the
+/// program installs later replaces it; then a panicking task's slice may be reported again.
+pub(crate) fn install_panic_hook() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            note_panic();
+            previous(info);
+        }));
+    });
+}
+
+/// Reports the task of worker `index` if it really held the worker's thread: for
+/// `REPORT_AFTER` of the thread's CPU time (wall-clock time counts the time the kernel ran
+/// other threads), or for `BLOCKED_REPORT_AFTER` with the thread asleep in the kernel (a
+/// thread waiting for a CPU is not held by its task); not while it panicked, and only while it
+/// is still a task (between tasks the time is the scheduler's). Whether it is done with this
+/// slice.
+fn report_if_hog(shared: &Shared, index: usize, slice: &Slice, stuck_for: Duration) -> bool {
+    let remote = &shared.workers[index];
+    if remote.panicked_in.load(Ordering::Relaxed) == slice.ticks {
+        return true; // the panic hook runs, and then the task unwinds: never a hog
+    }
+    let Some(cpu) = slice.cpu_used(remote) else {
+        return true; // no clock to tell: say nothing rather than guess
+    };
+    let held = if cpu >= REPORT_AFTER {
+        Held::Running(cpu)
+    } else if stuck_for >= BLOCKED_REPORT_AFTER
+        && remote.clock.state() == Some(ThreadState::Blocked)
+    {
+        Held::Blocked(stuck_for)
+    } else {
+        return false;
+    };
+    if shared.config.hog_report {
+        report_hog(shared, index, held);
+    }
+    true
+}
+
+/// How a task held its worker's thread.
+enum Held {
+    /// It ran for this much CPU time.
+    Running(Duration),
+    /// The thread has been asleep in the kernel for this long.
+    Blocked(Duration),
+}
+
+/// How a worker is named to users: a spare thread's index is beyond the worker count.
+fn worker_label(shared: &Shared, index: usize) -> String {
+    let workers = shared.config.workers;
+    if index < workers {
+        format!("worker {index}")
+    } else {
+        format!(
+            "spare worker {index} (a thread sysmon started to run work stuck behind a hog or \
+             a blocking call; workers 0-{} are the runtime's own)",
+            workers - 1
+        )
+    }
+}
+
+fn report_hog(shared: &Shared, index: usize, held: Held) {
     let remote = &shared.workers[index];
     let id = remote.current_id.load(Ordering::Relaxed);
     let mut name = None;
     let mut stackful = false;
-    let mut at = String::from("?");
+    let mut at = None;
     // The task is alive while it is in the owned list, whose lock we hold while reading it.
     shared.owned.for_each(|h| {
         if h.id == id {
             name = h.name.clone();
             stackful = matches!(h.kind, crate::task::core::Kind::Stackful { .. });
-            at = h.location.to_string();
+            at = Some(h.location.to_string());
         }
     });
+    let Some(at) = at else {
+        return; // the task has finished: the worker is between tasks
+    };
     let kind = if stackful { "coroutine" } else { "task" };
     let name = name.as_deref().unwrap_or("<unnamed>");
+    let (how, hint) = match held {
+        Held::Running(cpu) => (
+            format!("has run for {} ms of CPU time", cpu.as_millis()),
+            "",
+        ),
+        Held::Blocked(wall) => (
+            format!("has blocked the thread for {} ms", wall.as_millis()),
+            " (asleep in the kernel: a std lock held across a suspension, or a blocking call \
+             that belongs in corio::blocking or spawn_blocking?)",
+        ),
+    };
     eprintln!(
-        "corio: {kind} '{name}' (id {id}, spawned at {at}) has run for {} ms on worker {index} \
-         without yielding; work queued behind it is moved to other workers \
+        "corio: {kind} '{name}' (id {id}, spawned at {at}) {how} on {} without yielding{hint}; \
+         work queued behind it is moved to other workers \
          (this report: Builder::hog_report(false) or CORIO_HOG_REPORT=0 turns it off)",
-        stuck_for.as_millis()
+        worker_label(shared, index),
     );
 }

@@ -17,6 +17,7 @@ use super::Shared;
 use super::context;
 use super::park::Unparker;
 use super::sched::queue::{self, Local, Steal};
+use super::thread_clock::ThreadClock;
 use crate::task::core::RunResult;
 use crate::task::raw::{Notified, Running};
 use crate::time::heap::TimerHeap;
@@ -80,6 +81,13 @@ pub(crate) struct Remote {
     pub(crate) started: AtomicBool,
     /// For spares: whether sysmon wants it to look for work.
     pub(crate) active: AtomicBool,
+    /// The worker's thread and its CPU clock, for sysmon (`thread_clock.rs`).
+    pub(crate) clock: ThreadClock,
+    /// The time slice (`slices()`) in which a task of this worker last panicked, set by
+    /// corio's panic hook (`sysmon::note_panic`): sysmon does not report that slice, as the
+    /// time it takes to print a panic (a backtrace can take longer than a report's threshold)
+    /// is not a hog's. Costs the task path nothing: a new slice simply differs.
+    pub(crate) panicked_in: AtomicU64,
 }
 
 impl Remote {
@@ -113,6 +121,8 @@ impl Remote {
             spare,
             started: AtomicBool::new(false),
             active: AtomicBool::new(false),
+            clock: ThreadClock::new(),
+            panicked_in: AtomicU64::new(u64::MAX),
         }
     }
 
@@ -276,11 +286,13 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
     };
     {
         let _worker = context::enter_worker(&ctx);
+        ctx.remote().clock.set_current();
         ctx.remote().status.store(STATUS_RUNNING, Ordering::Release);
         // sysmon may have gone to sleep seeing every worker idle before this one started.
         ctx.shared.sysmon.wake_if_sleeping();
         ctx.run_loop();
         ctx.shut_down();
+        ctx.remote().clock.clear();
         ctx.remote().status.store(STATUS_IDLE, Ordering::Release);
     }
     ctx.shared.worker_exited();
