@@ -144,6 +144,12 @@ impl<T: AsRawFd> Source<T> {
             Ok(registration) => &registration.io,
             Err(e) => return Poll::Ready(Err(e)),
         };
+        // The coop budget (tokio's `coop::poll_proceed`): a socket that is always ready (a
+        // pipelining client, a fast sender) must not let one task hold its worker.
+        if !context::budget_proceed() {
+            cx.waker().wake_by_ref();
+            return Poll::Pending;
+        }
         loop {
             let state = match self.attempt(io, dir, &mut op, &drained) {
                 Ok(result) => return Poll::Ready(result),
@@ -255,7 +261,10 @@ impl<T: AsRawFd> Source<T> {
             Here::Stackful(_) => {
                 // A registered socket that is ready completes here, without building and
                 // polling a future under `block_on` (most writes, and reads after a wake-up).
-                if self.check_open().is_ok()
+                // It takes a unit of the coop budget as the future would; with none left, the
+                // slow path below yields first (`block_on`'s preemption point).
+                if context::budget_proceed()
+                    && self.check_open().is_ok()
                     && let Some(registration) = self.registration.get()
                     && let Ok(result) = self.attempt(&registration.io, dir, &mut op, &drained)
                 {
