@@ -361,6 +361,7 @@ where
         }
     }
 
+    #[inline]
     fn resume(
         &mut self,
         header: &Header,
