@@ -77,16 +77,48 @@ mod word {
         ".popsection",
     );
 
+    /// The word's offset from the thread pointer: the same for every thread (it is fixed when
+    /// the program is linked or loaded), so this block is `pure` and `nomem`: the compiler may compute it
+    /// once and keep it, even across a switch, which saves reloading it at every access. Only
+    /// the `%fs`-relative access (`get_at`/`set_at`) must be done afresh each time.
     #[inline(always)]
-    pub(super) fn get() -> u64 {
-        let value: u64;
-        // SAFETY: reads the calling thread's copy of the 8-byte, 8-aligned thread-local defined
-        // above, at its thread-pointer offset from the GOT; no other memory is touched.
+    pub(super) fn offset() -> usize {
+        let off: usize;
+        // SAFETY: reads the GOT entry the linker (or loader) filled with the word's
+        // thread-pointer offset; it never changes after start-up.
         unsafe {
             asm!(
                 "mov {off}, qword ptr [rip + corio_context_local_word_v1@GOTTPOFF]",
+                off = out(reg) off,
+                // `nomem`: the GOT entry is constant once the program runs, so the compiler
+                // may treat the result as a function of nothing.
+                options(nostack, preserves_flags, pure, nomem),
+            );
+        }
+        off
+    }
+
+    #[inline(always)]
+    pub(super) fn get() -> u64 {
+        get_at(offset())
+    }
+
+    #[inline(always)]
+    pub(super) fn set(value: u64) {
+        set_at(offset(), value)
+    }
+
+    /// Reads the calling thread's word; `off` must come from [`offset`].
+    #[inline(always)]
+    pub(super) fn get_at(off: usize) -> u64 {
+        let value: u64;
+        // SAFETY: `off` is the word's thread-pointer offset (from `offset`): this reads the
+        // calling thread's copy of the 8-byte, 8-aligned thread-local defined above, and no
+        // other memory.
+        unsafe {
+            asm!(
                 "mov {value}, qword ptr fs:[{off}]",
-                off = out(reg) _,
+                off = in(reg) off,
                 value = lateout(reg) value,
                 options(nostack, preserves_flags, readonly),
             );
@@ -94,15 +126,15 @@ mod word {
         value
     }
 
+    /// Writes the calling thread's word; `off` must come from [`offset`].
     #[inline(always)]
-    pub(super) fn set(value: u64) {
-        // SAFETY: writes the calling thread's copy of the thread-local defined above; only this
-        // module touches it, and a thread's copy only from that thread.
+    pub(super) fn set_at(off: usize, value: u64) {
+        // SAFETY: writes the calling thread's copy of the thread-local defined above (`off` is
+        // its offset); only this module touches it, and a thread's copy only from that thread.
         unsafe {
             asm!(
-                "mov {off}, qword ptr [rip + corio_context_local_word_v1@GOTTPOFF]",
                 "mov qword ptr fs:[{off}], {value}",
-                off = out(reg) _,
+                off = in(reg) off,
                 value = in(reg) value,
                 options(nostack, preserves_flags),
             );

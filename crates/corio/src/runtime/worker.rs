@@ -9,6 +9,7 @@
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
+use std::ptr;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -249,6 +250,9 @@ struct Core {
 pub(crate) struct WorkerCtx {
     index: usize,
     shared: Arc<Shared>,
+    /// `&shared.workers[index]`, computed once: the run path reads it several times per task,
+    /// and each indexing is a load, a bounds check and an address computation.
+    remote: *const Remote,
     core: RefCell<Core>,
     /// Set while this worker fires timers: the tasks they wake go to the back of the run
     /// queue, where others can steal them, not to the next-task slot — a slot the worker may
@@ -266,8 +270,10 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
         .unwrap_or_else(|e| e.into_inner())
         .take();
     let Some(run_queue) = run_queue else { return };
+    let remote = ptr::from_ref(&shared.workers[index]);
     let ctx = WorkerCtx {
         index,
+        remote,
         firing: std::cell::Cell::new(false),
         searching: std::cell::Cell::new(false),
         core: RefCell::new(Core {
@@ -311,7 +317,9 @@ impl WorkerCtx {
 
     #[inline]
     fn remote(&self) -> &Remote {
-        &self.shared.workers[self.index]
+        // SAFETY: `remote` points into `self.shared.workers`, which the `Arc` in `self` keeps
+        // alive and never resizes (set once in `run`).
+        unsafe { &*self.remote }
     }
 
     /// Runs `f` (which fires timers) with timer wake-ups sent to the run queue.

@@ -124,19 +124,24 @@ impl StackfulCtx {
     pub(crate) fn yield_now(&self) {
         // Refuse a nested coroutine before leaving any trace of the yield (a set flag or a
         // wake would resume the task spuriously at its next real suspension).
-        self.check_own_stack();
+        let yielder = self.check_own_stack();
         if self.pinned {
             // Requeued by the worker as still running: no waker, no state transitions.
             self.yielded.set(true);
         } else {
             self.waker().wake_by_ref();
         }
-        self.suspend();
+        self.suspend_on(yielder);
     }
 
     #[inline]
     pub(crate) fn suspend(&self) {
-        let yielder = self.check_own_stack();
+        self.suspend_on(self.check_own_stack());
+    }
+
+    /// [`suspend`](Self::suspend) with the yielder `check_own_stack` returned.
+    #[inline]
+    fn suspend_on(&self, yielder: &Yielder<Signal, ()>) {
         if self.cancel_requested.get() {
             self.raise_if_not_unwinding();
         }
@@ -356,6 +361,7 @@ where
         }
     }
 
+    #[inline]
     fn resume(
         &mut self,
         header: &Header,
