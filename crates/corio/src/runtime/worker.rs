@@ -17,6 +17,7 @@ use super::Shared;
 use super::context;
 use super::park::Unparker;
 use super::sched::queue::{self, Local, Steal};
+use super::sched::slot::SpawnSlot;
 use crate::task::core::RunResult;
 use crate::task::raw::{Notified, Running};
 use crate::time::heap::TimerHeap;
@@ -53,6 +54,9 @@ pub(crate) const STATUS_BLOCKING: u8 = 2;
 /// The parts of a worker other threads may touch.
 pub(crate) struct Remote {
     pub(crate) steal: Steal<Notified>,
+    /// The task this worker spawned last: run next here, stolen only after a grace period
+    /// (`sched/slot.rs`).
+    pub(crate) spawned: SpawnSlot,
     /// The owner's end of the run queue, until the worker thread takes it.
     local: Mutex<Option<Local<Notified>>>,
     /// Pinned coroutines of this worker woken on other threads (and, at shutdown, started
@@ -99,6 +103,7 @@ impl Remote {
         let (local, steal) = queue::local();
         Remote {
             steal,
+            spawned: SpawnSlot::new(),
             local: Mutex::new(Some(local)),
             inbox: Mutex::new(Vec::new()),
             inbox_len: AtomicUsize::new(0),
@@ -141,7 +146,7 @@ impl Remote {
 
     /// Work queued on this worker that another could run (for parking decisions).
     pub(crate) fn has_stealable_work(&self) -> bool {
-        !self.steal.is_empty()
+        !self.steal.is_empty() || !self.spawned.is_empty()
     }
 
     /// Drops whatever is still queued here (shutdown); pending timers go to the fallback timer
@@ -159,6 +164,7 @@ impl Remote {
                 Runnable::Running(task) => task.leak(),
             }
         }
+        drop(self.spawned.take());
         if let Some(mut local) = self.local.lock().unwrap_or_else(|e| e.into_inner()).take() {
             while let Some(task) = local.pop() {
                 drop(task);
@@ -276,6 +282,7 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
     };
     {
         let _worker = context::enter_worker(&ctx);
+        ctx.remote().spawned.register_owner();
         ctx.remote().status.store(STATUS_RUNNING, Ordering::Release);
         // sysmon may have gone to sleep seeing every worker idle before this one started.
         ctx.shared.sysmon.wake_if_sleeping();
@@ -383,29 +390,37 @@ impl WorkerCtx {
             }
             core = self.core.borrow_mut();
         }
-        if let Some(task) = core.next.take() {
-            if core.lifo_polls != SLICE_OVER {
+        if core.lifo_polls != SLICE_OVER {
+            // The spawn slot (others may steal from it after a grace period: it goes first),
+            // else the next-task slot. A task run from either inherits the slice.
+            if let Some(task) = remote.spawned.take().or_else(|| core.next.take()) {
                 core.lifo_polls += 1;
                 // Owner only: a plain store is enough (sysmon only reads).
                 let inherited = remote.inherited.load(Ordering::Relaxed);
                 remote.inherited.store(inherited + 1, Ordering::Relaxed);
                 return Some(Runnable::Notified(task));
             }
+        } else if let Some(task) = core.next.take() {
+            // The slice is over: the queues go first. The spawn slot's task stays where it is
+            // and queues behind the run queue (below).
             self.push_back(&mut core, task);
         }
         core.lifo_polls = 0;
         // Alternate by pick, not by round: with the round's parity, a next-task chain of a
         // fixed length landed every pick on the same queue (issue 8, bug 5).
         core.pinned_first = !core.pinned_first;
-        let task = if core.pinned_first {
-            core.pinned
-                .pop_front()
-                .or_else(|| core.run_queue.pop().map(Runnable::Notified))
-        } else {
+        // Here the spawn slot's task (still there only if the slice is over) counts as the
+        // back of the run queue, without being moved there, where a thief could take it at once.
+        let movable = |core: &mut Core| {
             core.run_queue
                 .pop()
+                .or_else(|| remote.spawned.take())
                 .map(Runnable::Notified)
-                .or_else(|| core.pinned.pop_front())
+        };
+        let task = if core.pinned_first {
+            core.pinned.pop_front().or_else(|| movable(&mut core))
+        } else {
+            movable(&mut core).or_else(|| core.pinned.pop_front())
         };
         if task.is_some() {
             return task;
@@ -500,6 +515,31 @@ impl WorkerCtx {
         }
     }
 
+    /// Puts a task spawned on this worker in its spawn slot if that is empty (`sched/slot.rs`),
+    /// else at the back of the run queue, where others may steal it at once.
+    pub(crate) fn schedule_spawned(&self, task: Notified) {
+        if !task.is_movable() {
+            // A local task: pinned here from birth, it queues as before.
+            self.schedule_local(task, true);
+            return;
+        }
+        if self.shared.is_shutdown() {
+            return; // dropped: shutdown cancels it through the owned list
+        }
+        if let Err(task) = self.remote().spawned.put(task) {
+            match self.core.try_borrow_mut() {
+                Ok(mut core) => core.run_queue.push_back(task, &self.shared.inject),
+                // Spawned from inside the scheduler itself: the slow, always-correct path.
+                Err(_) => {
+                    self.shared.schedule_remote(task);
+                    return;
+                }
+            }
+        }
+        // Work others could steal appeared: in the run queue now, in the slot after the grace.
+        self.shared.notify_work();
+    }
+
     /// Step 5: steal, take from the global queue, run others' due timers.
     fn search(&self) -> Option<Runnable> {
         let shared = &self.shared;
@@ -538,7 +578,25 @@ impl WorkerCtx {
         if self.firing_timers(|| shared.fire_all_timers()) > 0 {
             return self.next_task();
         }
-        None
+        self.steal_spawned(start)
+    }
+
+    /// The last resort of step 5: a task left in another worker's spawn slot while that
+    /// worker ran for a grace period (Go's `runqgrab` stealing `runnext` after `usleep(3)`).
+    #[cold]
+    fn steal_spawned(&self, start: usize) -> Option<Runnable> {
+        let shared = &self.shared;
+        let n = shared.workers.len();
+        let task = (0..n)
+            .map(|i| (start + i) % n)
+            .filter(|&v| v != self.index && !shared.workers[v].spawned.is_empty())
+            .find_map(|v| {
+                let other_work =
+                    || !shared.workers[v].steal.is_empty() || !shared.inject.is_empty();
+                shared.workers[v].spawned.steal_after_grace(other_work)
+            })?;
+        shared.metrics.steals.fetch_add(1, Ordering::Relaxed);
+        Some(Runnable::Notified(task))
     }
 
     fn take_global(&self) -> Option<Notified> {
@@ -598,6 +656,7 @@ impl WorkerCtx {
         {
             let core = self.core.borrow();
             if core.next.is_some()
+                || !remote.spawned.is_empty()
                 || !core.pinned.is_empty()
                 || !core.yielded.is_empty()
                 || !core.run_queue.is_empty()
@@ -649,10 +708,13 @@ impl WorkerCtx {
     /// Flushes the next-task slot into the run queue so others can steal it while this
     /// worker blocks (`corio::blocking`).
     pub(crate) fn enter_blocking(&self) {
-        if let Ok(mut core) = self.core.try_borrow_mut()
-            && let Some(task) = core.next.take()
-        {
-            self.push_back(&mut core, task);
+        if let Ok(mut core) = self.core.try_borrow_mut() {
+            if let Some(task) = core.next.take() {
+                self.push_back(&mut core, task);
+            }
+            if let Some(task) = self.remote().spawned.take() {
+                self.push_back(&mut core, task);
+            }
         }
         self.remote()
             .status
@@ -714,6 +776,7 @@ impl WorkerCtx {
             )
         };
         drop((yielded, pinned));
+        drop(self.remote().spawned.take());
         let mut core = self.core.borrow_mut();
         while let Some(task) = core.run_queue.pop() {
             drop(task);
