@@ -390,10 +390,19 @@ impl WorkerCtx {
             }
             core = self.core.borrow_mut();
         }
-        if core.lifo_polls != SLICE_OVER {
+        let slice_over = core.lifo_polls == SLICE_OVER;
+        if !slice_over {
             // The spawn slot (others may steal from it after a grace period: it goes first),
-            // else the next-task slot. A task run from either inherits the slice.
-            if let Some(task) = remote.spawned.take().or_else(|| core.next.take()) {
+            // else the next-task slot. A task run from either inherits the slice. A spawned
+            // task counts as a pick from the run queue, where spawns used to go, for the
+            // alternation below: `rt_fairness`'s ping-pong pairs starved a pair not yet started
+            // in the run queue in 1 run of 4 when it did not (the alternation has phases in
+            // which one queue gets every pick).
+            let spawned = remote.spawned.take();
+            if spawned.is_some() {
+                core.pinned_first = !core.pinned_first;
+            }
+            if let Some(task) = spawned.or_else(|| core.next.take()) {
                 core.lifo_polls += 1;
                 // Owner only: a plain store is enough (sysmon only reads).
                 let inherited = remote.inherited.load(Ordering::Relaxed);
@@ -409,12 +418,13 @@ impl WorkerCtx {
         // Alternate by pick, not by round: with the round's parity, a next-task chain of a
         // fixed length landed every pick on the same queue (issue 8, bug 5).
         core.pinned_first = !core.pinned_first;
-        // Here the spawn slot's task (still there only if the slice is over) counts as the
-        // back of the run queue, without being moved there, where a thief could take it at once.
+        // Here the spawn slot's task (still there only if the slice is over: only this worker
+        // fills the slot) counts as the back of the run queue, without being moved there, where
+        // a thief could take it at once.
         let movable = |core: &mut Core| {
             core.run_queue
                 .pop()
-                .or_else(|| remote.spawned.take())
+                .or_else(|| slice_over.then(|| remote.spawned.take()).flatten())
                 .map(Runnable::Notified)
         };
         let task = if core.pinned_first {
