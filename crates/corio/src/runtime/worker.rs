@@ -229,6 +229,9 @@ struct Core {
     pinned_first: bool,
     /// Started coroutines pinned here, woken.
     pinned: VecDeque<Runnable>,
+    /// Whether the spawn slot may hold a task (set when this worker fills it; a thief may
+    /// have emptied it since). Spares the loop an atomic load of the slot on every round.
+    spawn_slot_used: bool,
     /// Pinned coroutines that yielded, still RUNNING (see `raw::Running`): they run after
     /// everything else runnable here, as Go's `Gosched` puts a goroutine behind the local
     /// queue, except every 61st round (step 1), so a busy run queue cannot starve them.
@@ -272,6 +275,7 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
             lifo_polls: 0,
             pinned_first: true,
             pinned: VecDeque::new(),
+            spawn_slot_used: false,
             yielded: VecDeque::new(),
             tick: 0,
             global_countdown: GLOBAL_POLL_INTERVAL,
@@ -390,18 +394,14 @@ impl WorkerCtx {
             }
             core = self.core.borrow_mut();
         }
-        let slice_over = core.lifo_polls == SLICE_OVER;
-        if !slice_over {
+        if core.lifo_polls != SLICE_OVER {
             // The spawn slot (others may steal from it after a grace period: it goes first),
-            // else the next-task slot. A task run from either inherits the slice. A spawned
-            // task counts as a pick from the run queue, where spawns used to go, for the
-            // alternation below: `rt_fairness`'s ping-pong pairs starved a pair not yet started
-            // in the run queue in 1 run of 4 when it did not (the alternation has phases in
-            // which one queue gets every pick).
-            let spawned = remote.spawned.take();
-            if spawned.is_some() {
-                core.pinned_first = !core.pinned_first;
-            }
+            // else the next-task slot. A task run from either inherits the slice.
+            let spawned = if core.spawn_slot_used {
+                self.take_spawned(&mut core)
+            } else {
+                None
+            };
             if let Some(task) = spawned.or_else(|| core.next.take()) {
                 core.lifo_polls += 1;
                 // Owner only: a plain store is enough (sysmon only reads).
@@ -409,28 +409,34 @@ impl WorkerCtx {
                 remote.inherited.store(inherited + 1, Ordering::Relaxed);
                 return Some(Runnable::Notified(task));
             }
-        } else if let Some(task) = core.next.take() {
-            // The slice is over: the queues go first. The spawn slot's task stays where it is
-            // and queues behind the run queue (below).
-            self.push_back(&mut core, task);
+        } else {
+            if let Some(task) = core.next.take() {
+                self.push_back(&mut core, task);
+            }
+            if core.spawn_slot_used {
+                // The slice is over: the queues go first, with the spawn slot's task as the
+                // back of the run queue (not moved there, where a thief could take it at once).
+                core.lifo_polls = 0;
+                if let Some(task) = self.pick_after_slice_end(&mut core) {
+                    return Some(task);
+                }
+                drop(core);
+                return self.take_global().map(Runnable::Notified);
+            }
         }
         core.lifo_polls = 0;
         // Alternate by pick, not by round: with the round's parity, a next-task chain of a
         // fixed length landed every pick on the same queue (issue 8, bug 5).
         core.pinned_first = !core.pinned_first;
-        // Here the spawn slot's task (still there only if the slice is over: only this worker
-        // fills the slot) counts as the back of the run queue, without being moved there, where
-        // a thief could take it at once.
-        let movable = |core: &mut Core| {
+        let task = if core.pinned_first {
+            core.pinned
+                .pop_front()
+                .or_else(|| core.run_queue.pop().map(Runnable::Notified))
+        } else {
             core.run_queue
                 .pop()
-                .or_else(|| slice_over.then(|| remote.spawned.take()).flatten())
                 .map(Runnable::Notified)
-        };
-        let task = if core.pinned_first {
-            core.pinned.pop_front().or_else(|| movable(&mut core))
-        } else {
-            movable(&mut core).or_else(|| core.pinned.pop_front())
+                .or_else(|| core.pinned.pop_front())
         };
         if task.is_some() {
             return task;
@@ -440,6 +446,40 @@ impl WorkerCtx {
         }
         drop(core);
         self.take_global().map(Runnable::Notified)
+    }
+
+    /// Takes the spawn slot's task. It counts as a pick from the run queue, where spawns used
+    /// to go, for the alternation of step 3: without that, `rt_fairness`'s ping-pong pairs
+    /// starved a pair not yet started in the run queue in 1 run of 4 (the alternation has
+    /// phases in which one queue gets every pick).
+    fn take_spawned(&self, core: &mut Core) -> Option<Notified> {
+        core.spawn_slot_used = false;
+        let task = self.remote().spawned.take()?;
+        core.pinned_first = !core.pinned_first;
+        Some(task)
+    }
+
+    /// Step 3 after a slice ended with a task in the spawn slot: that task counts as the back
+    /// of the run queue.
+    #[cold]
+    #[inline(never)]
+    fn pick_after_slice_end(&self, core: &mut Core) -> Option<Runnable> {
+        core.pinned_first = !core.pinned_first;
+        let movable = |core: &mut Core| {
+            core.run_queue
+                .pop()
+                .or_else(|| {
+                    core.spawn_slot_used = false;
+                    self.remote().spawned.take()
+                })
+                .map(Runnable::Notified)
+        };
+        let task = if core.pinned_first {
+            core.pinned.pop_front().or_else(|| movable(core))
+        } else {
+            movable(core).or_else(|| core.pinned.pop_front())
+        };
+        task.or_else(|| core.yielded.pop_front().map(Runnable::Running))
     }
 
     /// The periodic part of step 1: the global queue every 61 rounds, the inbox, due timers
@@ -536,16 +576,16 @@ impl WorkerCtx {
         if self.shared.is_shutdown() {
             return; // dropped: shutdown cancels it through the owned list
         }
-        if let Err(task) = self.remote().spawned.put(task) {
-            match self.core.try_borrow_mut() {
-                Ok(mut core) => core.run_queue.push_back(task, &self.shared.inject),
-                // Spawned from inside the scheduler itself: the slow, always-correct path.
-                Err(_) => {
-                    self.shared.schedule_remote(task);
-                    return;
-                }
-            }
+        let Ok(mut core) = self.core.try_borrow_mut() else {
+            // Spawned from inside the scheduler itself: the slow, always-correct path.
+            self.shared.schedule_remote(task);
+            return;
+        };
+        match self.remote().spawned.put(task) {
+            Ok(()) => core.spawn_slot_used = true,
+            Err(task) => core.run_queue.push_back(task, &self.shared.inject),
         }
+        drop(core);
         // Work others could steal appeared: in the run queue now, in the slot after the grace.
         self.shared.notify_work();
     }
