@@ -1,4 +1,4 @@
-//! The spawn slot: one task a worker spawned last, run next by its spawner's worker, stolen by
+//! The spawn slot: one task a worker spawned, run next by its spawner's worker, stolen by
 //! others only after a grace period.
 //!
 //! # The problem
@@ -7,7 +7,7 @@
 //! worker that *starts* a new coroutine keeps it for life. When spawns went to the back of the
 //! spawner's run queue, an idle worker woken for them stole them before the spawner's worker got
 //! to them, and they stayed on the thief. In Go's prime sieve — main spawns each filter and at
-//! once blocks receiving from it — one filter in five ended up on the other thread of two, and
+//! once blocks receiving from it — up to 41 filters of 99 ended up on the other thread, and
 //! every number that crossed such a link in the chain was a cross-thread wake-up (futex, cold
 //! caches): the 2-worker sieve ran at half the speed of the 1-worker one.
 //!
@@ -25,14 +25,15 @@
 //! Unlike the next-task slot (owner-only, for wake-ups), this slot can be stolen, because a
 //! spawner that does not block — it computes, or spins waiting for the child — must not keep
 //! the child from an idle worker. A thief takes the task only if the *same* task is still there
-//! after a grace period ([`GRACE`]): Go's `runqgrab` sleeps 3 µs before stealing `runnext` from
-//! a running P, "to ensure pp isn't about to run the g we are about to steal". The slot is the
-//! last place a thief looks (after every run queue and the global queue).
+//! after its owner ran for a grace period ([`GRACE`] of the owner thread's CPU time): Go's
+//! `runqgrab` sleeps 3 µs before stealing `runnext` from a running P, "to ensure pp isn't about
+//! to run the g we are about to steal". The slot is the last place a thief looks (after every
+//! run queue and the global queue).
 //!
 //! A task run from the slot inherits the spawner's time slice, as one run from the next-task
 //! slot does (Go's `inheritTime`), so a chain of coroutines that each spawn the next and exit
-//! cannot starve the run queue: sysmon ends the slice after 10 ms and the slot's task goes to
-//! the back of the queue.
+//! cannot starve the run queue: sysmon ends the slice after 10 ms, and then the slot's task
+//! counts as the back of the run queue (`worker.rs`, `pick_after_slice_end`).
 //!
 //! # The protocol
 //!
