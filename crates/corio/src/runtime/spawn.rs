@@ -259,9 +259,9 @@ fn bind_and_schedule<B: Body>(
     match shared.owned.bind(task) {
         Ok(()) => match kind {
             Kind::Blocking => shared.blocking.push(shared, notified),
-            // A new task goes to the back of this worker's run queue (stealable, unlike the
-            // next-task slot, so that a fan-out spreads over idle workers at once), as a yield.
-            _ => shared.yield_task(notified),
+            // A new task goes to the spawning worker's spawn slot (`sched/slot.rs`): run there
+            // when the spawner blocks, stolen by others only after a grace period.
+            _ => schedule_spawned(shared, notified),
         },
         Err(task) => {
             // The runtime is shutting down: the task is cancelled without running.
@@ -270,4 +270,13 @@ fn bind_and_schedule<B: Body>(
         }
     }
     join
+}
+
+/// Queues a new task: the spawn slot of this runtime's worker the spawner runs on, else the
+/// global queue (or the home's inbox of a local task).
+fn schedule_spawned(shared: &Arc<Shared>, task: Notified) {
+    super::context::with_worker(|worker| match worker {
+        Some(w) if Arc::ptr_eq(w.shared(), shared) => w.schedule_spawned(task),
+        _ => shared.schedule_remote(task),
+    });
 }

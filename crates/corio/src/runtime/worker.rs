@@ -19,6 +19,7 @@ use super::context;
 use super::park::Unparker;
 use super::sched::queue::{self, Local, Steal};
 use super::thread_clock::ThreadClock;
+use super::sched::slot::SpawnSlot;
 use crate::task::core::RunResult;
 use crate::task::raw::{Notified, Running};
 use crate::time::heap::TimerHeap;
@@ -55,6 +56,9 @@ pub(crate) const STATUS_BLOCKING: u8 = 2;
 /// The parts of a worker other threads may touch.
 pub(crate) struct Remote {
     pub(crate) steal: Steal<Notified>,
+    /// The task this worker spawned last: run next here, stolen only after a grace period
+    /// (`sched/slot.rs`).
+    pub(crate) spawned: SpawnSlot,
     /// The owner's end of the run queue, until the worker thread takes it.
     local: Mutex<Option<Local<Notified>>>,
     /// Pinned coroutines of this worker woken on other threads (and, at shutdown, started
@@ -108,6 +112,7 @@ impl Remote {
         let (local, steal) = queue::local();
         Remote {
             steal,
+            spawned: SpawnSlot::new(),
             local: Mutex::new(Some(local)),
             inbox: Mutex::new(Vec::new()),
             inbox_len: AtomicUsize::new(0),
@@ -152,7 +157,7 @@ impl Remote {
 
     /// Work queued on this worker that another could run (for parking decisions).
     pub(crate) fn has_stealable_work(&self) -> bool {
-        !self.steal.is_empty()
+        !self.steal.is_empty() || !self.spawned.is_empty()
     }
 
     /// Drops whatever is still queued here (shutdown); pending timers go to the fallback timer
@@ -170,6 +175,7 @@ impl Remote {
                 Runnable::Running(task) => task.leak(),
             }
         }
+        drop(self.spawned.take());
         if let Some(mut local) = self.local.lock().unwrap_or_else(|e| e.into_inner()).take() {
             while let Some(task) = local.pop() {
                 drop(task);
@@ -234,6 +240,9 @@ struct Core {
     pinned_first: bool,
     /// Started coroutines pinned here, woken.
     pinned: VecDeque<Runnable>,
+    /// Whether the spawn slot may hold a task (set when this worker fills it; a thief may
+    /// have emptied it since). Spares the loop an atomic load of the slot on every round.
+    spawn_slot_used: bool,
     /// Pinned coroutines that yielded, still RUNNING (see `raw::Running`): they run after
     /// everything else runnable here, as Go's `Gosched` puts a goroutine behind the local
     /// queue, except every 61st round (step 1), so a busy run queue cannot starve them.
@@ -282,6 +291,7 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
             lifo_polls: 0,
             pinned_first: true,
             pinned: VecDeque::new(),
+            spawn_slot_used: false,
             yielded: VecDeque::new(),
             tick: 0,
             global_countdown: GLOBAL_POLL_INTERVAL,
@@ -293,6 +303,7 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
     {
         let _worker = context::enter_worker(&ctx);
         ctx.remote().clock.set_current();
+        ctx.remote().spawned.register_owner();
         ctx.remote().status.store(STATUS_RUNNING, Ordering::Release);
         // sysmon may have gone to sleep seeing every worker idle before this one started.
         ctx.shared.sysmon.wake_if_sleeping();
@@ -403,15 +414,35 @@ impl WorkerCtx {
             }
             core = self.core.borrow_mut();
         }
-        if let Some(task) = core.next.take() {
-            if core.lifo_polls != SLICE_OVER {
+        if core.lifo_polls != SLICE_OVER {
+            // The spawn slot (others may steal from it after a grace period: it goes first),
+            // else the next-task slot. A task run from either inherits the slice.
+            let spawned = if core.spawn_slot_used {
+                self.take_spawned(&mut core)
+            } else {
+                None
+            };
+            if let Some(task) = spawned.or_else(|| core.next.take()) {
                 core.lifo_polls += 1;
                 // Owner only: a plain store is enough (sysmon only reads).
                 let inherited = remote.inherited.load(Ordering::Relaxed);
                 remote.inherited.store(inherited + 1, Ordering::Relaxed);
                 return Some(Runnable::Notified(task));
             }
-            self.push_back(&mut core, task);
+        } else {
+            if let Some(task) = core.next.take() {
+                self.push_back(&mut core, task);
+            }
+            if core.spawn_slot_used {
+                // The slice is over: the queues go first, with the spawn slot's task as the
+                // back of the run queue (not moved there, where a thief could take it at once).
+                core.lifo_polls = 0;
+                if let Some(task) = self.pick_after_slice_end(&mut core) {
+                    return Some(task);
+                }
+                drop(core);
+                return self.take_global().map(Runnable::Notified);
+            }
         }
         core.lifo_polls = 0;
         // Alternate by pick, not by round: with the round's parity, a next-task chain of a
@@ -435,6 +466,40 @@ impl WorkerCtx {
         }
         drop(core);
         self.take_global().map(Runnable::Notified)
+    }
+
+    /// Takes the spawn slot's task. It counts as a pick from the run queue, where spawns used
+    /// to go, for the alternation of step 3: without that, `rt_fairness`'s ping-pong pairs
+    /// starved a pair not yet started in the run queue in 1 run of 4 (the alternation has
+    /// phases in which one queue gets every pick).
+    fn take_spawned(&self, core: &mut Core) -> Option<Notified> {
+        core.spawn_slot_used = false;
+        let task = self.remote().spawned.take()?;
+        core.pinned_first = !core.pinned_first;
+        Some(task)
+    }
+
+    /// Step 3 after a slice ended with a task in the spawn slot: that task counts as the back
+    /// of the run queue.
+    #[cold]
+    #[inline(never)]
+    fn pick_after_slice_end(&self, core: &mut Core) -> Option<Runnable> {
+        core.pinned_first = !core.pinned_first;
+        let movable = |core: &mut Core| {
+            core.run_queue
+                .pop()
+                .or_else(|| {
+                    core.spawn_slot_used = false;
+                    self.remote().spawned.take()
+                })
+                .map(Runnable::Notified)
+        };
+        let task = if core.pinned_first {
+            core.pinned.pop_front().or_else(|| movable(core))
+        } else {
+            movable(core).or_else(|| core.pinned.pop_front())
+        };
+        task.or_else(|| core.yielded.pop_front().map(Runnable::Running))
     }
 
     /// The periodic part of step 1: the global queue every 61 rounds, the inbox, due timers
@@ -520,6 +585,31 @@ impl WorkerCtx {
         }
     }
 
+    /// Puts a task spawned on this worker in its spawn slot if that is empty (`sched/slot.rs`),
+    /// else at the back of the run queue, where others may steal it at once.
+    pub(crate) fn schedule_spawned(&self, task: Notified) {
+        if !task.is_movable() {
+            // A local task: pinned here from birth, it queues as before.
+            self.schedule_local(task, true);
+            return;
+        }
+        if self.shared.is_shutdown() {
+            return; // dropped: shutdown cancels it through the owned list
+        }
+        let Ok(mut core) = self.core.try_borrow_mut() else {
+            // Spawned from inside the scheduler itself: the slow, always-correct path.
+            self.shared.schedule_remote(task);
+            return;
+        };
+        match self.remote().spawned.put(task) {
+            Ok(()) => core.spawn_slot_used = true,
+            Err(task) => core.run_queue.push_back(task, &self.shared.inject),
+        }
+        drop(core);
+        // Work others could steal appeared: in the run queue now, in the slot after the grace.
+        self.shared.notify_work();
+    }
+
     /// Step 5: steal, take from the global queue, run others' due timers.
     fn search(&self) -> Option<Runnable> {
         let shared = &self.shared;
@@ -558,7 +648,25 @@ impl WorkerCtx {
         if self.firing_timers(|| shared.fire_all_timers()) > 0 {
             return self.next_task();
         }
-        None
+        self.steal_spawned(start)
+    }
+
+    /// The last resort of step 5: a task left in another worker's spawn slot while that
+    /// worker ran for a grace period (Go's `runqgrab` stealing `runnext` after `usleep(3)`).
+    #[cold]
+    fn steal_spawned(&self, start: usize) -> Option<Runnable> {
+        let shared = &self.shared;
+        let n = shared.workers.len();
+        let task = (0..n)
+            .map(|i| (start + i) % n)
+            .filter(|&v| v != self.index && !shared.workers[v].spawned.is_empty())
+            .find_map(|v| {
+                let other_work =
+                    || !shared.workers[v].steal.is_empty() || !shared.inject.is_empty();
+                shared.workers[v].spawned.steal_after_grace(other_work)
+            })?;
+        shared.metrics.steals.fetch_add(1, Ordering::Relaxed);
+        Some(Runnable::Notified(task))
     }
 
     fn take_global(&self) -> Option<Notified> {
@@ -618,6 +726,7 @@ impl WorkerCtx {
         {
             let core = self.core.borrow();
             if core.next.is_some()
+                || !remote.spawned.is_empty()
                 || !core.pinned.is_empty()
                 || !core.yielded.is_empty()
                 || !core.run_queue.is_empty()
@@ -669,10 +778,13 @@ impl WorkerCtx {
     /// Flushes the next-task slot into the run queue so others can steal it while this
     /// worker blocks (`corio::blocking`).
     pub(crate) fn enter_blocking(&self) {
-        if let Ok(mut core) = self.core.try_borrow_mut()
-            && let Some(task) = core.next.take()
-        {
-            self.push_back(&mut core, task);
+        if let Ok(mut core) = self.core.try_borrow_mut() {
+            if let Some(task) = core.next.take() {
+                self.push_back(&mut core, task);
+            }
+            if let Some(task) = self.remote().spawned.take() {
+                self.push_back(&mut core, task);
+            }
         }
         self.remote()
             .status
@@ -734,6 +846,7 @@ impl WorkerCtx {
             )
         };
         drop((yielded, pinned));
+        drop(self.remote().spawned.take());
         let mut core = self.core.borrow_mut();
         while let Some(task) = core.run_queue.pop() {
             drop(task);

@@ -2,3 +2,4 @@
 
 pub(crate) mod inject;
 pub(crate) mod queue;
+pub(crate) mod slot;
