@@ -18,8 +18,8 @@ use super::Shared;
 use super::context;
 use super::park::Unparker;
 use super::sched::queue::{self, Local, Steal};
-use super::thread_clock::ThreadClock;
 use super::sched::slot::SpawnSlot;
+use super::thread_clock::ThreadClock;
 use crate::task::core::RunResult;
 use crate::task::raw::{Notified, Running};
 use crate::time::heap::TimerHeap;
@@ -303,7 +303,6 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
     {
         let _worker = context::enter_worker(&ctx);
         ctx.remote().clock.set_current();
-        ctx.remote().spawned.register_owner();
         ctx.remote().status.store(STATUS_RUNNING, Ordering::Release);
         // sysmon may have gone to sleep seeing every worker idle before this one started.
         ctx.shared.sysmon.wake_if_sleeping();
@@ -663,7 +662,9 @@ impl WorkerCtx {
             .find_map(|v| {
                 let other_work =
                     || !shared.workers[v].steal.is_empty() || !shared.inject.is_empty();
-                shared.workers[v].spawned.steal_after_grace(other_work)
+                shared.workers[v]
+                    .spawned
+                    .steal_after_grace(&shared.workers[v].clock, other_work)
             })?;
         shared.metrics.steals.fetch_add(1, Ordering::Relaxed);
         Some(Runnable::Notified(task))

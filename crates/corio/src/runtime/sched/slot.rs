@@ -50,8 +50,10 @@ use std::time::{Duration, Instant};
 
 use crate::task::core::Header;
 use crate::task::raw::Notified;
+use std::sync::atomic::AtomicPtr;
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
-use std::sync::atomic::{AtomicI32, AtomicPtr};
+
+use crate::runtime::thread_clock::ThreadClock;
 
 /// How much CPU time the slot's owner must have had, with the same task in its slot, before a
 /// thief takes that task. Go sleeps 3 µs (`usleep(3)`) of wall time; on a loaded machine the
@@ -74,45 +76,27 @@ const POLLS: u32 = 50;
 /// One spawned task, run next by its owner or stolen after [`GRACE`].
 pub(crate) struct SpawnSlot {
     task: AtomicPtr<Header>,
-    /// The owner thread's CPU-time clock (`clockid_t`), or [`NO_CLOCK`] before the owner
-    /// registered it (then the grace is wall time).
-    owner_clock: AtomicI32,
 }
-
-/// `owner_clock` before the owner thread registered its clock.
-const NO_CLOCK: i32 = i32::MIN;
 
 impl SpawnSlot {
     pub(crate) fn new() -> SpawnSlot {
         SpawnSlot {
             task: AtomicPtr::new(ptr::null_mut()),
-            owner_clock: AtomicI32::new(NO_CLOCK),
-        }
-    }
-
-    /// Records the calling thread as the slot's owner (its worker thread, at start).
-    pub(crate) fn register_owner(&self) {
-        if let Some(clock) = thread_cpu_clock() {
-            // Release: pairs with the Acquire in `owner_cpu_time`.
-            self.owner_clock.store(clock, Release);
-        }
-    }
-
-    /// The owner thread's CPU time in ns (`None`: unknown, or the thread has exited).
-    fn owner_cpu_time(&self) -> Option<u64> {
-        match self.owner_clock.load(Acquire) {
-            NO_CLOCK => None,
-            clock => cpu_time(clock),
         }
     }
 
     /// A thief's attempt: takes the slot's task once the same task has sat there while the
-    /// owner ran for [`GRACE`] of CPU time (or, without the owner's clock, for `GRACE`). Gives
+    /// owner ran for [`GRACE`] of CPU time (`owner`: its worker thread's clock; without a
+    /// reading, for `GRACE` of wall time). Gives
     /// up as soon as `other_work` says there is something else to steal (a spawning loop fills
     /// its run queue while its first task waits in the slot).
-    pub(crate) fn steal_after_grace(&self, other_work: impl Fn() -> bool) -> Option<Notified> {
+    pub(crate) fn steal_after_grace(
+        &self,
+        owner: &ThreadClock,
+        other_work: impl Fn() -> bool,
+    ) -> Option<Notified> {
         let seen = self.seen()?;
-        let start = self.owner_cpu_time();
+        let start = owner.cpu_ns();
         let wall = Instant::now();
         let moved_on = || self.seen() != Some(seen) || other_work();
         // Spin a little first: a spawner that blocks takes its child within a microsecond or
@@ -130,7 +114,7 @@ impl SpawnSlot {
             if moved_on() {
                 return None; // the owner took it, or there is other work first
             }
-            let graced = match (start, self.owner_cpu_time()) {
+            let graced = match (start, owner.cpu_ns()) {
                 (Some(start), Some(now)) => now.saturating_sub(start) >= GRACE.as_nanos() as u64,
                 _ => wall.elapsed() >= GRACE,
             };
@@ -200,24 +184,4 @@ impl Drop for SpawnSlot {
         // Releases the reference of a task never run (the runtime is gone).
         drop(self.take());
     }
-}
-
-/// The calling thread's CPU-time clock.
-fn thread_cpu_clock() -> Option<i32> {
-    let mut clock: libc::clockid_t = 0;
-    // SAFETY: `pthread_self()` is the calling thread, alive; `clock` is a valid out-pointer.
-    let rc = unsafe { libc::pthread_getcpuclockid(libc::pthread_self(), &mut clock) };
-    (rc == 0 && clock != NO_CLOCK).then_some(clock)
-}
-
-/// The CPU time of the thread whose clock is `clock`, in ns (`None` once it has exited).
-fn cpu_time(clock: i32) -> Option<u64> {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable `timespec`; an invalid or stale clock id is reported
-    // as an error, not undefined behaviour.
-    let rc = unsafe { libc::clock_gettime(clock, &mut ts) };
-    (rc == 0).then(|| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
 }
