@@ -80,6 +80,8 @@ pub(crate) struct Remote {
     pub(crate) started: AtomicBool,
     /// For spares: whether sysmon wants it to look for work.
     pub(crate) active: AtomicBool,
+    /// Signal preemption: this worker's thread and counters (`preempt.rs`).
+    pub(crate) preempt_signal: super::preempt::WorkerSlot,
 }
 
 impl Remote {
@@ -113,6 +115,7 @@ impl Remote {
             spare,
             started: AtomicBool::new(false),
             active: AtomicBool::new(false),
+            preempt_signal: Default::default(),
         }
     }
 
@@ -276,6 +279,7 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
     };
     {
         let _worker = context::enter_worker(&ctx);
+        let _preempt = super::preempt::register_worker(&ctx.remote().preempt_signal);
         ctx.remote().status.store(STATUS_RUNNING, Ordering::Release);
         // sysmon may have gone to sleep seeing every worker idle before this one started.
         ctx.shared.sysmon.wake_if_sleeping();
@@ -360,7 +364,12 @@ impl WorkerCtx {
             // does by putting a preempted goroutine on the global queue. The slice is over for
             // the task in the next-task slot too.
             let mut core = self.core.borrow_mut();
-            core.global_countdown = 1;
+            // Only when the global queue has work: otherwise the check would hand the
+            // yielded-queue's turn straight back to the task that was just preempted, ahead
+            // of the run queue.
+            if !self.shared.inject.is_empty() {
+                core.global_countdown = 1;
+            }
             core.lifo_polls = SLICE_OVER;
         }
     }
