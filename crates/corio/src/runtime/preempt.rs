@@ -201,6 +201,32 @@ fn guard_slow() -> NoPreempt {
     }
 }
 
+/// Raises the no-preempt counter like [`guard`], without a guard: for a lock whose `unlock` is a
+/// separate call, which must call [`release`] on the same coroutine with no suspension between.
+#[inline]
+pub(crate) fn hold() {
+    std::mem::forget(guard());
+}
+
+/// Lowers what [`hold`] raised. (A coroutine whose state `hold` could find was marked
+/// preemptible after `ENABLED` was set, so `hold` raised the counter exactly when this finds it.)
+#[inline]
+pub(crate) fn release() {
+    if ENABLED.load(Ordering::Relaxed) {
+        release_slow();
+    }
+}
+
+#[inline(never)]
+fn release_slow() {
+    // SAFETY: as in `guard_slow`.
+    if let Some(state) = unsafe { THREAD.with(|t| t.current.get()).as_ref() }
+        && on_stack(state)
+    {
+        state.leave();
+    }
+}
+
 /// Whether the caller runs on the stack of the coroutine `state` describes (not on a bare
 /// `Coroutine` it resumed, nor on the worker's stack between resumes).
 #[inline]
