@@ -262,40 +262,37 @@ func preemptCostMain(window time.Duration) {
 
 // emitGaps reports the count and the p50 and p90 of gaps (ns) in µs, nearest rank.
 func emitGaps(samples []int64) {
+	if rank := sortedRanks(samples); rank != nil {
+		emit("p50_us", rank(50))
+		emit("p90_us", rank(90))
+	}
+}
+
+// sortedRanks reports the sample count, sorts the samples (ns) and returns their nearest-rank
+// percentile in µs (as the Rust children compute it), or nil when there are none.
+func sortedRanks(samples []int64) func(p int) float64 {
 	emit("samples", len(samples))
 	if len(samples) == 0 {
-		return
+		return nil
 	}
 	sort.Slice(samples, func(i, j int) bool { return samples[i] < samples[j] })
-	rank := func(p int) float64 {
+	return func(p int) float64 {
 		i := (len(samples)*p + 99) / 100
 		if i < 1 {
 			i = 1
 		}
 		return float64(samples[i-1]) / 1e3
 	}
-	emit("p50_us", rank(50))
-	emit("p90_us", rank(90))
 }
 
 // emitLateness reports the sample count and the p50, p99 and max lateness in microseconds
 // (nearest rank, as the Rust children compute it).
 func emitLateness(samples []int64) {
-	emit("samples", len(samples))
-	if len(samples) == 0 {
-		return
+	if rank := sortedRanks(samples); rank != nil {
+		emit("p50_us", rank(50))
+		emit("p99_us", rank(99))
+		emit("max_us", float64(samples[len(samples)-1])/1e3)
 	}
-	sort.Slice(samples, func(i, j int) bool { return samples[i] < samples[j] })
-	rank := func(p int) float64 {
-		i := (len(samples)*p + 99) / 100
-		if i < 1 {
-			i = 1
-		}
-		return float64(samples[i-1]) / 1e3
-	}
-	emit("p50_us", rank(50))
-	emit("p99_us", rank(99))
-	emit("max_us", float64(samples[len(samples)-1])/1e3)
 }
 
 // idle: a Go program whose main goroutine is parked in time.Sleep on its own (locked) thread;
