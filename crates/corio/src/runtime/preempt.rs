@@ -326,17 +326,25 @@ impl Drop for ResumeGuard {
     }
 }
 
+/// How soon sysmon looks again while a preemptible coroutine hogs a worker: its next tick is
+/// when the signal goes (or is retried, if the handler found no safe point), so sysmon's usual
+/// back-off (up to 10 ms) would add that much to every preemption. Bounded, so that a hog
+/// inside a long libc call is not signalled more than a thousand times a second.
+pub(crate) const RETRY: std::time::Duration = std::time::Duration::from_millis(1);
+
 /// Called by sysmon each tick at which it finds the worker of `slot` running one task for a
 /// whole time slice (`slice` is the worker's slice count): signals the worker if that task is a
 /// preemptible coroutine that was already sighted at the previous tick, so that the preempt
-/// flag sysmon set then has gone unanswered for one more tick.
-pub(crate) fn nudge(slot: &WorkerSlot, slice: u64) {
+/// flag sysmon set then has gone unanswered for one more tick. Whether that task is a
+/// preemptible coroutine (sysmon then ticks again within [`RETRY`]).
+pub(crate) fn nudge(slot: &WorkerSlot, slice: u64) -> bool {
     let id = slot.running.load(Ordering::Relaxed);
     let seen = slot.sighted.swap(id, Ordering::Relaxed);
     let seen_slice = slot.sighted_slice.swap(slice, Ordering::Relaxed);
     if id != 0 && seen == id && seen_slice == slice {
         signal(slot, id);
     }
+    id != 0
 }
 
 /// Asks the handler on `slot`'s thread to preempt coroutine `id`.

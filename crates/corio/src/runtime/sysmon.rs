@@ -227,7 +227,9 @@ impl Watch {
             match status {
                 STATUS_RUNNING if stuck_for >= TIME_SLICE => {
                     remote.preempt.store(true, Ordering::Relaxed);
-                    super::preempt::nudge(&remote.preempt_signal, ticks);
+                    if super::preempt::nudge(&remote.preempt_signal, ticks) {
+                        self.delay = self.delay.min(super::preempt::RETRY);
+                    }
                     if stuck_for >= REPORT_AFTER && !seen.handled {
                         seen.handled = true;
                         if shared.config.hog_report {
