@@ -561,6 +561,15 @@ impl<Input, Yield> Yielder<Input, Yield> {
         let sp = ptr::from_ref(&here) as usize;
         self.limit <= sp && sp < self.link as usize
     }
+
+    /// The coroutine's stack as an address range: its lowest usable address (just above the
+    /// guard page) and the top of its frames (exclusive). For code that must check, from a
+    /// signal handler say, whether a stack pointer lies on this coroutine's stack and how far
+    /// above the guard it is.
+    #[inline]
+    pub fn stack_bounds(&self) -> (usize, usize) {
+        (self.limit, self.link as usize)
+    }
 }
 
 impl<Input, Yield> fmt::Debug for Yielder<Input, Yield> {

@@ -48,6 +48,8 @@ pub fn block_on<F: IntoFuture>(fut: F) -> F::Output {
     let fut = fut.into_future();
     match context::here() {
         Here::Stackful(ctx) => {
+            // corio's code from here on (the future's poll included) is not preempted.
+            let _no_preempt = ctx.no_preempt();
             yield_if_asked(ctx);
             let mut fut = pin!(fut);
             loop {

@@ -44,7 +44,68 @@ pub(crate) mod sync {
     #[cfg(loom)]
     pub(crate) use loom::sync::{Arc, Mutex, MutexGuard};
     #[cfg(not(loom))]
-    pub(crate) use std::sync::{Arc, Mutex, MutexGuard};
+    pub(crate) use preemptless::{Mutex, MutexGuard};
+    #[cfg(not(loom))]
+    pub(crate) use std::sync::Arc;
+
+    /// `std::sync::Mutex` whose guard also keeps a preemptible coroutine from being preempted
+    /// while it holds the lock (`runtime/preempt.rs`, "The rule"): another coroutine of the
+    /// same thread that then took the lock would block the thread for ever.
+    #[cfg(not(loom))]
+    mod preemptless {
+        use std::ops::{Deref, DerefMut};
+        use std::sync::{LockResult, PoisonError};
+
+        use crate::runtime::preempt::{self, NoPreempt};
+
+        /// See the module docs.
+        #[derive(Debug, Default)]
+        pub(crate) struct Mutex<T: ?Sized>(std::sync::Mutex<T>);
+
+        /// The guard of [`Mutex`]; the lock is released before the no-preempt guard.
+        pub(crate) struct MutexGuard<'a, T: ?Sized> {
+            inner: std::sync::MutexGuard<'a, T>,
+            _no_preempt: NoPreempt,
+        }
+
+        impl<T> Mutex<T> {
+            pub(crate) const fn new(value: T) -> Mutex<T> {
+                Mutex(std::sync::Mutex::new(value))
+            }
+        }
+
+        impl<T: ?Sized> Mutex<T> {
+            #[inline]
+            pub(crate) fn lock(&self) -> LockResult<MutexGuard<'_, T>> {
+                let no_preempt = preempt::guard();
+                match self.0.lock() {
+                    Ok(inner) => Ok(MutexGuard {
+                        inner,
+                        _no_preempt: no_preempt,
+                    }),
+                    Err(poisoned) => Err(PoisonError::new(MutexGuard {
+                        inner: poisoned.into_inner(),
+                        _no_preempt: no_preempt,
+                    })),
+                }
+            }
+        }
+
+        impl<T: ?Sized> Deref for MutexGuard<'_, T> {
+            type Target = T;
+            #[inline]
+            fn deref(&self) -> &T {
+                &self.inner
+            }
+        }
+
+        impl<T: ?Sized> DerefMut for MutexGuard<'_, T> {
+            #[inline]
+            fn deref_mut(&mut self) -> &mut T {
+                &mut self.inner
+            }
+        }
+    }
 
     /// `std::sync::atomic`, or loom's instrumented twin under `cfg(loom)`.
     pub(crate) mod atomic {

@@ -14,6 +14,7 @@
 //! |---|---|---|
 //! | corio stackless | `corio::spawn`, `time::sleep_async(1 ms).await` | `corio::spawn`ed async blocks |
 //! | corio stackful | `corio::go`, `corio::sleep(1 ms)`; started (it has slept once) before the hogs, so it is pinned to the worker it started on | `corio::go` coroutines, placed by the scheduler |
+//! | corio stackful, preemptible hogs | the same | coroutines spawned with `TaskBuilder::preemptible` (signal preemption, `docs/scheduler.md`) |
 //! | go | a goroutine, `time.Sleep`, `GOMAXPROCS=2` (Go preempts hogs asynchronously, by signal) | goroutines |
 //! | tokio | `multi_thread(2)`, `tokio::time::sleep` | `tokio::spawn`ed async blocks |
 //!
@@ -21,9 +22,20 @@
 //! note sysmon's counters from the last run (spare workers started, hand-offs): how corio got
 //! the sleeper past the hogs. No warm-up round: this is a latency distribution, not a
 //! throughput, and each run is already a fresh process.
+//!
+//! # The cost of one preemption
+//!
+//! Rows `preempt_gap_p50`/`preempt_gap_p90` (µs): one worker (`GOMAXPROCS=1`), two preemptible
+//! hogs that spin reading the monotonic clock, each stamping its own word and noting in a
+//! shared word which of them runs. When one finds the other noted there, it reads the clock
+//! again: the gap since the other's last stamp is one preemption as the preempted code sees it —
+//! the signal's delivery and handler, the trampoline's save and restore (Go: `asyncPreempt`),
+//! the scheduler, and the switch to the other — but not sysmon's work on its own thread. The
+//! same program in Go and in corio; each sample is one preemption (sysmon's, every ~10 ms), the
+//! window is the fairness window.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use super::Case;
@@ -47,7 +59,7 @@ const HOGS: usize = 2 * WORKERS;
 const PERIOD: Duration = Duration::from_millis(1);
 
 /// (row name, child key, note).
-const IMPLS: [(&str, &str, &str); 4] = [
+const IMPLS: [(&str, &str, &str); 5] = [
     (
         "corio stackless",
         "corio-stackless",
@@ -57,6 +69,11 @@ const IMPLS: [(&str, &str, &str); 4] = [
         "corio stackful",
         "corio-stackful",
         "workers(2), sleep in a go coroutine started before the hogs, hogs go",
+    ),
+    (
+        "corio stackful, preemptible hogs",
+        "corio-stackful-preemptible",
+        "workers(2), sleep in a go coroutine started before the hogs, hogs spawned preemptible",
     ),
     (
         "go",
@@ -117,20 +134,125 @@ fn run(opts: &Opts) -> Vec<Measurement> {
             ms.push(m);
         }
     }
+    ms.extend(preempt_cost(window_ms, runs));
     ms
+}
+
+/// The cost-of-one-preemption rows (module docs).
+fn preempt_cost(window_ms: u64, runs: usize) -> Vec<Measurement> {
+    let impls = [
+        (
+            "corio stackful preemptible",
+            "workers(1), 2 preemptible hogs reading Instant::now",
+        ),
+        ("go", "GOMAXPROCS=1, 2 goroutines reading time.Since"),
+    ];
+    let launches: Vec<Launch> = vec![
+        Ok(ChildCommand::new("fairness")
+            .args([
+                "preempt-cost".to_string(),
+                "2".to_string(),
+                window_ms.to_string(),
+            ])
+            .timeout(Duration::from_millis(window_ms) + Duration::from_secs(60))),
+        gopeer::command([
+            "preemptcost".to_string(),
+            "1".to_string(),
+            window_ms.to_string(),
+        ]),
+    ];
+    let series = fresh::run(&launches, runs, 0);
+    let mut ms = Vec::new();
+    for (metric, key) in [
+        ("preempt_gap_p50", "p50_us"),
+        ("preempt_gap_p90", "p90_us"),
+        ("preemptions", "samples"),
+    ] {
+        for ((imp, note), s) in impls.iter().zip(&series) {
+            let row = Row {
+                case: "fairness",
+                imp: imp.to_string(),
+                metric,
+                unit: if key == "samples" { "count" } else { "µs" },
+                n: window_ms,
+            };
+            let m = row.of(s, key);
+            ms.push(if key == "p50_us" {
+                m.with_note(*note)
+            } else {
+                m
+            });
+        }
+    }
+    ms
+}
+
+/// The preempt-cost child (module docs): reports `@samples`, `@p50_us`, `@p90_us`.
+fn preempt_cost_window(window: Duration) -> Result<(), String> {
+    let mut builder = corio::Runtime::builder();
+    builder.workers(1).hog_report(false);
+    // SAFETY: the hogs hold no thread-local borrow, lock or guard while they spin.
+    unsafe { builder.preemptible_coroutines() };
+    let rt = builder.build().map_err(|e| e.to_string())?;
+    let base = Instant::now();
+    let stop = Arc::new(AtomicBool::new(false));
+    let running = Arc::new(AtomicU64::new(0));
+    let stamps: Arc<[AtomicU64; 3]> = Arc::new(std::array::from_fn(|_| AtomicU64::new(0)));
+    let hogs: Vec<_> = (1..=2u64)
+        .map(|me| {
+            let (stop, running, stamps) = (stop.clone(), running.clone(), stamps.clone());
+            rt.go(move || {
+                let other = 3 - me as usize;
+                let mut gaps = Vec::with_capacity(1 << 12);
+                while !stop.load(Ordering::Relaxed) {
+                    let mut now = base.elapsed().as_nanos() as u64;
+                    if running.load(Ordering::Relaxed) != me {
+                        now = base.elapsed().as_nanos() as u64;
+                        let prev = stamps[other].load(Ordering::Relaxed);
+                        if prev != 0 {
+                            gaps.push(now.saturating_sub(prev));
+                        }
+                        running.store(me, Ordering::Relaxed);
+                    }
+                    stamps[me as usize].store(now, Ordering::Relaxed);
+                }
+                gaps
+            })
+        })
+        .collect();
+    std::thread::sleep(window);
+    stop.store(true, Ordering::Relaxed);
+    let mut gaps = Vec::new();
+    for h in hogs {
+        gaps.extend(corio::block_on(h).map_err(|e| e.to_string())?);
+    }
+    gaps.sort_unstable();
+    child::emit("samples", gaps.len());
+    child::emit("preemptions", rt.metrics().preemptions);
+    let us = |ns: u64| ns as f64 / 1e3;
+    if let (Some(p50), Some(p90)) = (fresh::percentile(&gaps, 50), fresh::percentile(&gaps, 90)) {
+        child::emit("p50_us", us(p50));
+        child::emit("p90_us", us(p90));
+    }
+    std::mem::forget(rt);
+    Ok(())
 }
 
 /// `__child fairness <impl> <hogs> <window ms>`: one window; reports `@samples`, `@p50_us`,
 /// `@p99_us`, `@max_us`, and for corio `@sysmon`.
 fn child_main(args: &[String]) -> Result<(), String> {
     let imp: String = child::arg(args, 0, "implementation")?;
+    if imp == "preempt-cost" {
+        preempt_cost_window(Duration::from_millis(child::arg(args, 2, "window ms")?))?;
+        std::process::exit(0);
+    }
     let hogs: usize = child::arg(args, 1, "hogs")?;
     let window = Duration::from_millis(child::arg(args, 2, "window ms")?);
     let flags = Flags::new();
     let samples = match imp.as_str() {
-        "corio-stackless" | "corio-stackful" => {
-            corio_window(imp == "corio-stackful", hogs, window, &flags)
-        }
+        "corio-stackless" => corio_window(false, false, hogs, window, &flags),
+        "corio-stackful" => corio_window(true, false, hogs, window, &flags),
+        "corio-stackful-preemptible" => corio_window(true, true, hogs, window, &flags),
         "tokio" => tokio_window(hogs, window, &flags),
         _ => return Err(format!("unknown implementation `{imp}`")),
     }?;
@@ -220,6 +342,7 @@ async fn sleeper_async<S: Future<Output = ()>>(
 
 fn corio_window(
     stackful: bool,
+    preemptible: bool,
     hogs: usize,
     window: Duration,
     flags: &Flags,
@@ -239,7 +362,13 @@ fn corio_window(
     let hog_handles: Vec<_> = (0..hogs)
         .map(|_| {
             let f = flags.clone();
-            if stackful {
+            if preemptible {
+                let _entered = rt.enter();
+                // SAFETY: a hog holds no thread-local borrow, lock or guard while it spins.
+                unsafe { corio::Builder::new().preemptible() }
+                    .spawn(move || f.spin())
+                    .expect("a stack for a hog")
+            } else if stackful {
                 rt.go(move || f.spin())
             } else {
                 rt.spawn(async move { f.spin() })
@@ -255,8 +384,8 @@ fn corio_window(
     child::emit(
         "sysmon",
         format!(
-            "{} spare workers started, {} hand-offs, {} steals",
-            m.spares_started, m.handoffs, m.steals
+            "{} spare workers started, {} hand-offs, {} steals, {} preemptions",
+            m.spares_started, m.handoffs, m.steals, m.preemptions
         ),
     );
     std::mem::forget(rt);

@@ -41,6 +41,9 @@ impl RawLock {
 
     #[inline]
     pub(crate) fn lock(&self) {
+        // A coroutine preempted while it holds the lock would be spun on for ever by the next
+        // coroutine of its thread (`runtime/preempt.rs`); lowered in `unlock`.
+        crate::runtime::preempt::hold();
         // Acquire: pairs with the Release store in `unlock`.
         if self
             .locked
@@ -80,6 +83,7 @@ impl RawLock {
     pub(crate) fn unlock(&self) {
         // Release: pairs with the Acquire CAS in `lock`/`lock_slow`.
         self.locked.store(false, Ordering::Release);
+        crate::runtime::preempt::release();
     }
 }
 

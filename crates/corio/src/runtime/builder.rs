@@ -26,6 +26,7 @@ pub struct Builder {
     max_blocking_threads: usize,
     hog_report: Option<bool>,
     hooks: ThreadHooks,
+    preemptible: bool,
 }
 
 /// A user callback kept by the builder and the runtime (`Debug` without showing the closure).
@@ -98,6 +99,7 @@ impl Builder {
             max_blocking_threads: 512,
             hog_report: None,
             hooks: ThreadHooks::default(),
+            preemptible: false,
         }
     }
 
@@ -196,6 +198,39 @@ impl Builder {
         self
     }
 
+    /// Makes every stackful coroutine of this runtime preemptible by signal unless it is
+    /// `migratable`: as if each were spawned with
+    /// [`TaskBuilder::preemptible`](crate::Builder::preemptible). Has no effect where signal
+    /// preemption is unsupported (targets other than x86_64 Linux).
+    ///
+    /// ```
+    /// let mut builder = corio::Runtime::builder();
+    /// // SAFETY: no coroutine of this program holds a thread-local borrow, lock or guard
+    /// // between runtime operations (see `TaskBuilder::preemptible`).
+    /// unsafe { builder.preemptible_coroutines() };
+    /// let rt = builder.workers(1).build().unwrap();
+    /// rt.run(|| {
+    ///     let spinner = corio::go(|| {
+    ///         // A pure loop, no runtime operation: on the same thread, others still run.
+    ///         let start = std::time::Instant::now();
+    ///         while start.elapsed() < std::time::Duration::from_millis(100) {
+    ///             std::hint::spin_loop();
+    ///         }
+    ///     });
+    ///     corio::go(|| ()).join().unwrap();
+    ///     spinner.join().unwrap();
+    /// });
+    /// ```
+    ///
+    /// # Safety
+    ///
+    /// The contract of [`TaskBuilder::preemptible`](crate::Builder::preemptible) must hold for
+    /// every stackful coroutine the runtime runs, including those spawned by libraries.
+    pub unsafe fn preemptible_coroutines(&mut self) -> &mut Builder {
+        self.preemptible = true;
+        self
+    }
+
     /// Starts the runtime.
     ///
     /// # Errors
@@ -237,6 +272,7 @@ impl Builder {
             max_blocking_threads: self.max_blocking_threads,
             hog_report,
             hooks: self.hooks.clone(),
+            preemptible: self.preemptible && super::preempt::enable(),
         })
     }
 }

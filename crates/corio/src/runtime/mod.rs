@@ -59,6 +59,7 @@ mod idle;
 mod local;
 mod owned;
 mod park;
+pub(crate) mod preempt;
 pub(crate) mod sched;
 mod spawn;
 mod sysmon;
@@ -100,6 +101,8 @@ pub(crate) struct Config {
     pub(crate) max_blocking_threads: usize,
     pub(crate) hog_report: bool,
     pub(crate) hooks: builder::ThreadHooks,
+    /// Whether coroutines are preemptible unless spawned otherwise (`preempt.rs`).
+    pub(crate) preemptible: bool,
 }
 
 /// Everything the workers, tasks and handles of one runtime share.
@@ -705,8 +708,16 @@ impl Handle {
 
     /// A snapshot of the runtime's counters.
     pub fn metrics(&self) -> Metrics {
+        let _no_preempt = preempt::guard();
         let shared = &self.shared;
         let m = &shared.metrics;
+        let sum = |counter: fn(&worker::Remote) -> &std::sync::atomic::AtomicU64| -> u64 {
+            shared
+                .workers
+                .iter()
+                .map(|w| counter(w).load(Ordering::Relaxed))
+                .sum()
+        };
         Metrics {
             workers: shared.config.workers,
             spares_started: m.spares_started.load(Ordering::Relaxed),
@@ -722,6 +733,9 @@ impl Handle {
                 .map(|w| w.ticks.load(Ordering::Relaxed))
                 .sum(),
             unparked_workers: shared.idle.num_unparked(),
+            preemptions: sum(|w| &w.preempt_signal.preemptions),
+            preempt_signals: sum(|w| &w.preempt_signal.signals),
+            preempt_signals_stray: sum(|w| &w.preempt_signal.stray),
         }
     }
 
@@ -854,6 +868,14 @@ pub struct Metrics {
     pub polls: u64,
     /// Workers not asleep now.
     pub unparked_workers: usize,
+    /// Signal preemptions: times a preemptible coroutine was suspended by sysmon's signal
+    /// (see [`TaskBuilder::preemptible`](crate::Builder::preemptible)).
+    pub preemptions: u64,
+    /// Preemption signals sysmon sent to workers (some find no safe point and are retried).
+    pub preempt_signals: u64,
+    /// Preemption signals that arrived when no preemptible coroutine was running on the
+    /// worker (the one sysmon meant had yielded by itself meanwhile).
+    pub preempt_signals_stray: u64,
 }
 
 /// The process-wide runtime used by `corio::go`/`corio::spawn`/`corio::run` outside any

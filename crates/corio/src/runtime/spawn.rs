@@ -36,6 +36,7 @@ pub struct TaskBuilder {
     pub(crate) name: Option<Arc<str>>,
     pub(crate) stack_size: Option<usize>,
     pub(crate) migratable: bool,
+    pub(crate) preemptible: bool,
 }
 
 impl TaskBuilder {
@@ -79,6 +80,58 @@ impl TaskBuilder {
     /// and restored with its stack by every switch.
     pub unsafe fn migratable(mut self) -> TaskBuilder {
         self.migratable = true;
+        self
+    }
+
+    /// Lets sysmon preempt this coroutine with a signal when it runs for more than a time
+    /// slice (10 ms) without reaching a runtime operation, so that a coroutine spinning in a
+    /// pure loop does not starve the other coroutines pinned to its thread (Go's asynchronous
+    /// preemption; `docs/scheduler.md`, "Signal preemption"). Stackful only; ignored for a
+    /// `migratable` coroutine and on targets other than x86_64 Linux.
+    ///
+    /// ```
+    /// let rt = corio::Runtime::builder().workers(1).build().unwrap();
+    /// rt.run(|| {
+    ///     // SAFETY: the loop holds no thread-local borrow, lock or guard (see below).
+    ///     let spinner = unsafe { corio::Builder::new().preemptible() }
+    ///         .spawn(|| {
+    ///             let start = std::time::Instant::now();
+    ///             while start.elapsed() < std::time::Duration::from_millis(100) {
+    ///                 std::hint::spin_loop();
+    ///             }
+    ///         })
+    ///         .unwrap();
+    ///     corio::go(|| ()).join().unwrap(); // runs while the spinner spins
+    ///     spinner.join().unwrap();
+    /// });
+    /// ```
+    ///
+    /// # Safety
+    ///
+    /// At any instruction of the coroutine's own code (and of the Rust code it calls, std
+    /// included) other than inside corio's operations, libc, the dynamic loader, the unwinder
+    /// and the vDSO, the coroutine may be suspended and the other coroutines of its thread run
+    /// before it continues. So between any two of its instructions it must not hold anything
+    /// that another coroutine of its thread could touch and that is not made for that:
+    ///
+    /// - a borrow of a thread-local `RefCell` (another coroutine's `borrow_mut` panics), or
+    ///   any thread-local state it expects to stay unchanged over a few instructions;
+    /// - a re-entrant lock, such as `std::io::Stdout`'s: a `println!` preempted while it holds
+    ///   the lock lets another coroutine of the same thread take it too (it is re-entrant on
+    ///   the same thread) and interleave its output, and `RefCell` inside it then panics;
+    /// - a `std::sync::Mutex` (or `RwLock`) guard, or a spin lock: another coroutine of the
+    ///   same thread that takes it blocks the thread, for ever;
+    /// - a non-libc global allocator with thread caches (jemalloc, mimalloc, …): its
+    ///   allocation path may be preempted half-way through updating the thread's cache;
+    ///   libc's `malloc` is safe, as it is never preempted;
+    /// - anything else not written to be interrupted and re-entered on the same thread
+    ///   (C libraries other than libc, code that reads the thread's panic count, …).
+    ///
+    /// These are the same hazards as a signal handler's, reversed: here the *other*
+    /// coroutines are the handler. Go can preempt anywhere because it owns its compiler (which
+    /// marks unsafe points) and its allocator; Rust's compiler and std make no such promise.
+    pub unsafe fn preemptible(mut self) -> TaskBuilder {
+        self.preemptible = true;
         self
     }
 
@@ -143,6 +196,7 @@ where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
+    let _no_preempt = super::preempt::guard();
     let id = corio_context::coroutine::next_id();
     let location = Location::caller();
     bind_and_schedule(
@@ -187,6 +241,7 @@ where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
+    let _no_preempt = super::preempt::guard();
     let location = Location::caller();
     let stack_size = builder.stack_size.unwrap_or(shared.config.stack_size);
     // The stack is taken when the coroutine first runs (see `Stackful`); check now that one
@@ -197,6 +252,7 @@ where
         id,
         name: builder.name.clone(),
         stack_size,
+        preemptible: (builder.preemptible && super::preempt::enable()) || shared.config.preemptible,
     };
     let body = Stackful::new(f, config);
     let kind = Kind::Stackful {
@@ -220,6 +276,7 @@ where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
+    let _no_preempt = super::preempt::guard();
     let id = corio_context::coroutine::next_id();
     let location = Location::caller();
     let body = crate::task::stackless::Blocking(Some(f));

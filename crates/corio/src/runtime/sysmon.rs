@@ -281,6 +281,12 @@ impl Watch {
             match status {
                 STATUS_RUNNING if stuck_for >= TIME_SLICE => {
                     remote.preempt.store(true, Ordering::Relaxed);
+                    // A preemptible coroutine that did not answer the flag since the last
+                    // tick gets the signal (`preempt.rs`); sysmon then looks again within
+                    // `preempt::RETRY`.
+                    if super::preempt::nudge(&remote.preempt_signal, ticks) {
+                        self.delay = self.delay.min(super::preempt::RETRY);
+                    }
                     // The tick of the request: a task still in this slice at a later tick
                     // has not answered it (where a signal to its thread can follow).
                     slice.preempt_requested_at.get_or_insert(self.tick);

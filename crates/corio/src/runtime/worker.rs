@@ -93,6 +93,8 @@ pub(crate) struct Remote {
     /// time it takes to print a panic (a backtrace can take longer than a report's threshold)
     /// is not a hog's. Costs the task path nothing: a new slice simply differs.
     pub(crate) panicked_in: AtomicU64,
+    /// Signal preemption: this worker's thread and counters (`preempt.rs`).
+    pub(crate) preempt_signal: super::preempt::WorkerSlot,
 }
 
 impl Remote {
@@ -129,6 +131,7 @@ impl Remote {
             active: AtomicBool::new(false),
             clock: ThreadClock::new(),
             panicked_in: AtomicU64::new(u64::MAX),
+            preempt_signal: Default::default(),
         }
     }
 
@@ -303,6 +306,7 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
     {
         let _worker = context::enter_worker(&ctx);
         ctx.remote().clock.set_current();
+        let _preempt = super::preempt::register_worker(&ctx.remote().preempt_signal);
         ctx.remote().status.store(STATUS_RUNNING, Ordering::Release);
         // sysmon may have gone to sleep seeing every worker idle before this one started.
         ctx.shared.sysmon.wake_if_sleeping();
@@ -390,7 +394,12 @@ impl WorkerCtx {
             // does by putting a preempted goroutine on the global queue. The slice is over for
             // the task in the next-task slot too.
             let mut core = self.core.borrow_mut();
-            core.global_countdown = 1;
+            // Only when the global queue has work: otherwise the check would hand the
+            // yielded-queue's turn straight back to the task that was just preempted, ahead
+            // of the run queue.
+            if !self.shared.inject.is_empty() {
+                core.global_countdown = 1;
+            }
             core.lifo_polls = SLICE_OVER;
         }
     }

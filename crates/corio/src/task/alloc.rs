@@ -63,6 +63,8 @@ fn class_layout(class: usize) -> Layout {
 /// run: see "Fresh addresses after a switch" in `runtime::context`.
 #[inline(never)]
 pub(crate) fn allocate(layout: Layout) -> NonNull<u8> {
+    // The per-thread cache is shared by the coroutines of the thread.
+    let _no_preempt = crate::runtime::preempt::guard();
     let (layout, class) = match class_of(layout) {
         Some(class) => (class_layout(class), Some(class)),
         None => (layout, None),
@@ -88,6 +90,7 @@ pub(crate) fn allocate(layout: Layout) -> NonNull<u8> {
 /// `ptr` must come from `allocate` with the same `layout`, and must not be used afterwards.
 #[inline(never)] // reads a thread-local: see `allocate`
 pub(crate) unsafe fn free(ptr: NonNull<u8>, layout: Layout) {
+    let _no_preempt = crate::runtime::preempt::guard();
     match class_of(layout) {
         Some(class) => {
             let kept = FREE

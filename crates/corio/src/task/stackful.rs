@@ -61,6 +61,8 @@ use std::task::{Context, Poll, Waker};
 
 use corio_context::coroutine::{Coroutine, CoroutineResult, Yielder};
 
+use crate::runtime::preempt::{self, NoPreempt, PreemptState};
+
 use super::core::{Body, Header, Payload};
 use super::error::Cancelled;
 use super::waker::unowned_waker;
@@ -92,6 +94,9 @@ pub(crate) struct StackfulCtx {
     pinned: bool,
     /// The coroutine's open task-local scopes (`task_local.rs`).
     locals: crate::task_local::ScopeStack,
+    /// For a preemptible coroutine: what the preemption signal's handler checks
+    /// (`runtime/preempt.rs`).
+    preempt: Option<PreemptState>,
 }
 
 // SAFETY: the cells are touched only by the thread that resumes the coroutine, during the
@@ -122,6 +127,7 @@ impl StackfulCtx {
     /// runnable tasks of its worker.
     #[inline]
     pub(crate) fn yield_now(&self) {
+        let _no_preempt = self.no_preempt();
         // Refuse a nested coroutine before leaving any trace of the yield (a set flag or a
         // wake would resume the task spuriously at its next real suspension).
         let yielder = self.check_own_stack();
@@ -132,6 +138,31 @@ impl StackfulCtx {
             self.waker().wake_by_ref();
         }
         self.suspend_on(yielder);
+    }
+
+    /// Keeps a preemptible coroutine from being preempted while the guard lives: for corio's
+    /// code that runs on its stack (see "The rule" in `runtime/preempt.rs`).
+    #[inline]
+    pub(crate) fn no_preempt(&self) -> NoPreempt {
+        match &self.preempt {
+            Some(state) => state.no_preempt(),
+            None => NoPreempt::NONE,
+        }
+    }
+
+    /// Yields for the preemption trampoline (`runtime/preempt.rs`): as `yield_now`, but never
+    /// raises the cancellation (nothing may unwind through the trampoline); a cancel that
+    /// arrives is recorded and raised by the coroutine's next ordinary suspension.
+    pub(crate) fn preempt_yield(&self) {
+        if !self.can_suspend() {
+            return;
+        }
+        if self.pinned {
+            self.yielded.set(true);
+        } else {
+            self.waker().wake_by_ref();
+        }
+        self.suspend_uncancellable();
     }
 
     #[inline]
@@ -281,6 +312,8 @@ pub(crate) struct StackConfig {
     pub(crate) id: u64,
     pub(crate) name: Option<std::sync::Arc<str>>,
     pub(crate) stack_size: usize,
+    /// Whether signal preemption may suspend it (`TaskBuilder::preemptible`).
+    pub(crate) preemptible: bool,
 }
 
 /// A stackful task's body.
@@ -327,15 +360,25 @@ where
             builder = builder.name(name);
         }
         let built = builder.build(move |yielder: &Yielder<Signal, ()>, first: Signal| {
-            match context::here() {
-                context::Here::Stackful(ctx) => ctx.yielder.set(yielder),
+            let ctx = match context::here() {
+                context::Here::Stackful(ctx) => ctx,
                 _ => unreachable!("corio: a task's coroutine started outside its poll"),
-            }
+            };
+            ctx.yielder.set(yielder);
             if first == Signal::Cancel {
                 drop(f);
                 return Err(Box::new(Cancelled { unwinding: None }) as Payload);
             }
-            catch_unwind(AssertUnwindSafe(f))
+            let Some(preempt) = &ctx.preempt else {
+                return catch_unwind(AssertUnwindSafe(f));
+            };
+            // Preemptible from here until `f` has returned or unwound (`runtime/preempt.rs`).
+            let (limit, _) = yielder.stack_bounds();
+            let here = 0u8;
+            preempt.start(limit, ptr::from_ref(&here) as usize);
+            let result = catch_unwind(AssertUnwindSafe(f));
+            preempt.finish();
+            result
         });
         match built {
             Ok(co) => {
@@ -348,6 +391,8 @@ where
                     unwinding: std::cell::RefCell::new(None),
                     pinned,
                     locals: std::cell::RefCell::new(Vec::new()),
+                    // A migratable coroutine is never preempted (see `runtime/preempt.rs`).
+                    preempt: (config.preemptible && pinned).then(|| PreemptState::new(config.id)),
                 };
                 *self = Stackful::Started {
                     co: PinnedCoroutine(co),
@@ -388,6 +433,7 @@ where
         debug_assert!(cx.waker().will_wake(ctx.waker()));
         let result = {
             let _stackful = context::enter_stackful(ctx);
+            let _preempt = ctx.preempt.as_ref().map(preempt::enter_resume);
             co.0.resume(signal)
         };
         match result {

@@ -66,6 +66,8 @@ unsafe fn clone(ptr: *const ()) -> RawWaker {
 }
 
 unsafe fn wake(ptr: *const ()) {
+    // Scheduling touches the worker's run queue: not to be preempted half-way.
+    let _no_preempt = crate::runtime::preempt::guard();
     let header = header(ptr);
     match header.state.transition_to_notified_by_val() {
         TransitionToNotifiedByVal::DoNothing => {}
@@ -84,6 +86,7 @@ unsafe fn wake(ptr: *const ()) {
 }
 
 unsafe fn wake_by_ref(ptr: *const ()) {
+    let _no_preempt = crate::runtime::preempt::guard();
     let header = header(ptr);
     if header.state.transition_to_notified_by_ref() == TransitionToNotifiedByRef::Submit {
         // SAFETY: the transition took a reference for the Notified.
@@ -94,5 +97,6 @@ unsafe fn wake_by_ref(ptr: *const ()) {
 }
 
 unsafe fn drop_waker(ptr: *const ()) {
+    let _no_preempt = crate::runtime::preempt::guard();
     drop_reference(nonnull(ptr));
 }

@@ -11,6 +11,7 @@
 //	corio-peers spawn    <procs> <n>
 //	corio-peers skynet   <procs> <leaves>
 //	corio-peers fairness <procs> <hogs> <window ms>
+//	corio-peers preemptcost <procs> <window ms>
 //	corio-peers idle     <procs> <settle ms> <window ms>
 //	corio-peers mutex    <procs> <lockers> <n lock+unlock in all> <warm-up n>
 //	corio-peers chan     <procs> <pingpong|mpmc|sieve> <n> <warm-up n>
@@ -59,7 +60,7 @@ func intArg(i int, what string) int {
 
 func main() {
 	if len(os.Args) < 3 {
-		fail("usage: corio-peers <yield|spawn|skynet|fairness|idle|mutex|chan|httpserve|echoserve> <procs> <args..>")
+		fail("usage: corio-peers <yield|spawn|skynet|fairness|preemptcost|idle|mutex|chan|httpserve|echoserve> <procs> <args..>")
 	}
 	runtime.GOMAXPROCS(intArg(2, "procs"))
 	emit("gomaxprocs", runtime.GOMAXPROCS(0))
@@ -73,6 +74,8 @@ func main() {
 		skynetMain(intArg(3, "leaves"))
 	case "fairness":
 		fairnessMain(intArg(3, "hogs"), time.Duration(intArg(4, "window ms"))*time.Millisecond)
+	case "preemptcost":
+		preemptCostMain(time.Duration(intArg(3, "window ms")) * time.Millisecond)
 	case "idle":
 		idleMain(time.Duration(intArg(3, "settle ms"))*time.Millisecond,
 			time.Duration(intArg(4, "window ms"))*time.Millisecond)
@@ -220,24 +223,76 @@ func fairnessMain(hogs int, window time.Duration) {
 	emitLateness(samples)
 }
 
-// emitLateness reports the sample count and the p50, p99 and max lateness in microseconds
-// (nearest rank, as the Rust children compute it).
-func emitLateness(samples []int64) {
+// preemptCost: two goroutines on one P spin reading the monotonic clock, each stamping its own
+// word, and noting in a shared word which of them runs. When one finds the other noted there, it
+// reads the clock again: the gap since the other's last stamp is one preemption — the signal's
+// handling, asyncPreempt, the scheduler and the switch (the sending thread's work is not in
+// it). Reports the gaps' count, p50 and p90 in µs (nearest rank).
+func preemptCostMain(window time.Duration) {
+	base := time.Now()
+	var stop, running int64
+	var stamps [3]int64
+	gaps := [3][]int64{}
+	var wg sync.WaitGroup
+	wg.Add(2)
+	for id := int64(1); id <= 2; id++ {
+		go func(id int64) {
+			other := 3 - id
+			mine := make([]int64, 0, 1<<12)
+			for atomic.LoadInt64(&stop) == 0 {
+				now := int64(time.Since(base))
+				if atomic.LoadInt64(&running) != id {
+					now = int64(time.Since(base))
+					if prev := atomic.LoadInt64(&stamps[other]); prev != 0 {
+						mine = append(mine, now-prev)
+					}
+					atomic.StoreInt64(&running, id)
+				}
+				atomic.StoreInt64(&stamps[id], now)
+			}
+			gaps[id] = mine
+			wg.Done()
+		}(id)
+	}
+	time.Sleep(window)
+	atomic.StoreInt64(&stop, 1)
+	wg.Wait()
+	emitGaps(append(gaps[1], gaps[2]...))
+}
+
+// emitGaps reports the count and the p50 and p90 of gaps (ns) in µs, nearest rank.
+func emitGaps(samples []int64) {
+	if rank := sortedRanks(samples); rank != nil {
+		emit("p50_us", rank(50))
+		emit("p90_us", rank(90))
+	}
+}
+
+// sortedRanks reports the sample count, sorts the samples (ns) and returns their nearest-rank
+// percentile in µs (as the Rust children compute it), or nil when there are none.
+func sortedRanks(samples []int64) func(p int) float64 {
 	emit("samples", len(samples))
 	if len(samples) == 0 {
-		return
+		return nil
 	}
 	sort.Slice(samples, func(i, j int) bool { return samples[i] < samples[j] })
-	rank := func(p int) float64 {
+	return func(p int) float64 {
 		i := (len(samples)*p + 99) / 100
 		if i < 1 {
 			i = 1
 		}
 		return float64(samples[i-1]) / 1e3
 	}
-	emit("p50_us", rank(50))
-	emit("p99_us", rank(99))
-	emit("max_us", float64(samples[len(samples)-1])/1e3)
+}
+
+// emitLateness reports the sample count and the p50, p99 and max lateness in microseconds
+// (nearest rank, as the Rust children compute it).
+func emitLateness(samples []int64) {
+	if rank := sortedRanks(samples); rank != nil {
+		emit("p50_us", rank(50))
+		emit("p99_us", rank(99))
+		emit("max_us", float64(samples[len(samples)-1])/1e3)
+	}
 }
 
 // idle: a Go program whose main goroutine is parked in time.Sleep on its own (locked) thread;

@@ -1,0 +1,504 @@
+//! Signal preemption (`TaskBuilder::preemptible`, `runtime/preempt.rs`): a preemptible
+//! coroutine that never reaches a runtime operation is suspended by sysmon's SIGURG, and resumed
+//! with every register as it was.
+//!
+//! No test times anything: each hog spins until what it waits for has happened, with a cap
+//! that fails the test if the mechanism did not work.
+#![cfg(all(target_arch = "x86_64", target_os = "linux"))]
+
+mod support;
+
+use std::arch::asm;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
+use std::time::{Duration, Instant};
+
+use support::{EVENTUALLY, within};
+
+const CAP: Duration = Duration::from_secs(20);
+
+fn runtime(workers: usize) -> Arc<corio::Runtime> {
+    Arc::new(
+        corio::Runtime::builder()
+            .workers(workers)
+            .hog_report(false)
+            .build()
+            .unwrap(),
+    )
+}
+
+/// A preemptible builder.
+fn preemptible() -> corio::Builder {
+    // SAFETY: the test hogs hold no thread-local borrow, lock or guard while they spin.
+    unsafe { corio::Builder::new().preemptible() }
+}
+
+/// Spins on `flag` without any call (the clock is read every 2^20 rounds, for the cap only).
+fn spin_until(flag: &AtomicBool) -> bool {
+    let start = Instant::now();
+    loop {
+        for _ in 0..1 << 20 {
+            if flag.load(std::sync::atomic::Ordering::Relaxed) {
+                return true;
+            }
+            std::hint::spin_loop();
+        }
+        if start.elapsed() > CAP {
+            return false;
+        }
+    }
+}
+
+/// One worker: a preemptible coroutine spinning in a pure loop until another coroutine of the
+/// same thread has run. Without preemption the other could never run (one thread, and the
+/// spinner makes no runtime call), so the spinner would reach its cap.
+#[test]
+fn a_preemptible_hog_in_a_pure_loop_lets_the_other_coroutines_of_its_thread_run() {
+    let rt = runtime(1);
+    let r = rt.clone();
+    within(EVENTUALLY, move || {
+        let other_ran = r.run(|| {
+            let flag = Arc::new(AtomicBool::new(false));
+            let f = flag.clone();
+            let hog = preemptible().spawn(move || spin_until(&f)).unwrap();
+            let f = flag.clone();
+            // Spawned after the hog: it waits behind it in the same worker's queue.
+            let other = corio::go(move || f.store(true, SeqCst));
+            let ran = hog.join().unwrap();
+            other.join().unwrap();
+            ran
+        });
+        assert!(other_ran, "the other coroutine did not run within {CAP:?}");
+        assert!(r.metrics().preemptions >= 1, "{:?}", r.metrics());
+    });
+}
+
+/// The register-survival check: `rounds` of a loop that keeps known values in r8–r15, rbx, rsi
+/// (a pointer), xmm0–xmm13, a non-default MXCSR (round toward zero) and x87 control word, and
+/// π on the x87 stack, and compares them all every round; returns the rounds and the mismatches.
+/// It stops when `*stop` becomes non-zero.
+fn sse_register_loop(stop: &AtomicU64) -> (u64, u64) {
+    let table: [[u64; 2]; 14] = std::array::from_fn(|i| {
+        let i = i as u64;
+        [0x0101_0101_0101_0101 * (i + 1), !(0x1111_1111 * (i + 3))]
+    });
+    // [0]: MXCSR/x87 control word scratch, [1]: the stop flag, [2]: the table (for rsi).
+    let mut scratch = [0u64, stop.as_ptr() as u64, table.as_ptr() as u64];
+    let rounds: u64;
+    let errors: u64;
+    // SAFETY: the asm reads `stop`, `table` and writes `scratch` through valid pointers; it
+    // restores rbx, MXCSR, the x87 control word and stack before it ends, and declares every
+    // other register it touches clobbered.
+    unsafe {
+        asm!(
+            "push rbx",
+            "mov dword ptr [rcx], 0x7f80",
+            "ldmxcsr dword ptr [rcx]",
+            "mov word ptr [rcx], 0x0f7f",
+            "fldcw word ptr [rcx]",
+            "fldpi",
+            "movabs r8, 0x0808080808080808",
+            "movabs r9, 0x0909090909090909",
+            "movabs r10, 0x1010101010101010",
+            "movabs r11, 0x1111111111111111",
+            "movabs r12, 0x1212121212121212",
+            "movabs r13, 0x1313131313131313",
+            "movabs r14, 0x1414141414141414",
+            "movabs r15, 0x1515151515151515",
+            "movabs rbx, 0x0b0b0b0b0b0b0b0b",
+            "movdqu xmm0, [rsi]",
+            "movdqu xmm1, [rsi + 16]",
+            "movdqu xmm2, [rsi + 32]",
+            "movdqu xmm3, [rsi + 48]",
+            "movdqu xmm4, [rsi + 64]",
+            "movdqu xmm5, [rsi + 80]",
+            "movdqu xmm6, [rsi + 96]",
+            "movdqu xmm7, [rsi + 112]",
+            "movdqu xmm8, [rsi + 128]",
+            "movdqu xmm9, [rsi + 144]",
+            "movdqu xmm10, [rsi + 160]",
+            "movdqu xmm11, [rsi + 176]",
+            "movdqu xmm12, [rsi + 192]",
+            "movdqu xmm13, [rsi + 208]",
+            "xor edx, edx",
+            "xor edi, edi",
+            "2:",
+            "mov rax, qword ptr [rcx + 8]",
+            "cmp qword ptr [rax], 0",
+            "jne 3f",
+            "inc rdi",
+            // integers
+            "movabs rax, 0x0808080808080808", "cmp r8, rax", "jne 4f",
+            "movabs rax, 0x0909090909090909", "cmp r9, rax", "jne 4f",
+            "movabs rax, 0x1010101010101010", "cmp r10, rax", "jne 4f",
+            "movabs rax, 0x1111111111111111", "cmp r11, rax", "jne 4f",
+            "movabs rax, 0x1212121212121212", "cmp r12, rax", "jne 4f",
+            "movabs rax, 0x1313131313131313", "cmp r13, rax", "jne 4f",
+            "movabs rax, 0x1414141414141414", "cmp r14, rax", "jne 4f",
+            "movabs rax, 0x1515151515151515", "cmp r15, rax", "jne 4f",
+            "movabs rax, 0x0b0b0b0b0b0b0b0b", "cmp rbx, rax", "jne 4f",
+            "cmp rsi, [rcx + 16]", "jne 4f",
+            // vectors
+            "movdqu xmm15, [rsi]", "pcmpeqb xmm15, xmm0", "pmovmskb eax, xmm15", "cmp eax, 0xffff", "jne 4f",
+            "movdqu xmm15, [rsi + 16]", "pcmpeqb xmm15, xmm1", "pmovmskb eax, xmm15", "cmp eax, 0xffff", "jne 4f",
+            "movdqu xmm15, [rsi + 32]", "pcmpeqb xmm15, xmm2", "pmovmskb eax, xmm15", "cmp eax, 0xffff", "jne 4f",
+            "movdqu xmm15, [rsi + 48]", "pcmpeqb xmm15, xmm3", "pmovmskb eax, xmm15", "cmp eax, 0xffff", "jne 4f",
+            "movdqu xmm15, [rsi + 64]", "pcmpeqb xmm15, xmm4", "pmovmskb eax, xmm15", "cmp eax, 0xffff", "jne 4f",
+            "movdqu xmm15, [rsi + 80]", "pcmpeqb xmm15, xmm5", "pmovmskb eax, xmm15", "cmp eax, 0xffff", "jne 4f",
+            "movdqu xmm15, [rsi + 96]", "pcmpeqb xmm15, xmm6", "pmovmskb eax, xmm15", "cmp eax, 0xffff", "jne 4f",
+            "movdqu xmm15, [rsi + 112]", "pcmpeqb xmm15, xmm7", "pmovmskb eax, xmm15", "cmp eax, 0xffff", "jne 4f",
+            "movdqu xmm15, [rsi + 128]", "pcmpeqb xmm15, xmm8", "pmovmskb eax, xmm15", "cmp eax, 0xffff", "jne 4f",
+            "movdqu xmm15, [rsi + 144]", "pcmpeqb xmm15, xmm9", "pmovmskb eax, xmm15", "cmp eax, 0xffff", "jne 4f",
+            "movdqu xmm15, [rsi + 160]", "pcmpeqb xmm15, xmm10", "pmovmskb eax, xmm15", "cmp eax, 0xffff", "jne 4f",
+            "movdqu xmm15, [rsi + 176]", "pcmpeqb xmm15, xmm11", "pmovmskb eax, xmm15", "cmp eax, 0xffff", "jne 4f",
+            "movdqu xmm15, [rsi + 192]", "pcmpeqb xmm15, xmm12", "pmovmskb eax, xmm15", "cmp eax, 0xffff", "jne 4f",
+            "movdqu xmm15, [rsi + 208]", "pcmpeqb xmm15, xmm13", "pmovmskb eax, xmm15", "cmp eax, 0xffff", "jne 4f",
+            // MXCSR control bits (the flag bits 0-5 may be set by nothing here either)
+            "stmxcsr dword ptr [rcx]", "cmp dword ptr [rcx], 0x7f80", "jne 4f",
+            // x87: control word, and π still on top of its stack
+            "fnstcw word ptr [rcx]", "cmp word ptr [rcx], 0x0f7f", "jne 4f",
+            "fldpi", "fcomip st, st(1)", "jne 4f",
+            "jmp 2b",
+            "4:",
+            "inc rdx",
+            "jmp 2b",
+            "3:",
+            "fstp st(0)",
+            "mov word ptr [rcx], 0x037f",
+            "fldcw word ptr [rcx]",
+            "mov dword ptr [rcx], 0x1f80",
+            "ldmxcsr dword ptr [rcx]",
+            "pop rbx",
+            in("rsi") table.as_ptr(),
+            in("rcx") scratch.as_mut_ptr(),
+            out("rdi") rounds,
+            out("rdx") errors,
+            out("rax") _,
+            out("r8") _, out("r9") _, out("r10") _, out("r11") _,
+            out("r12") _, out("r13") _, out("r14") _, out("r15") _,
+            out("xmm0") _, out("xmm1") _, out("xmm2") _, out("xmm3") _,
+            out("xmm4") _, out("xmm5") _, out("xmm6") _, out("xmm7") _,
+            out("xmm8") _, out("xmm9") _, out("xmm10") _, out("xmm11") _,
+            out("xmm12") _, out("xmm13") _, out("xmm14") _, out("xmm15") _,
+        );
+    }
+    (rounds, errors)
+}
+
+/// The same for the upper halves of ymm0–ymm13 (AVX).
+#[target_feature(enable = "avx2")]
+fn avx_register_loop(stop: &AtomicU64) -> (u64, u64) {
+    let table: [[u64; 4]; 14] = std::array::from_fn(|i| {
+        let i = i as u64;
+        [i, !i, 0x5555_0000 + i, 0xaaaa_0000_0000 + i]
+    });
+    let rounds: u64;
+    let errors: u64;
+    // SAFETY: reads `stop` and `table` through valid pointers; every register it writes is
+    // declared clobbered; AVX2 is enabled for this function and checked by the caller.
+    unsafe {
+        asm!(
+            "vmovdqu ymm0, [rsi]",
+            "vmovdqu ymm1, [rsi + 32]",
+            "vmovdqu ymm2, [rsi + 64]",
+            "vmovdqu ymm3, [rsi + 96]",
+            "vmovdqu ymm4, [rsi + 128]",
+            "vmovdqu ymm5, [rsi + 160]",
+            "vmovdqu ymm6, [rsi + 192]",
+            "vmovdqu ymm7, [rsi + 224]",
+            "vmovdqu ymm8, [rsi + 256]",
+            "vmovdqu ymm9, [rsi + 288]",
+            "vmovdqu ymm10, [rsi + 320]",
+            "vmovdqu ymm11, [rsi + 352]",
+            "vmovdqu ymm12, [rsi + 384]",
+            "vmovdqu ymm13, [rsi + 416]",
+            "xor edx, edx",
+            "xor edi, edi",
+            "2:",
+            "cmp qword ptr [rcx], 0",
+            "jne 3f",
+            "inc rdi",
+            "vpcmpeqb ymm15, ymm0, [rsi]", "vpmovmskb eax, ymm15", "cmp eax, -1", "jne 4f",
+            "vpcmpeqb ymm15, ymm1, [rsi + 32]", "vpmovmskb eax, ymm15", "cmp eax, -1", "jne 4f",
+            "vpcmpeqb ymm15, ymm2, [rsi + 64]", "vpmovmskb eax, ymm15", "cmp eax, -1", "jne 4f",
+            "vpcmpeqb ymm15, ymm3, [rsi + 96]", "vpmovmskb eax, ymm15", "cmp eax, -1", "jne 4f",
+            "vpcmpeqb ymm15, ymm4, [rsi + 128]", "vpmovmskb eax, ymm15", "cmp eax, -1", "jne 4f",
+            "vpcmpeqb ymm15, ymm5, [rsi + 160]", "vpmovmskb eax, ymm15", "cmp eax, -1", "jne 4f",
+            "vpcmpeqb ymm15, ymm6, [rsi + 192]", "vpmovmskb eax, ymm15", "cmp eax, -1", "jne 4f",
+            "vpcmpeqb ymm15, ymm7, [rsi + 224]", "vpmovmskb eax, ymm15", "cmp eax, -1", "jne 4f",
+            "vpcmpeqb ymm15, ymm8, [rsi + 256]", "vpmovmskb eax, ymm15", "cmp eax, -1", "jne 4f",
+            "vpcmpeqb ymm15, ymm9, [rsi + 288]", "vpmovmskb eax, ymm15", "cmp eax, -1", "jne 4f",
+            "vpcmpeqb ymm15, ymm10, [rsi + 320]", "vpmovmskb eax, ymm15", "cmp eax, -1", "jne 4f",
+            "vpcmpeqb ymm15, ymm11, [rsi + 352]", "vpmovmskb eax, ymm15", "cmp eax, -1", "jne 4f",
+            "vpcmpeqb ymm15, ymm12, [rsi + 384]", "vpmovmskb eax, ymm15", "cmp eax, -1", "jne 4f",
+            "vpcmpeqb ymm15, ymm13, [rsi + 416]", "vpmovmskb eax, ymm15", "cmp eax, -1", "jne 4f",
+            "jmp 2b",
+            "4:",
+            "inc rdx",
+            "jmp 2b",
+            "3:",
+            "vzeroupper",
+            in("rcx") stop.as_ptr(),
+            in("rsi") table.as_ptr(),
+            out("rdi") rounds,
+            out("rdx") errors,
+            out("rax") _,
+            out("ymm0") _, out("ymm1") _, out("ymm2") _, out("ymm3") _,
+            out("ymm4") _, out("ymm5") _, out("ymm6") _, out("ymm7") _,
+            out("ymm8") _, out("ymm9") _, out("ymm10") _, out("ymm11") _,
+            out("ymm12") _, out("ymm13") _, out("ymm14") _, out("ymm15") _,
+        );
+    }
+    (rounds, errors)
+}
+
+/// Runs `hog` (a register loop) preemptible on one worker beside a coroutine that yields in a
+/// loop and checks that it sees the default MXCSR, and has the test thread request preemptions
+/// until the hog was preempted `WANTED` times. Returns the hog's rounds and mismatches, and
+/// the other coroutine's MXCSR mismatches.
+fn survive_preemptions(hog: fn(&AtomicU64) -> (u64, u64)) -> ((u64, u64), u64) {
+    const WANTED: u64 = 3000;
+    let rt = runtime(1);
+    let stop = Arc::new(AtomicU64::new(0));
+    let done = Arc::new(AtomicBool::new(false));
+    let (s, d) = (stop.clone(), done.clone());
+    let r = rt.clone();
+    let runner = std::thread::spawn(move || {
+        r.run(move || {
+            let hog = preemptible().spawn(move || hog(&s)).unwrap();
+            let other = corio::go(move || {
+                let mut wrong = 0u64;
+                while !d.load(SeqCst) {
+                    let mut csr = 0u32;
+                    // SAFETY: stores MXCSR into a local.
+                    unsafe { asm!("stmxcsr [{}]", in(reg) &mut csr) };
+                    wrong += u64::from(csr & !0x3f != 0x1f80);
+                    corio::yield_now();
+                }
+                wrong
+            });
+            let result = hog.join().unwrap();
+            done.store(true, SeqCst);
+            (result, other.join().unwrap())
+        })
+    });
+    let start = Instant::now();
+    while rt.metrics().preemptions < WANTED && start.elapsed() < Duration::from_secs(120) {
+        rt.preempt_running_coroutines();
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    stop.store(1, SeqCst);
+    let result = runner.join().unwrap();
+    let preemptions = rt.metrics().preemptions;
+    assert!(
+        preemptions >= WANTED,
+        "only {preemptions} preemptions: {:?}",
+        rt.metrics()
+    );
+    result
+}
+
+/// Thousands of preemptions in the middle of a loop that keeps values in the integer, SSE,
+/// MXCSR and x87 registers: every round finds them intact, and the coroutine that runs while
+/// the hog is suspended sees the default MXCSR, not the hog's.
+#[test]
+fn integer_sse_mxcsr_and_x87_registers_survive_thousands_of_preemptions() {
+    within(Duration::from_secs(180), || {
+        let ((rounds, errors), other_wrong) = survive_preemptions(sse_register_loop);
+        assert!(rounds > 0);
+        assert_eq!(
+            errors, 0,
+            "{errors} of {rounds} rounds found a register changed"
+        );
+        assert_eq!(
+            other_wrong, 0,
+            "the other coroutine ran with the hog's MXCSR"
+        );
+    });
+}
+
+/// The same for the AVX upper halves, where the CPU has AVX2.
+#[test]
+fn avx_registers_survive_thousands_of_preemptions() {
+    if !std::arch::is_x86_feature_detected!("avx2") {
+        eprintln!("no AVX2 on this CPU: nothing to check");
+        return;
+    }
+    within(Duration::from_secs(180), || {
+        // SAFETY: AVX2 is available (checked above).
+        let ((rounds, errors), _) = survive_preemptions(|stop| unsafe { avx_register_loop(stop) });
+        assert!(rounds > 0);
+        assert_eq!(
+            errors, 0,
+            "{errors} of {rounds} rounds found a ymm register changed"
+        );
+    });
+}
+
+/// A hog inside libc (a 300 ms `nanosleep`, then a 128 MiB `memcpy`) is signalled but not
+/// preempted there; back in its own loop it is.
+#[test]
+fn a_hog_inside_libc_is_not_preempted_there() {
+    let rt = runtime(1);
+    let r = rt.clone();
+    within(EVENTUALLY, move || {
+        let r2 = r.clone();
+        let (during_sleep, during_copy, after) = r.run(move || {
+            let metrics = move || r2.metrics();
+            preemptible()
+                .spawn(move || {
+                    let m0 = metrics();
+                    let mut ts = libc::timespec {
+                        tv_sec: 0,
+                        tv_nsec: 300_000_000,
+                    };
+                    // SAFETY: nanosleep with valid pointers; EINTR leaves the remainder in `ts`.
+                    while unsafe { libc::nanosleep(&ts, &mut ts) } != 0 {}
+                    let m1 = metrics();
+                    let src = vec![1u8; 128 << 20];
+                    let mut dst = vec![0u8; 128 << 20];
+                    let m2 = metrics();
+                    // SAFETY: two distinct buffers of the same length.
+                    unsafe {
+                        libc::memcpy(dst.as_mut_ptr().cast(), src.as_ptr().cast(), src.len())
+                    };
+                    let m3 = metrics();
+                    assert_eq!(dst[dst.len() - 1], 1);
+                    // Now a pure loop: preempted.
+                    let start = Instant::now();
+                    while metrics().preemptions == m3.preemptions && start.elapsed() < CAP {
+                        for _ in 0..1 << 16 {
+                            std::hint::spin_loop();
+                        }
+                    }
+                    (
+                        (
+                            m1.preempt_signals - m0.preempt_signals,
+                            m1.preemptions - m0.preemptions,
+                        ),
+                        m3.preemptions - m2.preemptions,
+                        metrics().preemptions - m3.preemptions,
+                    )
+                })
+                .unwrap()
+                .join()
+                .unwrap()
+        });
+        let (signals, preempted) = during_sleep;
+        assert!(signals >= 1, "sysmon did not signal the sleeping hog");
+        assert_eq!(preempted, 0, "preempted inside nanosleep");
+        assert_eq!(during_copy, 0, "preempted inside memcpy");
+        assert!(
+            after >= 1,
+            "not preempted in its own loop after the libc calls"
+        );
+    });
+}
+
+/// A coroutine not marked preemptible is never signalled, even on a runtime where a
+/// preemptible hog was just preempted (so sysmon's signalling works there).
+#[test]
+fn a_coroutine_not_marked_preemptible_is_never_signalled() {
+    let rt = runtime(1);
+    let r = rt.clone();
+    within(EVENTUALLY, move || {
+        let r2 = r.clone();
+        let (before, after) = r.run(move || {
+            let flag = Arc::new(AtomicBool::new(false));
+            let f = flag.clone();
+            let hog = preemptible().spawn(move || spin_until(&f)).unwrap();
+            corio::go(move || flag.store(true, SeqCst)).join().unwrap();
+            assert!(hog.join().unwrap());
+            let before = r2.metrics();
+            // 300 ms of a pure loop, 30 time slices, not preemptible.
+            corio::go(|| {
+                let start = Instant::now();
+                while start.elapsed() < Duration::from_millis(300) {
+                    std::hint::spin_loop();
+                }
+            })
+            .join()
+            .unwrap();
+            (before, r2.metrics())
+        });
+        assert!(before.preemptions >= 1);
+        assert_eq!(after.preempt_signals, before.preempt_signals, "{after:?}");
+        assert_eq!(after.preemptions, before.preemptions);
+        assert_eq!(after.preempt_signals_stray, 0);
+    });
+}
+
+const CHILD: &str = "CORIO_TEST_SIGURG_CHILD";
+
+static USER_SIGURGS: AtomicU64 = AtomicU64::new(0);
+
+extern "C" fn user_handler(_: libc::c_int) {
+    USER_SIGURGS.fetch_add(1, SeqCst);
+}
+
+/// The child: installs its own SIGURG handler, then runs a preemptible hog until it is
+/// preempted, then sends itself SIGURG three times (the process, so any thread — a worker
+/// included — may take it) and checks that its handler saw each.
+fn sigurg_child() {
+    // SAFETY: installs a handler that only increments an atomic.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = user_handler as *const () as usize;
+        libc::sigemptyset(&mut action.sa_mask);
+        assert_eq!(
+            libc::sigaction(libc::SIGURG, &action, std::ptr::null_mut()),
+            0
+        );
+    }
+    let rt = runtime(1);
+    let ran = rt.run(|| {
+        let flag = Arc::new(AtomicBool::new(false));
+        let f = flag.clone();
+        let hog = preemptible().spawn(move || spin_until(&f)).unwrap();
+        corio::go(move || flag.store(true, SeqCst)).join().unwrap();
+        hog.join().unwrap()
+    });
+    assert!(ran && rt.metrics().preemptions >= 1, "{:?}", rt.metrics());
+    for n in 1..=3 {
+        // SAFETY: kill to our own process.
+        unsafe { libc::kill(libc::getpid(), libc::SIGURG) };
+        let start = Instant::now();
+        while USER_SIGURGS.load(SeqCst) < n && start.elapsed() < CAP {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert_eq!(
+            USER_SIGURGS.load(SeqCst),
+            n,
+            "signal {n} did not reach the user's handler"
+        );
+    }
+    println!("child: user handler got 3 of 3");
+}
+
+/// A program that installed its own SIGURG handler before the runtime started keeps receiving
+/// its signals, while preemption works (in a child process: the handler is process-wide).
+#[test]
+#[cfg_attr(miri, ignore)]
+fn a_programs_own_sigurg_handler_keeps_receiving_its_signals() {
+    if std::env::var(CHILD).is_ok() {
+        sigurg_child();
+        return;
+    }
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "a_programs_own_sigurg_handler_keeps_receiving_its_signals",
+            "--exact",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CHILD, "1")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("user handler got 3 of 3"),
+        "{stdout}\n{stderr}"
+    );
+}
