@@ -183,6 +183,50 @@ rt_common! {
             assert_eq!(*lock.read_async_free(), (250, 250));
         });
     }
+
+    /// Owned permits taken by a spawning loop and moved into the coroutines and tasks it spawns
+    /// bound how many run at once, and come back when each ends (tokio's `acquire_owned`
+    /// pattern: a connection limit).
+    #[test]
+    fn owned_permits_moved_into_spawned_work_bound_it_and_return_when_it_ends() {
+        let rt = rt();
+        within(EVENTUALLY, move || {
+            let sem = Arc::new(Semaphore::new(2));
+            let peak = Arc::new(Peak::default());
+            let s = sem.clone();
+            let p = peak.clone();
+            rt.run(move || {
+                let mut handles = Vec::new();
+                for i in 0..40 {
+                    let peak = p.clone();
+                    let permit = if i % 2 == 0 {
+                        s.clone().acquire_owned()
+                    } else {
+                        corio::block_on(s.clone().acquire_many_owned_async(1))
+                    };
+                    assert_eq!(permit.num_permits(), 1);
+                    assert!(Arc::ptr_eq(permit.semaphore(), &s));
+                    peak.enter();
+                    if i % 2 == 0 {
+                        handles.push(corio::go(move || {
+                            corio::yield_now();
+                            peak.leave();
+                            drop(permit);
+                        }));
+                    } else {
+                        handles.push(corio::spawn(async move {
+                            corio::yield_now_async().await;
+                            peak.leave();
+                            drop(permit);
+                        }));
+                    }
+                }
+                handles.into_iter().for_each(|h| h.join().unwrap());
+            });
+            assert!(peak.max.load(SeqCst) <= 2, "{} held at once", peak.max.load(SeqCst));
+            assert_eq!(sem.available_permits(), 2);
+        });
+    }
 }
 
 /// Helper: read an `RwLock` from a plain thread without the blocking face (the lock is free).
@@ -232,6 +276,29 @@ fn a_dropped_partly_served_acquire_returns_the_permits_it_had_collected() {
         2,
         "the cancelled waiter kept its permits"
     );
+}
+
+#[test]
+fn owned_permits_try_forget_and_cancel_like_borrowed_ones() {
+    let sem = Arc::new(Semaphore::new(3));
+    let two = sem.clone().try_acquire_many_owned(2).unwrap();
+    assert_eq!(two.num_permits(), 2);
+    assert!(sem.clone().try_acquire_many_owned(2).is_none());
+    assert_eq!(sem.available_permits(), 1, "a failed try took a permit");
+    // A queued owned acquire that is dropped passes on what it was assigned.
+    let mut cx = Context::from_waker(Waker::noop());
+    {
+        let mut three = pin!(sem.clone().acquire_many_owned_async(3));
+        assert!(three.as_mut().poll(&mut cx).is_pending());
+        drop(two); // the waiter has all 3 now, but is dropped before it sees them
+    }
+    assert_eq!(
+        sem.available_permits(),
+        3,
+        "the cancelled owned acquire kept permits"
+    );
+    sem.clone().acquire_owned().forget();
+    assert_eq!(sem.available_permits(), 2, "a forgotten permit came back");
 }
 
 /// A failed `try_acquire` must not hand back permits it never took (it once built a permit and

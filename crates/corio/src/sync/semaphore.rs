@@ -26,6 +26,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use super::wait_list::{List, Node, Wakers};
@@ -340,6 +341,106 @@ impl Semaphore {
     }
 }
 
+/// Permits that own their semaphore through an `Arc`, for holders that are `'static`: a
+/// permit moved into a spawned coroutine or task, or kept in a struct (tokio's
+/// `acquire_owned`).
+impl Semaphore {
+    /// Takes one permit, waiting blocking-style, as an [`OwnedSemaphorePermit`].
+    ///
+    /// # Panics
+    ///
+    /// Inside an async task: use [`acquire_owned_async`](Self::acquire_owned_async)`().await`.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use corio::sync::Semaphore;
+    ///
+    /// let rt = corio::Runtime::builder().workers(2).build().unwrap();
+    /// rt.run(|| {
+    ///     let sem = Arc::new(Semaphore::new(2));
+    ///     let workers: Vec<_> = (0..6)
+    ///         .map(|i| {
+    ///             // Taken here, released by the coroutine when it ends.
+    ///             let permit = sem.clone().acquire_owned();
+    ///             corio::go(move || {
+    ///                 let _permit = permit;
+    ///                 i * 2
+    ///             })
+    ///         })
+    ///         .collect();
+    ///     let sum: i32 = workers.into_iter().map(|h| h.join().unwrap()).sum();
+    ///     assert_eq!(sum, 30);
+    ///     assert_eq!(sem.available_permits(), 2);
+    /// });
+    /// ```
+    #[track_caller]
+    pub fn acquire_owned(self: Arc<Self>) -> OwnedSemaphorePermit {
+        self.acquire_many_owned(1)
+    }
+
+    /// Takes `n` permits at once, waiting blocking-style, as an [`OwnedSemaphorePermit`].
+    ///
+    /// # Panics
+    ///
+    /// Inside an async task: use [`acquire_many_owned_async`](Self::acquire_many_owned_async).
+    #[track_caller]
+    pub fn acquire_many_owned(self: Arc<Self>, n: usize) -> OwnedSemaphorePermit {
+        let fast = self.clone();
+        super::wait_for(
+            move || fast.try_acquire_many_owned(n),
+            self.acquire_many_owned_async(n),
+        )
+    }
+
+    /// Takes one permit, as a future that owns the semaphore (it is `'static`).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use corio::sync::Semaphore;
+    ///
+    /// let rt = corio::Runtime::builder().workers(1).build().unwrap();
+    /// let sem = Arc::new(Semaphore::new(1));
+    /// let s = sem.clone();
+    /// rt.block_on(async move {
+    ///     let permit = s.clone().acquire_owned_async().await;
+    ///     assert!(s.clone().try_acquire_owned().is_none());
+    ///     // The task releases the permit when it ends.
+    ///     corio::spawn(async move { drop(permit) }).await.unwrap();
+    ///     assert!(s.try_acquire_owned().is_some());
+    /// });
+    /// assert_eq!(sem.available_permits(), 1);
+    /// ```
+    pub fn acquire_owned_async(
+        self: Arc<Self>,
+    ) -> impl Future<Output = OwnedSemaphorePermit> + Send + 'static {
+        self.acquire_many_owned_async(1)
+    }
+
+    /// Takes `n` permits at once, as a future that owns the semaphore. Dropping it while it
+    /// waits passes on whatever permits it had been assigned.
+    pub async fn acquire_many_owned_async(self: Arc<Self>, n: usize) -> OwnedSemaphorePermit {
+        self.sem.acquire(n).await;
+        OwnedSemaphorePermit {
+            sem: self,
+            permits: n,
+        }
+    }
+
+    /// Takes one permit if one is free and nobody is queued, as an [`OwnedSemaphorePermit`].
+    pub fn try_acquire_owned(self: Arc<Self>) -> Option<OwnedSemaphorePermit> {
+        self.try_acquire_many_owned(1)
+    }
+
+    /// Takes `n` permits if they are free and nobody is queued, as an
+    /// [`OwnedSemaphorePermit`].
+    pub fn try_acquire_many_owned(self: Arc<Self>, n: usize) -> Option<OwnedSemaphorePermit> {
+        self.sem.try_acquire(n).then(|| OwnedSemaphorePermit {
+            sem: self,
+            permits: n,
+        })
+    }
+}
+
 impl std::fmt::Debug for Semaphore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Semaphore")
@@ -369,6 +470,39 @@ impl SemaphorePermit<'_> {
 }
 
 impl Drop for SemaphorePermit<'_> {
+    fn drop(&mut self) {
+        self.sem.sem.release(self.permits);
+    }
+}
+
+/// Permits taken from a [`Semaphore`] held through an `Arc` ([`Semaphore::acquire_owned`]);
+/// returned to it when dropped. Unlike [`SemaphorePermit`] it borrows nothing, so it can move
+/// into a spawned coroutine or task.
+#[must_use = "the permits are returned as soon as this is dropped"]
+#[derive(Debug)]
+pub struct OwnedSemaphorePermit {
+    sem: Arc<Semaphore>,
+    permits: usize,
+}
+
+impl OwnedSemaphorePermit {
+    /// How many permits this holds.
+    pub fn num_permits(&self) -> usize {
+        self.permits
+    }
+
+    /// The semaphore the permits came from.
+    pub fn semaphore(&self) -> &Arc<Semaphore> {
+        &self.sem
+    }
+
+    /// Keeps the permits out of the semaphore for good.
+    pub fn forget(mut self) {
+        self.permits = 0;
+    }
+}
+
+impl Drop for OwnedSemaphorePermit {
     fn drop(&mut self) {
         self.sem.sem.release(self.permits);
     }
