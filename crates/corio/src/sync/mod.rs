@@ -59,7 +59,7 @@ pub use self::mutex::{Lock, Mutex, MutexGuard, STARVATION};
 pub use self::notify::{Notified, Notify};
 pub use self::once_cell::{Lazy, OnceCell};
 pub use self::rwlock::{MAX_READS, RwLock, RwLockReadGuard, RwLockWriteGuard};
-pub use self::semaphore::{OwnedSemaphorePermit, Semaphore, SemaphorePermit};
+pub use self::semaphore::{AcquireError, OwnedSemaphorePermit, Semaphore, SemaphorePermit};
 pub use self::wait_group::WaitGroup;
 
 /// The blocking-style face of every wait here: `fast` first (an uncontended lock is one
