@@ -239,8 +239,8 @@ rt_common! {
             const LONG: Duration = Duration::from_secs(60);
             let pair = Arc::new((Mutex::new((false, 0u32)), Condvar::new()));
             let waiting = |p: &(Mutex<(bool, u32)>, Condvar)| p.0.lock().1;
-            let p = pair.clone();
-            let co = rt.go(move || {
+            // Blocking-style, for the coroutine and the thread.
+            let wait = |p: Arc<(Mutex<(bool, u32)>, Condvar)>| {
                 let mut g = p.0.lock();
                 g.1 += 1;
                 while !g.0 {
@@ -248,7 +248,9 @@ rt_common! {
                     assert!(!res.timed_out());
                     g = next;
                 }
-            });
+            };
+            let p = pair.clone();
+            let co = rt.go(move || wait(p));
             let p = pair.clone();
             let task = rt.spawn(async move {
                 let mut g = p.0.lock_async().await;
@@ -260,15 +262,7 @@ rt_common! {
                 }
             });
             let p = pair.clone();
-            let thread = std::thread::spawn(move || {
-                let mut g = p.0.lock();
-                g.1 += 1;
-                while !g.0 {
-                    let (next, res) = p.1.wait_timeout(g, LONG);
-                    assert!(!res.timed_out());
-                    g = next;
-                }
-            });
+            let thread = std::thread::spawn(move || wait(p));
             // Each waiter registers before it releases the lock: once all three have counted
             // themselves under it, a notification cannot miss them.
             wait_until("three waiters", || waiting(&pair) == 3);

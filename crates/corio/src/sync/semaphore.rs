@@ -20,8 +20,8 @@
 //! 5. Close (under the list lock): set `closed`, unlink every node and wake it. A woken node
 //!    whose need is not zero sees `closed` and fails, releasing what it had been assigned; the
 //!    slow path refuses to queue once `closed` is set, and the fast path fails on it, so no
-//!    acquire can wait on a closed semaphore (a racing fast path that wins before it sees the
-//!    flag is ordered before the close).
+//!    acquire can wait on a closed semaphore. (A fast path that read the flag just before the
+//!    close may still win its CAS after it: an acquire racing `close` can succeed.)
 //!
 //! ## Invariant
 //!
@@ -653,6 +653,30 @@ mod loom_tests {
             sem.release(1);
             canceller.join().unwrap();
             waiter.join().unwrap();
+            assert_eq!(sem.available(), 2, "a permit was lost or duplicated");
+        });
+    }
+
+    /// A waiter for 2 permits races `close` and two releases (one before, one after the close
+    /// on this thread): it either gets both and gives them back, or fails and gives back what
+    /// it had collected; it is never left waiting, and every permit ends back in the count.
+    #[test]
+    fn loom_semaphore_close_races_with_a_queued_acquire_and_releases() {
+        loom::model(|| {
+            let sem = Arc::new(BatchSemaphore::new(0));
+            let s1 = sem.clone();
+            let waiter = loom::thread::spawn(move || {
+                let mut acquire = pin!(s1.acquire_or_closed(2));
+                if loom_block_on(|cx| acquire.as_mut().poll(cx)).is_ok() {
+                    s1.release(2);
+                }
+            });
+            let s2 = sem.clone();
+            let releaser = loom::thread::spawn(move || s2.release(1));
+            sem.close();
+            sem.release(1);
+            waiter.join().unwrap();
+            releaser.join().unwrap();
             assert_eq!(sem.available(), 2, "a permit was lost or duplicated");
         });
     }
