@@ -12,7 +12,8 @@
 //! Confirmed (2026-12-02, debug build, first round): the worker panicked with "running a task
 //! that was not notified" (`task/state.rs`, `transition_to_running`), the coroutine was then
 //! leaked ("kept blocking while being cancelled at shutdown") and its destructor never
-//! finished. The fix belongs in `task/state.rs` / `task/harness.rs`; until it lands the test
+//! finished. Release build, first round: the destructor's wait was polled 4 times, not 2 (two
+//! spurious resumes of the unwinding coroutine). The fix belongs in `task/state.rs` / `task/harness.rs`; until it lands the test
 //! is ignored (run it with `--ignored`).
 
 #[macro_use]
