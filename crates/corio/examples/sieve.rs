@@ -9,7 +9,8 @@
 //!
 //! When main is done it drops its end of the chain: the last filter's send fails, it returns
 //! and drops its own receiver, and so on up to the generator — the whole chain unwinds through
-//! Go's close semantics, with no flag or kill switch.
+//! Go's close semantics, with no flag or kill switch. The chain itself is `shared/sieve.rs`,
+//! which corio-bench's `chan` case runs too.
 //!
 //! ```text
 //! cargo run --release --example sieve -- 10000      # the 10,000th prime
@@ -18,38 +19,8 @@
 
 use std::time::Instant;
 
-use corio::chan::{self, Receiver, Sender};
-
-/// Sends 2, 3, 4, ... until the receiving side is gone.
-fn generate(out: Sender<u64>) {
-    for i in 2.. {
-        if out.send(i).is_err() {
-            return;
-        }
-    }
-}
-
-/// Passes on the numbers from `input` that `prime` does not divide.
-fn filter(input: Receiver<u64>, out: Sender<u64>, prime: u64) {
-    for i in input {
-        if i % prime != 0 && out.send(i).is_err() {
-            return;
-        }
-    }
-}
-
-/// The `n`-th prime (n ≥ 1), by the sieve.
-fn nth_prime(n: usize) -> u64 {
-    let (tx, mut rx) = chan::bounded(0);
-    corio::go(move || generate(tx));
-    for _ in 1..n {
-        let prime = rx.recv().expect("the chain is alive");
-        let (tx, next) = chan::bounded(0);
-        corio::go(move || filter(rx, tx, prime));
-        rx = next;
-    }
-    rx.recv().expect("the chain is alive")
-}
+#[path = "shared/sieve.rs"]
+mod sieve;
 
 fn main() {
     let n: usize = std::env::args()
@@ -57,6 +28,6 @@ fn main() {
         .map(|a| a.parse().expect("usage: sieve [n]"))
         .unwrap_or(1000);
     let start = Instant::now();
-    let p = corio::run(move || nth_prime(n));
+    let p = corio::run(move || sieve::nth_prime(n));
     println!("prime #{n} is {p} ({:?})", start.elapsed());
 }

@@ -745,15 +745,22 @@ rt_common! {
         let spins = within(EVENTUALLY, move || {
             rt.run(|| {
                 let stop = Arc::new(AtomicBool::new(false));
-                let s = stop.clone();
+                let spinning = Arc::new(AtomicBool::new(false));
+                let (s, sp) = (stop.clone(), spinning.clone());
                 let spinner = corio::go(move || {
                     let mut n = 0u64;
                     while !s.load(SeqCst) {
+                        sp.store(true, SeqCst);
                         corio::yield_now();
                         n += 1;
                     }
                     n
                 });
+                // The sleep starts once the spinner spins: on a loaded machine the worker may
+                // be descheduled for longer than the sleep before the spinner first runs.
+                while !spinning.load(SeqCst) {
+                    corio::yield_now();
+                }
                 corio::sleep(Duration::from_millis(10));
                 stop.store(true, SeqCst);
                 spinner.join().unwrap()
@@ -1141,7 +1148,8 @@ fn a_coroutine_suspended_mid_unwind_does_not_stop_another_from_being_cancelled()
         let (s, af) = (sleeping.clone(), after.clone());
         let b = rt.go(move || {
             s.store(true, SeqCst);
-            corio::sleep(Duration::from_millis(300));
+            // Long enough that the abort surely comes first, however loaded the machine.
+            corio::sleep(Duration::from_secs(60));
             af.store(true, SeqCst); // must not run: b is aborted during the sleep
         });
         wait_until("b sleeps", || sleeping.load(SeqCst));

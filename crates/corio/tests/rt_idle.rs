@@ -1,12 +1,13 @@
 //! An idle runtime makes no wake-ups (DESIGN.md: "an idle process makes no wake-ups"; Go's
 //! sysmon cost in #18236 is the cautionary tale).
 //!
-//! Method: give the runtime a unique `thread_name`, let it settle, then read the context-switch
-//! counters (`voluntary_ctxt_switches` + `nonvoluntary_ctxt_switches` in
-//! `/proc/self/task/<tid>/status`) of every thread whose name (`comm`) starts with that prefix,
-//! twice, one second apart. A thread that sleeps without a timeout is not switched in at all,
-//! so the target is 0; the tests allow [`NOISE`] switches in total for the odd stray event (a
-//! signal, a page-cache flush touching the thread), and say so.
+//! Method: give the runtime a unique `thread_name`, let it settle (no switch for [`SETTLE`],
+//! however long that takes on a loaded machine), then read the context-switch counters
+//! (`voluntary_ctxt_switches` + `nonvoluntary_ctxt_switches` in `/proc/self/task/<tid>/status`)
+//! of every thread whose name (`comm`) starts with that prefix, twice, one second apart. A
+//! thread that sleeps without a timeout is not switched in at all, so the target is 0; the
+//! tests allow [`NOISE`] switches in total for the odd stray event (a signal, a page-cache
+//! flush touching the thread), and say so.
 //!
 //! The tests in this file run one at a time (they measure).
 
@@ -15,18 +16,21 @@ mod support;
 
 use std::collections::HashMap;
 use std::sync::Mutex;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use support::{EVENTUALLY, Gate, within};
 
 /// Switches tolerated in the measured second, over all of a runtime's threads (target: 0).
 const NOISE: u64 = 2;
 
+/// How long a runtime's threads must have made no switch before the measured second starts.
+const SETTLE: Duration = Duration::from_millis(200);
+
 /// The tests here measure; running two at once would not disturb the counters of idle
 /// threads, but keeps the machine quiet for the settle periods.
 static SERIAL: Mutex<()> = Mutex::new(());
 
-/// Builds a runtime named `prefix`, runs `setup` on it, lets it settle for 200 ms, and returns
+/// Builds a runtime named `prefix`, runs `setup` on it, lets it settle ([`settled`]), and returns
 /// the context switches its threads made during the following second (by thread name).
 fn switches_in_an_idle_second(
     workers: usize,
@@ -40,11 +44,7 @@ fn switches_in_an_idle_second(
         .build()
         .unwrap();
     setup(&rt);
-    std::thread::sleep(Duration::from_millis(200));
-    let before: HashMap<u32, u64> = support::threads_named(prefix)
-        .iter()
-        .map(|t| (t.tid, t.switches))
-        .collect();
+    let before = settled(prefix);
     assert!(
         before.len() > workers,
         "expected the workers and sysmon, found {before:?}"
@@ -62,6 +62,35 @@ fn switches_in_an_idle_second(
         .collect();
     drop(rt);
     deltas
+}
+
+/// Waits until the threads named `prefix` have made no context switch for [`SETTLE`] (a
+/// runtime that has just started or finished its work goes quiet; on a loaded machine its
+/// threads may need far longer than on a quiet one to get there), and returns their counters.
+/// A runtime that never settles fails the test after [`EVENTUALLY`].
+fn settled(prefix: &str) -> HashMap<u32, u64> {
+    let counters = || -> HashMap<u32, u64> {
+        support::threads_named(prefix)
+            .iter()
+            .map(|t| (t.tid, t.switches))
+            .collect()
+    };
+    let start = Instant::now();
+    let mut last = counters();
+    let mut quiet_since = Instant::now();
+    while quiet_since.elapsed() < SETTLE {
+        assert!(
+            start.elapsed() < EVENTUALLY,
+            "the runtime's threads never stayed quiet for {SETTLE:?}: {last:?}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+        let now = counters();
+        if now != last {
+            last = now;
+            quiet_since = Instant::now();
+        }
+    }
+    last
 }
 
 #[track_caller]

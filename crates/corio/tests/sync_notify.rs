@@ -10,6 +10,7 @@ use std::pin::pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
 
 use corio::sync::{Condvar, Mutex, Notify, oneshot};
 use support::{EVENTUALLY, wait_until, within};
@@ -188,6 +189,88 @@ rt_common! {
             pair.1.notify_all();
             handles.into_iter().for_each(|h| h.join().unwrap());
             assert_eq!(returned.load(SeqCst), 6);
+        });
+    }
+
+    /// With nobody notifying, `wait_timeout` returns after its timeout (never before), says
+    /// so, and hands back the mutex locked: from a coroutine, a task and a plain thread.
+    #[test]
+    fn condvar_wait_timeout_without_a_notification_times_out_with_the_lock_held() {
+        let rt = rt();
+        within(EVENTUALLY, move || {
+            const D: Duration = Duration::from_millis(20);
+            let pair = Arc::new((Mutex::new(0u32), Condvar::new()));
+            let p = pair.clone();
+            let co = rt.go(move || {
+                let start = Instant::now();
+                let (mut g, res) = p.1.wait_timeout(p.0.lock(), D);
+                assert!(res.timed_out());
+                assert!(start.elapsed() >= D, "timed out after {:?}", start.elapsed());
+                assert!(p.0.try_lock().is_none(), "the guard does not hold the mutex");
+                *g += 1;
+            });
+            let p = pair.clone();
+            let task = rt.spawn(async move {
+                let start = Instant::now();
+                let (mut g, res) = p.1.wait_timeout_async(p.0.lock_async().await, D).await;
+                assert!(res.timed_out());
+                assert!(start.elapsed() >= D, "timed out after {:?}", start.elapsed());
+                assert!(p.0.try_lock().is_none(), "the guard does not hold the mutex");
+                *g += 1;
+            });
+            let start = Instant::now();
+            let (mut g, res) = pair.1.wait_timeout(pair.0.lock(), D);
+            assert!(res.timed_out());
+            assert!(start.elapsed() >= D, "timed out after {:?}", start.elapsed());
+            *g += 1;
+            drop(g);
+            co.join().unwrap();
+            task.join().unwrap();
+            assert_eq!(*pair.0.lock(), 3);
+        });
+    }
+
+    /// A notification ends a `wait_timeout` long before its (60 s) timeout, which then reports
+    /// no time-out, from a coroutine, a task and a plain thread at once.
+    #[test]
+    fn condvar_wait_timeout_returns_on_a_notification_without_timing_out() {
+        let rt = rt();
+        within(EVENTUALLY, move || {
+            const LONG: Duration = Duration::from_secs(60);
+            let pair = Arc::new((Mutex::new((false, 0u32)), Condvar::new()));
+            let waiting = |p: &(Mutex<(bool, u32)>, Condvar)| p.0.lock().1;
+            // Blocking-style, for the coroutine and the thread.
+            let wait = |p: Arc<(Mutex<(bool, u32)>, Condvar)>| {
+                let mut g = p.0.lock();
+                g.1 += 1;
+                while !g.0 {
+                    let (next, res) = p.1.wait_timeout(g, LONG);
+                    assert!(!res.timed_out());
+                    g = next;
+                }
+            };
+            let p = pair.clone();
+            let co = rt.go(move || wait(p));
+            let p = pair.clone();
+            let task = rt.spawn(async move {
+                let mut g = p.0.lock_async().await;
+                g.1 += 1;
+                while !g.0 {
+                    let (next, res) = p.1.wait_timeout_async(g, LONG).await;
+                    assert!(!res.timed_out());
+                    g = next;
+                }
+            });
+            let p = pair.clone();
+            let thread = std::thread::spawn(move || wait(p));
+            // Each waiter registers before it releases the lock: once all three have counted
+            // themselves under it, a notification cannot miss them.
+            wait_until("three waiters", || waiting(&pair) == 3);
+            pair.0.lock().0 = true;
+            pair.1.notify_all();
+            co.join().unwrap();
+            task.join().unwrap();
+            thread.join().unwrap();
         });
     }
 

@@ -9,7 +9,7 @@ use std::future::Future;
 use std::pin::pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
-use std::task::{Context, Waker};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use corio::sync::{RwLock, Semaphore};
@@ -46,7 +46,7 @@ rt_common! {
                     let (sem, peak, done) = (sem.clone(), peak.clone(), done.clone());
                     handles.push(rt.go(move || {
                         for _ in 0..50 {
-                            let _p = sem.acquire();
+                            let _p = sem.acquire().unwrap();
                             peak.enter();
                             corio::yield_now();
                             peak.leave();
@@ -58,7 +58,7 @@ rt_common! {
                     let (sem, peak, done) = (sem.clone(), peak.clone(), done.clone());
                     handles.push(rt.spawn(async move {
                         for _ in 0..50 {
-                            let _p = sem.acquire_async().await;
+                            let _p = sem.acquire_async().await.unwrap();
                             peak.enter();
                             corio::yield_now_async().await;
                             peak.leave();
@@ -72,7 +72,7 @@ rt_common! {
                     let (sem, peak, done) = (sem.clone(), peak.clone(), done.clone());
                     std::thread::spawn(move || {
                         for _ in 0..50 {
-                            let _p = sem.acquire();
+                            let _p = sem.acquire().unwrap();
                             peak.enter();
                             std::thread::yield_now();
                             peak.leave();
@@ -101,7 +101,7 @@ rt_common! {
                 .map(|_| {
                     let (sem, n) = (sem.clone(), 1 + rng.below(2) as usize);
                     rt.spawn(async move {
-                        let _p = sem.acquire_many_async(n).await;
+                        let _p = sem.acquire_many_async(n).await.unwrap();
                         corio::time::sleep_async(Duration::from_micros(200)).await;
                     })
                 })
@@ -183,6 +183,87 @@ rt_common! {
             assert_eq!(*lock.read_async_free(), (250, 250));
         });
     }
+
+    /// Owned permits taken by a spawning loop and moved into the coroutines and tasks it spawns
+    /// bound how many run at once, and come back when each ends (tokio's `acquire_owned`
+    /// pattern: a connection limit).
+    #[test]
+    fn owned_permits_moved_into_spawned_work_bound_it_and_return_when_it_ends() {
+        let rt = rt();
+        within(EVENTUALLY, move || {
+            let sem = Arc::new(Semaphore::new(2));
+            let peak = Arc::new(Peak::default());
+            let s = sem.clone();
+            let p = peak.clone();
+            rt.run(move || {
+                let mut handles = Vec::new();
+                for i in 0..40 {
+                    let peak = p.clone();
+                    let permit = if i % 2 == 0 {
+                        s.clone().acquire_owned().unwrap()
+                    } else {
+                        corio::block_on(s.clone().acquire_many_owned_async(1)).unwrap()
+                    };
+                    assert_eq!(permit.num_permits(), 1);
+                    assert!(Arc::ptr_eq(permit.semaphore(), &s));
+                    peak.enter();
+                    if i % 2 == 0 {
+                        handles.push(corio::go(move || {
+                            corio::yield_now();
+                            peak.leave();
+                            drop(permit);
+                        }));
+                    } else {
+                        handles.push(corio::spawn(async move {
+                            corio::yield_now_async().await;
+                            peak.leave();
+                            drop(permit);
+                        }));
+                    }
+                }
+                handles.into_iter().for_each(|h| h.join().unwrap());
+            });
+            assert!(peak.max.load(SeqCst) <= 2, "{} held at once", peak.max.load(SeqCst));
+            assert_eq!(sem.available_permits(), 2);
+        });
+    }
+
+    /// Coroutines, tasks and threads blocked in `acquire` all wake with an error when the
+    /// semaphore is closed, and nobody gets a permit after it.
+    #[test]
+    fn close_wakes_coroutines_tasks_and_threads_waiting_to_acquire_with_an_error() {
+        let rt = rt();
+        within(EVENTUALLY, move || {
+            let sem = Arc::new(Semaphore::new(0));
+            let started = Arc::new(AtomicUsize::new(0));
+            let mut handles = Vec::new();
+            for _ in 0..3 {
+                let (s, st) = (sem.clone(), started.clone());
+                handles.push(rt.go(move || {
+                    st.fetch_add(1, SeqCst);
+                    assert!(s.acquire().is_err());
+                }));
+                let (s, st) = (sem.clone(), started.clone());
+                handles.push(rt.spawn(async move {
+                    st.fetch_add(1, SeqCst);
+                    assert!(s.acquire_many_async(2).await.is_err());
+                }));
+            }
+            let (s, st) = (sem.clone(), started.clone());
+            let thread = std::thread::spawn(move || {
+                st.fetch_add(1, SeqCst);
+                assert!(s.acquire_owned().is_err());
+            });
+            support::wait_until("every acquirer started", || started.load(SeqCst) == 7);
+            // Whether each has queued yet or not, it must fail: the close also refuses
+            // acquirers that come after it.
+            sem.close();
+            handles.into_iter().for_each(|h| h.join().unwrap());
+            thread.join().unwrap();
+            sem.add_permits(1);
+            assert!(sem.try_acquire().is_none());
+        });
+    }
 }
 
 /// Helper: read an `RwLock` from a plain thread without the blocking face (the lock is free).
@@ -199,7 +280,7 @@ impl<T> ReadFree<T> for RwLock<T> {
 #[test]
 fn a_large_acquire_many_is_not_overtaken_by_later_small_acquirers() {
     let sem = Semaphore::new(2);
-    let held = sem.acquire();
+    let held = sem.acquire().unwrap();
     let mut cx = Context::from_waker(Waker::noop());
     let mut big = pin!(sem.acquire_many_async(2));
     assert!(big.as_mut().poll(&mut cx).is_pending());
@@ -209,7 +290,7 @@ fn a_large_acquire_many_is_not_overtaken_by_later_small_acquirers() {
     );
     drop(held);
     let permit = match big.as_mut().poll(&mut cx) {
-        std::task::Poll::Ready(p) => p,
+        std::task::Poll::Ready(p) => p.unwrap(),
         std::task::Poll::Pending => panic!("the large request was not served"),
     };
     assert_eq!(permit.num_permits(), 2);
@@ -218,7 +299,7 @@ fn a_large_acquire_many_is_not_overtaken_by_later_small_acquirers() {
 #[test]
 fn a_dropped_partly_served_acquire_returns_the_permits_it_had_collected() {
     let sem = Semaphore::new(1);
-    let held = sem.acquire();
+    let held = sem.acquire().unwrap();
     let mut cx = Context::from_waker(Waker::noop());
     {
         let mut three = pin!(sem.acquire_many_async(3));
@@ -231,6 +312,77 @@ fn a_dropped_partly_served_acquire_returns_the_permits_it_had_collected() {
         sem.available_permits(),
         2,
         "the cancelled waiter kept its permits"
+    );
+}
+
+#[test]
+fn owned_permits_try_forget_and_cancel_like_borrowed_ones() {
+    let sem = Arc::new(Semaphore::new(3));
+    let two = sem.clone().try_acquire_many_owned(2).unwrap();
+    assert_eq!(two.num_permits(), 2);
+    assert!(sem.clone().try_acquire_many_owned(2).is_none());
+    assert_eq!(sem.available_permits(), 1, "a failed try took a permit");
+    // A queued owned acquire that is dropped passes on what it was assigned.
+    let mut cx = Context::from_waker(Waker::noop());
+    {
+        let mut three = pin!(sem.clone().acquire_many_owned_async(3));
+        assert!(three.as_mut().poll(&mut cx).is_pending());
+        drop(two); // the waiter has all 3 now, but is dropped before it sees them
+    }
+    assert_eq!(
+        sem.available_permits(),
+        3,
+        "the cancelled owned acquire kept permits"
+    );
+    sem.clone().acquire_owned().unwrap().forget();
+    assert_eq!(sem.available_permits(), 2, "a forgotten permit came back");
+}
+
+/// `close` fails every queued acquirer (including one that had collected part of what it
+/// wants, whose permits go back) and every later one, while permits already held stay valid
+/// and still come back (tokio's `close` contract).
+#[test]
+fn close_fails_queued_and_later_acquirers_and_keeps_held_permits_valid() {
+    /// Counts its wakes.
+    struct Wakes(AtomicUsize);
+    impl std::task::Wake for Wakes {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, SeqCst);
+        }
+    }
+    let wakes = Arc::new(Wakes(AtomicUsize::new(0)));
+    let waker = Waker::from(wakes.clone());
+    let sem = Arc::new(Semaphore::new(2));
+    let held = sem.acquire().unwrap();
+    let mut cx = Context::from_waker(&waker);
+    let mut three = pin!(sem.acquire_many_async(3)); // collects the free permit, waits
+    let mut one = pin!(sem.acquire_async());
+    assert!(three.as_mut().poll(&mut cx).is_pending());
+    assert!(one.as_mut().poll(&mut cx).is_pending());
+    assert_eq!(sem.available_permits(), 0);
+    sem.close();
+    assert!(sem.is_closed());
+    assert_eq!(wakes.0.load(SeqCst), 2, "close did not wake both waiters");
+    assert!(matches!(three.as_mut().poll(&mut cx), Poll::Ready(Err(_))));
+    assert!(matches!(one.as_mut().poll(&mut cx), Poll::Ready(Err(_))));
+    assert_eq!(
+        sem.available_permits(),
+        1,
+        "the failed acquirer kept the permit it had collected"
+    );
+    assert!(
+        sem.try_acquire().is_none(),
+        "try_acquire succeeded after close"
+    );
+    let err = sem.acquire().unwrap_err();
+    assert_eq!(err.to_string(), "semaphore closed");
+    assert!(sem.clone().acquire_owned().is_err());
+    assert!(corio::block_on(sem.clone().acquire_many_owned_async(1)).is_err());
+    drop(held);
+    assert_eq!(
+        sem.available_permits(),
+        2,
+        "a permit held across the close was lost"
     );
 }
 

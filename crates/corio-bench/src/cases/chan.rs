@@ -23,6 +23,11 @@ use crate::gopeer;
 use crate::opts::Opts;
 use crate::report::Measurement;
 
+// The sieve is the example's own chain, so that what is measured is what a reader sees in
+// `crates/corio/examples/sieve.rs`.
+#[path = "../../../corio/examples/shared/sieve.rs"]
+mod corio_sieve_chain;
+
 /// The `chan` case.
 pub const CASE: Case = Case {
     name: "chan",
@@ -424,33 +429,11 @@ fn crossbeam_mpmc(n: u64) -> Result<Duration, String> {
 
 /// `examples/sieve.rs`, timed inside the runtime.
 fn corio_sieve(workers: usize, n: u64) -> Result<Duration, String> {
-    use corio::chan::{Receiver, Sender};
-    fn generate(out: Sender<u64>) {
-        for i in 2.. {
-            if out.send(i).is_err() {
-                return;
-            }
-        }
-    }
-    fn filter(input: Receiver<u64>, out: Sender<u64>, prime: u64) {
-        for i in input {
-            if i % prime != 0 && out.send(i).is_err() {
-                return;
-            }
-        }
-    }
+    let n = usize::try_from(n).map_err(|e| e.to_string())?;
     let rt = corio_rt(workers)?;
     Ok(rt.run(move || {
         let t = Instant::now();
-        let (tx, mut rx) = corio::chan::bounded(0);
-        corio::go(move || generate(tx));
-        for _ in 1..n {
-            let prime = rx.recv().expect("chain");
-            let (tx, next) = corio::chan::bounded(0);
-            corio::go(move || filter(rx, tx, prime));
-            rx = next;
-        }
-        let p = rx.recv().expect("chain");
+        let p = corio_sieve_chain::nth_prime(n);
         let d = t.elapsed();
         child::emit("prime", p);
         d

@@ -6,7 +6,7 @@
 //! of memory, whatever its stack size. Slots are reused through per-thread caches (`pool.rs`)
 //! and the arena's free lists; pages of slots that go cold are given back to the kernel.
 //!
-//! The top of every slot holds a [`SlotHeader`] naming the coroutine that owns it, so that the
+//! The top of every slot holds a `SlotHeader` naming the coroutine that owns it, so that the
 //! overflow handler (`overflow.rs`) can say which coroutine overflowed from the fault address
 //! alone. Below the header, each new stack starts at a rotating offset of 0–1984 bytes in steps
 //! of 64 B, so that the top frames of many coroutines do not all map to the same L1 cache sets

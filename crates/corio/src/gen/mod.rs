@@ -31,7 +31,7 @@
 //!
 //! # Protocol
 //!
-//! A `Generator` owns one heap *frame*: a [slot](co::Slot) (a `Cell` holding nothing, an
+//! A `Generator` owns one heap *frame*: a slot (`co::Slot`, a `Cell` holding nothing, an
 //! input or a yielded value) and beside it the future, which is the user's closure until the
 //! first resume and the body's state machine afterwards. The body's [`Co`] points to the slot.
 //!

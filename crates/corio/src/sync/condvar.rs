@@ -10,6 +10,7 @@
 //! [`wait_while`](Condvar::wait_while), or re-check the condition in a loop.
 
 use std::pin::{Pin, pin};
+use std::time::Duration;
 
 use super::mutex::{Mutex, MutexGuard};
 use super::notify::{Notified, Notify};
@@ -76,6 +77,70 @@ impl Condvar {
         mutex.lock_async().await
     }
 
+    /// Releases `guard`'s mutex and waits for a notification or until `timeout` has passed,
+    /// whichever comes first; relocks and returns the guard, and whether the wait timed out;
+    /// blocking-style. May wake spuriously. The time to relock is not part of `timeout`.
+    ///
+    /// A notification that arrives just as the timeout fires is not lost: the waiter, dropped
+    /// with it, passes it on to the next waiter (module docs).
+    ///
+    /// # Panics
+    ///
+    /// Inside an async task: use [`wait_timeout_async`](Self::wait_timeout_async).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    /// use corio::sync::{Condvar, Mutex};
+    ///
+    /// let rt = corio::Runtime::builder().workers(2).build().unwrap();
+    /// rt.run(|| {
+    ///     let pair = Arc::new((Mutex::new(0), Condvar::new()));
+    ///     let (lock, cv) = &*pair;
+    ///     // Nobody notifies: the wait times out.
+    ///     let (guard, res) = cv.wait_timeout(lock.lock(), Duration::from_millis(10));
+    ///     assert!(res.timed_out());
+    ///     drop(guard);
+    ///     // Somebody does: it does not (retried, as any condvar wait may wake spuriously).
+    ///     let p = pair.clone();
+    ///     let setter = corio::go(move || {
+    ///         *p.0.lock() = 1;
+    ///         p.1.notify_all();
+    ///     });
+    ///     let mut guard = lock.lock();
+    ///     while *guard == 0 {
+    ///         let (g, res) = cv.wait_timeout(guard, Duration::from_secs(60));
+    ///         assert!(!res.timed_out());
+    ///         guard = g;
+    ///     }
+    ///     drop(guard);
+    ///     setter.join().unwrap();
+    /// });
+    /// ```
+    #[track_caller]
+    pub fn wait_timeout<'a, T: ?Sized>(
+        &self,
+        guard: MutexGuard<'a, T>,
+        timeout: Duration,
+    ) -> (MutexGuard<'a, T>, WaitTimeoutResult) {
+        crate::block_on(self.wait_timeout_async(guard, timeout))
+    }
+
+    /// [`wait_timeout`](Self::wait_timeout), as a future.
+    pub async fn wait_timeout_async<'a, T: ?Sized>(
+        &self,
+        guard: MutexGuard<'a, T>,
+        timeout: Duration,
+    ) -> (MutexGuard<'a, T>, WaitTimeoutResult) {
+        let mutex: &'a Mutex<T> = MutexGuard::mutex(&guard);
+        let mut notified: Pin<&mut Notified<'_>> = pin!(self.notify.notified_async());
+        // Registered before the mutex is released, as in `wait_async`.
+        notified.as_mut().enable();
+        drop(guard);
+        let timed_out = crate::time::timeout_async(timeout, notified).await.is_err();
+        (mutex.lock_async().await, WaitTimeoutResult(timed_out))
+    }
+
     /// Waits until `condition` is false, re-checking it after every wake-up (so spurious
     /// wake-ups are absorbed); blocking-style. Returns the guard with the condition false.
     ///
@@ -111,5 +176,17 @@ impl Condvar {
     /// Wakes every waiter.
     pub fn notify_all(&self) {
         self.notify.notify_waiters();
+    }
+}
+
+/// Whether a [`Condvar::wait_timeout`] returned because its timeout passed (std's
+/// `WaitTimeoutResult`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WaitTimeoutResult(bool);
+
+impl WaitTimeoutResult {
+    /// True if the wait ended because the timeout passed, not because of a notification.
+    pub fn timed_out(&self) -> bool {
+        self.0
     }
 }

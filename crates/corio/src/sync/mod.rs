@@ -54,12 +54,12 @@ mod wait_group;
 mod wait_list;
 
 pub use self::barrier::{Barrier, BarrierWaitResult};
-pub use self::condvar::Condvar;
+pub use self::condvar::{Condvar, WaitTimeoutResult};
 pub use self::mutex::{Lock, Mutex, MutexGuard, STARVATION};
 pub use self::notify::{Notified, Notify};
 pub use self::once_cell::{Lazy, OnceCell};
 pub use self::rwlock::{MAX_READS, RwLock, RwLockReadGuard, RwLockWriteGuard};
-pub use self::semaphore::{Semaphore, SemaphorePermit};
+pub use self::semaphore::{AcquireError, OwnedSemaphorePermit, Semaphore, SemaphorePermit};
 pub use self::wait_group::WaitGroup;
 
 /// The blocking-style face of every wait here: `fast` first (an uncontended lock is one

@@ -17,6 +17,11 @@
 //!    list is empty goes back to the count.
 //! 4. Cancel (a future dropped while queued, satisfied or not): unlink, then release (step 3)
 //!    the permits it had been assigned, so none is lost.
+//! 5. Close (under the list lock): set `closed`, unlink every node and wake it. A woken node
+//!    whose need is not zero sees `closed` and fails, releasing what it had been assigned; the
+//!    slow path refuses to queue once `closed` is set, and the fast path fails on it, so no
+//!    acquire can wait on a closed semaphore. (A fast path that read the flag just before the
+//!    close may still win its CAS after it: an acquire racing `close` can succeed.)
 //!
 //! ## Invariant
 //!
@@ -26,12 +31,13 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use super::wait_list::{List, Node, Wakers};
 use crate::loom::sync::Mutex as ListLock;
-use crate::loom::sync::atomic::AtomicUsize;
 use crate::loom::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+use crate::loom::sync::atomic::{AtomicBool, AtomicUsize};
 
 /// The permits and their FIFO queue; `Semaphore`, `RwLock` and `OnceCell` wrap it.
 pub(crate) struct BatchSemaphore {
@@ -40,6 +46,8 @@ pub(crate) struct BatchSemaphore {
     permits: AtomicUsize,
     /// Queued acquirers; each node's data is the number of permits it still needs.
     waiters: ListLock<List<usize>>,
+    /// Set once, under `waiters`' lock (protocol step 5).
+    closed: AtomicBool,
 }
 
 impl BatchSemaphore {
@@ -55,6 +63,7 @@ impl BatchSemaphore {
         BatchSemaphore {
             permits: AtomicUsize::new(permits),
             waiters: ListLock::new(List::new()),
+            closed: AtomicBool::new(false),
         }
     }
 
@@ -67,8 +76,31 @@ impl BatchSemaphore {
         self.permits.load(Acquire)
     }
 
+    /// Protocol step 5.
+    pub(crate) fn close(&self) {
+        let mut wakers = Wakers::default();
+        {
+            let mut list = self.list();
+            // Release: pairs with the Acquire loads in `is_closed` and `try_acquire` (the
+            // slow path reads it under the lock).
+            self.closed.store(true, Release);
+            while let Some(mut node) = list.pop_front() {
+                wakers.push(node.take_waker());
+            }
+        }
+        wakers.wake();
+    }
+
+    /// Whether [`close`](Self::close) has been called.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.load(Acquire)
+    }
+
     /// Protocol step 1.
     pub(crate) fn try_acquire(&self, n: usize) -> bool {
+        if self.is_closed() {
+            return false;
+        }
         let mut have = self.permits.load(Relaxed);
         while have >= n {
             // Acquire: pairs with the Release that added the permits in `release_locked`.
@@ -126,20 +158,33 @@ impl BatchSemaphore {
         n: usize,
         queued: &mut bool,
         cx: &mut Context<'_>,
-    ) -> Poll<()> {
+    ) -> Poll<Result<(), AcquireError>> {
         if !*queued && self.try_acquire(n) {
-            return Poll::Ready(());
+            return Poll::Ready(Ok(()));
         }
         let mut list = self.list();
         if *queued {
             // SAFETY: we hold the list lock; the node is only ever used with this list.
             let mut me = unsafe { list.entry(node) };
-            if me.data(|need| *need == 0) {
+            let need = me.data(|need| *need);
+            if need == 0 {
                 *queued = false; // the release unlinked us
-                return Poll::Ready(());
+                return Poll::Ready(Ok(()));
+            }
+            if self.closed.load(Relaxed) {
+                // The close unlinked us (step 5): pass on what we had been assigned.
+                *queued = false;
+                let mut wakers = Wakers::default();
+                self.release_locked(&mut list, n - need, &mut wakers);
+                drop(list);
+                wakers.wake();
+                return Poll::Ready(Err(AcquireError(())));
             }
             me.set_waker(cx.waker());
             return Poll::Pending;
+        }
+        if self.closed.load(Relaxed) {
+            return Poll::Ready(Err(AcquireError(())));
         }
         let mut have = self.permits.load(Relaxed);
         let need = loop {
@@ -154,7 +199,7 @@ impl BatchSemaphore {
             }
         };
         if need == 0 {
-            return Poll::Ready(());
+            return Poll::Ready(Ok(()));
         }
         // SAFETY: we hold the list lock; the node is not linked (`queued` is false), is only
         // used with this list, and `AcquireRaw::drop` unlinks it.
@@ -182,8 +227,19 @@ impl BatchSemaphore {
         wakers.wake();
     }
 
-    /// A future that acquires `n` permits (they are the caller's once it completes).
-    pub(crate) fn acquire(&self, n: usize) -> AcquireRaw<'_> {
+    /// A future that acquires `n` permits (they are the caller's once it completes), for a
+    /// semaphore that is never closed (`RwLock`, `OnceCell`).
+    pub(crate) fn acquire(&self, n: usize) -> impl Future<Output = ()> + '_ {
+        let acquire = self.acquire_or_closed(n);
+        async move {
+            acquire
+                .await
+                .expect("corio: a lock's semaphore is never closed")
+        }
+    }
+
+    /// A future that acquires `n` permits, or fails once the semaphore is closed.
+    pub(crate) fn acquire_or_closed(&self, n: usize) -> AcquireRaw<'_> {
         AcquireRaw {
             sem: self,
             node: Node::new(n),
@@ -204,9 +260,9 @@ pub(crate) struct AcquireRaw<'a> {
 }
 
 impl Future for AcquireRaw<'_> {
-    type Output = ();
+    type Output = Result<(), AcquireError>;
 
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         // SAFETY: the node is never moved out of the pinned future; the rest is plain data.
         let this = unsafe { self.get_unchecked_mut() };
         // SAFETY: `this.node` is structurally pinned.
@@ -242,7 +298,7 @@ impl Drop for AcquireRaw<'_> {
 ///         .map(|_| {
 ///             let (sem, now, peak) = (sem.clone(), now.clone(), peak.clone());
 ///             corio::go(move || {
-///                 let _permit = sem.acquire();
+///                 let _permit = sem.acquire().unwrap();
 ///                 peak.fetch_max(now.fetch_add(1, SeqCst) + 1, SeqCst);
 ///                 corio::yield_now();
 ///                 now.fetch_sub(1, SeqCst);
@@ -288,52 +344,197 @@ impl Semaphore {
         self.sem.release(n);
     }
 
+    /// Closes the semaphore (tokio's `Semaphore::close`): every acquirer waiting now and every
+    /// later one fails with [`AcquireError`], and `try_acquire` returns `None`. Permits already
+    /// held stay valid and are returned as usual; [`add_permits`](Self::add_permits) still
+    /// counts. A way to tell a pool of waiters "no more".
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use corio::sync::Semaphore;
+    ///
+    /// let rt = corio::Runtime::builder().workers(1).build().unwrap();
+    /// rt.run(|| {
+    ///     let sem = Arc::new(Semaphore::new(0));
+    ///     let s = sem.clone();
+    ///     let waiter = corio::go(move || s.acquire().is_err());
+    ///     corio::yield_now(); // the waiter queues
+    ///     sem.close();
+    ///     assert!(waiter.join().unwrap(), "the waiter failed");
+    ///     assert!(sem.is_closed() && sem.try_acquire().is_none());
+    /// });
+    /// ```
+    pub fn close(&self) {
+        self.sem.close();
+    }
+
+    /// Whether [`close`](Self::close) has been called.
+    pub fn is_closed(&self) -> bool {
+        self.sem.is_closed()
+    }
+
     /// Takes one permit, waiting blocking-style (see [`Mutex::lock`](super::Mutex::lock)).
+    /// Fails if the semaphore is closed before a permit is had.
     ///
     /// # Panics
     ///
     /// Inside an async task: use [`acquire_async`](Self::acquire_async)`().await`.
     #[track_caller]
-    pub fn acquire(&self) -> SemaphorePermit<'_> {
-        super::wait_for(|| self.try_acquire(), self.acquire_many_async(1))
+    pub fn acquire(&self) -> Result<SemaphorePermit<'_>, AcquireError> {
+        super::wait_for(|| self.try_acquire().map(Ok), self.acquire_many_async(1))
     }
 
-    /// Takes `n` permits at once, waiting blocking-style.
+    /// Takes `n` permits at once, waiting blocking-style. Fails if the semaphore is closed
+    /// before all `n` are had.
     ///
     /// # Panics
     ///
     /// Inside an async task: use [`acquire_many_async`](Self::acquire_many_async).
     #[track_caller]
-    pub fn acquire_many(&self, n: usize) -> SemaphorePermit<'_> {
-        super::wait_for(|| self.try_acquire_many(n), self.acquire_many_async(n))
+    pub fn acquire_many(&self, n: usize) -> Result<SemaphorePermit<'_>, AcquireError> {
+        super::wait_for(
+            || self.try_acquire_many(n).map(Ok),
+            self.acquire_many_async(n),
+        )
     }
 
     /// Takes one permit, as a future.
-    pub fn acquire_async(&self) -> impl Future<Output = SemaphorePermit<'_>> + '_ {
+    pub fn acquire_async(
+        &self,
+    ) -> impl Future<Output = Result<SemaphorePermit<'_>, AcquireError>> + '_ {
         self.acquire_many_async(1)
     }
 
     /// Takes `n` permits at once, as a future. Dropping it while it waits passes on whatever
     /// permits it had been assigned.
-    pub fn acquire_many_async(&self, n: usize) -> impl Future<Output = SemaphorePermit<'_>> + '_ {
-        let acquire = self.sem.acquire(n);
+    pub fn acquire_many_async(
+        &self,
+        n: usize,
+    ) -> impl Future<Output = Result<SemaphorePermit<'_>, AcquireError>> + '_ {
+        let acquire = self.sem.acquire_or_closed(n);
         async move {
-            acquire.await;
-            SemaphorePermit {
+            acquire.await?;
+            Ok(SemaphorePermit {
                 sem: self,
                 permits: n,
-            }
+            })
         }
     }
 
-    /// Takes one permit if one is free and nobody is queued.
+    /// Takes one permit if one is free, nobody is queued and the semaphore is open.
     pub fn try_acquire(&self) -> Option<SemaphorePermit<'_>> {
         self.try_acquire_many(1)
     }
 
-    /// Takes `n` permits if they are free and nobody is queued.
+    /// Takes `n` permits if they are free, nobody is queued and the semaphore is open.
     pub fn try_acquire_many(&self, n: usize) -> Option<SemaphorePermit<'_>> {
         self.sem.try_acquire(n).then(|| SemaphorePermit {
+            sem: self,
+            permits: n,
+        })
+    }
+}
+
+/// Permits that own their semaphore through an `Arc`, for holders that are `'static`: a
+/// permit moved into a spawned coroutine or task, or kept in a struct (tokio's
+/// `acquire_owned`).
+impl Semaphore {
+    /// Takes one permit, waiting blocking-style, as an [`OwnedSemaphorePermit`].
+    ///
+    /// # Panics
+    ///
+    /// Inside an async task: use [`acquire_owned_async`](Self::acquire_owned_async)`().await`.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use corio::sync::Semaphore;
+    ///
+    /// let rt = corio::Runtime::builder().workers(2).build().unwrap();
+    /// rt.run(|| {
+    ///     let sem = Arc::new(Semaphore::new(2));
+    ///     let workers: Vec<_> = (0..6)
+    ///         .map(|i| {
+    ///             // Taken here, released by the coroutine when it ends.
+    ///             let permit = sem.clone().acquire_owned().unwrap();
+    ///             corio::go(move || {
+    ///                 let _permit = permit;
+    ///                 i * 2
+    ///             })
+    ///         })
+    ///         .collect();
+    ///     let sum: i32 = workers.into_iter().map(|h| h.join().unwrap()).sum();
+    ///     assert_eq!(sum, 30);
+    ///     assert_eq!(sem.available_permits(), 2);
+    /// });
+    /// ```
+    #[track_caller]
+    pub fn acquire_owned(self: Arc<Self>) -> Result<OwnedSemaphorePermit, AcquireError> {
+        self.acquire_many_owned(1)
+    }
+
+    /// Takes `n` permits at once, waiting blocking-style, as an [`OwnedSemaphorePermit`].
+    ///
+    /// # Panics
+    ///
+    /// Inside an async task: use [`acquire_many_owned_async`](Self::acquire_many_owned_async).
+    #[track_caller]
+    pub fn acquire_many_owned(
+        self: Arc<Self>,
+        n: usize,
+    ) -> Result<OwnedSemaphorePermit, AcquireError> {
+        let fast = self.clone();
+        super::wait_for(
+            move || fast.try_acquire_many_owned(n).map(Ok),
+            self.acquire_many_owned_async(n),
+        )
+    }
+
+    /// Takes one permit, as a future that owns the semaphore (it is `'static`).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use corio::sync::Semaphore;
+    ///
+    /// let rt = corio::Runtime::builder().workers(1).build().unwrap();
+    /// let sem = Arc::new(Semaphore::new(1));
+    /// let s = sem.clone();
+    /// rt.block_on(async move {
+    ///     let permit = s.clone().acquire_owned_async().await.unwrap();
+    ///     assert!(s.clone().try_acquire_owned().is_none());
+    ///     // The task releases the permit when it ends.
+    ///     corio::spawn(async move { drop(permit) }).await.unwrap();
+    ///     assert!(s.try_acquire_owned().is_some());
+    /// });
+    /// assert_eq!(sem.available_permits(), 1);
+    /// ```
+    pub fn acquire_owned_async(
+        self: Arc<Self>,
+    ) -> impl Future<Output = Result<OwnedSemaphorePermit, AcquireError>> + Send + 'static {
+        self.acquire_many_owned_async(1)
+    }
+
+    /// Takes `n` permits at once, as a future that owns the semaphore. Dropping it while it
+    /// waits passes on whatever permits it had been assigned.
+    pub async fn acquire_many_owned_async(
+        self: Arc<Self>,
+        n: usize,
+    ) -> Result<OwnedSemaphorePermit, AcquireError> {
+        self.sem.acquire_or_closed(n).await?;
+        Ok(OwnedSemaphorePermit {
+            sem: self,
+            permits: n,
+        })
+    }
+
+    /// Takes one permit if one is free and nobody is queued, as an [`OwnedSemaphorePermit`].
+    pub fn try_acquire_owned(self: Arc<Self>) -> Option<OwnedSemaphorePermit> {
+        self.try_acquire_many_owned(1)
+    }
+
+    /// Takes `n` permits if they are free and nobody is queued, as an
+    /// [`OwnedSemaphorePermit`].
+    pub fn try_acquire_many_owned(self: Arc<Self>, n: usize) -> Option<OwnedSemaphorePermit> {
+        self.sem.try_acquire(n).then(|| OwnedSemaphorePermit {
             sem: self,
             permits: n,
         })
@@ -374,6 +575,51 @@ impl Drop for SemaphorePermit<'_> {
     }
 }
 
+/// The error of an acquire on a [`Semaphore`] that was [closed](Semaphore::close).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AcquireError(());
+
+impl std::fmt::Display for AcquireError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("semaphore closed")
+    }
+}
+
+impl std::error::Error for AcquireError {}
+
+/// Permits taken from a [`Semaphore`] held through an `Arc` ([`Semaphore::acquire_owned`]);
+/// returned to it when dropped. Unlike [`SemaphorePermit`] it borrows nothing, so it can move
+/// into a spawned coroutine or task.
+#[must_use = "the permits are returned as soon as this is dropped"]
+#[derive(Debug)]
+pub struct OwnedSemaphorePermit {
+    sem: Arc<Semaphore>,
+    permits: usize,
+}
+
+impl OwnedSemaphorePermit {
+    /// How many permits this holds.
+    pub fn num_permits(&self) -> usize {
+        self.permits
+    }
+
+    /// The semaphore the permits came from.
+    pub fn semaphore(&self) -> &Arc<Semaphore> {
+        &self.sem
+    }
+
+    /// Keeps the permits out of the semaphore for good.
+    pub fn forget(mut self) {
+        self.permits = 0;
+    }
+}
+
+impl Drop for OwnedSemaphorePermit {
+    fn drop(&mut self) {
+        self.sem.sem.release(self.permits);
+    }
+}
+
 #[cfg(all(test, loom))]
 mod loom_tests {
     use super::BatchSemaphore;
@@ -407,6 +653,30 @@ mod loom_tests {
             sem.release(1);
             canceller.join().unwrap();
             waiter.join().unwrap();
+            assert_eq!(sem.available(), 2, "a permit was lost or duplicated");
+        });
+    }
+
+    /// A waiter for 2 permits races `close` and two releases (one before, one after the close
+    /// on this thread): it either gets both and gives them back, or fails and gives back what
+    /// it had collected; it is never left waiting, and every permit ends back in the count.
+    #[test]
+    fn loom_semaphore_close_races_with_a_queued_acquire_and_releases() {
+        loom::model(|| {
+            let sem = Arc::new(BatchSemaphore::new(0));
+            let s1 = sem.clone();
+            let waiter = loom::thread::spawn(move || {
+                let mut acquire = pin!(s1.acquire_or_closed(2));
+                if loom_block_on(|cx| acquire.as_mut().poll(cx)).is_ok() {
+                    s1.release(2);
+                }
+            });
+            let s2 = sem.clone();
+            let releaser = loom::thread::spawn(move || s2.release(1));
+            sem.close();
+            sem.release(1);
+            waiter.join().unwrap();
+            releaser.join().unwrap();
             assert_eq!(sem.available(), 2, "a permit was lost or duplicated");
         });
     }

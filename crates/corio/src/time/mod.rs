@@ -15,11 +15,11 @@
 //! Every duration is accepted, `Duration::MAX` included, and a deadline past what the clocks can
 //! represent means "never" (as in Go and tokio), never a panic or a wrap-around:
 //!
-//! - `Instant + Duration` saturates ([`deadline_after`]): a sum that `Instant` cannot hold
+//! - `Instant + Duration` saturates (`deadline_after`): a sum that `Instant` cannot hold
 //!   becomes a point 30 years ahead (tokio's `far_future`), which is never in practice and
 //!   leaves room to add periods to it again;
 //! - a deadline is stored in the timer heaps as 64-bit nanoseconds since the runtime's epoch
-//!   (585 years); one further away saturates to `u64::MAX` ([`nanos_since`]), the heaps'
+//!   (585 years); one further away saturates to `u64::MAX` (`nanos_since`), the heaps'
 //!   "not armed", which no clock reading reaches. (A plain `as u64` cut the high bits, so a
 //!   585-year sleep fired 20 ms later: Go's `TestOverflowSleep`.)
 
