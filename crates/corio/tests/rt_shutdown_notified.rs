@@ -13,8 +13,9 @@
 //! that was not notified" (`task/state.rs`, `transition_to_running`), the coroutine was then
 //! leaked ("kept blocking while being cancelled at shutdown") and its destructor never
 //! finished. Release build, first round: the destructor's wait was polled 4 times, not 2 (two
-//! spurious resumes of the unwinding coroutine). The fix belongs in `task/state.rs` / `task/harness.rs`; until it lands the test
-//! is ignored (run it with `--ignored`).
+//! spurious resumes of the unwinding coroutine). Fixed in `task/state.rs`: `transition_to_shutdown` clears
+//! `NOTIFIED` when it takes an idle task, and `transition_to_running` drops the reference of a
+//! `Notified` that finds it clear (a stale one) instead of running the task.
 
 #[macro_use]
 mod support;
@@ -121,7 +122,6 @@ fn one_round() -> usize {
 }
 
 #[test]
-#[ignore = "confirms the stale-NOTIFIED double queue at shutdown; the fix is in task/ (not yet made)"]
 fn a_woken_coroutine_whose_unwinding_blocks_at_shutdown_is_resumed_only_by_its_wakes() {
     within(EVENTUALLY * 4, || {
         for round in 0..50 {

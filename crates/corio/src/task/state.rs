@@ -143,9 +143,10 @@ impl State {
     /// Notified → running. Consumes the `Notified` reference, which becomes the poll's.
     pub(crate) fn transition_to_running(&self) -> TransitionToRunning {
         self.fetch_update_action(|mut s| {
-            debug_assert!(s.is_notified(), "running a task that was not notified");
-            if !s.is_idle() {
-                // Running elsewhere or complete: drop the Notified's reference.
+            if !s.is_idle() || !s.is_notified() {
+                // Running elsewhere or complete, or a stale Notified (shutdown took the task
+                // and cleared NOTIFIED while this one was queued; a later wake queued another):
+                // drop the Notified's reference.
                 s.ref_dec();
                 let action = if s.ref_count() == 0 {
                     TransitionToRunning::Dealloc
@@ -268,7 +269,11 @@ impl State {
         self.fetch_update_action(|mut s| {
             let idle = s.is_idle();
             if idle {
-                s.0 |= RUNNING;
+                // Shutdown runs the task itself: a Notified still queued from an earlier wake
+                // is stale now. Clearing NOTIFIED makes it drop its reference when it is run
+                // (`transition_to_running`), and keeps it from being read as a fresh wake when
+                // the cancellation blocks (`transition_to_idle` would queue a second one).
+                s.0 = (s.0 | RUNNING) & !NOTIFIED;
             }
             s.0 |= CANCELLED;
             (idle, Some(s))
