@@ -119,6 +119,10 @@ mod tests {
     use super::*;
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "pthread_getcpuclockid and procfs are not available under Miri"
+    )]
     fn a_spinning_thread_gains_cpu_time_and_a_sleeping_one_does_not() {
         let clock = ThreadClock::new();
         assert_eq!(clock.cpu_ns(), None, "no thread published yet");
@@ -140,6 +144,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "pthread_getcpuclockid and procfs are not available under Miri"
+    )]
     fn a_thread_asleep_in_a_system_call_reads_as_blocked() {
         let clock = std::sync::Arc::new(ThreadClock::new());
         let (ready_tx, ready) = std::sync::mpsc::channel();
