@@ -101,10 +101,7 @@ pub(crate) fn preemption_point() {
 ///
 /// It yields as a budgeted future does when its budget is spent (wake itself, then suspend),
 /// not through `yield_now`: the task is rescheduled like any woken task, behind the work
-/// queued on its worker. (A pinned coroutine's `yield_now` puts it in the worker's queue of
-/// yielded coroutines, which a worker that has just preempted a task looks at first when the
-/// global queue is empty — so it would be resumed at once, ahead of the work it was keeping
-/// waiting.)
+/// queued on its worker's run queue, the work it was keeping waiting.
 #[inline(always)]
 fn yield_if_asked(ctx: &crate::task::stackful::StackfulCtx) {
     if context::should_yield() {

@@ -244,10 +244,6 @@ pub(crate) struct WorkerSlot {
     thread: Mutex<Option<libc::pthread_t>>,
     /// The id of the preemptible coroutine being resumed on this worker now, 0 if none.
     running: AtomicU64,
-    /// The coroutine id and time-slice count of sysmon's previous hog sighting, so that it
-    /// signals only when its flag has gone unanswered for one more tick.
-    sighted: AtomicU64,
-    sighted_slice: AtomicU64,
     /// The coroutine sysmon wants preempted (taken by the handler).
     target: AtomicU64,
     /// Signals sent and not yet seen by the handler (see "Chaining").
@@ -333,15 +329,13 @@ impl Drop for ResumeGuard {
 pub(crate) const RETRY: std::time::Duration = std::time::Duration::from_millis(1);
 
 /// Called by sysmon each tick at which it finds the worker of `slot` running one task for a
-/// whole time slice (`slice` is the worker's slice count): signals the worker if that task is a
-/// preemptible coroutine that was already sighted at the previous tick, so that the preempt
-/// flag sysmon set then has gone unanswered for one more tick. Whether that task is a
-/// preemptible coroutine (sysmon then ticks again within [`RETRY`]).
-pub(crate) fn nudge(slot: &WorkerSlot, slice: u64) -> bool {
+/// whole time slice: signals the worker if that task is a preemptible coroutine and
+/// `unanswered` (sysmon set the preempt flag at an earlier tick of the same slice, so the flag
+/// has gone unanswered for one more tick). Whether that task is a preemptible coroutine
+/// (sysmon then ticks again within [`RETRY`]).
+pub(crate) fn nudge(slot: &WorkerSlot, unanswered: bool) -> bool {
     let id = slot.running.load(Ordering::Relaxed);
-    let seen = slot.sighted.swap(id, Ordering::Relaxed);
-    let seen_slice = slot.sighted_slice.swap(slice, Ordering::Relaxed);
-    if id != 0 && seen == id && seen_slice == slice {
+    if id != 0 && unanswered {
         signal(slot, id);
     }
     id != 0

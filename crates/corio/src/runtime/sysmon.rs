@@ -281,15 +281,15 @@ impl Watch {
             match status {
                 STATUS_RUNNING if stuck_for >= TIME_SLICE => {
                     remote.preempt.store(true, Ordering::Relaxed);
-                    // A preemptible coroutine that did not answer the flag since the last
-                    // tick gets the signal (`preempt.rs`); sysmon then looks again within
+                    // The tick of the request: a task still in this slice at a later tick
+                    // has not answered it. If it is a preemptible coroutine, that is when it
+                    // gets the signal (`preempt.rs`); sysmon then looks again within
                     // `preempt::RETRY`.
-                    if super::preempt::nudge(&remote.preempt_signal, ticks) {
+                    let requested_at = *slice.preempt_requested_at.get_or_insert(self.tick);
+                    let unanswered = requested_at < self.tick;
+                    if super::preempt::nudge(&remote.preempt_signal, unanswered) {
                         self.delay = self.delay.min(super::preempt::RETRY);
                     }
-                    // The tick of the request: a task still in this slice at a later tick
-                    // has not answered it (where a signal to its thread can follow).
-                    slice.preempt_requested_at.get_or_insert(self.tick);
                     if stuck_for >= REPORT_AFTER && !slice.reported {
                         slice.reported = report_if_hog(shared, index, slice, stuck_for);
                     }
