@@ -140,9 +140,11 @@ rt_common! {
         within(EVENTUALLY, move || {
             let drops = Drops::new();
             let stop = Arc::new(AtomicBool::new(false));
+            let finished = Arc::new(AtomicUsize::new(0));
             let spawners: Vec<_> = (0..3)
                 .map(|t| {
                     let (handle, drops, stop) = (rt.handle().clone(), drops.clone(), stop.clone());
+                    let finished = finished.clone();
                     std::thread::spawn(move || {
                         let mut handles = Vec::new();
                         let mut after_stop = 0;
@@ -152,16 +154,19 @@ rt_common! {
                                 after_stop += 1;
                             }
                             let token = drops.token();
+                            let finished = finished.clone();
                             let h = if (i + t).is_multiple_of(2) {
                                 handle.go(move || {
                                     let _token = token;
                                     corio::yield_now();
+                                    finished.fetch_add(1, SeqCst);
                                     i
                                 })
                             } else {
                                 handle.spawn(async move {
                                     let _token = token;
                                     corio::yield_now_async().await;
+                                    finished.fetch_add(1, SeqCst);
                                     i
                                 })
                             };
@@ -172,6 +177,9 @@ rt_common! {
                     })
                 })
                 .collect();
+            // Some tasks have finished (on a loaded machine, 20 ms of sleep was not always
+            // enough for the first), and the spawners go on spawning while the runtime drops.
+            wait_until("some tasks finish", || finished.load(SeqCst) > 0);
             std::thread::sleep(Duration::from_millis(20));
             drop(rt);
             stop.store(true, SeqCst);
