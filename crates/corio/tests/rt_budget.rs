@@ -78,22 +78,29 @@ rt_common! {
     fn a_loop_of_expired_timeouts_still_yields_to_other_tasks() {
         let rt = rt();
         within(EVENTUALLY, move || {
-            let flag = Arc::new(std::sync::atomic::AtomicBool::new(false));
-            let f = flag.clone();
+            // The looper spawns the task that stops it after its first timeout: on one worker
+            // that task runs only if the loop yields. (Spawned from outside, it could run on
+            // the second worker before the loop's first round, which then made none.)
             let looper = rt.spawn(async move {
+                let flag = Arc::new(std::sync::atomic::AtomicBool::new(false));
                 let mut n = 0u64;
-                while !f.load(std::sync::atomic::Ordering::SeqCst) {
+                let mut setter = None;
+                while !flag.load(std::sync::atomic::Ordering::SeqCst) {
                     let pending = std::future::pending::<()>();
                     assert!(time::timeout_async(Duration::ZERO, pending).await.is_err());
                     n += 1;
+                    if n == 1 {
+                        let flag = flag.clone();
+                        setter = Some(corio::spawn(async move {
+                            flag.store(true, std::sync::atomic::Ordering::SeqCst);
+                        }));
+                    }
                 }
-                n
+                (n, setter)
             });
-            let setter = rt.spawn(async move {
-                flag.store(true, std::sync::atomic::Ordering::SeqCst);
-            });
-            setter.join().unwrap();
-            assert!(looper.join().unwrap() > 0);
+            let (n, setter) = looper.join().unwrap();
+            setter.expect("spawned at the first round").join().unwrap();
+            assert!(n > 0);
         });
     }
 
