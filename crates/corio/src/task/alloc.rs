@@ -23,7 +23,9 @@
 //! 3. **Free:** push onto the freeing thread's list of the class — whichever thread that is; a
 //!    block freed on another thread than the one that carved it simply joins that thread's
 //!    list. A list that reaches [`LOCAL_CAP`] blocks hands [`BATCH`] of them to the shared pool,
-//!    where any thread can take them; a thread that exits hands over all of its blocks.
+//!    where any thread can take them; a thread that exits hands over all of its blocks, and
+//!    the uncarved rest of its chunk for the next thread that needs a chunk (else a program
+//!    that spawns from short-lived threads would reserve 1 MiB per thread).
 //! 4. The free lists are intrusive: a free block's first word links to the next, so freeing
 //!    allocates nothing.
 //!
@@ -173,12 +175,35 @@ mod pooled {
         end: *mut u8,
     }
 
+    /// The uncarved ends of the chunks of exited threads, for the next thread that needs a
+    /// chunk. Without them a program that spawns from short-lived threads would reserve a
+    /// chunk per thread and use a block of each.
+    static LEFTOVERS: Mutex<Vec<Leftover>> = Mutex::new(Vec::new());
+
+    /// An uncarved range `[start, end)` of a chunk.
+    struct Leftover {
+        start: *mut u8,
+        end: *mut u8,
+    }
+
+    // SAFETY: the range is memory no one uses; whoever holds the `Leftover` owns it.
+    unsafe impl Send for Leftover {}
+
     impl Drop for Local {
         fn drop(&mut self) {
-            // The blocks outlive the thread: other threads take them from the pool. The
-            // uncarved rest of the chunk is lost (at most one chunk per exited thread).
+            // The blocks outlive the thread: other threads take them from the pool, and the
+            // rest of the chunk from the leftovers.
             for (class, list) in self.lists.iter_mut().enumerate() {
                 give_to_pool(class, std::mem::replace(list, List::EMPTY));
+            }
+            if (self.end as usize) - (self.bump as usize) >= GRANULE * CLASSES {
+                LEFTOVERS
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .push(Leftover {
+                        start: self.bump,
+                        end: self.end,
+                    });
             }
         }
     }
@@ -216,15 +241,25 @@ mod pooled {
         /// Cuts `size` bytes from the current chunk, or from a new one.
         fn carve(&mut self, size: usize) -> NonNull<u8> {
             if (self.end as usize) - (self.bump as usize) < size {
-                let layout = Layout::from_size_align(CHUNK, GRANULE).expect("chunk layout");
-                // SAFETY: a non-zero size.
-                let chunk = unsafe { alloc(layout) };
-                if chunk.is_null() {
-                    handle_alloc_error(layout);
+                // An exited thread's leftover first (at least 512 bytes: fits every class).
+                let leftover = LEFTOVERS
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .pop();
+                if let Some(Leftover { start, end }) = leftover {
+                    self.bump = start;
+                    self.end = end;
+                } else {
+                    let layout = Layout::from_size_align(CHUNK, GRANULE).expect("chunk layout");
+                    // SAFETY: a non-zero size.
+                    let chunk = unsafe { alloc(layout) };
+                    if chunk.is_null() {
+                        handle_alloc_error(layout);
+                    }
+                    self.bump = chunk;
+                    // SAFETY: the end of the chunk's allocation.
+                    self.end = unsafe { chunk.add(CHUNK) };
                 }
-                self.bump = chunk;
-                // SAFETY: the end of the chunk's allocation.
-                self.end = unsafe { chunk.add(CHUNK) };
             }
             let block = self.bump;
             // SAFETY: at least `size` bytes are left before `end` (checked above); the chunk
