@@ -1,46 +1,49 @@
-//! Task memory: per-thread free lists of task-sized blocks.
+//! Task memory: task-sized blocks carved from large chunks, reused through per-thread free
+//! lists and a shared pool of batches.
 //!
-//! A task is one allocation made at spawn and freed when its last reference goes. In a server
-//! that spawns a task per request the same few sizes are allocated and freed over and over;
-//! going to `malloc` each time costs ~350 instructions per spawn-and-join here (glibc's
-//! `_int_malloc`/`_int_free`, and its per-thread arenas when a task is freed on another thread
-//! than the one that made it). Like Go's per-P lists of dead goroutines (`gfget`/`gfput`), each
-//! thread keeps freed task blocks by size class and reuses them for its next spawns.
+//! A task is one allocation made at spawn and freed when its last reference goes. A program
+//! that spawns a task per request, or a batch of tasks and joins them, allocates and frees the
+//! same few sizes over and over. Going to `malloc` for each costs ~350 instructions per
+//! spawn-and-join, and in a fresh process much more: glibc serves every thread but the main one
+//! from an arena it grows one page at a time with `mprotect`, so a batch of 100,000 stackful
+//! tasks (304 bytes each) made ~8,000 `mprotect` calls (Go: 10 for everything). An earlier
+//! version kept up to 4,096 freed blocks per thread in a `Vec` and sent the rest to `malloc`,
+//! so a second batch of 100,000 still made 96,000 `malloc` calls.
 //!
-//! Classes are multiples of 16 bytes up to 512 (tasks with larger futures go to the global
-//! allocator); a thread keeps at most [`CAP`] blocks per class and gives the rest back, and
-//! frees all of its blocks when it exits. A block may be freed on another thread than the one
-//! that allocated it: it simply joins that thread's list.
+//! The mechanism is Go's for dead goroutines (`gfput`/`gfget`: a per-P list, spilled to and
+//! refilled from `sched.gFree` in batches), with the blocks' memory coming from chunks:
+//!
+//! 1. **Classes.** Sizes are rounded up to a multiple of 16 bytes, up to 512 (32 classes);
+//!    tasks with larger futures go to the global allocator, as do over-aligned layouts.
+//! 2. **Allocate:** pop the thread's free list of the class; if it is empty, take a batch from
+//!    the shared pool of the class (one lock per [`BATCH`] blocks); if that is empty too,
+//!    carve the block from the thread's current chunk — [`CHUNK`] bytes from the global
+//!    allocator (glibc maps it with one `mmap`), cut in order, so a batch of spawns costs
+//!    one system call per 1 MiB instead of one per page.
+//! 3. **Free:** push onto the freeing thread's list of the class — whichever thread that is; a
+//!    block freed on another thread than the one that carved it simply joins that thread's
+//!    list. A list that reaches [`LOCAL_CAP`] blocks hands [`BATCH`] of them to the shared pool,
+//!    where any thread can take them; a thread that exits hands over all of its blocks, and
+//!    the uncarved rest of its chunk for the next thread that needs a chunk (else a program
+//!    that spawns from short-lived threads would reserve 1 MiB per thread).
+//! 4. The free lists are intrusive: a free block's first word links to the next, so freeing
+//!    allocates nothing.
+//!
+//! **Memory is kept, not returned.** A chunk is never given back, so task memory stays at the
+//! program's peak of live tasks (times the block size) for the life of the process — Go keeps
+//! its dead goroutines the same way. Repeating a batch of a million spawn+join cycles reuses
+//! the first batch's blocks (`tests/rt_spawn_alloc.rs`). Returning whole chunks would need a
+//! live count per chunk on every free, and the blocks of one chunk end up on every thread's
+//! list; not done until a program needs it.
+//!
+//! Under Miri and loom every block comes from the global allocator and goes straight back, so
+//! their checkers see each task's memory on its own.
 
-use std::alloc::{Layout, alloc, dealloc, handle_alloc_error};
-use std::cell::RefCell;
+use std::alloc::Layout;
 use std::ptr::NonNull;
 
 const GRANULE: usize = 16;
 const CLASSES: usize = 32; // 16..=512 bytes
-/// Blocks a thread keeps per class: 4096 × a 128-byte task is 512 KiB.
-const CAP: usize = 4096;
-
-struct FreeLists {
-    lists: [Vec<NonNull<u8>>; CLASSES],
-}
-
-impl Drop for FreeLists {
-    fn drop(&mut self) {
-        for (class, list) in self.lists.iter_mut().enumerate() {
-            for block in list.drain(..) {
-                // SAFETY: every block in list `class` was allocated with `class_layout(class)`.
-                unsafe { dealloc(block.as_ptr(), class_layout(class)) };
-            }
-        }
-    }
-}
-
-thread_local! {
-    static FREE: RefCell<FreeLists> = const {
-        RefCell::new(FreeLists { lists: [const { Vec::new() }; CLASSES] })
-    };
-}
 
 /// The class of a layout, if it is pooled.
 #[inline]
@@ -51,10 +54,259 @@ fn class_of(layout: Layout) -> Option<usize> {
     Some((layout.size() - 1) / GRANULE)
 }
 
+#[cfg_attr(any(miri, loom), allow(dead_code))]
 #[inline]
-fn class_layout(class: usize) -> Layout {
-    // SAFETY: a non-zero multiple of 16 with alignment 16 is a valid layout.
-    unsafe { Layout::from_size_align_unchecked((class + 1) * GRANULE, GRANULE) }
+fn class_size(class: usize) -> usize {
+    (class + 1) * GRANULE
+}
+
+/// Blocks a thread keeps per class before it hands [`BATCH`] to the shared pool: 1,024
+/// blocks of a 304-byte stackful task are 304 KiB. Go's per-P list holds 64 before it spills
+/// 32; corio's blocks are smaller than a goroutine with its stack, and a larger list means
+/// fewer trips to the pool's lock in a spawning loop.
+#[cfg(not(any(miri, loom)))]
+const LOCAL_CAP: usize = 1024;
+/// Blocks moved between a thread's list and the shared pool at once.
+#[cfg(not(any(miri, loom)))]
+const BATCH: usize = LOCAL_CAP / 2;
+/// Bytes of one chunk: large enough that glibc maps it on its own (its threshold is 128 KiB)
+/// and that a burst of spawns makes few system calls; small enough that a thread that spawns
+/// a handful of tasks reserves little (pages are touched only as blocks are carved).
+#[cfg(not(any(miri, loom)))]
+const CHUNK: usize = 1 << 20;
+
+#[cfg(not(any(miri, loom)))]
+mod pooled {
+    use std::alloc::{Layout, alloc, handle_alloc_error};
+    use std::cell::RefCell;
+    use std::ptr::{self, NonNull};
+    use std::sync::{Mutex, PoisonError};
+
+    use super::{BATCH, CHUNK, CLASSES, GRANULE, LOCAL_CAP, class_size};
+
+    /// A free block: its first word links to the next free block of its list.
+    struct FreeBlock {
+        next: *mut FreeBlock,
+    }
+
+    /// An intrusive list of free blocks of one class.
+    struct List {
+        head: *mut FreeBlock,
+        len: usize,
+    }
+
+    // SAFETY: a list owns its blocks (free memory of no one else); moving it to another thread
+    // moves that ownership.
+    unsafe impl Send for List {}
+
+    impl List {
+        const EMPTY: List = List {
+            head: ptr::null_mut(),
+            len: 0,
+        };
+
+        /// # Safety
+        /// `block` is a free block of this list's class, owned by the caller.
+        #[inline]
+        unsafe fn push(&mut self, block: NonNull<u8>) {
+            let block = block.cast::<FreeBlock>();
+            // SAFETY: the block is free, at least 16 bytes and 16-aligned, so it holds a link.
+            unsafe {
+                block.as_ptr().write(FreeBlock { next: self.head });
+            }
+            self.head = block.as_ptr();
+            self.len += 1;
+        }
+
+        #[inline]
+        fn pop(&mut self) -> Option<NonNull<u8>> {
+            let block = NonNull::new(self.head)?;
+            // SAFETY: every block in the list was written by `push` and is owned by the list.
+            self.head = unsafe { (*block.as_ptr()).next };
+            self.len -= 1;
+            Some(block.cast())
+        }
+
+        /// Splits off the first `n` blocks (`n <= len`) as a list of their own.
+        fn split_off(&mut self, n: usize) -> List {
+            debug_assert!(n > 0 && n <= self.len);
+            let head = self.head;
+            let mut last = head;
+            for _ in 1..n {
+                // SAFETY: `last` is one of the first `n` blocks, all in the list.
+                last = unsafe { (*last).next };
+            }
+            // SAFETY: as above; the link is cut so that the two lists share no block.
+            unsafe {
+                self.head = (*last).next;
+                (*last).next = ptr::null_mut();
+            }
+            self.len -= n;
+            List { head, len: n }
+        }
+    }
+
+    /// Batches of free blocks that any thread may take, per class. Touched once per
+    /// [`BATCH`] frees or allocations of a thread, and when a thread exits.
+    static POOL: [Mutex<Vec<List>>; CLASSES] = [const { Mutex::new(Vec::new()) }; CLASSES];
+
+    fn give_to_pool(class: usize, list: List) {
+        if list.len > 0 {
+            POOL[class]
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(list);
+        }
+    }
+
+    fn take_from_pool(class: usize) -> Option<List> {
+        POOL[class]
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pop()
+    }
+
+    /// A thread's blocks: a free list per class and the unused end of its current chunk.
+    struct Local {
+        lists: [List; CLASSES],
+        /// The next uncarved byte of the current chunk, and its end (both null before the
+        /// first chunk).
+        bump: *mut u8,
+        end: *mut u8,
+    }
+
+    /// The uncarved ends of the chunks of exited threads, for the next thread that needs a
+    /// chunk. Without them a program that spawns from short-lived threads would reserve a
+    /// chunk per thread and use a block of each.
+    static LEFTOVERS: Mutex<Vec<Leftover>> = Mutex::new(Vec::new());
+
+    /// An uncarved range `[start, end)` of a chunk.
+    struct Leftover {
+        start: *mut u8,
+        end: *mut u8,
+    }
+
+    // SAFETY: the range is memory no one uses; whoever holds the `Leftover` owns it.
+    unsafe impl Send for Leftover {}
+
+    impl Drop for Local {
+        fn drop(&mut self) {
+            // The blocks outlive the thread: other threads take them from the pool, and the
+            // rest of the chunk from the leftovers.
+            for (class, list) in self.lists.iter_mut().enumerate() {
+                give_to_pool(class, std::mem::replace(list, List::EMPTY));
+            }
+            if (self.end as usize) - (self.bump as usize) >= GRANULE * CLASSES {
+                LEFTOVERS
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .push(Leftover {
+                        start: self.bump,
+                        end: self.end,
+                    });
+            }
+        }
+    }
+
+    thread_local! {
+        static LOCAL: RefCell<Local> = const {
+            RefCell::new(Local {
+                lists: [List::EMPTY; CLASSES],
+                bump: ptr::null_mut(),
+                end: ptr::null_mut(),
+            })
+        };
+    }
+
+    impl Local {
+        #[inline]
+        fn allocate(&mut self, class: usize) -> NonNull<u8> {
+            if let Some(block) = self.lists[class].pop() {
+                return block;
+            }
+            self.allocate_slow(class)
+        }
+
+        #[cold]
+        fn allocate_slow(&mut self, class: usize) -> NonNull<u8> {
+            if let Some(batch) = take_from_pool(class) {
+                self.lists[class] = batch;
+                if let Some(block) = self.lists[class].pop() {
+                    return block;
+                }
+            }
+            self.carve(class_size(class))
+        }
+
+        /// Cuts `size` bytes from the current chunk, or from a new one.
+        fn carve(&mut self, size: usize) -> NonNull<u8> {
+            if (self.end as usize) - (self.bump as usize) < size {
+                // An exited thread's leftover first (at least 512 bytes: fits every class).
+                let leftover = LEFTOVERS
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .pop();
+                if let Some(Leftover { start, end }) = leftover {
+                    self.bump = start;
+                    self.end = end;
+                } else {
+                    let layout = Layout::from_size_align(CHUNK, GRANULE).expect("chunk layout");
+                    // SAFETY: a non-zero size.
+                    let chunk = unsafe { alloc(layout) };
+                    if chunk.is_null() {
+                        handle_alloc_error(layout);
+                    }
+                    self.bump = chunk;
+                    // SAFETY: the end of the chunk's allocation.
+                    self.end = unsafe { chunk.add(CHUNK) };
+                }
+            }
+            let block = self.bump;
+            // SAFETY: at least `size` bytes are left before `end` (checked above); the chunk
+            // is 16-aligned and every class size is a multiple of 16.
+            self.bump = unsafe { block.add(size) };
+            // SAFETY: inside a live allocation, so not null.
+            unsafe { NonNull::new_unchecked(block) }
+        }
+
+        /// # Safety
+        /// As for [`super::free`].
+        #[inline]
+        unsafe fn free(&mut self, class: usize, block: NonNull<u8>) {
+            let list = &mut self.lists[class];
+            // SAFETY: per the contract, a free block of this class.
+            unsafe { list.push(block) };
+            if list.len >= LOCAL_CAP {
+                give_to_pool(class, list.split_off(BATCH));
+            }
+        }
+    }
+
+    pub(super) fn allocate(class: usize) -> NonNull<u8> {
+        LOCAL
+            .try_with(|l| l.borrow_mut().allocate(class))
+            // The thread is exiting (a task spawned from a thread-local's destructor): a block
+            // from the global allocator. It joins a free list like any other when it is freed.
+            .unwrap_or_else(|_| {
+                let layout = Layout::from_size_align(class_size(class), GRANULE).expect("class");
+                // SAFETY: a non-zero size.
+                NonNull::new(unsafe { alloc(layout) }).unwrap_or_else(|| handle_alloc_error(layout))
+            })
+    }
+
+    /// # Safety
+    /// As for [`super::free`].
+    pub(super) unsafe fn free(class: usize, block: NonNull<u8>) {
+        // SAFETY: per the contract.
+        let freed = LOCAL.try_with(|l| unsafe { l.borrow_mut().free(class, block) });
+        if freed.is_err() {
+            // The thread's lists are gone (it is exiting): straight to the pool.
+            let mut list = List::EMPTY;
+            // SAFETY: per the contract.
+            unsafe { list.push(block) };
+            give_to_pool(class, list);
+        }
+    }
 }
 
 /// Allocates a block for `layout`.
@@ -63,24 +315,17 @@ fn class_layout(class: usize) -> Layout {
 /// run: see "Fresh addresses after a switch" in `runtime::context`.
 #[inline(never)]
 pub(crate) fn allocate(layout: Layout) -> NonNull<u8> {
-    // The per-thread cache is shared by the coroutines of the thread.
+    // The per-thread lists are shared by the coroutines of the thread.
     let _no_preempt = crate::runtime::preempt::guard();
-    let (layout, class) = match class_of(layout) {
-        Some(class) => (class_layout(class), Some(class)),
-        None => (layout, None),
-    };
-    if let Some(class) = class {
-        let reused = FREE
-            .try_with(|f| f.borrow_mut().lists[class].pop())
-            .ok()
-            .flatten();
-        if let Some(block) = reused {
-            return block;
+    match class_of(layout) {
+        #[cfg(not(any(miri, loom)))]
+        Some(class) => pooled::allocate(class),
+        _ => {
+            // SAFETY: `layout` has a non-zero size (tasks always have a header).
+            let ptr = unsafe { std::alloc::alloc(layout) };
+            NonNull::new(ptr).unwrap_or_else(|| std::alloc::handle_alloc_error(layout))
         }
     }
-    // SAFETY: `layout` has a non-zero size (tasks always have a header).
-    let ptr = unsafe { alloc(layout) };
-    NonNull::new(ptr).unwrap_or_else(|| handle_alloc_error(layout))
 }
 
 /// Frees a block that `allocate(layout)` returned.
@@ -92,25 +337,53 @@ pub(crate) fn allocate(layout: Layout) -> NonNull<u8> {
 pub(crate) unsafe fn free(ptr: NonNull<u8>, layout: Layout) {
     let _no_preempt = crate::runtime::preempt::guard();
     match class_of(layout) {
-        Some(class) => {
-            let kept = FREE
-                .try_with(|f| {
-                    let mut f = f.borrow_mut();
-                    let list = &mut f.lists[class];
-                    if list.len() < CAP {
-                        list.push(ptr);
-                        true
-                    } else {
-                        false
-                    }
-                })
-                .unwrap_or(false);
-            if !kept {
-                // SAFETY: per the contract, allocated with this class's layout.
-                unsafe { dealloc(ptr.as_ptr(), class_layout(class)) };
-            }
-        }
+        // SAFETY: per the contract, a block of this class from `pooled::allocate`.
+        #[cfg(not(any(miri, loom)))]
+        Some(class) => unsafe { pooled::free(class, ptr) },
         // SAFETY: per the contract, allocated with `layout` by the global allocator.
-        None => unsafe { dealloc(ptr.as_ptr(), layout) },
+        _ => unsafe { std::alloc::dealloc(ptr.as_ptr(), layout) },
+    }
+}
+
+#[cfg(all(test, not(any(miri, loom))))]
+mod tests {
+    use super::*;
+
+    /// The largest class: no task of the library's tests is that large, so no other test
+    /// touches its pool meanwhile.
+    const LAYOUT: Layout = match Layout::from_size_align(512, 16) {
+        Ok(layout) => layout,
+        Err(_) => panic!(),
+    };
+
+    #[test]
+    fn blocks_freed_on_another_thread_are_reused_by_a_third() {
+        let n = 2 * LOCAL_CAP;
+        // Thread A allocates, thread B frees (and exits: its list goes to the pool).
+        let made: Vec<usize> = std::thread::spawn(move || {
+            (0..n).map(|_| allocate(LAYOUT).as_ptr() as usize).collect()
+        })
+        .join()
+        .unwrap();
+        let to_free = made.clone();
+        std::thread::spawn(move || {
+            for block in to_free {
+                let block = NonNull::new(block as *mut u8).unwrap();
+                // SAFETY: allocated above with `LAYOUT`, not used since.
+                unsafe { free(block, LAYOUT) };
+            }
+        })
+        .join()
+        .unwrap();
+        // Thread C allocates as many: every block is one that B freed, none is carved anew.
+        let reused: Vec<usize> = std::thread::spawn(move || {
+            (0..n).map(|_| allocate(LAYOUT).as_ptr() as usize).collect()
+        })
+        .join()
+        .unwrap();
+        let made: std::collections::HashSet<usize> = made.into_iter().collect();
+        assert_eq!(made.len(), n, "a block was handed out twice");
+        let fresh = reused.iter().filter(|b| !made.contains(b)).count();
+        assert_eq!(fresh, 0, "{fresh} of {n} blocks were carved anew");
     }
 }
