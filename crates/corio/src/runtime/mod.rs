@@ -58,7 +58,7 @@ mod driver;
 mod idle;
 mod local;
 mod owned;
-mod park;
+pub(crate) mod park;
 pub(crate) mod preempt;
 pub(crate) mod sched;
 mod spawn;
