@@ -70,6 +70,7 @@ impl RawLock {
     }
 
     #[cold]
+    #[inline(never)]
     fn lock_slow(&self) {
         // Spin while the holder is (probably) running: test, and test-and-set only when free.
         for _ in 0..SPINS {
@@ -100,9 +101,15 @@ impl RawLock {
     pub(crate) fn unlock(&self) {
         // Release: pairs with the Acquire read-modify-writes in `lock`/`lock_slow`.
         if self.word.swap(UNLOCKED, Ordering::Release) == CONTENDED {
-            crate::runtime::park::futex_wake(&self.word);
+            self.wake_sleeper();
         }
         crate::runtime::preempt::release();
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn wake_sleeper(&self) {
+        crate::runtime::park::futex_wake(&self.word);
     }
 }
 
