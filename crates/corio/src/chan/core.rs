@@ -639,6 +639,7 @@ impl<T> State<T> {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::RawLock;
+    use crate::runtime::thread_clock::ThreadClock;
     use std::cell::UnsafeCell;
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, Ordering};
@@ -652,18 +653,6 @@ mod tests {
 
     // SAFETY: `count` is only touched while `lock` is held.
     unsafe impl Sync for Guarded {}
-
-    /// The calling thread's CPU time.
-    fn thread_cpu() -> Duration {
-        let mut ts = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        // SAFETY: a valid out-pointer for the calling thread's CPU clock.
-        let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-        assert_eq!(rc, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID)");
-        Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
-    }
 
     #[test]
     fn the_lock_excludes_every_other_holder_under_contention() {
@@ -697,6 +686,7 @@ mod tests {
     /// instead of spinning and yielding the whole time. (The spin-then-`yield_now` lock this
     /// replaced burned 317 ms of CPU here, load average 6 on 2 CPUs.)
     #[test]
+    #[cfg_attr(miri, ignore = "pthread_getcpuclockid is not available under Miri")]
     fn a_waiter_sleeps_while_the_holder_is_off_the_cpu() {
         let g = Arc::new(Guarded {
             lock: RawLock::new(),
@@ -717,9 +707,11 @@ mod tests {
         while !held.load(Ordering::Acquire) {
             std::thread::yield_now();
         }
-        let before = thread_cpu();
+        let clock = ThreadClock::new();
+        clock.set_current();
+        let before = clock.cpu_ns().expect("own CPU clock");
         g.lock.lock();
-        let spent = thread_cpu() - before;
+        let spent = Duration::from_nanos(clock.cpu_ns().expect("own CPU clock") - before);
         // SAFETY: the lock is held.
         let seen = unsafe { *g.count.get() };
         g.lock.unlock();

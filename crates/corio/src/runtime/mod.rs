@@ -63,7 +63,7 @@ pub(crate) mod preempt;
 pub(crate) mod sched;
 mod spawn;
 mod sysmon;
-mod thread_clock;
+pub(crate) mod thread_clock;
 mod worker;
 
 use std::fmt;
