@@ -58,12 +58,12 @@ mod driver;
 mod idle;
 mod local;
 mod owned;
-mod park;
+pub(crate) mod park;
 pub(crate) mod preempt;
 pub(crate) mod sched;
 mod spawn;
 mod sysmon;
-mod thread_clock;
+pub(crate) mod thread_clock;
 mod worker;
 
 use std::fmt;

@@ -90,7 +90,8 @@ impl Unparker {
     }
 }
 
-fn futex_wait(word: &AtomicU32, expected: u32) {
+/// Sleeps while `word` holds `expected` (or until a wake; spurious returns are possible).
+pub(crate) fn futex_wait(word: &AtomicU32, expected: u32) {
     // SAFETY: FUTEX_WAIT on a valid aligned u32 with no timeout; the kernel only reads it.
     unsafe {
         libc::syscall(
@@ -103,7 +104,8 @@ fn futex_wait(word: &AtomicU32, expected: u32) {
     }
 }
 
-fn futex_wake(word: &AtomicU32) {
+/// Wakes one thread sleeping in [`futex_wait`] on `word`.
+pub(crate) fn futex_wake(word: &AtomicU32) {
     // SAFETY: FUTEX_WAKE on a valid aligned u32.
     unsafe {
         libc::syscall(
