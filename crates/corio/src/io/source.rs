@@ -258,21 +258,35 @@ impl<T: AsRawFd> Source<T> {
         drained: impl Fn(&R) -> bool,
     ) -> io::Result<R> {
         match context::here() {
-            Here::Stackful(_) => {
+            Here::Stackful(ctx) => {
                 // A registered socket that is ready completes here, without building and
                 // polling a future under `block_on` (most writes, and reads after a wake-up).
                 // It takes a unit of the coop budget as the future would; with none left, the
                 // slow path below yields first (`block_on`'s preemption point).
+                let mut not_ready = None;
                 if context::budget_proceed()
                     && self.check_open().is_ok()
                     && let Some(registration) = self.registration.get()
-                    && let Ok(result) = self.attempt(&registration.io, dir, &mut op, &drained)
                 {
-                    return result;
+                    match self.attempt(&registration.io, dir, &mut op, &drained) {
+                        Ok(result) => return result,
+                        // Not ready: the future's first poll queues the waker with this state
+                        // at once (step 3), rather than repeat steps 1 and 2.
+                        Err(state) => not_ready = Some((&registration.io, state)),
+                    }
                 }
-                let fut = poll_fn(|cx| self.poll_op_drains(dir, cx, &mut op, &drained));
+                let fut = poll_fn(|cx| {
+                    if let Some((io, state)) = not_ready.take()
+                        && io.wait(dir, state, cx.waker()) == Wait::Queued
+                    {
+                        return Poll::Pending;
+                    }
+                    // A wake-up, a retry (an edge came after the attempt) or a closed
+                    // registration: the whole protocol.
+                    self.poll_op_drains(dir, cx, &mut op, &drained)
+                });
                 match timeout {
-                    None => crate::block_on(fut),
+                    None => crate::block_on::block_on_stackful(ctx, fut),
                     Some(d) => crate::time::timeout(d, fut).unwrap_or_else(|_| Err(timed_out())),
                 }
             }
