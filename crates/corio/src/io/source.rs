@@ -150,6 +150,18 @@ impl<T: AsRawFd> Source<T> {
             cx.waker().wake_by_ref();
             return Poll::Pending;
         }
+        self.poll_registered(io, dir, cx, &mut op, &drained)
+    }
+
+    /// `poll_op_drains` past its budget check, for a registered socket.
+    fn poll_registered<R>(
+        &self,
+        io: &ScheduledIo,
+        dir: Direction,
+        cx: &mut Context<'_>,
+        mut op: impl FnMut(&T) -> io::Result<R>,
+        drained: impl Fn(&R) -> bool,
+    ) -> Poll<io::Result<R>> {
         loop {
             let state = match self.attempt(io, dir, &mut op, &drained) {
                 Ok(result) => return Poll::Ready(result),
@@ -263,7 +275,9 @@ impl<T: AsRawFd> Source<T> {
                 // polling a future under `block_on` (most writes, and reads after a wake-up).
                 // It takes a unit of the coop budget as the future would; with none left, the
                 // slow path below yields first (`block_on`'s preemption point).
-                let mut not_ready = None;
+                // The registration and, until the future's first poll has used it, the state
+                // to wait with.
+                let mut waiting = None;
                 if context::budget_proceed()
                     && self.check_open().is_ok()
                     && let Some(registration) = self.registration.get()
@@ -272,18 +286,29 @@ impl<T: AsRawFd> Source<T> {
                         Ok(result) => return result,
                         // Not ready: the future's first poll queues the waker with this state
                         // at once (step 3), rather than repeat steps 1 and 2.
-                        Err(state) => not_ready = Some((&registration.io, state)),
+                        Err(state) => waiting = Some((&registration.io, Some(state))),
                     }
                 }
-                let fut = poll_fn(|cx| {
-                    if let Some((io, state)) = not_ready.take()
-                        && io.wait(dir, state, cx.waker()) == Wait::Queued
-                    {
-                        return Poll::Pending;
+                let fut = poll_fn(|cx| match &mut waiting {
+                    Some((io, first)) => {
+                        if let Some(state) = first.take()
+                            && io.wait(dir, state, cx.waker()) == Wait::Queued
+                        {
+                            return Poll::Pending;
+                        }
+                        // A wake-up, a retry (an edge came after the attempt) or a closed
+                        // registration: the protocol from step 1, without the budget. A poll
+                        // after the first follows a resume, which starts the task's budget
+                        // afresh (`context::enter_task`), and the fast path above took this
+                        // operation's unit.
+                        if let Err(e) = self.check_open() {
+                            return Poll::Ready(Err(e));
+                        }
+                        self.poll_registered(io, dir, cx, &mut op, &drained)
                     }
-                    // A wake-up, a retry (an edge came after the attempt) or a closed
-                    // registration: the whole protocol.
-                    self.poll_op_drains(dir, cx, &mut op, &drained)
+                    // Not registered yet, or out of budget (`block_on_stackful` yields first;
+                    // the poll after the resume takes a unit of the new budget).
+                    None => self.poll_op_drains(dir, cx, &mut op, &drained),
                 });
                 match timeout {
                     None => crate::block_on::block_on_stackful(ctx, fut),
