@@ -173,6 +173,7 @@ impl ScheduledIo {
     /// lock round: corio's wakers (and `block_on`'s) only queue their task, never poll it, so
     /// nothing re-enters this lock. (An executor whose waker polled inline would deadlock
     /// here; none of the common ones does.)
+    #[inline]
     pub(crate) fn ready(&self, dir: Direction, closed: bool) {
         let set = if closed { READY | FINAL } else { READY };
         // One update for both, so that no operation sees the new edge count without the ready
@@ -181,9 +182,16 @@ impl ScheduledIo {
         let _ = self.state[dir as usize].fetch_update(Ordering::SeqCst, Ordering::Relaxed, |s| {
             Some(s.wrapping_add(EDGE) | set)
         });
-        if !self.waiting[dir as usize].load(Ordering::SeqCst) {
-            return; // nobody waits, and whoever comes next sees the new state
+        if self.waiting[dir as usize].load(Ordering::SeqCst) {
+            self.wake_waiters(dir);
         }
+        // Else nobody waits, and whoever comes next sees the new state.
+    }
+
+    /// The part of `ready` with waiters to wake (kept out of line: `ready` runs for both
+    /// directions of every event, and most edges find nobody waiting in one of them).
+    #[inline(never)]
+    fn wake_waiters(&self, dir: Direction) {
         let mut waiters = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
         self.waiting[dir as usize].store(false, Ordering::Relaxed); // under the lock
         for waker in waiters[dir as usize].drain(..) {
