@@ -48,19 +48,7 @@ use crate::runtime::context::{self, Here};
 pub fn block_on<F: IntoFuture>(fut: F) -> F::Output {
     let fut = fut.into_future();
     match context::here() {
-        Here::Stackful(ctx) => {
-            // corio's code from here on (the future's poll included) is not preempted.
-            let _no_preempt = ctx.no_preempt();
-            yield_if_asked(ctx);
-            let mut fut = pin!(fut);
-            loop {
-                let mut cx = Context::from_waker(ctx.waker());
-                if let Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
-                    return v;
-                }
-                ctx.suspend();
-            }
-        }
+        Here::Stackful(ctx) => block_on_stackful(ctx, fut),
         Here::Stackless => panic!(
             "corio::block_on (or a blocking-style call such as `join`, `sleep` or a channel \
              `recv`) inside an async task would stall its worker: `.await` the future (or use the \
@@ -74,6 +62,25 @@ pub fn block_on<F: IntoFuture>(fut: F) -> F::Output {
             }
             park_thread_on(fut)
         }
+    }
+}
+
+/// `block_on` in the stackful coroutine of `ctx`, for a caller that has already asked
+/// [`context::here`] (the blocking-style socket calls).
+pub(crate) fn block_on_stackful<F: Future>(
+    ctx: &crate::task::stackful::StackfulCtx,
+    fut: F,
+) -> F::Output {
+    // corio's code from here on (the future's poll included) is not preempted.
+    let _no_preempt = ctx.no_preempt();
+    yield_if_asked(ctx);
+    let mut fut = pin!(fut);
+    loop {
+        let mut cx = Context::from_waker(ctx.waker());
+        if let Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
+            return v;
+        }
+        ctx.suspend();
     }
 }
 

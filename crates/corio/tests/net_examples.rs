@@ -122,6 +122,47 @@ fn curl_gets_hello_world_from_hyper_hello() {
     curl_gets_hello(Server::HyperHello);
 }
 
+/// The seconds since the Unix epoch now.
+fn unix_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+#[test]
+fn http_hello_formats_dates_as_rfc_9110_imf_fixdate() {
+    // RFC 9110 §5.6.7's example, and the epoch.
+    assert_eq!(
+        &http_hello::format_http_date(784_111_777),
+        b"Sun, 06 Nov 1994 08:49:37 GMT"
+    );
+    assert_eq!(
+        &http_hello::format_http_date(0),
+        b"Thu, 01 Jan 1970 00:00:00 GMT"
+    );
+}
+
+#[test]
+fn http_hello_date_is_the_current_second_and_follows_the_clock_past_a_second() {
+    // The cache must never serve a second that has passed: check it over three seconds.
+    let mut seen = std::collections::BTreeSet::new();
+    let deadline = std::time::Instant::now() + Duration::from_millis(2_500);
+    while std::time::Instant::now() < deadline {
+        let before = unix_secs();
+        let date = http_hello::http_date();
+        let after = unix_secs();
+        assert!(
+            (before..=after).any(|s| http_hello::format_http_date(s) == date),
+            "{:?} is not a second between {before} and {after}",
+            String::from_utf8_lossy(&date)
+        );
+        seen.insert(date);
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(seen.len() >= 2, "the date never moved: {seen:?}");
+}
+
 /// Reads one response with a `Content-Length` body from `r`; returns (status line, body).
 fn read_response(r: &mut impl BufRead) -> (String, String) {
     let mut status = String::new();

@@ -173,6 +173,7 @@ impl ScheduledIo {
     /// lock round: corio's wakers (and `block_on`'s) only queue their task, never poll it, so
     /// nothing re-enters this lock. (An executor whose waker polled inline would deadlock
     /// here; none of the common ones does.)
+    #[inline]
     pub(crate) fn ready(&self, dir: Direction, closed: bool) {
         let set = if closed { READY | FINAL } else { READY };
         // One update for both, so that no operation sees the new edge count without the ready
@@ -181,9 +182,16 @@ impl ScheduledIo {
         let _ = self.state[dir as usize].fetch_update(Ordering::SeqCst, Ordering::Relaxed, |s| {
             Some(s.wrapping_add(EDGE) | set)
         });
-        if !self.waiting[dir as usize].load(Ordering::SeqCst) {
-            return; // nobody waits, and whoever comes next sees the new state
+        if self.waiting[dir as usize].load(Ordering::SeqCst) {
+            self.wake_waiters(dir);
         }
+        // Else nobody waits, and whoever comes next sees the new state.
+    }
+
+    /// The part of `ready` with waiters to wake (kept out of line: `ready` runs for both
+    /// directions of every event, and most edges find nobody waiting in one of them).
+    #[inline(never)]
+    fn wake_waiters(&self, dir: Direction) {
         let mut waiters = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
         self.waiting[dir as usize].store(false, Ordering::Relaxed); // under the lock
         for waker in waiters[dir as usize].drain(..) {
@@ -258,27 +266,42 @@ impl Registry {
         }
     }
 
-    /// Delivers an epoll event (`events`: its `EPOLL*` bits) to the socket of `token`.
-    pub(crate) fn dispatch(&self, token: u64, events: u32) {
-        let io = {
+    /// Delivers a batch of epoll events to their sockets; events with the driver's own tokens
+    /// (below [`TOKEN_BASE`]) and stale tokens are skipped. Overwrites the events' data.
+    ///
+    /// The slab lock is taken once per batch, not once per event: under it each socket
+    /// event's token is replaced by a strong reference to its `ScheduledIo` (a raw `Arc`, 0
+    /// for none); then, with the lock released, each is delivered and released. The wakes run
+    /// without the slab lock held, because a wake can drop a task and with it a socket, whose
+    /// `Registration` takes the slab lock to remove itself.
+    pub(crate) fn dispatch(&self, events: &mut [libc::epoll_event]) {
+        {
             let slab = self.slab.lock().unwrap_or_else(|e| e.into_inner());
-            let (index, generation) = split(token);
-            match slab.slots.get(index) {
-                Some(slot) if slot.generation == generation => slot.io.clone(),
-                _ => None,
+            for ev in events.iter_mut() {
+                let token = ev.u64;
+                let (index, generation) = split(token);
+                ev.u64 = match slab.slots.get(index) {
+                    Some(Slot {
+                        generation: g,
+                        io: Some(io),
+                    }) if token >= TOKEN_BASE && *g == generation => {
+                        Arc::into_raw(io.clone()) as u64
+                    }
+                    _ => 0,
+                };
             }
-        };
-        let Some(io) = io else { return };
-        let hangup = (libc::EPOLLHUP | libc::EPOLLERR) as u32;
-        let read_closed = libc::EPOLLRDHUP as u32 | hangup;
-        if events & (libc::EPOLLIN as u32 | read_closed) != 0 {
-            io.ready(Direction::Read, events & read_closed != 0);
         }
-        if events & (libc::EPOLLOUT as u32 | hangup) != 0 {
-            io.ready(Direction::Write, events & hangup != 0);
+        for ev in events.iter() {
+            let (raw, bits) = (ev.u64, ev.events);
+            if raw == 0 {
+                continue;
+            }
+            // SAFETY: `raw` was made by `Arc::into_raw` in the loop above, and each is turned
+            // back into its `Arc` exactly once, here (it is released at the end of the body).
+            let io = unsafe { Arc::from_raw(raw as *const ScheduledIo) };
+            deliver(&io, bits);
         }
     }
-
     /// Whether any socket is registered.
     #[inline]
     pub(crate) fn is_empty(&self) -> bool {
@@ -305,6 +328,18 @@ impl Registry {
         for io in ios {
             io.close();
         }
+    }
+}
+
+/// Delivers one epoll event (`events`: its `EPOLL*` bits) to `io`.
+fn deliver(io: &ScheduledIo, events: u32) {
+    let hangup = (libc::EPOLLHUP | libc::EPOLLERR) as u32;
+    let read_closed = libc::EPOLLRDHUP as u32 | hangup;
+    if events & (libc::EPOLLIN as u32 | read_closed) != 0 {
+        io.ready(Direction::Read, events & read_closed != 0);
+    }
+    if events & (libc::EPOLLOUT as u32 | hangup) != 0 {
+        io.ready(Direction::Write, events & hangup != 0);
     }
 }
 
@@ -337,5 +372,52 @@ impl Drop for Registration {
         if let Some(registry) = self.registry.upgrade() {
             registry.remove(self.token);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+    use std::task::Wake;
+
+    /// A waker that counts its wakes.
+    struct Count(AtomicUsize);
+
+    impl Wake for Count {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    fn event(token: u64) -> libc::epoll_event {
+        libc::epoll_event {
+            events: libc::EPOLLIN as u32,
+            u64: token,
+        }
+    }
+
+    #[test]
+    fn a_batch_wakes_its_sockets_and_skips_stale_and_driver_tokens() {
+        let registry = Registry::default();
+        let (old, _) = registry.insert();
+        registry.remove(old);
+        // The slot is reused with a new generation: the old token is stale.
+        let (token, io) = registry.insert();
+        assert_eq!(split(token).0, split(old).0);
+        let count = Arc::new(Count(AtomicUsize::new(0)));
+        let waker = Waker::from(count.clone());
+        let state = io.clear(Direction::Read, io.state(Direction::Read));
+        assert_eq!(io.wait(Direction::Read, state, &waker), Wait::Queued);
+
+        registry.dispatch(&mut [event(old), event(1), event(2)]);
+        assert_eq!(count.0.load(Ordering::SeqCst), 0, "a stale token woke");
+        assert!(!may_be_ready(io.state(Direction::Read)));
+
+        registry.dispatch(&mut [event(1), event(old), event(token)]);
+        assert_eq!(count.0.load(Ordering::SeqCst), 1);
+        assert!(may_be_ready(io.state(Direction::Read)));
+        // Every reference the batch took was given back.
+        assert_eq!(Arc::strong_count(&io), 2);
     }
 }

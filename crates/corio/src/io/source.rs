@@ -150,6 +150,18 @@ impl<T: AsRawFd> Source<T> {
             cx.waker().wake_by_ref();
             return Poll::Pending;
         }
+        self.poll_registered(io, dir, cx, &mut op, &drained)
+    }
+
+    /// `poll_op_drains` past its budget check, for a registered socket.
+    fn poll_registered<R>(
+        &self,
+        io: &ScheduledIo,
+        dir: Direction,
+        cx: &mut Context<'_>,
+        mut op: impl FnMut(&T) -> io::Result<R>,
+        drained: impl Fn(&R) -> bool,
+    ) -> Poll<io::Result<R>> {
         loop {
             let state = match self.attempt(io, dir, &mut op, &drained) {
                 Ok(result) => return Poll::Ready(result),
@@ -258,21 +270,48 @@ impl<T: AsRawFd> Source<T> {
         drained: impl Fn(&R) -> bool,
     ) -> io::Result<R> {
         match context::here() {
-            Here::Stackful(_) => {
+            Here::Stackful(ctx) => {
                 // A registered socket that is ready completes here, without building and
                 // polling a future under `block_on` (most writes, and reads after a wake-up).
                 // It takes a unit of the coop budget as the future would; with none left, the
                 // slow path below yields first (`block_on`'s preemption point).
+                // The registration and, until the future's first poll has used it, the state
+                // to wait with.
+                let mut waiting = None;
                 if context::budget_proceed()
                     && self.check_open().is_ok()
                     && let Some(registration) = self.registration.get()
-                    && let Ok(result) = self.attempt(&registration.io, dir, &mut op, &drained)
                 {
-                    return result;
+                    match self.attempt(&registration.io, dir, &mut op, &drained) {
+                        Ok(result) => return result,
+                        // Not ready: the future's first poll queues the waker with this state
+                        // at once (step 3), rather than repeat steps 1 and 2.
+                        Err(state) => waiting = Some((&registration.io, Some(state))),
+                    }
                 }
-                let fut = poll_fn(|cx| self.poll_op_drains(dir, cx, &mut op, &drained));
+                let fut = poll_fn(|cx| match &mut waiting {
+                    Some((io, first)) => {
+                        if let Some(state) = first.take()
+                            && io.wait(dir, state, cx.waker()) == Wait::Queued
+                        {
+                            return Poll::Pending;
+                        }
+                        // A wake-up, a retry (an edge came after the attempt) or a closed
+                        // registration: the protocol from step 1, without the budget. A poll
+                        // after the first follows a resume, which starts the task's budget
+                        // afresh (`context::enter_task`), and the fast path above took this
+                        // operation's unit.
+                        if let Err(e) = self.check_open() {
+                            return Poll::Ready(Err(e));
+                        }
+                        self.poll_registered(io, dir, cx, &mut op, &drained)
+                    }
+                    // Not registered yet, or out of budget (`block_on_stackful` yields first;
+                    // the poll after the resume takes a unit of the new budget).
+                    None => self.poll_op_drains(dir, cx, &mut op, &drained),
+                });
                 match timeout {
-                    None => crate::block_on(fut),
+                    None => crate::block_on::block_on_stackful(ctx, fut),
                     Some(d) => crate::time::timeout(d, fut).unwrap_or_else(|_| Err(timed_out())),
                 }
             }

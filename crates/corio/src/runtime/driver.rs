@@ -147,9 +147,17 @@ impl Driver {
                 .is_ok()
     }
 
-    /// Gives up the driver (and disarms the timerfd).
+    /// Gives up the driver (and disarms the timerfd if it is armed).
+    ///
+    /// A timerfd that is not armed (`until` is `u64::MAX`: no timer was due while the holder
+    /// waited, as in a server that only waits for sockets) is left alone: that would be a
+    /// `timerfd_settime` per wake-up of an idle worker for nothing. `until` is only written
+    /// under `arm_lock`, so reading `u64::MAX` here means the timerfd is disarmed; an
+    /// `arm_earlier` racing with this release is the same race as one right after it (the
+    /// next holder's `epoll_wait` finds the timerfd readable).
     pub(crate) fn release(&self) {
-        {
+        // SeqCst: as every access to `until` (it is read with `held` in `rearm_after_cancel`).
+        if self.until.load(Ordering::SeqCst) != u64::MAX {
             let _arm = self.arm_lock.lock().unwrap_or_else(|e| e.into_inner());
             self.set_timer(u64::MAX);
         }
@@ -246,14 +254,13 @@ impl Driver {
             )
         };
         self.polls.fetch_add(1, Ordering::Relaxed);
+        let events = &mut events[..n.max(0) as usize];
         let mut sockets = 0;
-        for ev in events.iter().take(n.max(0) as usize) {
-            let (token, bits) = (ev.u64, ev.events);
-            let fd = match token {
+        for ev in events.iter() {
+            let fd = match ev.u64 {
                 WAKE_TOKEN => self.event.as_raw_fd(),
                 TIMER_TOKEN => self.timer.as_raw_fd(),
                 _ => {
-                    self.registry.dispatch(token, bits);
                     sockets += 1;
                     continue;
                 }
@@ -264,6 +271,9 @@ impl Driver {
             let mut buf = 0u64;
             // SAFETY: reading 8 bytes from our nonblocking eventfd/timerfd into a u64.
             unsafe { libc::read(fd, (&raw mut buf).cast(), 8) };
+        }
+        if sockets > 0 {
+            self.registry.dispatch(events);
         }
         sockets
     }
@@ -290,5 +300,58 @@ impl Driver {
         let one = 1u64;
         // SAFETY: writing 8 bytes to our eventfd.
         unsafe { libc::write(self.event.as_raw_fd(), (&raw const one).cast(), 8) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The timerfd's remaining time, in ns (0: disarmed).
+    fn timerfd_left(driver: &Driver) -> u64 {
+        let mut spec = libc::itimerspec {
+            it_interval: libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            },
+            it_value: libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            },
+        };
+        // SAFETY: a valid timerfd and out-pointer.
+        let r = unsafe { libc::timerfd_gettime(driver.timer.as_raw_fd(), &mut spec) };
+        assert_eq!(r, 0);
+        spec.it_value.tv_sec as u64 * 1_000_000_000 + spec.it_value.tv_nsec as u64
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore)] // epoll and timerfd system calls
+    fn releasing_the_driver_disarms_a_timerfd_armed_by_its_holder() {
+        let epoch = std::time::Instant::now();
+        let driver = Driver::new(epoch).unwrap();
+        assert!(driver.try_acquire());
+        driver.arm_earlier(60_000_000_000); // a minute after the epoch
+        assert!(timerfd_left(&driver) > 0);
+        driver.release();
+        assert_eq!(timerfd_left(&driver), 0);
+        assert_eq!(driver.until.load(Ordering::SeqCst), u64::MAX);
+        // The next holder arms it again.
+        assert!(driver.try_acquire());
+        driver.arm_earlier(60_000_000_000);
+        assert!(timerfd_left(&driver) > 0);
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore)] // epoll and timerfd system calls
+    fn releasing_an_unarmed_driver_leaves_it_unarmed_and_free() {
+        let driver = Driver::new(std::time::Instant::now()).unwrap();
+        for _ in 0..3 {
+            assert!(driver.try_acquire());
+            assert!(!driver.try_acquire(), "held twice");
+            driver.release();
+            assert_eq!(timerfd_left(&driver), 0);
+            assert_eq!(driver.until.load(Ordering::SeqCst), u64::MAX);
+        }
     }
 }
