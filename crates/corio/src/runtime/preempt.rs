@@ -5,11 +5,13 @@
 //! read at runtime operations. For coroutines marked preemptible (`TaskBuilder::preemptible`,
 //! `Builder::preemptible_coroutines`) corio does what Go does since 1.14:
 //!
-//! 1. **sysmon signals.** When the flag it set for a running preemptible coroutine is still
-//!    unanswered at its next tick ([`nudge`]), sysmon records the coroutine's id as the target
-//!    of the worker's [`WorkerSlot`] and sends `SIGURG` to the worker's thread with
-//!    `pthread_kill` (SIGURG, as Go, because programs rarely use it and its default action is
-//!    to ignore it).
+//! 1. **sysmon signals.** At the tick at which it sets the preempt flag for a running
+//!    preemptible coroutine ([`nudge`]) — together, as Go's `preemptone` — sysmon records the
+//!    coroutine's id as the target of the worker's [`WorkerSlot`] and sends `SIGURG` to the
+//!    worker's thread with `pthread_kill` (SIGURG, as Go, because programs rarely use it and
+//!    its default action is to ignore it). While a preemptible coroutine runs, sysmon ticks at
+//!    least every [`WATCH`], so the slice's end is seen within that; after a signal it looks
+//!    again within [`RETRY_FIRST`], doubling, in case the handler found no safe point.
 //! 2. **The handler checks** ([`handler`]), on the coroutine's own stack (no `SA_ONSTACK`),
 //!    that the signal is corio's (the slot has one pending: otherwise it chains to the handler
 //!    installed before corio's), and that it interrupted a safe point:
@@ -322,23 +324,35 @@ impl Drop for ResumeGuard {
     }
 }
 
-/// How soon sysmon looks again while a preemptible coroutine hogs a worker: its next tick is
-/// when the signal goes (or is retried, if the handler found no safe point), so sysmon's usual
-/// back-off (up to 10 ms) would add that much to every preemption. Bounded, so that a hog
-/// inside a long libc call is not signalled more than a thousand times a second.
-pub(crate) const RETRY: std::time::Duration = std::time::Duration::from_millis(1);
+/// How often sysmon looks at a worker while a preemptible coroutine runs on it: the end of
+/// its 10 ms slice is seen within this (sysmon's back-off delay, up to 10 ms, made slices of
+/// 10–20 ms), and the signal goes at once. One tick costs sysmon a few clock reads.
+pub(crate) const WATCH: std::time::Duration = std::time::Duration::from_millis(1);
+
+/// The first retry after a signal whose handler found no safe point (the hog was inside libc
+/// or the vDSO: a hog that reads the clock spends most of its time there). It doubles with
+/// every signal of the same slice up to [`WATCH`], so that a hog inside a long libc call is
+/// not signalled more than about a thousand times a second.
+const RETRY_FIRST: std::time::Duration = std::time::Duration::from_micros(50);
+
+/// Whether a preemptible coroutine is being resumed on `slot`'s worker now.
+pub(crate) fn runs_preemptible(slot: &WorkerSlot) -> bool {
+    // Relaxed: a hint for sysmon's next tick.
+    slot.running.load(Ordering::Relaxed) != 0
+}
 
 /// Called by sysmon each tick at which it finds the worker of `slot` running one task for a
-/// whole time slice: signals the worker if that task is a preemptible coroutine and
-/// `unanswered` (sysmon set the preempt flag at an earlier tick of the same slice, so the flag
-/// has gone unanswered for one more tick). Whether that task is a preemptible coroutine
-/// (sysmon then ticks again within [`RETRY`]).
-pub(crate) fn nudge(slot: &WorkerSlot, unanswered: bool) -> bool {
+/// whole time slice, after setting the worker's preempt flag: if that task is a preemptible
+/// coroutine, signals it at once (Go's `preemptone` sets the flag and signals together) and
+/// returns when sysmon should look again, which is sooner the fewer `signals` this slice has
+/// had (see [`RETRY_FIRST`]); `None` for any other task.
+pub(crate) fn nudge(slot: &WorkerSlot, signals: u32) -> Option<std::time::Duration> {
     let id = slot.running.load(Ordering::Relaxed);
-    if id != 0 && unanswered {
-        signal(slot, id);
+    if id == 0 {
+        return None;
     }
-    id != 0
+    signal(slot, id);
+    Some(RETRY_FIRST.saturating_mul(1 << signals.min(8)).min(WATCH))
 }
 
 /// Asks the handler on `slot`'s thread to preempt coroutine `id`.
