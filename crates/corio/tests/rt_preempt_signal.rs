@@ -502,3 +502,125 @@ fn a_programs_own_sigurg_handler_keeps_receiving_its_signals() {
         "{stdout}\n{stderr}"
     );
 }
+
+/// Counts its drops (a hog's destructor ran).
+struct Dropped(Arc<AtomicU64>);
+
+impl Drop for Dropped {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, SeqCst);
+    }
+}
+
+/// Dropping a runtime while its preemptible hogs take turns on its one worker — one running,
+/// the other suspended inside the trampoline — returns. Shutdown cannot unwind a coroutine
+/// suspended there (an unwind from an interrupted instruction, not a call, has no landing pad:
+/// it would abort), and a hog that never reaches an ordinary suspension never takes the
+/// cancellation, so after the shutdown grace period it is leaked, as a coroutine that blocks
+/// at shutdown is: its destructors do not run. (Before the fix the drop never returned: the
+/// shutting-down worker resumed the hogs in turn for ever, each preempted again by sysmon.)
+#[test]
+fn dropping_the_runtime_while_preemptible_hogs_are_suspended_in_the_trampoline_returns() {
+    let stop = Arc::new(AtomicBool::new(false));
+    let dropped = Arc::new(AtomicU64::new(0));
+    let (st, dr) = (stop.clone(), dropped.clone());
+    within(EVENTUALLY, move || {
+        let rt = runtime(1);
+        let _entered = rt.enter();
+        let hogs: Vec<_> = (0..2)
+            .map(|_| {
+                let (st, guard) = (st.clone(), Dropped(dr.clone()));
+                preemptible()
+                    .spawn(move || {
+                        let _guard = guard;
+                        while !st.load(std::sync::atomic::Ordering::Relaxed) {
+                            std::hint::spin_loop();
+                        }
+                    })
+                    .unwrap()
+            })
+            .collect();
+        // Both have been preempted: each has been suspended inside the trampoline.
+        let start = Instant::now();
+        while rt.metrics().preemptions < 4 {
+            assert!(start.elapsed() < CAP, "no preemptions: {:?}", rt.metrics());
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        drop(hogs);
+        drop(_entered);
+        drop(rt);
+    });
+    // Leaked, not unwound: their stacks are never freed, and nothing resumes them (their
+    // worker thread has exited).
+    assert_eq!(dropped.load(SeqCst), 0);
+    stop.store(true, SeqCst);
+}
+
+/// The child: preemption works, then the program installs its own SIGURG handler over
+/// corio's while a preemptible hog runs; the hog is then left to spin for 100 ms more.
+fn replaced_handler_child() {
+    let rt = runtime(1);
+    let ran = rt.run(|| {
+        let flag = Arc::new(AtomicBool::new(false));
+        let f = flag.clone();
+        let hog = preemptible().spawn(move || spin_until(&f)).unwrap();
+        corio::go(move || flag.store(true, SeqCst)).join().unwrap();
+        hog.join().unwrap()
+    });
+    assert!(ran && rt.metrics().preemptions >= 1, "{:?}", rt.metrics());
+    // SAFETY: installs a handler that only increments an atomic.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = user_handler as *const () as usize;
+        libc::sigemptyset(&mut action.sa_mask);
+        assert_eq!(
+            libc::sigaction(libc::SIGURG, &action, std::ptr::null_mut()),
+            0
+        );
+    }
+    let _entered = rt.enter();
+    let flag = Arc::new(AtomicBool::new(false));
+    let f = flag.clone();
+    let hog = preemptible().spawn(move || spin_until(&f)).unwrap();
+    let start = Instant::now();
+    while USER_SIGURGS.load(SeqCst) < 1 && start.elapsed() < CAP {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    // Time for a hundred more of sysmon's signals if it kept sending them.
+    std::thread::sleep(Duration::from_millis(100));
+    flag.store(true, SeqCst);
+    assert!(corio::block_on(hog).unwrap());
+    println!("child: user handler got {}", USER_SIGURGS.load(SeqCst));
+}
+
+/// A SIGURG handler installed after the runtime's replaces it: sysmon notices that its signals
+/// go untaken, stops sending them (the program's handler gets one of them, not one a
+/// millisecond for as long as a preemptible coroutine runs) and says so once on stderr (in a
+/// child process: the handler is process-wide).
+#[test]
+#[cfg_attr(miri, ignore)]
+fn a_sigurg_handler_installed_after_the_runtime_turns_preemption_off_with_a_message() {
+    const NAME: &str =
+        "a_sigurg_handler_installed_after_the_runtime_turns_preemption_off_with_a_message";
+    if std::env::var(CHILD).is_ok() {
+        replaced_handler_child();
+        return;
+    }
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([NAME, "--exact", "--nocapture", "--test-threads=1"])
+        .env(CHILD, "1")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("user handler got 1\n"),
+        "{stdout}\n{stderr}"
+    );
+    assert_eq!(
+        stderr.matches("signal preemption is off").count(),
+        1,
+        "{stdout}\n{stderr}"
+    );
+}

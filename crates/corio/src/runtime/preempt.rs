@@ -74,8 +74,11 @@
 //! corio's own (the kernel's out-of-band notifications, the program's `kill`). A `SIGURG` the
 //! program sends to a worker while corio's is pending merges with it (ordinary signals do not
 //! queue) and is taken as corio's. A handler installed *after* corio's replaces it: that
-//! handler then receives corio's signals too (harmless to a handler that treats SIGURG as "go
-//! and look"), and preemption stops — coroutines fall back to cooperative scheduling.
+//! handler then receives corio's signals (harmless to a handler that treats SIGURG as "go and
+//! look"). sysmon notices when its signal to a worker goes untaken, asks the kernel which
+//! handler is in place and, if it is not corio's, stops signalling for good and says so once
+//! on stderr: preemptible coroutines fall back to cooperative scheduling, and the program's
+//! handler gets one of corio's signals.
 //!
 //! # Limits
 //!
@@ -248,7 +251,8 @@ pub(crate) struct WorkerSlot {
     running: AtomicU64,
     /// The coroutine sysmon wants preempted (taken by the handler).
     target: AtomicU64,
-    /// Signals sent and not yet seen by the handler (see "Chaining").
+    /// 1 while a signal sent is not yet seen by the handler (see "Chaining"; never more:
+    /// `signal`).
     pending: AtomicU32,
     /// Signals sysmon sent to this worker.
     pub(crate) signals: AtomicU64,
@@ -348,11 +352,38 @@ pub(crate) fn runs_preemptible(slot: &WorkerSlot) -> bool {
 /// had (see [`RETRY_FIRST`]); `None` for any other task.
 pub(crate) fn nudge(slot: &WorkerSlot, signals: u32) -> Option<std::time::Duration> {
     let id = slot.running.load(Ordering::Relaxed);
-    if id == 0 {
+    if id == 0 || !handler_in_place(slot) {
         return None;
     }
     signal(slot, id);
     Some(RETRY_FIRST.saturating_mul(1 << signals.min(8)).min(WATCH))
+}
+
+/// Set once sysmon found corio's handler replaced (see "Chaining, and handlers installed
+/// later"): no more preemption signals.
+static REPLACED: AtomicBool = AtomicBool::new(false);
+
+/// Whether corio's handler still receives SIGURG. Asked of the kernel only when the last
+/// signal to `slot`'s worker is still pending (not taken by corio's handler: it was replaced,
+/// or the thread has not run since), so that an ordinary signal costs no extra system call.
+/// The first time it finds the handler replaced it says so on stderr, once.
+fn handler_in_place(slot: &WorkerSlot) -> bool {
+    if REPLACED.load(Ordering::Relaxed) {
+        return false;
+    }
+    // Relaxed: a heuristic; a false "pending" only costs one `sigaction` query.
+    if slot.pending.load(Ordering::Relaxed) == 0 || imp::installed() {
+        return true;
+    }
+    if !REPLACED.swap(true, Ordering::Relaxed) {
+        eprintln!(
+            "corio: the SIGURG handler was replaced after the runtime installed its own; \
+             signal preemption is off from now on (preemptible coroutines are scheduled \
+             cooperatively). Install the handler before building the runtime, so that corio \
+             chains to it."
+        );
+    }
+    false
 }
 
 /// Asks the handler on `slot`'s thread to preempt coroutine `id`.
@@ -360,15 +391,25 @@ fn signal(slot: &WorkerSlot, id: u64) -> bool {
     let thread = slot.thread.lock().unwrap_or_else(|e| e.into_inner());
     let Some(thread) = *thread else { return false };
     slot.target.store(id, Ordering::Relaxed);
-    // Release: pairs with the Acquire swap in the handler, which then sees `target`.
-    slot.pending.fetch_add(1, Ordering::Release);
+    // One signal in flight at a time (senders hold the `thread` lock): a second one sent
+    // before the thread took the first merges with it (ordinary signals do not queue), and a
+    // count of two would leave one the handler never takes, so that a later SIGURG of the
+    // program's own would be taken for corio's. Release: pairs with the Acquire in the
+    // handler's `take_pending`, which then sees `target`.
+    if slot
+        .pending
+        .compare_exchange(0, 1, Ordering::Release, Ordering::Relaxed)
+        .is_err()
+    {
+        return false;
+    }
     // SAFETY: the thread is registered, so alive: it clears its registration under the lock we
     // hold before it exits.
     if unsafe { libc::pthread_kill(thread, libc::SIGURG) } == 0 {
         slot.signals.fetch_add(1, Ordering::Relaxed);
         true
     } else {
-        slot.pending.fetch_sub(1, Ordering::Relaxed);
+        slot.pending.store(0, Ordering::Relaxed);
         false
     }
 }
@@ -491,6 +532,16 @@ mod imp {
                 libc::sigaction(libc::SIGURG, &action, std::ptr::null_mut()) == 0
             }
         })
+    }
+
+    /// Whether the SIGURG handler in place is still corio's (see `handler_in_place`).
+    pub(super) fn installed() -> bool {
+        // SAFETY: a zeroed sigaction is a valid out-parameter; a null new action only queries.
+        unsafe {
+            let mut current: libc::sigaction = std::mem::zeroed();
+            libc::sigaction(libc::SIGURG, std::ptr::null(), &mut current) == 0
+                && current.sa_sigaction == handler as *const () as usize
+        }
     }
 
     /// Reads with `cpuid` whether the OS enabled XSAVE, and how large its area is.
@@ -785,6 +836,10 @@ mod imp {
     //! Other targets: preemption is unsupported and the options have no effect.
 
     pub(super) fn install() -> bool {
+        false
+    }
+
+    pub(super) fn installed() -> bool {
         false
     }
 }

@@ -14,7 +14,7 @@
 //!   budgeted channel, IO or timer operation) yields; a preemptible coroutine is signalled at
 //!   the same tick (`preempt.rs`). sysmon sleeps no longer than until that 10 ms mark;
 //!   while a preemptible coroutine runs, no longer than `preempt::WATCH` (1 ms), so that its
-//!   slice is not stretched by the back-off (it was 10–31 ms before, Go's is 10–20 ms);
+//!   slice is not stretched by the back-off (10–21 ms before; Go's is 10–20 ms);
 //! - two slices, with movable work waiting behind it — in that worker's run queue, or in the
 //!   global queue with no worker free to take it: a parked worker is woken to steal it, or,
 //!   when every worker is busy and a spare would help, a spare worker is started (see
