@@ -436,10 +436,22 @@ extern "C" fn user_handler(_: libc::c_int) {
     USER_SIGURGS.fetch_add(1, SeqCst);
 }
 
-/// The child: installs its own SIGURG handler, then runs a preemptible hog until it is
-/// preempted, then sends itself SIGURG three times (the process, so any thread — a worker
-/// included — may take it) and checks that its handler saw each.
-fn sigurg_child() {
+/// Runs the test `name` of this binary in a child process (its `CHILD` half), checks that it
+/// succeeded, and returns its stdout and stderr.
+fn run_child(name: &str) -> (String, String) {
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([name, "--exact", "--nocapture", "--test-threads=1"])
+        .env(CHILD, "1")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    (stdout, stderr)
+}
+
+/// Installs [`user_handler`] for SIGURG (process-wide: child processes only).
+fn install_user_handler() {
     // SAFETY: installs a handler that only increments an atomic.
     unsafe {
         let mut action: libc::sigaction = std::mem::zeroed();
@@ -450,7 +462,10 @@ fn sigurg_child() {
             0
         );
     }
-    let rt = runtime(1);
+}
+
+/// A preemptible hog on `rt`'s one worker is preempted, so that another coroutine runs.
+fn assert_preemption_works(rt: &corio::Runtime) {
     let ran = rt.run(|| {
         let flag = Arc::new(AtomicBool::new(false));
         let f = flag.clone();
@@ -459,6 +474,15 @@ fn sigurg_child() {
         hog.join().unwrap()
     });
     assert!(ran && rt.metrics().preemptions >= 1, "{:?}", rt.metrics());
+}
+
+/// The child: installs its own SIGURG handler, then runs a preemptible hog until it is
+/// preempted, then sends itself SIGURG three times (the process, so any thread — a worker
+/// included — may take it) and checks that its handler saw each.
+fn sigurg_child() {
+    install_user_handler();
+    let rt = runtime(1);
+    assert_preemption_works(&rt);
     for n in 1..=3 {
         // SAFETY: kill to our own process.
         unsafe { libc::kill(libc::getpid(), libc::SIGURG) };
@@ -484,19 +508,7 @@ fn a_programs_own_sigurg_handler_keeps_receiving_its_signals() {
         sigurg_child();
         return;
     }
-    let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .args([
-            "a_programs_own_sigurg_handler_keeps_receiving_its_signals",
-            "--exact",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(CHILD, "1")
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let (stdout, stderr) = run_child("a_programs_own_sigurg_handler_keeps_receiving_its_signals");
     assert!(
         stdout.contains("user handler got 3 of 3"),
         "{stdout}\n{stderr}"
@@ -560,24 +572,8 @@ fn dropping_the_runtime_while_preemptible_hogs_are_suspended_in_the_trampoline_r
 /// corio's while a preemptible hog runs; the hog is then left to spin for 100 ms more.
 fn replaced_handler_child() {
     let rt = runtime(1);
-    let ran = rt.run(|| {
-        let flag = Arc::new(AtomicBool::new(false));
-        let f = flag.clone();
-        let hog = preemptible().spawn(move || spin_until(&f)).unwrap();
-        corio::go(move || flag.store(true, SeqCst)).join().unwrap();
-        hog.join().unwrap()
-    });
-    assert!(ran && rt.metrics().preemptions >= 1, "{:?}", rt.metrics());
-    // SAFETY: installs a handler that only increments an atomic.
-    unsafe {
-        let mut action: libc::sigaction = std::mem::zeroed();
-        action.sa_sigaction = user_handler as *const () as usize;
-        libc::sigemptyset(&mut action.sa_mask);
-        assert_eq!(
-            libc::sigaction(libc::SIGURG, &action, std::ptr::null_mut()),
-            0
-        );
-    }
+    assert_preemption_works(&rt);
+    install_user_handler();
     let _entered = rt.enter();
     let flag = Arc::new(AtomicBool::new(false));
     let f = flag.clone();
@@ -606,14 +602,7 @@ fn a_sigurg_handler_installed_after_the_runtime_turns_preemption_off_with_a_mess
         replaced_handler_child();
         return;
     }
-    let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .args([NAME, "--exact", "--nocapture", "--test-threads=1"])
-        .env(CHILD, "1")
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let (stdout, stderr) = run_child(NAME);
     assert!(
         stdout.contains("user handler got 1\n"),
         "{stdout}\n{stderr}"

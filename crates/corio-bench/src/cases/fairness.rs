@@ -241,6 +241,7 @@ fn preempt_cost_window(window: Duration, storm: Option<Duration>) -> Result<(), 
     gaps.sort_unstable();
     child::emit("samples", gaps.len());
     child::emit("preemptions", rt.metrics().preemptions);
+    child::emit("signals", rt.metrics().preempt_signals);
     let us = |ns: u64| ns as f64 / 1e3;
     if let (Some(p50), Some(p90)) = (fresh::percentile(&gaps, 50), fresh::percentile(&gaps, 90)) {
         child::emit("p50_us", us(p50));
