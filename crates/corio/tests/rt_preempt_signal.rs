@@ -613,3 +613,78 @@ fn a_sigurg_handler_installed_after_the_runtime_turns_preemption_off_with_a_mess
         "{stdout}\n{stderr}"
     );
 }
+
+/// corio's channel and mutex operations on a preemptible coroutine, preempted wherever the
+/// handler allows (in its own code between operations, and in whatever corio code runs outside
+/// the no-preempt counter), beside an ordinary coroutine of the same worker: the two hand a
+/// value back and forth over a bounded(1) channel (`try_send`/`try_recv`, which take the
+/// channel's spin lock outside `block_on`) and an unbounded one, and take a corio `Mutex`
+/// every round, while the test thread requests preemptions every ~20 µs, until 200
+/// preemptions happened. A runtime structure left half-updated shows as a wrong value; a lock
+/// held across a preemption hangs the ordinary coroutine, which spins on it and is never
+/// preempted (one thread): with the channel lock's guard (`preempt::hold`) removed it does.
+#[test]
+fn channels_and_a_mutex_shared_with_an_ordinary_coroutine_survive_continuous_preemption() {
+    const WANTED: u64 = 200;
+    let rt = runtime(1);
+    let r = rt.clone();
+    within(EVENTUALLY, move || {
+        let done = Arc::new(AtomicBool::new(false));
+        let (d, r2) = (done.clone(), r.clone());
+        let preempter = std::thread::spawn(move || {
+            while !d.load(SeqCst) {
+                r2.preempt_running_coroutines();
+                std::thread::sleep(Duration::from_micros(20));
+            }
+        });
+        let r3 = r.clone();
+        let (rounds, locked) = r.run(move || {
+            let (tx, rx) = corio::chan::bounded::<u64>(1);
+            let (back_tx, back_rx) = corio::chan::unbounded::<u64>();
+            let lock = Arc::new(corio::sync::Mutex::new(0u64));
+            let l = lock.clone();
+            let a = preemptible()
+                .spawn(move || {
+                    let start = Instant::now();
+                    let mut i = 0;
+                    while r3.metrics().preemptions < WANTED && start.elapsed() < CAP {
+                        // The `try_` forms take the channel's spin lock outside `block_on`.
+                        let mut v = i;
+                        while let Err(e) = tx.try_send(v) {
+                            v = e.into_inner();
+                            corio::yield_now();
+                        }
+                        assert_eq!(back_rx.recv().unwrap(), i * 3);
+                        *l.lock() += 1;
+                        i += 1;
+                    }
+                    i
+                })
+                .unwrap();
+            let b = corio::Builder::new()
+                .spawn(move || {
+                    loop {
+                        let v = match rx.try_recv() {
+                            Ok(v) => v,
+                            Err(corio::chan::TryRecvError::Empty) => {
+                                corio::yield_now();
+                                continue;
+                            }
+                            Err(corio::chan::TryRecvError::Disconnected) => return lock,
+                        };
+                        back_tx.send(v * 3).unwrap();
+                        *lock.lock() += 1;
+                    }
+                })
+                .unwrap();
+            let rounds = a.join().unwrap();
+            let locked = *b.join().unwrap().lock();
+            (rounds, locked)
+        });
+        done.store(true, SeqCst);
+        preempter.join().unwrap();
+        let m = r.metrics();
+        assert!(m.preemptions >= WANTED, "{m:?}");
+        assert_eq!(locked, 2 * rounds);
+    });
+}
