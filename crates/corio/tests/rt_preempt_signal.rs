@@ -436,10 +436,22 @@ extern "C" fn user_handler(_: libc::c_int) {
     USER_SIGURGS.fetch_add(1, SeqCst);
 }
 
-/// The child: installs its own SIGURG handler, then runs a preemptible hog until it is
-/// preempted, then sends itself SIGURG three times (the process, so any thread — a worker
-/// included — may take it) and checks that its handler saw each.
-fn sigurg_child() {
+/// Runs the test `name` of this binary in a child process (its `CHILD` half), checks that it
+/// succeeded, and returns its stdout and stderr.
+fn run_child(name: &str) -> (String, String) {
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([name, "--exact", "--nocapture", "--test-threads=1"])
+        .env(CHILD, "1")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    (stdout, stderr)
+}
+
+/// Installs [`user_handler`] for SIGURG (process-wide: child processes only).
+fn install_user_handler() {
     // SAFETY: installs a handler that only increments an atomic.
     unsafe {
         let mut action: libc::sigaction = std::mem::zeroed();
@@ -450,7 +462,10 @@ fn sigurg_child() {
             0
         );
     }
-    let rt = runtime(1);
+}
+
+/// A preemptible hog on `rt`'s one worker is preempted, so that another coroutine runs.
+fn assert_preemption_works(rt: &corio::Runtime) {
     let ran = rt.run(|| {
         let flag = Arc::new(AtomicBool::new(false));
         let f = flag.clone();
@@ -459,6 +474,15 @@ fn sigurg_child() {
         hog.join().unwrap()
     });
     assert!(ran && rt.metrics().preemptions >= 1, "{:?}", rt.metrics());
+}
+
+/// The child: installs its own SIGURG handler, then runs a preemptible hog until it is
+/// preempted, then sends itself SIGURG three times (the process, so any thread — a worker
+/// included — may take it) and checks that its handler saw each.
+fn sigurg_child() {
+    install_user_handler();
+    let rt = runtime(1);
+    assert_preemption_works(&rt);
     for n in 1..=3 {
         // SAFETY: kill to our own process.
         unsafe { libc::kill(libc::getpid(), libc::SIGURG) };
@@ -484,21 +508,183 @@ fn a_programs_own_sigurg_handler_keeps_receiving_its_signals() {
         sigurg_child();
         return;
     }
-    let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .args([
-            "a_programs_own_sigurg_handler_keeps_receiving_its_signals",
-            "--exact",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(CHILD, "1")
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let (stdout, stderr) = run_child("a_programs_own_sigurg_handler_keeps_receiving_its_signals");
     assert!(
         stdout.contains("user handler got 3 of 3"),
         "{stdout}\n{stderr}"
     );
+}
+
+/// Counts its drops (a hog's destructor ran).
+struct Dropped(Arc<AtomicU64>);
+
+impl Drop for Dropped {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, SeqCst);
+    }
+}
+
+/// Dropping a runtime while its preemptible hogs take turns on its one worker — one running,
+/// the other suspended inside the trampoline — returns. Shutdown cannot unwind a coroutine
+/// suspended there (an unwind from an interrupted instruction, not a call, has no landing pad:
+/// it would abort), and a hog that never reaches an ordinary suspension never takes the
+/// cancellation, so after the shutdown grace period it is leaked, as a coroutine that blocks
+/// at shutdown is: its destructors do not run. (Before the fix the drop never returned: the
+/// shutting-down worker resumed the hogs in turn for ever, each preempted again by sysmon.)
+#[test]
+fn dropping_the_runtime_while_preemptible_hogs_are_suspended_in_the_trampoline_returns() {
+    let stop = Arc::new(AtomicBool::new(false));
+    let dropped = Arc::new(AtomicU64::new(0));
+    let (st, dr) = (stop.clone(), dropped.clone());
+    within(EVENTUALLY, move || {
+        let rt = runtime(1);
+        let _entered = rt.enter();
+        let hogs: Vec<_> = (0..2)
+            .map(|_| {
+                let (st, guard) = (st.clone(), Dropped(dr.clone()));
+                preemptible()
+                    .spawn(move || {
+                        let _guard = guard;
+                        while !st.load(std::sync::atomic::Ordering::Relaxed) {
+                            std::hint::spin_loop();
+                        }
+                    })
+                    .unwrap()
+            })
+            .collect();
+        // Both have been preempted: each has been suspended inside the trampoline.
+        let start = Instant::now();
+        while rt.metrics().preemptions < 4 {
+            assert!(start.elapsed() < CAP, "no preemptions: {:?}", rt.metrics());
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        drop(hogs);
+        drop(_entered);
+        drop(rt);
+    });
+    // Leaked, not unwound: their stacks are never freed, and nothing resumes them (their
+    // worker thread has exited).
+    assert_eq!(dropped.load(SeqCst), 0);
+    stop.store(true, SeqCst);
+}
+
+/// The child: preemption works, then the program installs its own SIGURG handler over
+/// corio's while a preemptible hog runs; the hog is then left to spin for 100 ms more.
+fn replaced_handler_child() {
+    let rt = runtime(1);
+    assert_preemption_works(&rt);
+    install_user_handler();
+    let _entered = rt.enter();
+    let flag = Arc::new(AtomicBool::new(false));
+    let f = flag.clone();
+    let hog = preemptible().spawn(move || spin_until(&f)).unwrap();
+    let start = Instant::now();
+    while USER_SIGURGS.load(SeqCst) < 1 && start.elapsed() < CAP {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    // Time for a hundred more of sysmon's signals if it kept sending them.
+    std::thread::sleep(Duration::from_millis(100));
+    flag.store(true, SeqCst);
+    assert!(corio::block_on(hog).unwrap());
+    println!("child: user handler got {}", USER_SIGURGS.load(SeqCst));
+}
+
+/// A SIGURG handler installed after the runtime's replaces it: sysmon notices that its signals
+/// go untaken, stops sending them (the program's handler gets one of them, not one a
+/// millisecond for as long as a preemptible coroutine runs) and says so once on stderr (in a
+/// child process: the handler is process-wide).
+#[test]
+#[cfg_attr(miri, ignore)]
+fn a_sigurg_handler_installed_after_the_runtime_turns_preemption_off_with_a_message() {
+    const NAME: &str =
+        "a_sigurg_handler_installed_after_the_runtime_turns_preemption_off_with_a_message";
+    if std::env::var(CHILD).is_ok() {
+        replaced_handler_child();
+        return;
+    }
+    let (stdout, stderr) = run_child(NAME);
+    assert!(
+        stdout.contains("user handler got 1\n"),
+        "{stdout}\n{stderr}"
+    );
+    assert_eq!(
+        stderr.matches("signal preemption is off").count(),
+        1,
+        "{stdout}\n{stderr}"
+    );
+}
+
+/// corio's channel and mutex operations on a preemptible coroutine, preempted wherever the
+/// handler allows (in its own code between operations, and in whatever corio code runs outside
+/// the no-preempt counter), beside an ordinary coroutine of the same worker: the two hand a
+/// value back and forth over a bounded(1) channel (`try_send`/`try_recv`, which take the
+/// channel's spin lock outside `block_on`) and an unbounded one, and take a corio `Mutex`
+/// every round, while the test thread requests preemptions every ~20 µs, until 200
+/// preemptions happened. A runtime structure left half-updated shows as a wrong value; a lock
+/// held across a preemption hangs the ordinary coroutine, which spins on it and is never
+/// preempted (one thread): with the channel lock's guard (`preempt::hold`) removed it does.
+#[test]
+fn channels_and_a_mutex_shared_with_an_ordinary_coroutine_survive_continuous_preemption() {
+    const WANTED: u64 = 200;
+    let rt = runtime(1);
+    let r = rt.clone();
+    within(EVENTUALLY, move || {
+        let done = Arc::new(AtomicBool::new(false));
+        let (d, r2) = (done.clone(), r.clone());
+        let preempter = std::thread::spawn(move || {
+            while !d.load(SeqCst) {
+                r2.preempt_running_coroutines();
+                std::thread::sleep(Duration::from_micros(20));
+            }
+        });
+        let r3 = r.clone();
+        let (rounds, locked) = r.run(move || {
+            let (tx, rx) = corio::chan::bounded::<u64>(1);
+            let (back_tx, back_rx) = corio::chan::unbounded::<u64>();
+            let lock = Arc::new(corio::sync::Mutex::new(0u64));
+            let l = lock.clone();
+            let a = preemptible()
+                .spawn(move || {
+                    let start = Instant::now();
+                    let mut i = 0;
+                    while r3.metrics().preemptions < WANTED && start.elapsed() < CAP {
+                        // The `try_` forms take the channel's spin lock outside `block_on`.
+                        let mut v = i;
+                        while let Err(e) = tx.try_send(v) {
+                            v = e.into_inner();
+                            corio::yield_now();
+                        }
+                        assert_eq!(back_rx.recv().unwrap(), i * 3);
+                        *l.lock() += 1;
+                        i += 1;
+                    }
+                    i
+                })
+                .unwrap();
+            let b = corio::Builder::new()
+                .spawn(move || {
+                    loop {
+                        let v = match rx.try_recv() {
+                            Ok(v) => v,
+                            Err(corio::chan::TryRecvError::Empty) => {
+                                corio::yield_now();
+                                continue;
+                            }
+                            Err(corio::chan::TryRecvError::Disconnected) => return lock,
+                        };
+                        back_tx.send(v * 3).unwrap();
+                        *lock.lock() += 1;
+                    }
+                })
+                .unwrap();
+            let rounds = a.join().unwrap();
+            let locked = *b.join().unwrap().lock();
+            (rounds, locked)
+        });
+        done.store(true, SeqCst);
+        preempter.join().unwrap();
+        let m = r.metrics();
+        assert!(m.preemptions >= WANTED, "{m:?}");
+        assert_eq!(locked, 2 * rounds);
+    });
 }

@@ -187,8 +187,10 @@ fn preempt_cost(window_ms: u64, runs: usize) -> Vec<Measurement> {
     ms
 }
 
-/// The preempt-cost child (module docs): reports `@samples`, `@p50_us`, `@p90_us`.
-fn preempt_cost_window(window: Duration) -> Result<(), String> {
+/// The preempt-cost child (module docs): reports `@samples`, `@p50_us`, `@p90_us`. With
+/// `storm`, the main thread preempts the running hog that often (a profiling aid:
+/// `__child fairness preempt-cost 2 <window ms> <storm µs>`, many preemptions per second).
+fn preempt_cost_window(window: Duration, storm: Option<Duration>) -> Result<(), String> {
     let mut builder = corio::Runtime::builder();
     builder.workers(1).hog_report(false);
     // SAFETY: the hogs hold no thread-local borrow, lock or guard while they spin.
@@ -220,7 +222,17 @@ fn preempt_cost_window(window: Duration) -> Result<(), String> {
             })
         })
         .collect();
-    std::thread::sleep(window);
+    match storm {
+        // Profiling aid: preempt every `every` instead of waiting for sysmon's slices.
+        Some(every) => {
+            let end = Instant::now() + window;
+            while Instant::now() < end {
+                rt.preempt_running_coroutines();
+                std::thread::sleep(every);
+            }
+        }
+        None => std::thread::sleep(window),
+    }
     stop.store(true, Ordering::Relaxed);
     let mut gaps = Vec::new();
     for h in hogs {
@@ -229,6 +241,7 @@ fn preempt_cost_window(window: Duration) -> Result<(), String> {
     gaps.sort_unstable();
     child::emit("samples", gaps.len());
     child::emit("preemptions", rt.metrics().preemptions);
+    child::emit("signals", rt.metrics().preempt_signals);
     let us = |ns: u64| ns as f64 / 1e3;
     if let (Some(p50), Some(p90)) = (fresh::percentile(&gaps, 50), fresh::percentile(&gaps, 90)) {
         child::emit("p50_us", us(p50));
@@ -243,7 +256,14 @@ fn preempt_cost_window(window: Duration) -> Result<(), String> {
 fn child_main(args: &[String]) -> Result<(), String> {
     let imp: String = child::arg(args, 0, "implementation")?;
     if imp == "preempt-cost" {
-        preempt_cost_window(Duration::from_millis(child::arg(args, 2, "window ms")?))?;
+        let storm = match args.get(3) {
+            Some(_) => Some(Duration::from_micros(child::arg(args, 3, "storm µs")?)),
+            None => None,
+        };
+        preempt_cost_window(
+            Duration::from_millis(child::arg(args, 2, "window ms")?),
+            storm,
+        )?;
         std::process::exit(0);
     }
     let hogs: usize = child::arg(args, 1, "hogs")?;

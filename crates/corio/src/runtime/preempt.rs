@@ -5,11 +5,13 @@
 //! read at runtime operations. For coroutines marked preemptible (`TaskBuilder::preemptible`,
 //! `Builder::preemptible_coroutines`) corio does what Go does since 1.14:
 //!
-//! 1. **sysmon signals.** When the flag it set for a running preemptible coroutine is still
-//!    unanswered at its next tick ([`nudge`]), sysmon records the coroutine's id as the target
-//!    of the worker's [`WorkerSlot`] and sends `SIGURG` to the worker's thread with
-//!    `pthread_kill` (SIGURG, as Go, because programs rarely use it and its default action is
-//!    to ignore it).
+//! 1. **sysmon signals.** At the tick at which it sets the preempt flag for a running
+//!    preemptible coroutine ([`nudge`]) — together, as Go's `preemptone` — sysmon records the
+//!    coroutine's id as the target of the worker's [`WorkerSlot`] and sends `SIGURG` to the
+//!    worker's thread with `tgkill` (SIGURG, as Go, because programs rarely use it and
+//!    its default action is to ignore it). While a preemptible coroutine runs, sysmon ticks at
+//!    least every [`WATCH`], so the slice's end is seen within that; after a signal it looks
+//!    again within [`RETRY_FIRST`], doubling, in case the handler found no safe point.
 //! 2. **The handler checks** ([`handler`]), on the coroutine's own stack (no `SA_ONSTACK`),
 //!    that the signal is corio's (the slot has one pending: otherwise it chains to the handler
 //!    installed before corio's), and that it interrupted a safe point:
@@ -72,8 +74,11 @@
 //! corio's own (the kernel's out-of-band notifications, the program's `kill`). A `SIGURG` the
 //! program sends to a worker while corio's is pending merges with it (ordinary signals do not
 //! queue) and is taken as corio's. A handler installed *after* corio's replaces it: that
-//! handler then receives corio's signals too (harmless to a handler that treats SIGURG as "go
-//! and look"), and preemption stops — coroutines fall back to cooperative scheduling.
+//! handler then receives corio's signals (harmless to a handler that treats SIGURG as "go and
+//! look"). sysmon notices when its signal to a worker goes untaken, asks the kernel which
+//! handler is in place and, if it is not corio's, stops signalling for good and says so once
+//! on stderr: preemptible coroutines fall back to cooperative scheduling, and the program's
+//! handler gets one of corio's signals.
 //!
 //! # Limits
 //!
@@ -239,14 +244,16 @@ fn on_stack(state: &PreemptState) -> bool {
 /// The per-worker half: what sysmon and the handler share.
 #[derive(Default)]
 pub(crate) struct WorkerSlot {
-    /// The worker's thread while it runs (cleared before it exits, under the lock that sysmon
-    /// holds while it signals, so sysmon never signals a thread that is gone).
-    thread: Mutex<Option<libc::pthread_t>>,
+    /// The worker's thread while it runs, as the process id and kernel thread id `tgkill`
+    /// takes (cleared before it exits, under the lock that sysmon holds while it signals, so
+    /// sysmon never signals a thread that is gone, nor a recycled id).
+    thread: Mutex<Option<(libc::pid_t, libc::pid_t)>>,
     /// The id of the preemptible coroutine being resumed on this worker now, 0 if none.
     running: AtomicU64,
     /// The coroutine sysmon wants preempted (taken by the handler).
     target: AtomicU64,
-    /// Signals sent and not yet seen by the handler (see "Chaining").
+    /// 1 while a signal sent is not yet seen by the handler (see "Chaining"; never more:
+    /// `signal`).
     pending: AtomicU32,
     /// Signals sysmon sent to this worker.
     pub(crate) signals: AtomicU64,
@@ -274,8 +281,8 @@ thread_local! {
 
 /// Registers the calling worker thread with its slot until the guard drops.
 pub(crate) fn register_worker(slot: &WorkerSlot) -> WorkerRegistration<'_> {
-    // SAFETY: pthread_self has no preconditions.
-    let me = unsafe { libc::pthread_self() };
+    // SAFETY: getpid and gettid have no preconditions.
+    let me = unsafe { (libc::getpid(), libc::gettid()) };
     *slot.thread.lock().unwrap_or_else(|e| e.into_inner()) = Some(me);
     THREAD.with(|t| t.slot.set(slot));
     WorkerRegistration(slot)
@@ -322,39 +329,92 @@ impl Drop for ResumeGuard {
     }
 }
 
-/// How soon sysmon looks again while a preemptible coroutine hogs a worker: its next tick is
-/// when the signal goes (or is retried, if the handler found no safe point), so sysmon's usual
-/// back-off (up to 10 ms) would add that much to every preemption. Bounded, so that a hog
-/// inside a long libc call is not signalled more than a thousand times a second.
-pub(crate) const RETRY: std::time::Duration = std::time::Duration::from_millis(1);
+/// How often sysmon looks at a worker while a preemptible coroutine runs on it: the end of
+/// its 10 ms slice is seen within this (sysmon's back-off delay, up to 10 ms, made slices of
+/// 10–20 ms), and the signal goes at once. One tick costs sysmon a few clock reads.
+pub(crate) const WATCH: std::time::Duration = std::time::Duration::from_millis(1);
+
+/// The first retry after a signal whose handler found no safe point (the hog was inside libc
+/// or the vDSO: a hog that reads the clock spends most of its time there). It doubles with
+/// every signal of the same slice up to [`WATCH`], so that a hog inside a long libc call is
+/// not signalled more than about a thousand times a second.
+const RETRY_FIRST: std::time::Duration = std::time::Duration::from_micros(50);
+
+/// Whether a preemptible coroutine is being resumed on `slot`'s worker now.
+pub(crate) fn runs_preemptible(slot: &WorkerSlot) -> bool {
+    // Relaxed: a hint for sysmon's next tick.
+    slot.running.load(Ordering::Relaxed) != 0
+}
 
 /// Called by sysmon each tick at which it finds the worker of `slot` running one task for a
-/// whole time slice: signals the worker if that task is a preemptible coroutine and
-/// `unanswered` (sysmon set the preempt flag at an earlier tick of the same slice, so the flag
-/// has gone unanswered for one more tick). Whether that task is a preemptible coroutine
-/// (sysmon then ticks again within [`RETRY`]).
-pub(crate) fn nudge(slot: &WorkerSlot, unanswered: bool) -> bool {
+/// whole time slice, after setting the worker's preempt flag: if that task is a preemptible
+/// coroutine, signals it at once (Go's `preemptone` sets the flag and signals together) and
+/// returns when sysmon should look again, which is sooner the fewer `signals` this slice has
+/// had (see [`RETRY_FIRST`]); `None` for any other task.
+pub(crate) fn nudge(slot: &WorkerSlot, signals: u32) -> Option<std::time::Duration> {
     let id = slot.running.load(Ordering::Relaxed);
-    if id != 0 && unanswered {
-        signal(slot, id);
+    if id == 0 || !handler_in_place(slot) {
+        return None;
     }
-    id != 0
+    signal(slot, id);
+    Some(RETRY_FIRST.saturating_mul(1 << signals.min(8)).min(WATCH))
+}
+
+/// Set once sysmon found corio's handler replaced (see "Chaining, and handlers installed
+/// later"): no more preemption signals.
+static REPLACED: AtomicBool = AtomicBool::new(false);
+
+/// Whether corio's handler still receives SIGURG. Asked of the kernel only when the last
+/// signal to `slot`'s worker is still pending (not taken by corio's handler: it was replaced,
+/// or the thread has not run since), so that an ordinary signal costs no extra system call.
+/// The first time it finds the handler replaced it says so on stderr, once.
+fn handler_in_place(slot: &WorkerSlot) -> bool {
+    if REPLACED.load(Ordering::Relaxed) {
+        return false;
+    }
+    // Relaxed: a heuristic; a false "pending" only costs one `sigaction` query.
+    if slot.pending.load(Ordering::Relaxed) == 0 || imp::installed() {
+        return true;
+    }
+    if !REPLACED.swap(true, Ordering::Relaxed) {
+        eprintln!(
+            "corio: the SIGURG handler was replaced after the runtime installed its own; \
+             signal preemption is off from now on (preemptible coroutines are scheduled \
+             cooperatively). Install the handler before building the runtime, so that corio \
+             chains to it."
+        );
+    }
+    false
 }
 
 /// Asks the handler on `slot`'s thread to preempt coroutine `id`.
 fn signal(slot: &WorkerSlot, id: u64) -> bool {
     let thread = slot.thread.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(thread) = *thread else { return false };
+    let Some((pid, tid)) = *thread else {
+        return false;
+    };
     slot.target.store(id, Ordering::Relaxed);
-    // Release: pairs with the Acquire swap in the handler, which then sees `target`.
-    slot.pending.fetch_add(1, Ordering::Release);
-    // SAFETY: the thread is registered, so alive: it clears its registration under the lock we
-    // hold before it exits.
-    if unsafe { libc::pthread_kill(thread, libc::SIGURG) } == 0 {
+    // One signal in flight at a time (senders hold the `thread` lock): a second one sent
+    // before the thread took the first merges with it (ordinary signals do not queue), and a
+    // count of two would leave one the handler never takes, so that a later SIGURG of the
+    // program's own would be taken for corio's. Release: pairs with the Acquire in the
+    // handler's `take_pending`, which then sees `target`.
+    if slot
+        .pending
+        .compare_exchange(0, 1, Ordering::Release, Ordering::Relaxed)
+        .is_err()
+    {
+        return false;
+    }
+    // A raw `tgkill`, not `pthread_kill`: glibc's wraps it in `getpid` and two
+    // `rt_sigprocmask` calls, four system calls per signal on sysmon's tick instead of one.
+    // SAFETY: the thread is registered, so alive and its id not recycled: it clears its
+    // registration under the lock we hold before it exits. tgkill takes three integers.
+    if unsafe { libc::syscall(libc::SYS_tgkill, pid, tid, libc::SIGURG) } == 0 {
         slot.signals.fetch_add(1, Ordering::Relaxed);
         true
     } else {
-        slot.pending.fetch_sub(1, Ordering::Relaxed);
+        slot.pending.store(0, Ordering::Relaxed);
         false
     }
 }
@@ -477,6 +537,16 @@ mod imp {
                 libc::sigaction(libc::SIGURG, &action, std::ptr::null_mut()) == 0
             }
         })
+    }
+
+    /// Whether the SIGURG handler in place is still corio's (see `handler_in_place`).
+    pub(super) fn installed() -> bool {
+        // SAFETY: a zeroed sigaction is a valid out-parameter; a null new action only queries.
+        unsafe {
+            let mut current: libc::sigaction = std::mem::zeroed();
+            libc::sigaction(libc::SIGURG, std::ptr::null(), &mut current) == 0
+                && current.sa_sigaction == handler as *const () as usize
+        }
     }
 
     /// Reads with `cpuid` whether the OS enabled XSAVE, and how large its area is.
@@ -771,6 +841,10 @@ mod imp {
     //! Other targets: preemption is unsupported and the options have no effect.
 
     pub(super) fn install() -> bool {
+        false
+    }
+
+    pub(super) fn installed() -> bool {
         false
     }
 }

@@ -11,7 +11,10 @@
 //!
 //! - a 10 ms time slice of wall-clock time (Go's `forcePreemptNS`): the worker's preempt flag
 //!   is set; the task's next preemption point (a yield, a spawn, a blocking-style call, a
-//!   budgeted channel, IO or timer operation) yields;
+//!   budgeted channel, IO or timer operation) yields; a preemptible coroutine is signalled at
+//!   the same tick (`preempt.rs`). sysmon sleeps no longer than until that 10 ms mark;
+//!   while a preemptible coroutine runs, no longer than `preempt::WATCH` (1 ms), so that its
+//!   slice is not stretched by the back-off (10–21 ms before; Go's is 10–20 ms);
 //! - two slices, with movable work waiting behind it — in that worker's run queue, or in the
 //!   global queue with no worker free to take it: a parked worker is woken to steal it, or,
 //!   when every worker is busy and a spare would help, a spare worker is started (see
@@ -30,6 +33,11 @@
 //!
 //! A worker inside `corio::blocking` for longer than one tick with work waiting gets the same
 //! hand-off, without the report.
+//!
+//! A worker that has run one task since sysmon's previous tick reads the clock only between
+//! tasks, so sysmon fires its due timers (200 µs overdue), and sleeps no longer than until
+//! then: the back-off delay made a sleeper on a busy worker up to 10 ms late before its timer
+//! even fired.
 //!
 //! If no worker polled the netpoller for [`NETPOLL_AFTER`] while they are busy, sysmon polls
 //! it (Go's sysmon `netpoll`), so sockets that became ready are not starved by busy workers.
@@ -127,7 +135,7 @@ pub(crate) fn start(shared: &Arc<Shared>) -> std::io::Result<()> {
                 sysmon.sleeping.store(false, Ordering::SeqCst);
                 continue;
             }
-            sysmon.event.wait(Some(watch.delay));
+            sysmon.event.wait(Some(watch.sleep));
             watch.tick(&shared);
         }
     })?;
@@ -148,11 +156,12 @@ fn is_quiet(shared: &Shared) -> bool {
 
 /// What sysmon remembers between ticks.
 struct Watch {
+    /// The back-off delay between ticks (Go's: 20 µs, doubling after 50 quiet ticks).
     delay: Duration,
+    /// How long sysmon sleeps before its next tick: `delay`, or less when something is due
+    /// sooner (see [`Watch::tick`]).
+    sleep: Duration,
     quiet: u32,
-    /// Ticks so far: with [`Slice::preempt_requested_at`], "still the same task one tick
-    /// after the preempt flag was set".
-    tick: u64,
     slices: Vec<Slice>,
     /// When work was last handed off: at most one hand-off per time slice, so a woken or
     /// started worker has time to take the work before another is started.
@@ -172,8 +181,9 @@ struct Slice {
     /// The worker thread's CPU time when the slice was first seen to last longer than a
     /// tick (read lazily, so that the many short slices cost no system call).
     cpu_since: Option<u64>,
-    /// The sysmon tick at which the preempt flag was set for this slice.
-    preempt_requested_at: Option<u64>,
+    /// Preemption signals sent in this slice (a preemptible coroutine's; see
+    /// `preempt::nudge`).
+    signals: u32,
     /// Since when the thread has been seen asleep in the kernel at every look (reset by a
     /// look that finds it runnable).
     blocked_since: Option<Instant>,
@@ -187,7 +197,7 @@ impl Slice {
             ticks,
             since: now,
             cpu_since: None,
-            preempt_requested_at: None,
+            signals: 0,
             blocked_since: None,
             reported: false,
         }
@@ -204,8 +214,8 @@ impl Default for Watch {
     fn default() -> Watch {
         Watch {
             delay: MIN_DELAY,
+            sleep: MIN_DELAY,
             quiet: 0,
-            tick: 0,
             slices: Vec::new(),
             last_hand_off: None,
             polls: 0,
@@ -239,9 +249,12 @@ impl Watch {
         shared.driver.poll_io() > 0
     }
 
+    /// One look at the workers; sets `delay` (the back-off) and `sleep` (the time to the
+    /// next tick: `delay`, or less when a stuck worker's timer or a preemptible coroutine's
+    /// slice end is due sooner).
     fn tick(&mut self, shared: &Arc<Shared>) {
         let now = Instant::now();
-        self.tick += 1;
+        let mut due = Duration::MAX;
         if self.slices.len() != shared.workers.len() {
             self.slices = vec![Slice::new(u64::MAX, now); shared.workers.len()];
         }
@@ -269,9 +282,27 @@ impl Watch {
             let status = remote.status.load(Ordering::Acquire);
             let ticks = remote.slices();
             let slice = &mut self.slices[index];
-            if status == STATUS_IDLE || ticks != slice.ticks {
+            if status == STATUS_IDLE {
                 *slice = Slice::new(ticks, now);
                 continue;
+            }
+            // A preemptible coroutine running: its slice's end is seen within
+            // `preempt::WATCH`, not within the back-off delay (up to 10 ms).
+            if super::preempt::runs_preemptible(&remote.preempt_signal) {
+                due = due.min(super::preempt::WATCH);
+            }
+            if ticks != slice.ticks {
+                *slice = Slice::new(ticks, now);
+                continue;
+            }
+            // In the same slice since the last tick: the worker reads the clock only between
+            // tasks, so sysmon fires its timers (above) — on time, not a back-off delay late.
+            let next_timer = remote.next_timer.load(Ordering::Relaxed);
+            if next_timer != u64::MAX {
+                let until = next_timer
+                    .saturating_add(OVERDUE_NS)
+                    .saturating_sub(runtime_now);
+                due = due.min(Duration::from_nanos(until));
             }
             if slice.cpu_since.is_none() {
                 slice.cpu_since = remote.clock.cpu_ns();
@@ -279,16 +310,19 @@ impl Watch {
             let stuck_for = now - slice.since;
             let work_waiting = remote.has_stealable_work() || !shared.inject.is_empty();
             match status {
-                STATUS_RUNNING if stuck_for >= TIME_SLICE => {
+                STATUS_RUNNING if stuck_for < TIME_SLICE => {
+                    due = due.min(TIME_SLICE - stuck_for);
+                }
+                STATUS_RUNNING => {
                     remote.preempt.store(true, Ordering::Relaxed);
-                    // The tick of the request: a task still in this slice at a later tick
-                    // has not answered it. If it is a preemptible coroutine, that is when it
-                    // gets the signal (`preempt.rs`); sysmon then looks again within
-                    // `preempt::RETRY`.
-                    let requested_at = *slice.preempt_requested_at.get_or_insert(self.tick);
-                    let unanswered = requested_at < self.tick;
-                    if super::preempt::nudge(&remote.preempt_signal, unanswered) {
-                        self.delay = self.delay.min(super::preempt::RETRY);
+                    // A preemptible coroutine also gets the signal, at once, as Go's
+                    // `preemptone` sets `gp.preempt` and signals together; sysmon looks again
+                    // soon (`preempt::nudge`) in case the handler found no safe point.
+                    if let Some(retry) =
+                        super::preempt::nudge(&remote.preempt_signal, slice.signals)
+                    {
+                        slice.signals += 1;
+                        due = due.min(retry);
                     }
                     if stuck_for >= REPORT_AFTER && !slice.reported {
                         slice.reported = report_if_hog(shared, index, slice, stuck_for);
@@ -325,6 +359,7 @@ impl Watch {
                 self.delay = (self.delay * 2).min(MAX_DELAY);
             }
         }
+        self.sleep = self.delay.min(due).max(MIN_DELAY);
     }
 }
 

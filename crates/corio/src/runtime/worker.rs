@@ -270,6 +270,9 @@ pub(crate) struct WorkerCtx {
     /// queue, where others can steal them, not to the next-task slot — a slot the worker may
     /// not come back to for a long time if the task it runs next hogs it.
     firing: std::cell::Cell<bool>,
+    /// Set while step 1 fires this worker's own due timers between two tasks: the first task
+    /// they wake takes the next-task slot if it is empty (`schedule_local`).
+    own_timer_wake: std::cell::Cell<bool>,
     /// Whether this worker counts as searching in `Idle`.
     searching: std::cell::Cell<bool>,
 }
@@ -287,6 +290,7 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
         index,
         remote,
         firing: std::cell::Cell::new(false),
+        own_timer_wake: std::cell::Cell::new(false),
         searching: std::cell::Cell::new(false),
         core: RefCell::new(Core {
             run_queue,
@@ -538,7 +542,9 @@ impl WorkerCtx {
             self.core.borrow_mut().now = now;
             if next_timer <= now {
                 // Firing wakes tasks, which schedules them into our core: not while borrowed.
+                self.own_timer_wake.set(true);
                 self.firing_timers(|| self.shared.fire_timers(self.index, now));
+                self.own_timer_wake.set(false);
             }
         }
         first
@@ -576,8 +582,13 @@ impl WorkerCtx {
             return; // dropped: shutdown cancels it through the owned list
         }
         // The task that goes to the back of a queue: this one, or the one it displaces from
-        // the next-task slot.
-        let (pushed, movable) = if is_yield || self.firing.get() {
+        // the next-task slot. A task woken by one of this worker's own timers, fired between
+        // two of its tasks, takes the slot only if it is empty, so that of a batch fired
+        // together the first runs next and the rest keep their order: a sleeper is late by one
+        // turn, not by a turn of every task queued ahead of it (Go's `ready` puts it in
+        // `runnext`). Other firings (while searching, parking, shutting down) queue at the back.
+        let to_back = self.firing.get() && !(self.own_timer_wake.get() && core.next.is_none());
+        let (pushed, movable) = if is_yield || to_back {
             (task, home.is_none())
         } else if let Some(previous) = core.next.replace(task) {
             let movable = previous.is_movable();
@@ -826,15 +837,22 @@ impl WorkerCtx {
         loop {
             while let Some(task) = self.next_pinned() {
                 self.run_task(task);
+                // A preemptible coroutine that never reaches an ordinary suspension comes back
+                // preempted, never cancelled (nothing unwinds through the preemption
+                // trampoline): it must not be resumed for ever.
+                if std::time::Instant::now() >= deadline {
+                    break;
+                }
             }
             self.firing_timers(|| shared.fire_all_timers());
-            if self.has_pinned_work() {
+            let expired = std::time::Instant::now() >= deadline;
+            if self.has_pinned_work() && !expired {
                 continue;
             }
             if !shared.owned.any(mine) {
                 break;
             }
-            if std::time::Instant::now() >= deadline {
+            if expired {
                 shared
                     .owned
                     .close_and_collect(mine)
