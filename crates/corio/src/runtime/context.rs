@@ -122,6 +122,27 @@ impl Drop for StackfulGuard {
     }
 }
 
+/// The task that runs on this thread now, as set by its poll's [`enter_task`] or by a direct
+/// switch ([`switch_task`]); read inline, so only on the polling thread's own stack (the poll
+/// frame learning which coroutine switched back to it).
+#[inline]
+pub(crate) fn running_task_here() -> *const Header {
+    CONTEXT.with(|c| c.task.get())
+}
+
+/// What [`enter_task`] and [`enter_stackful`] set, for a direct switch from the running
+/// coroutine to `ctx`'s (on the leaving coroutine's stack: a pinned coroutine's, which never
+/// changes thread). The guards of the poll frame the last coroutine switches back to restore
+/// the thread's own values.
+#[inline(never)]
+pub(crate) fn switch_task(header: &Header, ctx: &StackfulCtx) {
+    CONTEXT.with(|c| {
+        c.task.set(header);
+        c.stackful.set(ctx);
+        c.budget.set(BUDGET);
+    });
+}
+
 /// What kind of code runs on this thread now.
 pub(crate) enum Here<'a> {
     /// Inside a stackful coroutine: blocking-style calls suspend it.
