@@ -130,11 +130,18 @@ pub(crate) fn running_task_here() -> *const Header {
     CONTEXT.with(|c| c.task.get())
 }
 
+/// This thread's worker while it runs its loop, else null; read inline, so only from a pinned
+/// coroutine (which never changes thread) or the worker's own stack.
+#[inline]
+pub(crate) fn worker_here() -> *const WorkerCtx {
+    CONTEXT.with(|c| c.worker.get())
+}
+
 /// What [`enter_task`] and [`enter_stackful`] set, for a direct switch from the running
-/// coroutine to `ctx`'s (on the leaving coroutine's stack: a pinned coroutine's, which never
-/// changes thread). The guards of the poll frame the last coroutine switches back to restore
-/// the thread's own values.
-#[inline(never)]
+/// coroutine to `ctx`'s. Inlined although it runs on a coroutine's stack: only a pinned
+/// coroutine, which never changes thread, makes a direct switch. The guards of the poll frame
+/// the last coroutine switches back to restore the thread's own values.
+#[inline]
 pub(crate) fn switch_task(header: &Header, ctx: &StackfulCtx) {
     CONTEXT.with(|c| {
         c.task.set(header);

@@ -424,6 +424,7 @@ impl WorkerCtx {
     /// of `from`'s run (`run_task`), the round of `next_task`, the start of the next one's run
     /// and its poll's thread-local state — and returns the next one's switch state, for
     /// `from` to transfer to. `None`: nothing was changed, `from` yields to the loop.
+    #[inline(always)] // into the yield, whose switch saves the callee-saved registers anyway
     pub(crate) fn direct_yield(&self, from: &StackfulCtx) -> Option<*mut RawCoroutine> {
         let remote = self.remote();
         if self.shared.is_shutdown() || self.searching.get() {
@@ -467,12 +468,18 @@ impl WorkerCtx {
         core.global_countdown -= 1;
         core.lifo_polls = 0;
         core.pinned_first = !core.pinned_first;
-        let to = core.yielded.pop_front();
         // SAFETY: `from` is RUNNING, owned by this worker, and the reference its poll frame
         // holds is now the yielded queue's: the frame will end the poll of the task it
         // returns to (`switched`), not `from`'s.
-        core.yielded
-            .push_back(unsafe { Running::from_raw(from.header_ptr()) });
+        let from_running = unsafe { Running::from_raw(from.header_ptr()) };
+        // `from` to the back of the queue, `to` off its front: with `to` alone in it (two
+        // coroutines yielding to each other), `from` simply takes its place.
+        let to = if core.yielded.len() == 1 {
+            core.yielded.front_mut().map(|front| std::mem::replace(front, from_running))
+        } else {
+            core.yielded.push_back(from_running);
+            core.yielded.pop_front()
+        };
         drop(core);
         // `run_task`'s start for `to`: its poll reference is now the frame's.
         std::mem::forget(to);
@@ -488,7 +495,7 @@ impl WorkerCtx {
             .direct_switches
             .store(switches + 1, Ordering::Relaxed);
         self.switched.set(Some(to_ptr));
-        Some(to_ctx.enter_direct())
+        Some(to_ctx.enter_direct(self.index))
     }
 
     /// The next task from this worker's own queues (steps 1–4 of the loop).

@@ -172,7 +172,8 @@ impl StackfulCtx {
         if self.cancel_requested.get() {
             return None;
         }
-        context::with_worker(|w| w.and_then(|w| w.direct_yield(self)))
+        // SAFETY: this thread's worker, if it is one, outlives its tasks' runs.
+        unsafe { context::worker_here().as_ref() }?.direct_yield(self)
     }
 
     /// Whether signal preemption may suspend this coroutine.
@@ -190,13 +191,20 @@ impl StackfulCtx {
     }
 
     /// Makes this coroutine the running task of this thread, as its poll's guards do, for a
-    /// direct switch to it (the guards of the poll frame it will switch back to restore the
-    /// thread's values). Returns its switch state.
+    /// direct switch to it by `worker` (the index of this thread's worker; the guards of the
+    /// poll frame it will switch back to restore the thread's values). Returns its switch
+    /// state.
     #[inline]
-    pub(crate) fn enter_direct(&self) -> *mut RawCoroutine {
+    pub(crate) fn enter_direct(&self, worker: usize) -> *mut RawCoroutine {
         // SAFETY: the context lives in its task's cell, alive while the task is.
         let header = unsafe { self.header_ptr().as_ref() };
-        assert_on_home_thread(header);
+        // The home check of every resume, against the index of the worker that runs this (a
+        // direct switch reaches only pinned coroutines; their home was stored by this thread).
+        debug_assert!(self.pinned);
+        let home = header.home.load(Ordering::Relaxed) as usize;
+        if home != worker {
+            check_home(header.id, home, Some(worker));
+        }
         context::switch_task(header, self);
         if let Some(state) = &self.preempt {
             // The guard's drop is the poll frame's own (it clears the same two fields).
