@@ -475,7 +475,9 @@ impl WorkerCtx {
         // `from` to the back of the queue, `to` off its front: with `to` alone in it (two
         // coroutines yielding to each other), `from` simply takes its place.
         let to = if core.yielded.len() == 1 {
-            core.yielded.front_mut().map(|front| std::mem::replace(front, from_running))
+            core.yielded
+                .front_mut()
+                .map(|front| std::mem::replace(front, from_running))
         } else {
             core.yielded.push_back(from_running);
             core.yielded.pop_front()

@@ -194,7 +194,7 @@ impl StackfulCtx {
     /// direct switch to it by `worker` (the index of this thread's worker; the guards of the
     /// poll frame it will switch back to restore the thread's values). Returns its switch
     /// state.
-    #[inline]
+    #[inline(always)] // into the yield, like `WorkerCtx::direct_yield`
     pub(crate) fn enter_direct(&self, worker: usize) -> *mut RawCoroutine {
         // SAFETY: the context lives in its task's cell, alive while the task is.
         let header = unsafe { self.header_ptr().as_ref() };
