@@ -378,6 +378,7 @@ impl WorkerCtx {
         }
     }
 
+    #[inline(always)] // into the loop, as before `switched` made it too large to inline
     fn run_task(&self, task: Runnable) {
         let remote = self.remote();
         if self.searching.get() {
