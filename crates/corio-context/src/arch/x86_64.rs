@@ -111,6 +111,31 @@ unsafe extern "C" fn trampoline() {
     )
 }
 
+/// The resumer's side of a switch: `call`s into the coroutine whose stack pointer is in rsi,
+/// with rdi = arg and rdx = its link, and gets back rdi = its arg and rsi = its sp (or 0).
+/// Extra operands (after the `;`) are passed to the `asm!` as they are.
+macro_rules! resume_asm {
+    ($arg:expr, $sp:expr, $link:expr => $ret_arg:ident, $ret_sp:ident; $($extra:tt)*) => {
+        asm!(
+            // rbp and rbx cannot be declared clobbered: save them by hand.
+            "push rbp",
+            "push rbx",
+            // Push our return address and jump to the coroutine's resume address. The
+            // coroutine stores our rsp in *link and switches to its own stack.
+            "call [rsi]",
+            // Back here when the coroutine `ret`s: rdi = its arg, rsi = its sp or 0.
+            "pop rbx",
+            "pop rbp",
+            inlateout("rdi") $arg => $ret_arg,
+            inlateout("rsi") $sp => $ret_sp,
+            in("rdx") $link,
+            $($extra)*
+            lateout("r12") _, lateout("r13") _, lateout("r14") _, lateout("r15") _,
+            clobber_abi("sysv64"),
+        )
+    };
+}
+
 /// Resumes the coroutine whose stack pointer is `sp`, passing `arg`.
 ///
 /// Returns when the coroutine suspends (`(arg, Some(sp))` with its new stack pointer) or
@@ -131,22 +156,7 @@ pub(crate) unsafe fn switch_and_link(
     // SAFETY: the caller guarantees `sp` describes a suspended context; the asm preserves
     // rbx and rbp by hand and declares every other register clobbered.
     unsafe {
-        asm!(
-            // rbp and rbx cannot be declared clobbered: save them by hand.
-            "push rbp",
-            "push rbx",
-            // Push our return address and jump to the coroutine's resume address. The
-            // coroutine stores our rsp in *link and switches to its own stack.
-            "call [rsi]",
-            // Back here when the coroutine `ret`s: rdi = its arg, rsi = its sp or 0.
-            "pop rbx",
-            "pop rbp",
-            inlateout("rdi") arg => ret_arg,
-            inlateout("rsi") sp.get() => ret_sp,
-            in("rdx") link,
-            lateout("r12") _, lateout("r13") _, lateout("r14") _, lateout("r15") _,
-            clobber_abi("sysv64"),
-        );
+        resume_asm!(arg, sp.get(), link => ret_arg, ret_sp;);
     }
     (ret_arg, StackPointer::new(ret_sp))
 }
@@ -171,19 +181,7 @@ pub(crate) unsafe fn switch_and_link_escaping(
     // SAFETY: as in `switch_and_link`; `handle` is only passed along (in rcx, which the
     // switch clobbers anyway).
     unsafe {
-        asm!(
-            "push rbp",
-            "push rbx",
-            "call [rsi]",
-            "pop rbx",
-            "pop rbp",
-            inlateout("rdi") arg => ret_arg,
-            inlateout("rsi") sp.get() => ret_sp,
-            in("rdx") link,
-            in("rcx") handle,
-            lateout("r12") _, lateout("r13") _, lateout("r14") _, lateout("r15") _,
-            clobber_abi("sysv64"),
-        );
+        resume_asm!(arg, sp.get(), link => ret_arg, ret_sp; in("rcx") handle,);
     }
     (ret_arg, StackPointer::new(ret_sp))
 }
