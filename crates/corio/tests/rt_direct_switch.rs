@@ -294,3 +294,49 @@ fn dropping_the_runtime_during_a_yield_chain_cancels_every_yielder() {
         assert_eq!(dropped.load(SeqCst), 3);
     });
 }
+
+/// A coroutine reached by a direct switch that then blocks (a sleep, a rendezvous channel)
+/// goes idle through the poll frame of the task it was switched from, and is woken as usual.
+#[test]
+fn a_coroutine_blocking_after_a_direct_switch_goes_idle_and_is_woken_again() {
+    within(EVENTUALLY, || {
+        let rt = one_worker();
+        let got = rt.run(|| {
+            let (tx, rx) = corio::chan::bounded::<u32>(0);
+            let stop = Arc::new(AtomicBool::new(false));
+            let s = stop.clone();
+            let spinner = corio::go(move || {
+                let mut rounds = 0u64;
+                while !s.load(SeqCst) {
+                    corio::yield_now();
+                    rounds += 1;
+                }
+                rounds
+            });
+            let sender = corio::go(move || {
+                for i in 0..20 {
+                    corio::yield_now();
+                    if i % 5 == 0 {
+                        corio::sleep(Duration::from_millis(1));
+                    }
+                    tx.send(i).unwrap();
+                }
+            });
+            let receiver = corio::go(move || {
+                let mut got = Vec::new();
+                for _ in 0..20 {
+                    corio::yield_now();
+                    got.push(rx.recv().unwrap());
+                }
+                got
+            });
+            sender.join().unwrap();
+            let got = receiver.join().unwrap();
+            stop.store(true, SeqCst);
+            assert!(spinner.join().unwrap() > 0);
+            got
+        });
+        assert_eq!(got, (0..20).collect::<Vec<_>>());
+        assert!(rt.metrics().direct_switches > 0);
+    });
+}
