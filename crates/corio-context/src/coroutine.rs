@@ -21,6 +21,16 @@
 //! Around every switch, `resume` also swaps one word of per-context state (`crate::local`):
 //! the coroutine's value while it runs, the resumer's again when it suspends or finishes.
 //!
+//! A scheduler may also hand the running turn from one coroutine straight to another:
+//! [`Yielder::transfer`] suspends the running coroutine and enters a suspended one in a single
+//! switch, moving the resumer's stack pointer from the first one's link word to the second's,
+//! so the second's suspension (or end) returns to the frame that resumed the first. That frame
+//! resumes with [`Coroutine::resume_detached`], learns from its own bookkeeping which coroutine
+//! came back, and hands the switch to that one's [`Coroutine::claim`]: the values that cross
+//! are typed per coroutine, so only the one that switched back can read its message. The
+//! per-context word moves with the turn: the leaving coroutine keeps its own value, the
+//! arriving one takes over the resumer's.
+//!
 //! A pointer of 0 instead of an input means "unwind": [`Yielder::suspend`] then starts a
 //! panic with a private payload, [`ForcedUnwind`], that runs every destructor on the stack and
 //! is caught by the entry function. Dropping a suspended coroutine does this. If user code
@@ -153,23 +163,41 @@ enum Finish<R> {
 /// nothing can unwind, so dropping a suspended coroutine leaks its stack slot instead (its
 /// destructors never run, and its memory is never reused).
 pub struct Coroutine<Input, Yield, Return> {
-    /// Stack pointer of the suspended coroutine; `None` while it runs or once it is finished.
-    sp: Option<StackPointer>,
-    /// Address of the link word at the top of its stack (see `arch`).
-    link: *mut usize,
+    /// What a switch reads and writes, the same for every `Coroutine` type (see [`RawCoroutine`]).
+    raw: RawCoroutine,
     /// The stack slot; `None` once finished.
     stack: Option<Stack>,
     id: u64,
     name: Option<Arc<str>>,
+    /// `Input` flows in and `Yield`/`Return` flow out.
+    _values: PhantomData<fn(Input) -> CoroutineResult<Yield, Return>>,
+    /// Makes the type `!Send + !Sync` (see the module docs).
+    _not_send: PhantomData<*mut ()>,
+}
+
+/// What a switch reads and writes of a [`Coroutine`], whatever its types: its stack pointer,
+/// its link word's address and the per-context word (see [`Coroutine::as_raw`] and
+/// [`Yielder::transfer`]).
+#[derive(Debug)]
+pub struct RawCoroutine {
+    /// Stack pointer of the suspended coroutine; `None` while it runs or once it is finished.
+    sp: Option<StackPointer>,
+    /// Address of the link word at the top of its stack (see `arch`).
+    link: *mut usize,
     /// The coroutine's value of the per-context word (see [`crate::local`]) while it is not
     /// running; swapped with the resumer's around every switch by `resume`.
     local: u64,
     /// The resumer's value of the word while the coroutine runs.
     outer: u64,
-    /// `Input` flows in and `Yield`/`Return` flow out.
-    _values: PhantomData<fn(Input) -> CoroutineResult<Yield, Return>>,
-    /// Makes the type `!Send + !Sync` (see the module docs).
-    _not_send: PhantomData<*mut ()>,
+}
+
+/// A switch back to a scheduler's frame that some coroutine has yet to claim (see
+/// [`Coroutine::resume_detached`]).
+#[derive(Debug)]
+#[must_use = "the coroutine that switched back counts as running until it claims this"]
+pub struct Detached {
+    arg: usize,
+    sp: Option<StackPointer>,
 }
 
 /// The handle a coroutine's closure uses to suspend itself.
@@ -360,13 +388,15 @@ impl<Input, Yield, Return> Coroutine<Input, Yield, Return> {
             arch::init_stack(base, entry::<F, Input, Yield, Return>, obj as *mut u8)
         };
         Ok(Coroutine {
-            sp: Some(sp),
-            link,
+            raw: RawCoroutine {
+                sp: Some(sp),
+                link,
+                local: 0,
+                outer: 0,
+            },
             stack: Some(stack),
             id,
             name,
-            local: 0,
-            outer: 0,
             _values: PhantomData,
             _not_send: PhantomData,
         })
@@ -383,27 +413,93 @@ impl<Input, Yield, Return> Coroutine<Input, Yield, Return> {
     /// or with the coroutine's own panic if it panics.
     #[inline(always)] // a caller that inlines the switch saves its registers once, not twice
     pub fn resume(&mut self, input: Input) -> CoroutineResult<Yield, Return> {
-        let Some(sp) = self.sp.take() else {
+        let Some(sp) = self.raw.sp.take() else {
             self.resume_misuse()
         };
         let input = ManuallyDrop::new(input);
         // Swap the per-context word (see `crate::local`). Nothing is kept in a local across
-        // the switch (it would be spilled): the resumer's word waits in `self.outer`.
-        self.outer = crate::local::replace(self.local);
+        // the switch (it would be spilled): the resumer's word waits in `self.raw.outer`.
+        self.raw.outer = crate::local::replace(self.raw.local);
         // SAFETY: `sp` and `link` describe this coroutine, suspended (or fresh) on a stack we
         // own; the coroutine moves `input` out before it switches back.
         let (arg, sp) =
-            unsafe { arch::switch_and_link(ptr::from_ref(&*input) as usize, sp, self.link) };
-        self.local = crate::local::replace(self.outer);
+            unsafe { arch::switch_and_link(ptr::from_ref(&*input) as usize, sp, self.raw.link) };
+        self.raw.local = crate::local::replace(self.raw.outer);
         match sp {
             Some(sp) => {
-                self.sp = Some(sp);
+                self.raw.sp = Some(sp);
                 // SAFETY: a suspending coroutine passes a pointer to its `Yield` value, which
                 // stays valid and untouched until it runs again; we move it out.
                 CoroutineResult::Yield(unsafe { ptr::read(arg as *const Yield) })
             }
             None => self.finish(arg),
         }
+    }
+
+    /// [`resume`](Coroutine::resume) for a scheduler whose coroutines hand the running turn
+    /// to each other with [`Yielder::transfer`]: switches in and returns when *a* coroutine
+    /// switches back to this frame — this one, or the last one a chain of transfers started
+    /// from it passed the turn to. The caller finds out which (it knows what it transferred
+    /// to) and gives the result to that coroutine's [`claim`](Coroutine::claim).
+    ///
+    /// # Safety
+    ///
+    /// The result must be claimed, by the coroutine that switched back: until then that
+    /// coroutine counts as running, and neither resuming nor dropping it is allowed.
+    ///
+    /// # Panics
+    ///
+    /// As [`resume`](Coroutine::resume), before switching.
+    #[inline(always)]
+    pub unsafe fn resume_detached(&mut self, input: Input) -> Detached {
+        let Some(sp) = self.raw.sp.take() else {
+            self.resume_misuse()
+        };
+        let input = ManuallyDrop::new(input);
+        self.raw.outer = crate::local::replace(self.raw.local);
+        // SAFETY: as in `resume`. The handle's address goes to the switch as well, so the
+        // compiler assumes the switch may read and write it: a transfer from this coroutine
+        // writes its stack pointer and word into it while this frame waits.
+        let (arg, sp) = unsafe {
+            arch::switch_and_link_escaping(
+                ptr::from_ref(&*input) as usize,
+                sp,
+                self.raw.link,
+                ptr::from_mut(&mut self.raw).cast(),
+            )
+        };
+        Detached { arg, sp }
+    }
+
+    /// Takes what [`resume_detached`](Coroutine::resume_detached) returned, as `resume` does
+    /// after its switch: the coroutine's word, its stack pointer or its final message.
+    ///
+    /// # Safety
+    ///
+    /// `self` must be the coroutine that switched back with `back` (the one resumed, or the
+    /// last one a transfer passed the turn to), and `back` claimed only once.
+    ///
+    /// # Panics
+    ///
+    /// With the coroutine's own panic if it panicked.
+    #[inline(always)]
+    pub unsafe fn claim(&mut self, back: Detached) -> CoroutineResult<Yield, Return> {
+        self.raw.local = crate::local::replace(self.raw.outer);
+        match back.sp {
+            Some(sp) => {
+                self.raw.sp = Some(sp);
+                // SAFETY: as in `resume`.
+                CoroutineResult::Yield(unsafe { ptr::read(back.arg as *const Yield) })
+            }
+            None => self.finish(back.arg),
+        }
+    }
+
+    /// The type-erased switch state of this coroutine, for [`Yielder::transfer`]. Valid as
+    /// long as the `Coroutine` is neither moved nor dropped.
+    #[inline]
+    pub fn as_raw(&mut self) -> *mut RawCoroutine {
+        ptr::from_mut(&mut self.raw)
     }
 
     #[cold]
@@ -442,7 +538,7 @@ impl<Input, Yield, Return> Coroutine<Input, Yield, Return> {
         // stack pointer in it, and never 0 afterwards.
         // SAFETY: the link word lies in the top page of our stack slot, mapped while
         // `self.stack` is `Some`; only a switch into this coroutine, on this thread, writes it.
-        self.stack.is_none() || unsafe { self.link.read_volatile() } != 0
+        self.stack.is_none() || unsafe { self.raw.link.read_volatile() } != 0
     }
 
     /// This coroutine's process-unique id.
@@ -464,7 +560,7 @@ impl<Input, Yield, Return> Coroutine<Input, Yield, Return> {
     /// Bytes of stack in use below the top at the point where the coroutine is suspended;
     /// 0 if it is running, finished or has not started.
     pub fn stack_in_use(&self) -> usize {
-        match (&self.stack, self.sp) {
+        match (&self.stack, self.raw.sp) {
             (Some(stack), Some(sp)) if self.is_started() => stack.start() - sp.get(),
             _ => 0,
         }
@@ -479,9 +575,9 @@ impl<Input, Yield, Return> Coroutine<Input, Yield, Return> {
             std::mem::forget(self.stack.take());
             return;
         }
-        let outer = crate::local::replace(self.local);
+        let outer = crate::local::replace(self.raw.local);
         // SAFETY: as in `resume`; a 0 argument asks the coroutine to unwind.
-        let (arg, sp) = unsafe { arch::switch_and_link(0, sp, self.link) };
+        let (arg, sp) = unsafe { arch::switch_and_link(0, sp, self.raw.link) };
         crate::local::replace(outer);
         assert!(
             sp.is_none(),
@@ -501,7 +597,7 @@ impl<Input, Yield, Return> Coroutine<Input, Yield, Return> {
 
 impl<Input, Yield, Return> Drop for Coroutine<Input, Yield, Return> {
     fn drop(&mut self) {
-        if let Some(sp) = self.sp.take() {
+        if let Some(sp) = self.raw.sp.take() {
             self.force_unwind(sp);
         }
     }
@@ -509,7 +605,7 @@ impl<Input, Yield, Return> Drop for Coroutine<Input, Yield, Return> {
 
 impl<Input, Yield, Return> fmt::Debug for Coroutine<Input, Yield, Return> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let state = match (self.sp.is_some(), self.stack.is_some()) {
+        let state = match (self.raw.sp.is_some(), self.stack.is_some()) {
             (_, false) => "finished",
             (false, true) => "running",
             (true, true) if self.is_started() => "suspended",
@@ -551,6 +647,67 @@ impl<Input, Yield> Yielder<Input, Yield> {
 }
 
 impl<Input, Yield> Yielder<Input, Yield> {
+    /// Suspends the running coroutine and resumes another suspended one, `to`, with `input`,
+    /// in one switch: `to` takes over the frame that resumed this coroutine, so its next
+    /// suspension (or its end) switches back to that frame, whose
+    /// [`resume_detached`](Coroutine::resume_detached) must then be claimed by `to`. Returns
+    /// the input of this coroutine's next resume, which may come from that frame's next
+    /// `resume_detached` or from another transfer.
+    ///
+    /// If this coroutine is dropped instead of resumed, this does not return, as in
+    /// [`suspend`](Yielder::suspend).
+    ///
+    /// # Safety
+    ///
+    /// `from` must be this yielder's coroutine (see [`Coroutine::as_raw`]), which the caller
+    /// runs on (see [`is_on_own_stack`](Yielder::is_on_own_stack)) and which was resumed by
+    /// `resume_detached` or by a transfer; `to` a suspended or fresh coroutine of this thread,
+    /// other than `from`, whose `Input` type is `I2`. Both handles must stay in place until
+    /// they are next claimed or resumed.
+    ///
+    /// # Panics
+    ///
+    /// If `to` is running or finished (before switching).
+    #[inline]
+    pub unsafe fn transfer<I2>(
+        &self,
+        from: *mut RawCoroutine,
+        to: *mut RawCoroutine,
+        input: I2,
+    ) -> Input {
+        if self.unwinding.get() {
+            forced_unwind();
+        }
+        // SAFETY: per the contract both handles are alive and only this thread touches them;
+        // `to` is not running, so nothing else refers to it now.
+        let (from, to) = unsafe { (&mut *from, &mut *to) };
+        let Some(to_sp) = to.sp.take() else {
+            panic!("corio: transferred to a coroutine that is running or finished")
+        };
+        // `to` inherits the resumer's word that `from` holds; `from` keeps its own.
+        to.outer = from.outer;
+        from.local = crate::local::replace(to.local);
+        let input = ManuallyDrop::new(input);
+        // SAFETY: we run on `from`'s stack with its link (per the contract), `to_sp` and
+        // `to.link` describe a suspended coroutine of this thread, and `from.sp` is where
+        // `from`'s stack pointer belongs. `to` moves `input` out before this stack runs again.
+        let arg = unsafe {
+            arch::switch_transfer(
+                ptr::from_ref(&*input) as usize,
+                self.link,
+                ptr::from_mut(&mut from.sp).cast(),
+                to_sp,
+                to.link,
+            )
+        };
+        if arg == 0 {
+            self.unwinding.set(true);
+            forced_unwind();
+        }
+        // SAFETY: as in `suspend`.
+        unsafe { ptr::read(arg as *const Input) }
+    }
+
     /// Whether the calling code runs on this yielder's coroutine stack (and not, say, on the
     /// stack of another coroutine that this one resumed). Only then may it call
     /// [`suspend`](Yielder::suspend) — a rule safe code cannot break, but code that reaches a

@@ -8,6 +8,8 @@
 //! | `init_stack(base, entry, obj)` | lays out a fresh stack so that the first resume enters `entry(arg, link, obj)` |
 //! | `switch_and_link(arg, sp, link)` | resumer → coroutine; returns the coroutine's `(arg, sp)` when it switches back |
 //! | `switch_yield(arg, link)` | coroutine → resumer; returns the next resume's `arg` |
+//! | `switch_and_link_escaping(arg, sp, link, handle)` | `switch_and_link`, telling the compiler the switch may touch `*handle` |
+//! | `switch_transfer(arg, from_link, from_sp, to_sp, to_link)` | coroutine → coroutine: the second takes over the first one's resumer |
 //! | `switch_final(arg, link)` | coroutine → resumer for the last time; the coroutine's stack is dead afterwards |
 //!
 //! # The protocol

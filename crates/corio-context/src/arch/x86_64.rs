@@ -111,6 +111,31 @@ unsafe extern "C" fn trampoline() {
     )
 }
 
+/// The resumer's side of a switch: `call`s into the coroutine whose stack pointer is in rsi,
+/// with rdi = arg and rdx = its link, and gets back rdi = its arg and rsi = its sp (or 0).
+/// Extra operands (after the `;`) are passed to the `asm!` as they are.
+macro_rules! resume_asm {
+    ($arg:expr, $sp:expr, $link:expr => $ret_arg:ident, $ret_sp:ident; $($extra:tt)*) => {
+        asm!(
+            // rbp and rbx cannot be declared clobbered: save them by hand.
+            "push rbp",
+            "push rbx",
+            // Push our return address and jump to the coroutine's resume address. The
+            // coroutine stores our rsp in *link and switches to its own stack.
+            "call [rsi]",
+            // Back here when the coroutine `ret`s: rdi = its arg, rsi = its sp or 0.
+            "pop rbx",
+            "pop rbp",
+            inlateout("rdi") $arg => $ret_arg,
+            inlateout("rsi") $sp => $ret_sp,
+            in("rdx") $link,
+            $($extra)*
+            lateout("r12") _, lateout("r13") _, lateout("r14") _, lateout("r15") _,
+            clobber_abi("sysv64"),
+        )
+    };
+}
+
 /// Resumes the coroutine whose stack pointer is `sp`, passing `arg`.
 ///
 /// Returns when the coroutine suspends (`(arg, Some(sp))` with its new stack pointer) or
@@ -131,24 +156,95 @@ pub(crate) unsafe fn switch_and_link(
     // SAFETY: the caller guarantees `sp` describes a suspended context; the asm preserves
     // rbx and rbp by hand and declares every other register clobbered.
     unsafe {
+        resume_asm!(arg, sp.get(), link => ret_arg, ret_sp;);
+    }
+    (ret_arg, StackPointer::new(ret_sp))
+}
+
+/// [`switch_and_link`] that also hands the switch `handle`, a pointer the compiler must then
+/// assume the switch reads and writes (so it keeps nothing it points to in registers across
+/// the switch): for a resumer whose coroutine may write its own handle while it runs
+/// (`switch_transfer`).
+///
+/// # Safety
+///
+/// As [`switch_and_link`].
+#[inline(always)]
+pub(crate) unsafe fn switch_and_link_escaping(
+    arg: usize,
+    sp: StackPointer,
+    link: *mut usize,
+    handle: *mut u8,
+) -> (usize, Option<StackPointer>) {
+    let ret_arg: usize;
+    let ret_sp: usize;
+    // SAFETY: as in `switch_and_link`; `handle` is only passed along (in rcx, which the
+    // switch clobbers anyway).
+    unsafe {
+        resume_asm!(arg, sp.get(), link => ret_arg, ret_sp; in("rcx") handle,);
+    }
+    (ret_arg, StackPointer::new(ret_sp))
+}
+
+/// Suspends the running coroutine and resumes another in one switch: stores the running
+/// coroutine's stack pointer at `from_sp`, then enters the coroutine `to_sp` describes as if
+/// its resumer were the one waiting for the running coroutine (whose stack pointer the link
+/// word `from_link` holds). Returns the `arg` of the running coroutine's next resume.
+///
+/// ```text
+///  resumer ──call──▶ from ──transfer──▶ to ──ret──▶ resumer (its `call` returns)
+/// ```
+///
+/// The resumer's stack pointer moves from `from`'s link word to `to`'s, so `to`'s suspension
+/// (or final switch) returns to the resumer, and the unwinder walks from `to`'s frames into it.
+///
+/// # Safety
+///
+/// Must run on the running coroutine's stack with `from_link` its link address and `from_sp`
+/// the place its stack pointer belongs; `to_sp` and `to_link` must describe a suspended (or
+/// fresh) coroutine of this thread other than the running one, whose stack stays mapped.
+#[inline(always)]
+pub(crate) unsafe fn switch_transfer(
+    arg: usize,
+    from_link: *mut usize,
+    from_sp: *mut usize,
+    to_sp: StackPointer,
+    to_link: *mut usize,
+) -> usize {
+    let ret_arg: usize;
+    // SAFETY: our side is switch_yield's, storing the stack pointer at `from_sp` instead of
+    // handing it to the resumer; the other side enters `to` exactly as switch_and_link's
+    // `call [rsi]` would, with the resumer's stack pointer (and return address on top of it)
+    // taken from our link word.
+    unsafe {
         asm!(
-            // rbp and rbx cannot be declared clobbered: save them by hand.
             "push rbp",
             "push rbx",
-            // Push our return address and jump to the coroutine's resume address. The
-            // coroutine stores our rsp in *link and switches to its own stack.
-            "call [rsi]",
-            // Back here when the coroutine `ret`s: rdi = its arg, rsi = its sp or 0.
+            "lea rax, [rip + 2f]",
+            "push rax",
+            "mov [r8], rsp",
+            // The resumer's stack, its return address on top, as after its `call`.
+            "mov rsp, [rcx]",
+            // Enter `to`: rdi = arg, rsi = its sp, rdx = its link (it stores rsp there).
+            "jmp [rsi]",
+            // Resumed like switch_yield's label: rsp = the resumer's stack, rdi = arg,
+            // rsi = our sp, rdx = our link.
+            "2:",
+            "mov [rdx], rsp",
+            "lea rsp, [rsi + 8]",
             "pop rbx",
             "pop rbp",
             inlateout("rdi") arg => ret_arg,
-            inlateout("rsi") sp.get() => ret_sp,
-            in("rdx") link,
+            inlateout("rsi") to_sp.get() => _,
+            inlateout("rdx") to_link => _,
+            inlateout("rcx") from_link => _,
+            inlateout("r8") from_sp => _,
+            out("rax") _,
             lateout("r12") _, lateout("r13") _, lateout("r14") _, lateout("r15") _,
             clobber_abi("sysv64"),
         );
     }
-    (ret_arg, StackPointer::new(ret_sp))
+    ret_arg
 }
 
 /// Suspends the running coroutine, passing `arg` to its resumer; returns the `arg` of the

@@ -122,6 +122,34 @@ impl Drop for StackfulGuard {
     }
 }
 
+/// The task that runs on this thread now, as set by its poll's [`enter_task`] or by a direct
+/// switch ([`switch_task`]); read inline, so only on the polling thread's own stack (the poll
+/// frame learning which coroutine switched back to it).
+#[inline]
+pub(crate) fn running_task_here() -> *const Header {
+    CONTEXT.with(|c| c.task.get())
+}
+
+/// This thread's worker while it runs its loop, else null; read inline, so only from a pinned
+/// coroutine (which never changes thread) or the worker's own stack.
+#[inline]
+pub(crate) fn worker_here() -> *const WorkerCtx {
+    CONTEXT.with(|c| c.worker.get())
+}
+
+/// What [`enter_task`] and [`enter_stackful`] set, for a direct switch from the running
+/// coroutine to `ctx`'s. Inlined although it runs on a coroutine's stack: only a pinned
+/// coroutine, which never changes thread, makes a direct switch. The guards of the poll frame
+/// the last coroutine switches back to restore the thread's own values.
+#[inline]
+pub(crate) fn switch_task(header: &Header, ctx: &StackfulCtx) {
+    CONTEXT.with(|c| {
+        c.task.set(header);
+        c.stackful.set(ctx);
+        c.budget.set(BUDGET);
+    });
+}
+
 /// What kind of code runs on this thread now.
 pub(crate) enum Here<'a> {
     /// Inside a stackful coroutine: blocking-style calls suspend it.

@@ -736,6 +736,7 @@ impl Handle {
             preemptions: sum(|w| &w.preempt_signal.preemptions),
             preempt_signals: sum(|w| &w.preempt_signal.signals),
             preempt_signals_stray: sum(|w| &w.preempt_signal.stray),
+            direct_switches: sum(|w| &w.direct_switches),
         }
     }
 
@@ -876,6 +877,9 @@ pub struct Metrics {
     /// Preemption signals that arrived when no preemptible coroutine was running on the
     /// worker (the one sysmon meant had yielded by itself meanwhile).
     pub preempt_signals_stray: u64,
+    /// Yields that switched straight from one pinned coroutine to the next one its worker
+    /// ran, without going through the worker's loop (docs/scheduler.md, "Yield path").
+    pub direct_switches: u64,
 }
 
 /// The process-wide runtime used by `corio::go`/`corio::spawn`/`corio::run` outside any

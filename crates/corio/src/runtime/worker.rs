@@ -22,7 +22,9 @@ use super::sched::slot::SpawnSlot;
 use super::thread_clock::ThreadClock;
 use crate::task::core::RunResult;
 use crate::task::raw::{Notified, Running};
+use crate::task::stackful::StackfulCtx;
 use crate::time::heap::TimerHeap;
+use corio_context::coroutine::RawCoroutine;
 
 /// Every this many rounds a worker takes a task from the global queue before its own (Go's
 /// `schedtick%61 == 0` in `findRunnable`: a prime, so it does not beat with other periods).
@@ -95,6 +97,8 @@ pub(crate) struct Remote {
     pub(crate) panicked_in: AtomicU64,
     /// Signal preemption: this worker's thread and counters (`preempt.rs`).
     pub(crate) preempt_signal: super::preempt::WorkerSlot,
+    /// Direct switches between coroutines (`direct_yield`; written by the owner only).
+    pub(crate) direct_switches: AtomicU64,
 }
 
 impl Remote {
@@ -132,6 +136,7 @@ impl Remote {
             clock: ThreadClock::new(),
             panicked_in: AtomicU64::new(u64::MAX),
             preempt_signal: Default::default(),
+            direct_switches: AtomicU64::new(0),
         }
     }
 
@@ -275,6 +280,9 @@ pub(crate) struct WorkerCtx {
     own_timer_wake: std::cell::Cell<bool>,
     /// Whether this worker counts as searching in `Idle`.
     searching: std::cell::Cell<bool>,
+    /// The task the last direct switch (`direct_yield`) started, if one happened during the
+    /// task `run_task` runs: the one whose poll ended in its frame.
+    switched: std::cell::Cell<Option<std::ptr::NonNull<crate::task::core::Header>>>,
 }
 
 /// The worker thread's entry point.
@@ -292,6 +300,7 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
         firing: std::cell::Cell::new(false),
         own_timer_wake: std::cell::Cell::new(false),
         searching: std::cell::Cell::new(false),
+        switched: std::cell::Cell::new(None),
         core: RefCell::new(Core {
             run_queue,
             next: None,
@@ -373,6 +382,7 @@ impl WorkerCtx {
         }
     }
 
+    #[inline(always)] // into the loop, as before `switched` made it too large to inline
     fn run_task(&self, task: Runnable) {
         let remote = self.remote();
         if self.searching.get() {
@@ -386,8 +396,12 @@ impl WorkerCtx {
         // SAFETY: the task is alive: `task` holds a reference until it runs.
         let id = unsafe { ptr.as_ref() }.id;
         remote.current_id.store(id, Ordering::Relaxed);
-        if task.run() == RunResult::Yielded {
-            // SAFETY: on `Yielded` the reference we handed over became a Running's.
+        let result = task.run();
+        // A direct switch passed the turn on: the result is the last started task's.
+        let ptr = self.switched.take().unwrap_or(ptr);
+        if result == RunResult::Yielded {
+            // SAFETY: on `Yielded` the reference we handed over (or the direct switch handed
+            // to this frame) became a Running's.
             let running = unsafe { Running::from_raw(ptr) };
             self.core.borrow_mut().yielded.push_back(running);
         }
@@ -406,6 +420,89 @@ impl WorkerCtx {
             }
             core.lifo_polls = SLICE_OVER;
         }
+    }
+
+    /// A direct switch (docs/scheduler.md, "Yield path"): called by the pinned coroutine
+    /// `from`, running on this worker, as it yields. If the loop, after queueing `from` as
+    /// yielded, would run a yielded pinned coroutine next, without a maintenance round and
+    /// with nothing unusual about either, this does the loop's bookkeeping for both — the end
+    /// of `from`'s run (`run_task`), the round of `next_task`, the start of the next one's run
+    /// and its poll's thread-local state — and returns the next one's switch state, for
+    /// `from` to transfer to. `None`: nothing was changed, `from` yields to the loop.
+    #[inline(always)] // into the yield, whose switch saves the callee-saved registers anyway
+    pub(crate) fn direct_yield(&self, from: &StackfulCtx) -> Option<*mut RawCoroutine> {
+        let remote = self.remote();
+        if self.shared.is_shutdown() || self.searching.get() {
+            return None;
+        }
+        // The end of `from`'s run: the slice bookkeeping of a preempt request is the loop's.
+        if remote.preempt.load(Ordering::Relaxed) {
+            return None;
+        }
+        let mut core = self.core.try_borrow_mut().ok()?;
+        // `next_task`'s round: no maintenance due, the slots and the queues it looks at before
+        // the yielded queue empty, and the front of the yielded queue...
+        let tick = core.tick.wrapping_add(1);
+        if core.global_countdown <= 1
+            || tick.is_multiple_of(TIMER_CHECK_INTERVAL)
+            || remote.inbox_len.load(Ordering::Relaxed) != 0
+            || remote.next_timer.load(Ordering::Relaxed) <= core.now
+            || core.lifo_polls == SLICE_OVER
+            || core.spawn_slot_used
+            || core.next.is_some()
+            || !core.pinned.is_empty()
+            || !core.run_queue.is_empty()
+        {
+            return None;
+        }
+        // ... a started coroutine like `from` (both preemptible or neither: the poll frame's
+        // guard clears what the last one set), not cancelled (the loop cancels it instead).
+        let to = core.yielded.front()?;
+        let to_ptr = std::ptr::NonNull::from(to.header());
+        if to.header().state.load().is_cancelled() {
+            return None;
+        }
+        // SAFETY: a yielded task is this worker's, owned as RUNNING; the context lives in its
+        // cell.
+        let to_ctx = unsafe { (to.header().vtable.stackful_ctx)(to_ptr).as_ref() }?;
+        if to_ctx.is_preemptible() != from.is_preemptible() {
+            return None;
+        }
+        // Commit: the same changes as the loop's, in its order.
+        core.tick = tick;
+        core.global_countdown -= 1;
+        core.lifo_polls = 0;
+        core.pinned_first = !core.pinned_first;
+        // SAFETY: `from` is RUNNING, owned by this worker, and the reference its poll frame
+        // holds is now the yielded queue's: the frame will end the poll of the task it
+        // returns to (`switched`), not `from`'s.
+        let from_running = unsafe { Running::from_raw(from.header_ptr()) };
+        // `from` to the back of the queue, `to` off its front: with `to` alone in it (two
+        // coroutines yielding to each other), `from` simply takes its place.
+        let to = if core.yielded.len() == 1 {
+            core.yielded
+                .front_mut()
+                .map(|front| std::mem::replace(front, from_running))
+        } else {
+            core.yielded.push_back(from_running);
+            core.yielded.pop_front()
+        };
+        drop(core);
+        // `run_task`'s start for `to`: its poll reference is now the frame's.
+        std::mem::forget(to);
+        remote
+            .ticks
+            .store(remote.ticks.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        // SAFETY: alive: the frame holds its reference.
+        remote
+            .current_id
+            .store(unsafe { to_ptr.as_ref() }.id, Ordering::Relaxed);
+        let switches = remote.direct_switches.load(Ordering::Relaxed);
+        remote
+            .direct_switches
+            .store(switches + 1, Ordering::Relaxed);
+        self.switched.set(Some(to_ptr));
+        Some(to_ctx.enter_direct(self.index))
     }
 
     /// The next task from this worker's own queues (steps 1–4 of the loop).

@@ -101,6 +101,28 @@ pub(crate) trait Body: Send + 'static {
     fn take_yielded(&mut self) -> bool {
         false
     }
+
+    /// After a `Pending` poll of a stackful body: `Some` if a direct switch
+    /// (`WorkerCtx::direct_yield`) handed the turn to other coroutines and the last of them,
+    /// not this one, switched back to the poll's frame; that task's `claim_switched` takes it.
+    #[inline]
+    fn take_switched(&mut self) -> Option<super::stackful::Switched> {
+        None
+    }
+
+    /// Takes the switch back of a coroutine that a direct switch resumed (see
+    /// `take_switched`), as its own poll would have.
+    fn claim_switched(
+        &mut self,
+        _back: corio_context::coroutine::Detached,
+    ) -> Poll<Result<Self::Output, Payload>> {
+        unreachable!("corio: only a stackful task is switched to directly")
+    }
+
+    /// For a started stackful body: its coroutine's context (what a direct switch to it needs).
+    fn stackful_ctx(&self) -> Option<&super::stackful::StackfulCtx> {
+        None
+    }
 }
 
 pub(crate) enum Stage<B: Body> {
@@ -186,6 +208,12 @@ pub(crate) struct Vtable {
     /// Cancels a task that yielded and is still RUNNING, for shutdown; with `true` leaks it
     /// instead (it is not on its home thread).
     pub(crate) shutdown_running: unsafe fn(NonNull<Header>, bool),
+    /// Finishes the poll of a coroutine a direct switch resumed, when it switched back to
+    /// another task's poll frame (see `harness::claim_switched`).
+    pub(crate) claim_switched:
+        unsafe fn(NonNull<Header>, corio_context::coroutine::Detached) -> RunResult,
+    /// The context of a started stackful coroutine, or null (see `Body::stackful_ctx`).
+    pub(crate) stackful_ctx: unsafe fn(NonNull<Header>) -> *const super::stackful::StackfulCtx,
 }
 
 impl<B: Body> Cell<B> {
@@ -237,6 +265,8 @@ fn vtable<B: Body>() -> &'static Vtable {
         shutdown: super::harness::shutdown::<B>,
         resume_running: super::harness::resume_running::<B>,
         shutdown_running: super::harness::shutdown_running::<B>,
+        claim_switched: super::harness::claim_switched::<B>,
+        stackful_ctx: super::harness::stackful_ctx::<B>,
     }
 }
 

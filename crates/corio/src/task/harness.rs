@@ -60,12 +60,34 @@ fn poll_running<B: Body>(cell: &Cell<B>, ptr: NonNull<Header>) -> RunResult {
         match unsafe { &mut *cell.core.stage.get() } {
             Stage::Running(body) => {
                 let result = body.poll_body(header, &mut cx);
+                if result.is_pending()
+                    && let Some(switched) = body.take_switched()
+                {
+                    // Another coroutine switched back to this frame (a direct switch): its
+                    // poll ends here, after our guards, and this task's ended when it left.
+                    drop(_running);
+                    // SAFETY: the direct switch handed that task's poll reference to this
+                    // frame (see `WorkerCtx::direct_yield`).
+                    return unsafe { claim_switched_dyn(switched) };
+                }
                 let yielded = result.is_pending() && body.take_yielded();
                 (result, yielded)
             }
             _ => unreachable!("corio: polled a task whose body is gone"),
         }
     };
+    end_poll(cell, ptr, result, yielded)
+}
+
+/// The end of a poll: complete, requeue as yielded, or go idle.
+#[inline]
+fn end_poll<B: Body>(
+    cell: &Cell<B>,
+    ptr: NonNull<Header>,
+    result: Poll<Result<B::Output, super::core::Payload>>,
+    yielded: bool,
+) -> RunResult {
+    let header = &cell.header;
     match result {
         Poll::Ready(Ok(output)) => complete(cell, ptr, Ok(output)),
         Poll::Ready(Err(payload)) => {
@@ -77,6 +99,59 @@ fn poll_running<B: Body>(cell: &Cell<B>, ptr: NonNull<Header>) -> RunResult {
         Poll::Pending => return after_pending(cell, ptr, false),
     }
     RunResult::Done
+}
+
+/// Dispatches a direct switch's end to the task that switched back.
+///
+/// # Safety
+/// As [`claim_switched`].
+#[cold]
+#[inline(never)]
+unsafe fn claim_switched_dyn(switched: super::stackful::Switched) -> RunResult {
+    let ptr = switched.task;
+    // SAFETY: per the caller; the poll reference keeps the task alive.
+    unsafe { (ptr.as_ref().vtable.claim_switched)(ptr, switched.back) }
+}
+
+/// Ends the poll of a stackful coroutine that a direct switch resumed and that switched back
+/// to another task's poll frame with `back`: as `poll_running` would have after its resume.
+///
+/// # Safety
+/// `ptr` must be a `Cell<B>` owned as RUNNING by this thread, whose coroutine switched back
+/// with `back`, and the caller hands over its poll's reference.
+pub(crate) unsafe fn claim_switched<B: Body>(
+    ptr: NonNull<Header>,
+    back: corio_context::coroutine::Detached,
+) -> RunResult {
+    // SAFETY: the caller's reference keeps the cell alive.
+    let cell = unsafe { ptr.cast::<Cell<B>>().as_ref() };
+    // SAFETY: RUNNING gives this thread the stage.
+    let (result, yielded) = match unsafe { &mut *cell.core.stage.get() } {
+        Stage::Running(body) => {
+            let result = body.claim_switched(back);
+            let yielded = result.is_pending() && body.take_yielded();
+            (result, yielded)
+        }
+        _ => unreachable!("corio: a task switched to directly has no body"),
+    };
+    end_poll(cell, ptr, result, yielded)
+}
+
+/// # Safety
+/// `ptr` must be a live `Cell<B>` that this thread owns as RUNNING (a yielded coroutine of
+/// this worker): the context returned is valid while it stays so.
+pub(crate) unsafe fn stackful_ctx<B: Body>(
+    ptr: NonNull<Header>,
+) -> *const super::stackful::StackfulCtx {
+    // SAFETY: the caller's reference keeps the cell alive.
+    let cell = unsafe { ptr.cast::<Cell<B>>().as_ref() };
+    // SAFETY: RUNNING gives this thread the stage; only read here.
+    match unsafe { &*cell.core.stage.get() } {
+        Stage::Running(body) => body
+            .stackful_ctx()
+            .map_or(std::ptr::null(), std::ptr::from_ref),
+        _ => std::ptr::null(),
+    }
 }
 
 /// # Safety

@@ -54,12 +54,12 @@
 use std::cell::Cell;
 use std::mem::ManuallyDrop;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
-use std::ptr;
+use std::ptr::{self, NonNull};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll, Waker};
 
-use corio_context::coroutine::{Coroutine, CoroutineResult, Yielder};
+use corio_context::coroutine::{Coroutine, CoroutineResult, Detached, RawCoroutine, Yielder};
 
 use crate::runtime::preempt::{self, NoPreempt, PreemptState};
 
@@ -75,9 +75,21 @@ pub(crate) enum Signal {
     Cancel,
 }
 
+/// A direct switch's end, recorded by the poll frame it reached: the task that switched back
+/// and its switch, for that task's `claim_switched` (see `Body::take_switched`).
+pub(crate) struct Switched {
+    pub(crate) task: NonNull<Header>,
+    pub(crate) back: Detached,
+}
+
 /// What blocking-style calls inside a coroutine need: how to suspend and which waker to
 /// register. Lives in the task's cell, so its address is stable.
 pub(crate) struct StackfulCtx {
+    /// The coroutine's switch state (in the same cell), for a direct switch to or from it.
+    raw: Cell<*mut RawCoroutine>,
+    /// Set by a poll frame of this task that a direct switch's last coroutine, another task,
+    /// switched back to; taken at once by `poll_running` (see `Body::take_switched`).
+    switched: Cell<Option<Switched>>,
     /// The coroutine's yielder (on its own stack), published by the coroutine when it starts.
     yielder: Cell<*const Yielder<Signal, ()>>,
     /// The task's waker, unowned (see "Wakers" in the module docs): it lives in the task's
@@ -132,12 +144,73 @@ impl StackfulCtx {
         // wake would resume the task spuriously at its next real suspension).
         let yielder = self.check_own_stack();
         if self.pinned {
+            if let Some(to) = self.direct_yield_target() {
+                // SAFETY: the worker has done the bookkeeping of ending our turn and starting
+                // `to`'s (see `WorkerCtx::direct_yield`): `to` is a suspended coroutine of
+                // this thread taking a `Signal`, we run on our own stack (checked above) and
+                // were resumed by a task poll's `resume_detached` or by such a transfer.
+                let signal = unsafe { yielder.transfer(self.raw.get(), to, Signal::Run) };
+                if signal == Signal::Cancel {
+                    self.cancel_requested.set(true);
+                    self.raise_if_not_unwinding();
+                }
+                return;
+            }
             // Requeued by the worker as still running: no waker, no state transitions.
             self.yielded.set(true);
         } else {
             self.waker().wake_by_ref();
         }
         self.suspend_on(yielder);
+    }
+
+    /// Asks this thread's worker for a direct switch to the coroutine it would run next (see
+    /// `WorkerCtx::direct_yield`); `None` when the loop must decide instead. Never for a
+    /// coroutine that is being cancelled: its poll frame expects it back.
+    #[inline]
+    fn direct_yield_target(&self) -> Option<*mut RawCoroutine> {
+        if self.cancel_requested.get() {
+            return None;
+        }
+        // SAFETY: this thread's worker, if it is one, outlives its tasks' runs.
+        unsafe { context::worker_here().as_ref() }?.direct_yield(self)
+    }
+
+    /// Whether signal preemption may suspend this coroutine.
+    #[inline]
+    pub(crate) fn is_preemptible(&self) -> bool {
+        self.preempt.is_some()
+    }
+
+    /// The task this is the context of.
+    #[inline]
+    pub(crate) fn header_ptr(&self) -> NonNull<Header> {
+        // The task's own waker's data is its header (see `unowned_waker`).
+        // SAFETY: a waker's data pointer is never null; this one is the task's header.
+        unsafe { NonNull::new_unchecked(self.waker.data().cast::<Header>().cast_mut()) }
+    }
+
+    /// Makes this coroutine the running task of this thread, as its poll's guards do, for a
+    /// direct switch to it by `worker` (the index of this thread's worker; the guards of the
+    /// poll frame it will switch back to restore the thread's values). Returns its switch
+    /// state.
+    #[inline(always)] // into the yield, like `WorkerCtx::direct_yield`
+    pub(crate) fn enter_direct(&self, worker: usize) -> *mut RawCoroutine {
+        // SAFETY: the context lives in its task's cell, alive while the task is.
+        let header = unsafe { self.header_ptr().as_ref() };
+        // The home check of every resume, against the index of the worker that runs this (a
+        // direct switch reaches only pinned coroutines; their home was stored by this thread).
+        debug_assert!(self.pinned);
+        let home = header.home.load(Ordering::Relaxed) as usize;
+        if home != worker {
+            check_home(header.id, home, Some(worker));
+        }
+        context::switch_task(header, self);
+        if let Some(state) = &self.preempt {
+            // The guard's drop is the poll frame's own (it clears the same two fields).
+            std::mem::forget(preempt::enter_resume(state));
+        }
+        self.raw.get()
     }
 
     /// Keeps a preemptible coroutine from being preempted while the guard lives: for corio's
@@ -383,6 +456,8 @@ where
         match built {
             Ok(co) => {
                 let ctx = StackfulCtx {
+                    raw: Cell::new(ptr::null_mut()),
+                    switched: Cell::new(None),
                     yielder: Cell::new(ptr::null()),
                     // SAFETY: the context lives in the task's cell, so the task outlives it.
                     waker: unsafe { unowned_waker(header) },
@@ -398,6 +473,10 @@ where
                     co: PinnedCoroutine(co),
                     ctx,
                 };
+                if let Stackful::Started { co, ctx } = self {
+                    // The handle's final place (the task's cell): a direct switch uses it.
+                    ctx.raw.set(co.0.as_raw());
+                }
                 Ok(())
             }
             Err(e) => Err(Box::new(format!(
@@ -431,11 +510,34 @@ where
         };
         assert_on_home_thread(header);
         debug_assert!(cx.waker().will_wake(ctx.waker()));
-        let result = {
+        let back = {
             let _stackful = context::enter_stackful(ctx);
             let _preempt = ctx.preempt.as_ref().map(preempt::enter_resume);
-            co.0.resume(signal)
+            // SAFETY: claimed below, by this coroutine or by the one that switched back.
+            unsafe { co.0.resume_detached(signal) }
         };
+        // Who switched back: this coroutine, unless a direct switch (`yield_now`) passed the
+        // turn on, which made the last coroutine it reached the thread's running task.
+        let task = context::running_task_here();
+        if task != ptr::from_ref(header) {
+            ctx.switched.set(Some(Switched {
+                // SAFETY: the direct switch set a live task (its poll reference is ours now).
+                task: unsafe { NonNull::new_unchecked(task.cast_mut()) },
+                back,
+            }));
+            return Poll::Pending;
+        }
+        // SAFETY: this coroutine switched back.
+        let result = unsafe { co.0.claim(back) };
+        self.claim(result)
+    }
+
+    /// The end of a resume: `Pending`, or the coroutine's result once it finished.
+    #[inline]
+    fn claim(
+        &mut self,
+        result: CoroutineResult<(), Result<T, Payload>>,
+    ) -> Poll<Result<T, Payload>> {
         match result {
             CoroutineResult::Yield(()) => Poll::Pending,
             CoroutineResult::Return(result) => {
@@ -464,6 +566,30 @@ where
         match self {
             Stackful::Started { ctx, .. } => ctx.yielded.replace(false),
             _ => false,
+        }
+    }
+
+    #[inline]
+    fn take_switched(&mut self) -> Option<Switched> {
+        match self {
+            Stackful::Started { ctx, .. } => ctx.switched.take(),
+            _ => None,
+        }
+    }
+
+    fn claim_switched(&mut self, back: Detached) -> Poll<Result<T, Payload>> {
+        let Stackful::Started { co, .. } = self else {
+            unreachable!("corio: switched to a coroutine that is not started");
+        };
+        // SAFETY: per `Body::claim_switched`, this coroutine switched back with `back`.
+        let result = unsafe { co.0.claim(back) };
+        self.claim(result)
+    }
+
+    fn stackful_ctx(&self) -> Option<&StackfulCtx> {
+        match self {
+            Stackful::Started { ctx, .. } => Some(ctx),
+            _ => None,
         }
     }
 

@@ -1,0 +1,342 @@
+//! The direct switch (docs/scheduler.md, "Yield path"): a pinned coroutine that yields while
+//! the next task its worker would run is another yielded pinned coroutine switches straight to
+//! it. Everything must look as if the worker's loop had run in between: order, values, which
+//! task is current, outputs and panics through join handles, cancellation, time slices,
+//! timers, the global queue and shutdown. Each test also checks that the direct path ran
+//! (`Metrics::direct_switches`), so that it cannot pass by falling back to the loop throughout.
+
+#[macro_use]
+mod support;
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use support::{EVENTUALLY, within};
+
+fn one_worker() -> corio::Runtime {
+    corio::Runtime::builder().workers(1).build().unwrap()
+}
+
+/// Three coroutines yielding in turn on one worker: the turns go round in spawn order, each
+/// sees its own values and its own task id after every switch.
+#[test]
+fn three_yielders_keep_their_round_robin_order_values_and_ids() {
+    within(EVENTUALLY, || {
+        const ROUNDS: usize = 200;
+        let rt = one_worker();
+        let log = rt.run(|| {
+            let log = Arc::new(Mutex::new(Vec::new()));
+            let handles: Vec<_> = (0..3)
+                .map(|index| {
+                    let log = log.clone();
+                    corio::go(move || {
+                        let id = corio::current().id();
+                        let mut sum = 0;
+                        for round in 0..ROUNDS {
+                            log.lock()
+                                .unwrap()
+                                .push((index, round, corio::current().id() == id));
+                            sum += round;
+                            corio::yield_now();
+                        }
+                        (index, sum)
+                    })
+                })
+                .collect();
+            for (index, handle) in handles.into_iter().enumerate() {
+                assert_eq!(handle.join().unwrap(), (index, ROUNDS * (ROUNDS - 1) / 2));
+            }
+            Arc::try_unwrap(log).unwrap().into_inner().unwrap()
+        });
+        assert_eq!(log.len(), 3 * ROUNDS);
+        for (k, &(index, round, own_id)) in log.iter().enumerate() {
+            assert_eq!((index, round), (k % 3, k / 3), "turn {k}");
+            assert!(own_id, "turn {k}: corio::current() named another task");
+        }
+        assert!(rt.metrics().direct_switches > 0);
+    });
+}
+
+/// A coroutine that panics right after a direct switch reached it: the panic goes to its
+/// join handle, and the others carry on.
+#[test]
+fn a_panic_after_a_direct_switch_reaches_the_join_handle_and_the_others_go_on() {
+    within(EVENTUALLY, || {
+        let rt = one_worker();
+        rt.run(|| {
+            let panicker = corio::go(|| {
+                for _ in 0..5 {
+                    corio::yield_now();
+                }
+                panic!("panics after being switched to");
+            });
+            let others: Vec<_> = (0..2u64)
+                .map(|k| {
+                    corio::go(move || {
+                        for _ in 0..50 {
+                            corio::yield_now();
+                        }
+                        k
+                    })
+                })
+                .collect();
+            let err = panicker.join().unwrap_err();
+            assert!(err.is_panic());
+            let payload = err.into_panic();
+            assert_eq!(
+                payload.downcast_ref::<&str>(),
+                Some(&"panics after being switched to")
+            );
+            let values: Vec<u64> = others.into_iter().map(|h| h.join().unwrap()).collect();
+            assert_eq!(values, [0, 1]);
+        });
+        assert!(rt.metrics().direct_switches > 0);
+    });
+}
+
+/// Coroutines with different output types finish after direct switches: each output reaches
+/// its own join handle (the frame that receives the final switch is another task's).
+#[test]
+fn outputs_of_coroutines_finishing_after_a_direct_switch_reach_their_join_handles() {
+    within(EVENTUALLY, || {
+        let rt = one_worker();
+        rt.run(|| {
+            let text = corio::go(|| {
+                let mut s = String::new();
+                for i in 0..20 {
+                    s.push(char::from(b'a' + i));
+                    corio::yield_now();
+                }
+                s
+            });
+            let numbers = corio::go(|| {
+                let mut v = Vec::new();
+                for i in 0..37u64 {
+                    v.push(i * i);
+                    corio::yield_now();
+                }
+                v
+            });
+            let unit = corio::go(|| {
+                for _ in 0..9 {
+                    corio::yield_now();
+                }
+            });
+            assert_eq!(text.join().unwrap(), "abcdefghijklmnopqrst");
+            assert_eq!(
+                numbers.join().unwrap(),
+                (0..37u64).map(|i| i * i).collect::<Vec<_>>()
+            );
+            unit.join().unwrap();
+        });
+        assert!(rt.metrics().direct_switches > 0);
+    });
+}
+
+/// Counts drops, to see that a cancelled coroutine's stack was unwound.
+struct Dropped(Arc<AtomicUsize>);
+
+impl Drop for Dropped {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, SeqCst);
+    }
+}
+
+/// A coroutine in the middle of a chain of yielders is aborted by another one of the chain: it
+/// is cancelled (its stack unwound, its join handle says so), and the chain goes on without it.
+#[test]
+fn a_coroutine_aborted_in_the_middle_of_a_yield_chain_is_cancelled_and_the_chain_goes_on() {
+    within(EVENTUALLY, || {
+        let rt = one_worker();
+        let dropped = Arc::new(AtomicUsize::new(0));
+        let d = dropped.clone();
+        rt.run(move || {
+            let victim_handle = Arc::new(Mutex::new(None::<corio::AbortHandle>));
+            let first = corio::go(|| {
+                for _ in 0..100 {
+                    corio::yield_now();
+                }
+                1
+            });
+            let victim = corio::go(move || {
+                let _guard = Dropped(d);
+                loop {
+                    corio::yield_now();
+                }
+            });
+            *victim_handle.lock().unwrap() = Some(victim.abort_handle());
+            let v = victim_handle.clone();
+            let last = corio::go(move || {
+                for round in 0..100 {
+                    if round == 10 {
+                        v.lock().unwrap().as_ref().unwrap().abort();
+                    }
+                    corio::yield_now();
+                }
+                3
+            });
+            let err = victim.join().unwrap_err();
+            assert!(err.is_cancelled());
+            assert_eq!(first.join().unwrap(), 1);
+            assert_eq!(last.join().unwrap(), 3);
+        });
+        assert_eq!(dropped.load(SeqCst), 1);
+        assert!(rt.metrics().direct_switches > 0);
+    });
+}
+
+/// Two coroutines that only yield to each other do not keep the worker from the rest of its
+/// work: a timer's sleeper, a task spawned from another thread (the global queue) and a
+/// coroutine woken from another thread (the inbox) all run while they yield.
+#[test]
+fn a_yield_chain_leaves_room_for_timers_the_global_queue_and_the_inbox() {
+    within(EVENTUALLY, || {
+        let rt = Arc::new(one_worker());
+        let stop = Arc::new(AtomicBool::new(false));
+        let yielders: Vec<_> = (0..2)
+            .map(|_| {
+                let stop = stop.clone();
+                rt.go(move || {
+                    let mut rounds = 0u64;
+                    while !stop.load(SeqCst) {
+                        corio::yield_now();
+                        rounds += 1;
+                    }
+                    rounds
+                })
+            })
+            .collect();
+        // A sleeper: its timer is fired by the worker's maintenance rounds.
+        let sleeper = rt.go(|| corio::sleep(Duration::from_millis(5)));
+        sleeper.join().unwrap();
+        // A coroutine started here and then woken from this thread: through the inbox.
+        let (tx, rx) = corio::chan::bounded::<u32>(0);
+        let receiver = rt.go(move || rx.recv().unwrap());
+        std::thread::sleep(Duration::from_millis(5));
+        tx.send(7).unwrap();
+        assert_eq!(receiver.join().unwrap(), 7);
+        // A task spawned from a plain thread: through the global queue.
+        let s = stop.clone();
+        rt.spawn(async move { s.store(true, SeqCst) })
+            .join()
+            .unwrap();
+        for y in yielders {
+            assert!(y.join().unwrap() > 0);
+        }
+        assert!(rt.metrics().direct_switches > 0);
+    });
+}
+
+/// Preemptible coroutines switch directly too (both of a pair preemptible), and a
+/// preemptible and a plain one still alternate correctly (through the loop).
+#[test]
+fn preemptible_and_mixed_yielders_alternate_correctly() {
+    within(EVENTUALLY, || {
+        for mixed in [false, true] {
+            let rt = one_worker();
+            let log = rt.run(move || {
+                let log = Arc::new(Mutex::new(Vec::new()));
+                let handles: Vec<_> = (0..2)
+                    .map(|index| {
+                        let log = log.clone();
+                        let body = move || {
+                            for round in 0..50 {
+                                log.lock().unwrap().push((index, round));
+                                corio::yield_now();
+                            }
+                        };
+                        // SAFETY: the bodies hold no thread-local borrow or guard while they
+                        // run, only the log's lock, never across a yield.
+                        let builder = unsafe { corio::Builder::new().preemptible() };
+                        if mixed && index == 1 {
+                            corio::Builder::new().spawn(body).unwrap()
+                        } else {
+                            builder.spawn(body).unwrap()
+                        }
+                    })
+                    .collect();
+                for h in handles {
+                    h.join().unwrap();
+                }
+                Arc::try_unwrap(log).unwrap().into_inner().unwrap()
+            });
+            for (k, &(index, round)) in log.iter().enumerate() {
+                assert_eq!((index, round), (k % 2, k / 2), "mixed {mixed}, turn {k}");
+            }
+            assert_eq!(rt.metrics().direct_switches > 0, !mixed, "mixed {mixed}");
+        }
+    });
+}
+
+/// Dropping the runtime while coroutines yield to each other directly cancels them all (their
+/// stacks unwind on their worker) and returns.
+#[test]
+fn dropping_the_runtime_during_a_yield_chain_cancels_every_yielder() {
+    within(EVENTUALLY, || {
+        let rt = one_worker();
+        let dropped = Arc::new(AtomicUsize::new(0));
+        let started = Arc::new(AtomicUsize::new(0));
+        for _ in 0..3 {
+            let (d, s) = (dropped.clone(), started.clone());
+            drop(rt.go(move || {
+                let _guard = Dropped(d);
+                s.fetch_add(1, SeqCst);
+                loop {
+                    corio::yield_now();
+                }
+            }));
+        }
+        while started.load(SeqCst) < 3 || rt.metrics().direct_switches == 0 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        drop(rt);
+        assert_eq!(dropped.load(SeqCst), 3);
+    });
+}
+
+/// A coroutine reached by a direct switch that then blocks (a sleep, a rendezvous channel)
+/// goes idle through the poll frame of the task it was switched from, and is woken as usual.
+#[test]
+fn a_coroutine_blocking_after_a_direct_switch_goes_idle_and_is_woken_again() {
+    within(EVENTUALLY, || {
+        let rt = one_worker();
+        let got = rt.run(|| {
+            let (tx, rx) = corio::chan::bounded::<u32>(0);
+            let stop = Arc::new(AtomicBool::new(false));
+            let s = stop.clone();
+            let spinner = corio::go(move || {
+                let mut rounds = 0u64;
+                while !s.load(SeqCst) {
+                    corio::yield_now();
+                    rounds += 1;
+                }
+                rounds
+            });
+            let sender = corio::go(move || {
+                for i in 0..20 {
+                    corio::yield_now();
+                    if i % 5 == 0 {
+                        corio::sleep(Duration::from_millis(1));
+                    }
+                    tx.send(i).unwrap();
+                }
+            });
+            let receiver = corio::go(move || {
+                let mut got = Vec::new();
+                for _ in 0..20 {
+                    corio::yield_now();
+                    got.push(rx.recv().unwrap());
+                }
+                got
+            });
+            sender.join().unwrap();
+            let got = receiver.join().unwrap();
+            stop.store(true, SeqCst);
+            assert!(spinner.join().unwrap() > 0);
+            got
+        });
+        assert_eq!(got, (0..20).collect::<Vec<_>>());
+        assert!(rt.metrics().direct_switches > 0);
+    });
+}
