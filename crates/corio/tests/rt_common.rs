@@ -1204,12 +1204,14 @@ fn a_coroutine_suspended_mid_unwind_does_not_make_others_look_panicking() {
 fn block_on_on_a_plain_thread_parks_until_the_future_is_woken() {
     let gate = Gate::new();
     let g = gate.clone();
+    // The clock starts before the opener does: its 20 ms sleep then ends after `start + 20 ms`
+    // whatever the load (started after the spawn, the check failed when the opener ran first).
+    let start = Instant::now();
     let opener = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(20));
         g.open();
     });
     let polls = Arc::new(AtomicUsize::new(0));
-    let start = Instant::now();
     corio::block_on(CountPolls::new(polls.clone(), gate.wait()));
     assert!(start.elapsed() >= Duration::from_millis(20));
     // Parked, not spinning: polled once before and once after the wake-up (allow one spare).
