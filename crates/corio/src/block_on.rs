@@ -44,7 +44,6 @@ use crate::runtime::context::{self, Here};
 /// assert_eq!(corio::block_on(async { 5 }), 5);
 /// ```
 #[track_caller]
-#[inline]
 pub fn block_on<F: IntoFuture>(fut: F) -> F::Output {
     let fut = fut.into_future();
     match context::here() {

@@ -99,8 +99,8 @@
 //! the next wait re-arms it once its owner has let go (`State::lone_entry`), so a ping-pong
 //! allocates nothing and moves no entry through an atomic slot in the steady state. A `select!` that waits allocates its
 //! shared signal and one entry per arm. Values never go through the heap except in the
-//! buffer. The lock is a futex lock that spins briefly before it sleeps
-//! (`core.rs`, `RawLock`) and whose critical sections never suspend.
+//! buffer. The lock is a spin-then-yield lock
+//! (`core.rs`, `RawLock`) whose critical sections never suspend.
 
 mod core;
 mod error;

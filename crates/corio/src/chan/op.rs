@@ -167,16 +167,11 @@ impl<T> RecvOp<T> {
 
     /// Cancels and, if a value had already been handed over, gives it back (H6): what a
     /// dropped receive does.
-    #[inline(always)] // every finished receive is dropped through here: no call frame
+    #[inline]
     pub(crate) fn cancel_and_give_back(&mut self, chan: &Chan<T>) {
-        if self.queued.0.is_some() {
-            self.cancel_queued_and_give_back(chan);
+        if self.queued.0.is_none() {
+            return; // never queued, or done: the usual drop of a finished receive
         }
-        // else never queued, or done: the usual drop of a finished receive
-    }
-
-    #[cold]
-    fn cancel_queued_and_give_back(&mut self, chan: &Chan<T>) {
         if let Some(Withdrawn::Done(Some(v))) = self.queued.cancel(chan) {
             let w = chan.lock().state().give_back(v);
             wake(w);

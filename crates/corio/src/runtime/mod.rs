@@ -58,12 +58,12 @@ mod driver;
 mod idle;
 mod local;
 mod owned;
-pub(crate) mod park;
+mod park;
 pub(crate) mod preempt;
 pub(crate) mod sched;
 mod spawn;
 mod sysmon;
-pub(crate) mod thread_clock;
+mod thread_clock;
 mod worker;
 
 use std::fmt;

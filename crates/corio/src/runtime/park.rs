@@ -90,8 +90,7 @@ impl Unparker {
     }
 }
 
-/// Sleeps while `word` holds `expected` (or until a wake; spurious returns are possible).
-pub(crate) fn futex_wait(word: &AtomicU32, expected: u32) {
+fn futex_wait(word: &AtomicU32, expected: u32) {
     // SAFETY: FUTEX_WAIT on a valid aligned u32 with no timeout; the kernel only reads it.
     unsafe {
         libc::syscall(
@@ -104,8 +103,7 @@ pub(crate) fn futex_wait(word: &AtomicU32, expected: u32) {
     }
 }
 
-/// Wakes one thread sleeping in [`futex_wait`] on `word`.
-pub(crate) fn futex_wake(word: &AtomicU32) {
+fn futex_wake(word: &AtomicU32) {
     // SAFETY: FUTEX_WAKE on a valid aligned u32.
     unsafe {
         libc::syscall(
