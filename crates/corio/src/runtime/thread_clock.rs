@@ -125,25 +125,11 @@ impl ThreadClock {
 
 /// Writes `/proc/self/task/<tid>/stat` and a NUL into `buf`; returns the length with the NUL.
 fn stat_path(tid: i32, buf: &mut [u8; 40]) -> usize {
-    const HEAD: &[u8] = b"/proc/self/task/";
-    const TAIL: &[u8] = b"/stat\0";
-    buf[..HEAD.len()].copy_from_slice(HEAD);
-    let mut digits = [0u8; 10];
-    let (mut n, mut i) = (tid.unsigned_abs(), digits.len());
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    let mut len = HEAD.len();
-    for part in [&digits[i..], TAIL] {
-        buf[len..len + part.len()].copy_from_slice(part);
-        len += part.len();
-    }
-    len
+    use std::io::Write;
+    let mut rest = &mut buf[..];
+    // A slice as `io::Write` formats in place; the longest path (a 10-digit id) takes 32.
+    write!(rest, "/proc/self/task/{tid}/stat\0").expect("fits in 40 bytes");
+    40 - rest.len()
 }
 
 /// The state field of a `/proc/<pid>/task/<tid>/stat` line: the first field after the

@@ -263,6 +263,19 @@ struct Core {
     rng: u64,
 }
 
+impl Core {
+    /// Whether step 1's periodic part (`maintenance`) is due in the round numbered `tick`,
+    /// with the global queue's countdown at `countdown` after that round's step: the one
+    /// condition `next_task` runs maintenance on and `direct_yield` falls back to the loop on.
+    #[inline(always)]
+    fn maintenance_due(&self, remote: &Remote, tick: u32, countdown: u32) -> bool {
+        countdown == 0
+            || tick.is_multiple_of(TIMER_CHECK_INTERVAL)
+            || remote.inbox_len.load(Ordering::Relaxed) != 0
+            || remote.next_timer.load(Ordering::Relaxed) <= self.now
+    }
+}
+
 /// A worker thread's context, on its stack for the life of the loop.
 pub(crate) struct WorkerCtx {
     index: usize,
@@ -443,10 +456,7 @@ impl WorkerCtx {
         // `next_task`'s round: no maintenance due, the slots and the queues it looks at before
         // the yielded queue empty, and the front of the yielded queue...
         let tick = core.tick.wrapping_add(1);
-        if core.global_countdown <= 1
-            || tick.is_multiple_of(TIMER_CHECK_INTERVAL)
-            || remote.inbox_len.load(Ordering::Relaxed) != 0
-            || remote.next_timer.load(Ordering::Relaxed) <= core.now
+        if core.maintenance_due(remote, tick, core.global_countdown.saturating_sub(1))
             || core.lifo_polls == SLICE_OVER
             || core.spawn_slot_used
             || core.next.is_some()
@@ -512,11 +522,7 @@ impl WorkerCtx {
         let mut core = self.core.borrow_mut();
         core.tick = core.tick.wrapping_add(1);
         core.global_countdown -= 1;
-        if core.global_countdown == 0
-            || core.tick.is_multiple_of(TIMER_CHECK_INTERVAL)
-            || remote.inbox_len.load(Ordering::Relaxed) != 0
-            || remote.next_timer.load(Ordering::Relaxed) <= core.now
-        {
+        if core.maintenance_due(remote, core.tick, core.global_countdown) {
             drop(core);
             if let Some(task) = self.maintenance() {
                 return Some(task);
