@@ -74,12 +74,57 @@ pub(crate) fn block_on_stackful<F: Future>(
     let _no_preempt = ctx.no_preempt();
     yield_if_asked(ctx);
     let mut fut = pin!(fut);
+    let mut cx = Context::from_waker(ctx.waker());
+    if let Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
+        return v;
+    }
+    wait_stackful(ctx, fut)
+}
+
+/// The waiting half of a stackful `block_on`, once the future's first poll returned `Pending`:
+/// suspends, and polls again each time the task is resumed, until the future is ready. The
+/// caller holds the coroutine's no-preempt guard.
+#[inline]
+fn wait_stackful<F: Future>(
+    ctx: &crate::task::stackful::StackfulCtx,
+    mut fut: Pin<&mut F>,
+) -> F::Output {
     loop {
+        ctx.suspend();
         let mut cx = Context::from_waker(ctx.waker());
         if let Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
             return v;
         }
-        ctx.suspend();
+    }
+}
+
+/// [`block_on`] for a blocking-style call whose future usually completes on its first poll (a
+/// channel `send` with room or a waiting receiver, a `recv` with a value there), inlined into
+/// the call: in a stackful coroutine that need not yield, one thread-local read
+/// ([`context::stackful_on_budget`]) and the future's poll in the caller's frame, without
+/// `block_on`'s generic frame, its separate `here` and `should_yield` calls, or a move of the
+/// future. The semantics are `block_on`'s exactly:
+///
+/// - the preemption point: a coroutine whose budget is spent, or whose worker sysmon asked to
+///   preempt it, takes `block_on`'s path, which yields before the poll (so a loop of sends
+///   that never wait is still preempted);
+/// - the poll runs under the coroutine's no-preempt guard, held until the call returns, as
+///   `block_on_stackful` holds it;
+/// - `Pending` suspends and re-polls on each resume, without a second first poll (a channel
+///   operation that had to wait is already queued: [`wait_stackful`]);
+/// - on a plain thread and in an async task it is `block_on` (parks; panics).
+#[inline(always)]
+#[track_caller]
+pub(crate) fn block_on_ready_first<F: Future>(fut: F) -> F::Output {
+    let Some(ctx) = context::stackful_on_budget() else {
+        return block_on(fut);
+    };
+    let _no_preempt = ctx.no_preempt();
+    let mut fut = pin!(fut);
+    let mut cx = Context::from_waker(ctx.waker());
+    match fut.as_mut().poll(&mut cx) {
+        Poll::Ready(v) => v,
+        Poll::Pending => wait_stackful(ctx, fut),
     }
 }
 

@@ -446,4 +446,54 @@ rt_common! {
             assert_eq!(all.len(), sent, "sent {sent}, accounted {}", all.len());
         });
     }
+
+    /// Sends and receives that complete at once take `block_on_ready_first`'s direct path
+    /// (no future built); closing the channel while four producers and four consumers run
+    /// through it must still lose and duplicate no value: every send that returned `Ok` is
+    /// received exactly once, and every send that failed handed its own value back.
+    #[test]
+    fn direct_path_sends_and_receives_racing_close_lose_and_duplicate_no_value() {
+        let rt = rt();
+        within(EVENTUALLY, move || {
+            for round in 0..20u64 {
+                let (tx, rx) = chan::bounded::<u64>(8);
+                let producers: Vec<_> = (0..4u64)
+                    .map(|p| {
+                        let tx = tx.clone();
+                        rt.go(move || {
+                            let mut sent = Vec::new();
+                            for i in 0.. {
+                                let v = p << 32 | i;
+                                match tx.send(v) {
+                                    Ok(()) => sent.push(v),
+                                    Err(SendError(back)) => {
+                                        assert_eq!(back, v, "a failed send handed back another value");
+                                        break;
+                                    }
+                                }
+                            }
+                            sent
+                        })
+                    })
+                    .collect();
+                let consumers: Vec<_> = (0..4)
+                    .map(|_| {
+                        let rx = rx.clone();
+                        rt.go(move || rx.iter().collect::<Vec<u64>>())
+                    })
+                    .collect();
+                // Close once values flow (or at once, every third round).
+                if round % 3 != 0 {
+                    std::thread::sleep(MS);
+                }
+                assert!(tx.close());
+                let mut sent: Vec<u64> = producers.into_iter().flat_map(|p| p.join().unwrap()).collect();
+                let mut got: Vec<u64> = consumers.into_iter().flat_map(|c| c.join().unwrap()).collect();
+                sent.sort_unstable();
+                got.sort_unstable();
+                assert_eq!(got.len(), sent.len(), "round {round}: values lost or duplicated");
+                assert_eq!(got, sent, "round {round}");
+            }
+        });
+    }
 }

@@ -7,10 +7,11 @@
 
 mod support;
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
+use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant};
 
+use corio::chan::{Receiver, Sender};
 use support::{EVENTUALLY, within};
 
 const CAP: Duration = Duration::from_secs(10);
@@ -86,6 +87,44 @@ fn a_coroutine_that_runs_a_whole_slice_yields_at_its_next_block_on() {
             corio::block_on(std::future::ready(()))
         });
         assert!(ops < 100, "block_on never yielded ({ops} operations)");
+    });
+}
+
+/// A channel `send` that finds room and a `recv` that finds a value complete without building
+/// a future (`block_on_ready_first`), and are still preemption points, each on its own (one
+/// channel per test: the tests of this file run in parallel).
+#[test]
+fn a_coroutine_that_runs_a_whole_slice_yields_at_its_next_channel_send() {
+    static CHAN: LazyLock<(Sender<u8>, Receiver<u8>)> = LazyLock::new(corio::chan::unbounded);
+    let rt = support::rt(1);
+    within(EVENTUALLY, move || {
+        std::thread::sleep(Duration::from_millis(50));
+        let ops = operations_before_the_other_coroutine_runs_with(&rt, || {
+            CHAN.0.send(1).unwrap();
+            assert_eq!(CHAN.1.try_recv(), Ok(1));
+        });
+        assert!(
+            ops < 100,
+            "a send with room never yielded ({ops} operations)"
+        );
+    });
+}
+
+/// As above, for a receive.
+#[test]
+fn a_coroutine_that_runs_a_whole_slice_yields_at_its_next_channel_recv() {
+    static CHAN: LazyLock<(Sender<u8>, Receiver<u8>)> = LazyLock::new(corio::chan::unbounded);
+    let rt = support::rt(1);
+    within(EVENTUALLY, move || {
+        std::thread::sleep(Duration::from_millis(50));
+        let ops = operations_before_the_other_coroutine_runs_with(&rt, || {
+            CHAN.0.try_send(1).unwrap();
+            assert_eq!(CHAN.1.recv(), Ok(1));
+        });
+        assert!(
+            ops < 100,
+            "a receive with a value there never yielded ({ops} operations)"
+        );
     });
 }
 

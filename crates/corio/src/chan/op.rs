@@ -167,11 +167,16 @@ impl<T> RecvOp<T> {
 
     /// Cancels and, if a value had already been handed over, gives it back (H6): what a
     /// dropped receive does.
-    #[inline]
+    #[inline(always)] // every finished receive is dropped through here: no call frame
     pub(crate) fn cancel_and_give_back(&mut self, chan: &Chan<T>) {
-        if self.queued.0.is_none() {
-            return; // never queued, or done: the usual drop of a finished receive
+        if self.queued.0.is_some() {
+            self.cancel_and_give_back_slow(chan);
         }
+        // Else never queued, or done: the usual drop of a finished receive.
+    }
+
+    #[cold]
+    fn cancel_and_give_back_slow(&mut self, chan: &Chan<T>) {
         if let Some(Withdrawn::Done(Some(v))) = self.queued.cancel(chan) {
             let w = chan.lock().state().give_back(v);
             wake(w);
