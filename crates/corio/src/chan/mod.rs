@@ -478,7 +478,7 @@ impl<T> Unpin for SendFuture<'_, T> {}
 impl<T> Future for SendFuture<'_, T> {
     type Output = Result<(), SendError<T>>;
 
-    #[inline]
+    #[inline(always)] // the blocking-style call polls it in its own frame
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
         this.op.poll(this.chan, cx)
@@ -506,7 +506,7 @@ impl<T> Unpin for RecvFuture<'_, T> {}
 impl<T> Future for RecvFuture<'_, T> {
     type Output = Result<T, RecvError>;
 
-    #[inline]
+    #[inline(always)] // the blocking-style call polls it in its own frame
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
         this.op.poll(this.chan, cx)

@@ -105,21 +105,19 @@ impl<T> RecvOp<T> {
     }
 
     /// Polls the receive on its own: try (H1), else queue with its own signal, else wait.
-    #[inline]
+    /// Inlined into the blocking-style `recv` and the future's poll: the try is the fast path
+    /// (a value is there), queueing and the later polls are calls.
+    #[inline(always)]
     pub(crate) fn poll(
         &mut self,
         chan: &Chan<T>,
         cx: &mut Context<'_>,
     ) -> Poll<Result<T, RecvError>> {
         if self.queued.0.is_some() {
-            return match self.queued.poll_done(chan, cx) {
-                Some(slot) => Poll::Ready(slot.ok_or(RecvError)),
-                None => Poll::Pending,
-            };
+            return self.poll_queued(chan, cx);
         }
         let mut locked = chan.lock();
-        let state = locked.state();
-        match state.try_recv(chan.cap) {
+        match locked.state().try_recv(chan.cap) {
             TryRecv::Got(v, w) => {
                 drop(locked);
                 wake(w);
@@ -127,10 +125,25 @@ impl<T> RecvOp<T> {
             }
             TryRecv::Closed => Poll::Ready(Err(RecvError)),
             TryRecv::Empty => {
-                let e = state.lone_entry(cx.waker(), None);
-                self.queued.enqueue(state, State::enqueue_recv, e);
+                self.enqueue_lone(locked.state(), cx);
                 Poll::Pending
             }
+        }
+    }
+
+    /// (H1) Queues this receive with its own signal (the try found nothing). Lock held.
+    #[inline(never)]
+    fn enqueue_lone(&mut self, state: &mut State<T>, cx: &Context<'_>) {
+        let e = state.lone_entry(cx.waker(), None);
+        self.queued.enqueue(state, State::enqueue_recv, e);
+    }
+
+    /// (H4) A poll after the receive was queued.
+    #[inline(never)]
+    fn poll_queued(&mut self, chan: &Chan<T>, cx: &mut Context<'_>) -> Poll<Result<T, RecvError>> {
+        match self.queued.poll_done(chan, cx) {
+            Some(slot) => Poll::Ready(slot.ok_or(RecvError)),
+            None => Poll::Pending,
         }
     }
 
@@ -206,22 +219,19 @@ impl<T> SendOp<T> {
     }
 
     /// Polls the send on its own: try (H1), else queue with its own signal, else wait.
-    #[inline]
+    /// Inlined as [`RecvOp::poll`] is.
+    #[inline(always)]
     pub(crate) fn poll(
         &mut self,
         chan: &Chan<T>,
         cx: &mut Context<'_>,
     ) -> Poll<Result<(), SendError<T>>> {
         if self.queued.0.is_some() {
-            return match self.queued.poll_done(chan, cx) {
-                Some(slot) => Poll::Ready(sent(slot)),
-                None => Poll::Pending,
-            };
+            return self.poll_queued(chan, cx);
         }
         let value = self.value.take().expect("a send polled after it completed");
         let mut locked = chan.lock();
-        let state = locked.state();
-        match state.try_send(chan.cap, value) {
+        match locked.state().try_send(chan.cap, value) {
             TrySend::Sent(w) => {
                 drop(locked);
                 wake(w);
@@ -229,10 +239,29 @@ impl<T> SendOp<T> {
             }
             TrySend::Closed(v) => Poll::Ready(Err(SendError(v))),
             TrySend::Full(v) => {
-                let e = state.lone_entry(cx.waker(), Some(v));
-                self.queued.enqueue(state, State::enqueue_send, e);
+                self.enqueue_lone(locked.state(), cx, v);
                 Poll::Pending
             }
+        }
+    }
+
+    /// (H1) Queues this send and its value with its own signal (no room). Lock held.
+    #[inline(never)]
+    fn enqueue_lone(&mut self, state: &mut State<T>, cx: &Context<'_>, value: T) {
+        let e = state.lone_entry(cx.waker(), Some(value));
+        self.queued.enqueue(state, State::enqueue_send, e);
+    }
+
+    /// (H4) A poll after the send was queued.
+    #[inline(never)]
+    fn poll_queued(
+        &mut self,
+        chan: &Chan<T>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<(), SendError<T>>> {
+        match self.queued.poll_done(chan, cx) {
+            Some(slot) => Poll::Ready(sent(slot)),
+            None => Poll::Pending,
         }
     }
 
