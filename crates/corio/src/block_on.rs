@@ -100,10 +100,10 @@ fn wait_stackful<F: Future>(
 
 /// [`block_on`] for a blocking-style call whose future usually completes on its first poll (a
 /// channel `send` with room or a waiting receiver, a `recv` with a value there), inlined into
-/// the call: in a stackful coroutine that need not yield, one thread-local read
-/// ([`context::stackful_on_budget`]) and the future's poll in the caller's frame, without
-/// `block_on`'s generic frame, its separate `here` and `should_yield` calls, or a move of the
-/// future. The semantics are `block_on`'s exactly:
+/// the call (`make` builds the future): in a stackful coroutine that need not yield, one
+/// thread-local read ([`context::stackful_on_budget`]), then the future is built and polled in
+/// the caller's frame, without `block_on`'s generic frame, its separate `here` and
+/// `should_yield` calls, or a move of the future. The semantics are `block_on`'s exactly:
 ///
 /// - the preemption point: a coroutine whose budget is spent, or whose worker sysmon asked to
 ///   preempt it, takes `block_on`'s path, which yields before the poll (so a loop of sends
@@ -115,12 +115,13 @@ fn wait_stackful<F: Future>(
 /// - on a plain thread and in an async task it is `block_on` (parks; panics).
 #[inline(always)]
 #[track_caller]
-pub(crate) fn block_on_ready_first<F: Future>(fut: F) -> F::Output {
+pub(crate) fn block_on_ready_first<F: Future>(make: impl FnOnce() -> F) -> F::Output {
     let Some(ctx) = context::stackful_on_budget() else {
-        return block_on(fut);
+        return block_on(make());
     };
     let _no_preempt = ctx.no_preempt();
-    let mut fut = pin!(fut);
+    // Made here, after the thread-local read, so that it is built in place (not moved).
+    let mut fut = pin!(make());
     let mut cx = Context::from_waker(ctx.waker());
     match fut.as_mut().poll(&mut cx) {
         Poll::Ready(v) => v,

@@ -274,7 +274,7 @@ impl<T> Sender<T> {
     /// Inside an async task: use [`send_async`](Self::send_async) there.
     #[track_caller]
     pub fn send(&self, value: T) -> Result<(), SendError<T>> {
-        crate::block_on::block_on_ready_first(self.send_async(value))
+        crate::block_on::block_on_ready_first(|| self.send_async(value))
     }
 
     /// Sends `value` if that needs no waiting.
@@ -345,7 +345,7 @@ impl<T> Receiver<T> {
     /// Inside an async task: use [`recv_async`](Self::recv_async) there.
     #[track_caller]
     pub fn recv(&self) -> Result<T, RecvError> {
-        crate::block_on::block_on_ready_first(self.recv_async())
+        crate::block_on::block_on_ready_first(|| self.recv_async())
     }
 
     /// Receives a value if one is there without waiting.
