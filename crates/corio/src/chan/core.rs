@@ -330,17 +330,19 @@ impl<T> Entry<T> {
     }
 }
 
-/// The state behind a channel's lock.
+/// The state behind a channel's lock. `repr(C)`: the buffer and `closed` come first, on the
+/// channel's first cache line (see [`Chan`]).
+#[repr(C)]
 pub(crate) struct State<T> {
     /// Buffered values, oldest first. At most `cap` long, except for values given back by a
     /// cancelled receiver (H6), which go to the front.
     buf: VecDeque<T>,
+    /// Closed by `close`, or by the last sender or last receiver going away. Never reopens.
+    closed: bool,
     /// Waiting receivers, FIFO. May hold stale entries (not WAITING); claimers drop them.
     recvq: VecDeque<Arc<Entry<T>>>,
     /// Waiting senders with their values, FIFO. Stale entries as for `recvq`.
     sendq: VecDeque<Arc<Entry<T>>>,
-    /// Closed by `close`, or by the last sender or last receiver going away. Never reopens.
-    closed: bool,
     /// The last lone entry a completer finished here, kept for the next lone wait on this
     /// channel: a ping-pong allocates nothing. Its owner may still hold it (reading its
     /// slot after DONE); it is reused only once `Arc::get_mut` says the owner let go.
@@ -348,12 +350,22 @@ pub(crate) struct State<T> {
 }
 
 /// A channel: what every `Sender` and `Receiver` of it share.
+///
+/// Layout (`repr(C)`, aligned to a 64-byte cache line): a send or receive that completes at
+/// once writes the lock word and the buffer's head and length, and reads `cap` and `closed`;
+/// these share the first line, so an operation that follows one on the other core moves one
+/// line between the cores (plus the buffer slot itself), not two. (Rust's default layout
+/// had put the lock on the line after the buffer's.) The wait queues, read by every
+/// operation but written only when someone waits, follow on the next line; the handle counts,
+/// written by clones and drops, after them; the `Arc`'s reference counts, before the channel,
+/// keep a line of their own.
+#[repr(C, align(64))]
 pub(crate) struct Chan<T> {
     lock: RawLock,
-    /// Guarded by `lock`.
-    state: UnsafeCell<State<T>>,
     /// Buffer capacity; `usize::MAX` for an unbounded channel; 0 for a rendezvous channel.
     pub(crate) cap: usize,
+    /// Guarded by `lock`.
+    state: UnsafeCell<State<T>>,
     /// Live `Sender`s / `Receiver`s; the last one of either kind closes the channel.
     pub(crate) senders: AtomicUsize,
     pub(crate) receivers: AtomicUsize,
@@ -607,5 +619,33 @@ impl<T> State<T> {
             }
         }
         wakers
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// What a send or receive that completes at once writes (the lock, the buffer's head and
+    /// length) and reads (`cap`, `closed`) lies in the channel's first cache line.
+    #[test]
+    fn the_fields_a_completing_operation_touches_share_one_cache_line() {
+        assert_eq!(std::mem::align_of::<Chan<u64>>(), 64);
+        let state = std::mem::offset_of!(Chan<u64>, state);
+        let first_line = |offset: usize, size: usize| offset + size <= 64;
+        assert!(first_line(
+            std::mem::offset_of!(Chan<u64>, lock),
+            size_of::<RawLock>()
+        ));
+        assert!(first_line(
+            std::mem::offset_of!(Chan<u64>, cap),
+            size_of::<usize>()
+        ));
+        let buf = state + std::mem::offset_of!(State<u64>, buf);
+        assert!(first_line(buf, size_of::<VecDeque<u64>>()));
+        assert!(first_line(
+            state + std::mem::offset_of!(State<u64>, closed),
+            1
+        ));
     }
 }
