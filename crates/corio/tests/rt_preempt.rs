@@ -96,17 +96,9 @@ fn a_coroutine_that_runs_a_whole_slice_yields_at_its_next_block_on() {
 #[test]
 fn a_coroutine_that_runs_a_whole_slice_yields_at_its_next_channel_send() {
     static CHAN: LazyLock<(Sender<u8>, Receiver<u8>)> = LazyLock::new(corio::chan::unbounded);
-    let rt = support::rt(1);
-    within(EVENTUALLY, move || {
-        std::thread::sleep(Duration::from_millis(50));
-        let ops = operations_before_the_other_coroutine_runs_with(&rt, || {
-            CHAN.0.send(1).unwrap();
-            assert_eq!(CHAN.1.try_recv(), Ok(1));
-        });
-        assert!(
-            ops < 100,
-            "a send with room never yielded ({ops} operations)"
-        );
+    assert_yields_at("a send with room", || {
+        CHAN.0.send(1).unwrap();
+        assert_eq!(CHAN.1.try_recv(), Ok(1));
     });
 }
 
@@ -114,17 +106,19 @@ fn a_coroutine_that_runs_a_whole_slice_yields_at_its_next_channel_send() {
 #[test]
 fn a_coroutine_that_runs_a_whole_slice_yields_at_its_next_channel_recv() {
     static CHAN: LazyLock<(Sender<u8>, Receiver<u8>)> = LazyLock::new(corio::chan::unbounded);
+    assert_yields_at("a receive with a value there", || {
+        CHAN.0.try_send(1).unwrap();
+        assert_eq!(CHAN.1.recv(), Ok(1));
+    });
+}
+
+/// On a settled runtime, the hog is preempted at `op` after a slice.
+fn assert_yields_at(what: &'static str, op: fn()) {
     let rt = support::rt(1);
     within(EVENTUALLY, move || {
         std::thread::sleep(Duration::from_millis(50));
-        let ops = operations_before_the_other_coroutine_runs_with(&rt, || {
-            CHAN.0.try_send(1).unwrap();
-            assert_eq!(CHAN.1.recv(), Ok(1));
-        });
-        assert!(
-            ops < 100,
-            "a receive with a value there never yielded ({ops} operations)"
-        );
+        let ops = operations_before_the_other_coroutine_runs_with(&rt, op);
+        assert!(ops < 100, "{what} never yielded ({ops} operations)");
     });
 }
 
