@@ -93,7 +93,10 @@
 //!
 //! # Costs
 //!
-//! An operation that completes at once takes the lock and allocates nothing. A lone send or
+//! An operation that completes at once takes the lock and allocates nothing; a blocking-style
+//! `send`/`recv` in a stackful coroutine builds and polls its future in the caller's frame
+//! (`block_on_ready_first`: one thread-local read decides that it runs in a coroutine that need
+//! not yield), so completing at once costs about what the future's poll does. A lone send or
 //! receive that waits needs one entry (an `Arc` holding its signal and value slot); the
 //! completer that finishes a lone entry keeps it, under the lock, as the channel's spare, and
 //! the next wait re-arms it once its owner has let go (`State::lone_entry`), so a ping-pong
