@@ -223,3 +223,35 @@ fn threads_that_spawn_a_task_and_exit_do_not_each_keep_a_chunk() {
         after - before
     );
 }
+
+#[test]
+fn batches_that_span_many_huge_chunks_reuse_them() {
+    let _serial = serial();
+    // 50,000 stackful tasks of ~300 bytes held at once are ~15 MB of blocks: a thread's first
+    // 1 MiB chunk and several 2 MiB huge-page chunks.
+    const LARGE: usize = 50_000;
+    for workers in [1, 2] {
+        let rt = runtime(workers);
+        let batch = |rt: &corio::Runtime| {
+            rt.run(|| {
+                let handles: Vec<_> = (0..LARGE).map(|i| corio::go(move || i)).collect();
+                let sum: usize = handles.into_iter().map(|h| h.join().unwrap()).sum();
+                assert_eq!(sum, LARGE * (LARGE - 1) / 2);
+            })
+        };
+        batch(&rt);
+        let before = LIVE_BYTES.load(SeqCst);
+        for _ in 0..3 {
+            batch(&rt);
+        }
+        let after = LIVE_BYTES.load(SeqCst);
+        assert_no_live_tasks(&rt);
+        // Every batch after the first runs on the first one's blocks: no chunk is added (one
+        // for blocks that wandered to the other worker's list, at most).
+        assert!(
+            after - before <= 2 << 20,
+            "{workers} workers: three more batches of {LARGE} grew live memory by {} bytes",
+            after - before
+        );
+    }
+}
