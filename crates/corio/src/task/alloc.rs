@@ -16,7 +16,8 @@
 //! 1. **Classes.** Sizes are rounded up to a multiple of 16 bytes, up to 512 (32 classes);
 //!    tasks with larger futures go to the global allocator, as do over-aligned layouts.
 //! 2. **Allocate:** pop the thread's free list of the class; if it is empty, take a batch from
-//!    the shared pool of the class (one lock per [`BATCH`] blocks); if that is empty too,
+//!    the shared pool of the class (one lock per [`BATCH`] blocks, none while the pool is
+//!    empty: a count of its batches is read first); if that is empty too,
 //!    carve the block from the thread's current chunk — [`CHUNK`] bytes from the global
 //!    allocator (glibc maps it with one `mmap`), cut in order, so a batch of spawns costs
 //!    one system call per 1 MiB instead of one per page.
@@ -103,6 +104,7 @@ mod pooled {
     use std::alloc::{Layout, alloc, handle_alloc_error};
     use std::cell::RefCell;
     use std::ptr::{self, NonNull};
+    use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::{Mutex, PoisonError};
 
     use super::{BATCH, CHUNK, CLASSES, GRANULE, HUGE_CHUNK, LOCAL_CAP, class_size};
@@ -173,20 +175,30 @@ mod pooled {
     /// [`BATCH`] frees or allocations of a thread, and when a thread exits.
     static POOL: [Mutex<Vec<List>>; CLASSES] = [const { Mutex::new(Vec::new()) }; CLASSES];
 
+    /// The number of batches in each class's pool, written under its lock, read without it:
+    /// a thread that carves a fresh batch of blocks (every allocation of a first batch of
+    /// spawns) looks here instead of taking an empty pool's lock for each block.
+    static POOLED: [AtomicUsize; CLASSES] = [const { AtomicUsize::new(0) }; CLASSES];
+
     fn give_to_pool(class: usize, list: List) {
         if list.len > 0 {
-            POOL[class]
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .push(list);
+            let mut pool = POOL[class].lock().unwrap_or_else(PoisonError::into_inner);
+            pool.push(list);
+            // Relaxed: the batch itself is handed over by the lock; a reader that misses
+            // this store carves a block instead of taking the batch (memory, not safety).
+            POOLED[class].store(pool.len(), Ordering::Relaxed);
         }
     }
 
     fn take_from_pool(class: usize) -> Option<List> {
-        POOL[class]
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .pop()
+        // Relaxed, paired with the store in `give_to_pool`: only a hint, the lock decides.
+        if POOLED[class].load(Ordering::Relaxed) == 0 {
+            return None;
+        }
+        let mut pool = POOL[class].lock().unwrap_or_else(PoisonError::into_inner);
+        let batch = pool.pop();
+        POOLED[class].store(pool.len(), Ordering::Relaxed);
+        batch
     }
 
     /// A thread's blocks: a free list per class and the unused end of its current chunk.
