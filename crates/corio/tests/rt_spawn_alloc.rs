@@ -161,32 +161,39 @@ fn a_warm_batch_of_spawns_allocates_nothing_per_task() {
     }
 }
 
+/// Runs `count` batches of `size` stackful spawns from a coroutine, each batch spawned in
+/// full before it is joined.
+fn batches(rt: &corio::Runtime, size: usize, count: usize) {
+    rt.run(move || {
+        for _ in 0..count {
+            let handles: Vec<_> = (0..size).map(|i| corio::go(move || i)).collect();
+            let sum: usize = handles.into_iter().map(|h| h.join().unwrap()).sum();
+            assert_eq!(sum, size * (size - 1) / 2);
+        }
+    });
+}
+
+/// The live bytes of the process that `f` added, once every task of `rt` is gone.
+fn live_bytes_added(rt: &corio::Runtime, f: impl FnOnce()) -> isize {
+    let before = LIVE_BYTES.load(SeqCst);
+    f();
+    assert_no_live_tasks(rt);
+    LIVE_BYTES.load(SeqCst) - before
+}
+
 #[test]
 fn a_million_spawn_join_cycles_keep_memory_bounded() {
     let _serial = serial();
     for workers in [1, 2] {
         let rt = runtime(workers);
         // Warm-up, then the live bytes of the process as a batch of 1,000 left them.
-        let cycles = |rt: &corio::Runtime, n: usize| {
-            rt.run(move || {
-                for _ in 0..n / 1000 {
-                    let handles: Vec<_> = (0..1000).map(|i| corio::go(move || i)).collect();
-                    let sum: usize = handles.into_iter().map(|h| h.join().unwrap()).sum();
-                    assert_eq!(sum, 999 * 1000 / 2);
-                }
-            });
-        };
-        cycles(&rt, 10_000);
-        let before = LIVE_BYTES.load(SeqCst);
-        cycles(&rt, 1_000_000);
-        let after = LIVE_BYTES.load(SeqCst);
-        assert_no_live_tasks(&rt);
+        batches(&rt, 1000, 10);
+        let added = live_bytes_added(&rt, || batches(&rt, 1000, 1000));
         // A million tasks of ~300 bytes each would be 300 MB; the cycles may add a chunk
         // (1 MiB) per thread at most, as blocks move between the workers' lists.
         assert!(
-            after - before <= 4 << 20,
-            "{workers} workers: a million spawn+join cycles grew live memory by {} bytes",
-            after - before
+            added <= 4 << 20,
+            "{workers} workers: a million spawn+join cycles grew live memory by {added} bytes"
         );
     }
 }
@@ -208,18 +215,35 @@ fn threads_that_spawn_a_task_and_exit_do_not_each_keep_a_chunk() {
         assert_no_live_tasks(rt);
     };
     spawn_from_a_new_thread(&rt);
-    let before = LIVE_BYTES.load(SeqCst);
-    for _ in 0..100 {
-        spawn_from_a_new_thread(&rt);
-    }
-    let after = LIVE_BYTES.load(SeqCst);
-    assert_no_live_tasks(&rt);
+    let added = live_bytes_added(&rt, || {
+        for _ in 0..100 {
+            spawn_from_a_new_thread(&rt);
+        }
+    });
     // A thread's first spawn takes memory for task blocks; an exiting thread must leave what
     // it did not use for others, or a program that spawns from short-lived threads grows by
     // that much per thread (a 1 MiB chunk: 100 MiB here).
     assert!(
-        after - before <= 4 << 20,
-        "100 threads that each spawned one task grew live memory by {} bytes",
-        after - before
+        added <= 4 << 20,
+        "100 threads that each spawned one task grew live memory by {added} bytes"
     );
+}
+
+#[test]
+fn batches_that_span_many_huge_chunks_reuse_them() {
+    let _serial = serial();
+    // 50,000 stackful tasks of ~300 bytes held at once are ~15 MB of blocks: a thread's first
+    // 1 MiB chunk and several 2 MiB huge-page chunks.
+    const LARGE: usize = 50_000;
+    for workers in [1, 2] {
+        let rt = runtime(workers);
+        batches(&rt, LARGE, 1);
+        let added = live_bytes_added(&rt, || batches(&rt, LARGE, 3));
+        // Every batch after the first runs on the first one's blocks: no chunk is added (one
+        // for blocks that wandered to the other worker's list, at most).
+        assert!(
+            added <= 2 << 20,
+            "{workers} workers: three more batches of {LARGE} grew live memory by {added} bytes"
+        );
+    }
 }

@@ -254,8 +254,12 @@ pub fn validate_size(size: usize) -> io::Result<()> {
 ///
 /// As [`Builder::build`](crate::coroutine::Builder::build).
 pub fn ensure_available(size: usize) -> io::Result<()> {
+    // A spawning loop asks for the same size each time: one look at the thread's cache.
+    if pool::known_available(size) {
+        return Ok(());
+    }
     let (stack_size, slot_size) = slot_geometry(size)?;
-    pool::ensure_available(stack_size, slot_size)
+    pool::ensure_available(size, stack_size, slot_size)
 }
 
 /// How this process makes guard pages (probed on first use; `CORIO_STACK_GUARD=mprotect`

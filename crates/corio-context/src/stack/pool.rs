@@ -49,7 +49,13 @@ struct ThreadCache {
     rotation: usize,
     /// Whether this thread has been made ready to run coroutines (see `overflow.rs`).
     ready: bool,
+    /// The stack size last asked of [`ensure_available`] whose class is `classes[0]`, or
+    /// `NO_SIZE`: a spawner asking again for that size skips computing the slot geometry.
+    checked_size: usize,
 }
+
+/// No size: above `MAX_STACK_SIZE`, so never a size that was checked.
+const NO_SIZE: usize = usize::MAX;
 
 impl ThreadCache {
     /// The cache for slots of `slot_size` bytes, created on first use.
@@ -82,6 +88,8 @@ impl ThreadCache {
             }
         };
         self.classes.swap(0, i);
+        // Another class is first now.
+        self.checked_size = NO_SIZE;
         &mut self.classes[0]
     }
 
@@ -111,7 +119,12 @@ impl Drop for ThreadCache {
 
 thread_local! {
     static CACHE: RefCell<ThreadCache> = const {
-        RefCell::new(ThreadCache { classes: Vec::new(), rotation: 0, ready: false })
+        RefCell::new(ThreadCache {
+            classes: Vec::new(),
+            rotation: 0,
+            ready: false,
+            checked_size: NO_SIZE,
+        })
     };
 }
 
@@ -155,9 +168,23 @@ pub(crate) fn alloc(
     }
 }
 
-/// See `stack::ensure_available`.
+/// Whether the thread's cache holds a free slot for a stack of `size` bytes, known without
+/// computing the slot geometry: `size` is the size last checked by [`ensure_available`] and
+/// its class still comes first. `false` means "not known", not "none".
 #[inline(never)] // reads the thread's cache: see `alloc`
-pub(crate) fn ensure_available(stack_size: usize, slot_size: usize) -> io::Result<()> {
+pub(crate) fn known_available(size: usize) -> bool {
+    CACHE
+        .try_with(|cache| {
+            let cache = cache.borrow();
+            cache.checked_size == size && cache.classes.first().is_some_and(|c| !c.slots.is_empty())
+        })
+        .unwrap_or(false)
+}
+
+/// See `stack::ensure_available`; `size` is the size asked for, `stack_size` and `slot_size`
+/// its geometry.
+#[inline(never)] // reads the thread's cache: see `alloc`
+pub(crate) fn ensure_available(size: usize, stack_size: usize, slot_size: usize) -> io::Result<()> {
     let checked = CACHE.try_with(|cache| {
         let mut cache = cache.borrow_mut();
         let local = cache.class(stack_size, slot_size);
@@ -165,6 +192,8 @@ pub(crate) fn ensure_available(stack_size: usize, slot_size: usize) -> io::Resul
             local.class.refill(&mut local.slots, REFILL)?;
             local.publish();
         }
+        // `class` has put this size's class first.
+        cache.checked_size = size;
         Ok(())
     });
     checked.unwrap_or(Ok(()))
@@ -228,4 +257,51 @@ pub(crate) fn trim_thread_cache() {
             local.publish();
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stack::slot_geometry;
+
+    /// Free slots of the class of `slot_size` in this thread's cache.
+    fn cached(slot_size: usize) -> usize {
+        CACHE.with(|cache| {
+            let cache = cache.borrow();
+            let class = cache
+                .classes
+                .iter()
+                .find(|c| c.class.slot_size == slot_size);
+            class.map_or(0, |c| c.slots.len())
+        })
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore)] // maps stacks
+    fn a_size_is_checked_again_once_another_class_has_come_first() {
+        std::thread::spawn(|| {
+            // Sizes no other test of this crate uses.
+            let a = 200 << 10;
+            let b = 328 << 10;
+            let (stack_a, slot_a) = slot_geometry(a).unwrap();
+            let (stack_b, slot_b) = slot_geometry(b).unwrap();
+            ensure_available(a, stack_a, slot_a).unwrap();
+            assert!(known_available(a));
+            // Take every cached slot of `a`, then use a `b` stack: its class comes first.
+            let mut taken = Vec::new();
+            while cached(slot_a) > 0 {
+                taken.push(alloc(stack_a, slot_a).unwrap());
+            }
+            let (class_b, top_b, _) = alloc(stack_b, slot_b).unwrap();
+            free(class_b, top_b);
+            assert!(!known_available(a), "answered for `a` from `b`'s slots");
+            ensure_available(a, stack_a, slot_a).unwrap();
+            assert!(cached(slot_a) > 0, "no `a` slot after ensure_available");
+            for (class, top, _) in taken {
+                free(class, top);
+            }
+        })
+        .join()
+        .unwrap();
+    }
 }
