@@ -280,3 +280,45 @@ fn idle_sockets_cost_no_wake_ups() {
         assert_idle(&deltas);
     }
 }
+
+/// sysmon does not wake with every wake-up of a worker that parks for short spells, as a
+/// server's single worker does between requests (`docs/net-bench.md`, "Sysmon on the
+/// server's CPU"): it sleeps without a timeout only once every worker has been idle for a
+/// while (`sysmon.rs`, `DEEP_SLEEP_AFTER`), and until then ticks at its backed-off delay.
+/// Before, sysmon slept at every park and the worker woke it at every wake-up: at least one
+/// sysmon switch per park (plus a restart of its 20 µs ticks).
+#[test]
+fn a_worker_parking_for_short_spells_does_not_wake_sysmon_at_each_wake_up() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    const SLEEPS: u64 = 1_000;
+    let rt = corio::Runtime::builder()
+        .workers(1)
+        .hog_report(false)
+        .thread_name("spells")
+        .build()
+        .unwrap();
+    let sysmon_switches = || -> u64 {
+        support::threads_named("spells")
+            .iter()
+            .filter(|t| t.comm.ends_with("-sysmon"))
+            .map(|t| t.switches)
+            .sum()
+    };
+    rt.run(|| corio::sleep(Duration::from_millis(1)));
+    let (parks_before, sysmon_before) = (rt.metrics().parks, sysmon_switches());
+    rt.run(|| {
+        for _ in 0..SLEEPS {
+            corio::sleep(Duration::from_micros(100));
+        }
+    });
+    let parks = rt.metrics().parks - parks_before;
+    let sysmon = sysmon_switches() - sysmon_before;
+    assert!(
+        parks >= SLEEPS / 2,
+        "the worker parked only {parks} times in {SLEEPS} sleeps: the test measures nothing"
+    );
+    assert!(
+        sysmon < parks / 2,
+        "sysmon was switched in {sysmon} times while the worker parked {parks} times"
+    );
+}

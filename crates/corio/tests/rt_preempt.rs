@@ -151,6 +151,26 @@ fn a_fresh_runtimes_first_coroutine_is_preempted_after_a_slice() {
     });
 }
 
+/// Spawns `n` tasks, each counting itself done in `done` when it runs.
+fn queue_counting_tasks(done: &Arc<AtomicUsize>, n: usize) -> Vec<corio::JoinHandle<()>> {
+    (0..n)
+        .map(|_| {
+            let d = done.clone();
+            corio::spawn(async move {
+                d.fetch_add(1, SeqCst);
+            })
+        })
+        .collect()
+}
+
+/// Spins, without any runtime call, until `done` reaches `n` or `CAP` has passed.
+fn hog_until(done: &AtomicUsize, n: usize) {
+    let start = Instant::now();
+    while done.load(SeqCst) < n && start.elapsed() < CAP {
+        std::hint::spin_loop();
+    }
+}
+
 /// Two workers, both hogged by coroutines that never call the runtime; tasks queued behind the
 /// first hog on its worker must still run — moved by sysmon to a spare worker. Returns how many
 /// of the queued tasks ran while the hogs spun.
@@ -160,30 +180,15 @@ fn tasks_done_behind_two_hogs(rt: &corio::Runtime) -> usize {
     let first_spinning = Arc::new(AtomicBool::new(false));
     let (d, f) = (done.clone(), first_spinning.clone());
     let first = rt.go(move || {
-        let queued: Vec<_> = (0..TASKS)
-            .map(|_| {
-                let d = d.clone();
-                corio::spawn(async move {
-                    d.fetch_add(1, SeqCst);
-                })
-            })
-            .collect();
+        let queued = queue_counting_tasks(&d, TASKS);
         f.store(true, SeqCst);
-        let start = Instant::now();
-        while d.load(SeqCst) < TASKS && start.elapsed() < CAP {
-            std::hint::spin_loop();
-        }
+        hog_until(&d, TASKS);
         drop(queued);
         d.load(SeqCst)
     });
     support::wait_until("the first hog spins", || first_spinning.load(SeqCst));
     let d = done.clone();
-    let second = rt.go(move || {
-        let start = Instant::now();
-        while d.load(SeqCst) < TASKS && start.elapsed() < CAP {
-            std::hint::spin_loop();
-        }
-    });
+    let second = rt.go(move || hog_until(&d, TASKS));
     let finished = first.join().unwrap();
     second.join().unwrap();
     finished
@@ -213,5 +218,94 @@ fn work_queued_behind_hogs_on_a_fresh_runtime_is_handed_to_a_spare_worker() {
                 "attempt {attempt}: tasks stayed stuck behind the hogs for {CAP:?}"
             );
         }
+    });
+}
+
+/// Keeps `rt`'s workers parking and waking for short spells for ~100 ms (sleeps of 1 ms), so
+/// that sysmon, which sleeps without a timeout only after every worker has been idle for 20 ms,
+/// keeps ticking throughout and backs its delay off towards 10 ms; then idles 5 ms (a spell
+/// too short for sysmon to go to sleep). What follows starts with sysmon ticking at a
+/// backed-off delay and not woken by the worker (`sysmon.rs`, `DEEP_SLEEP_AFTER`).
+fn after_short_idle_spells(rt: &corio::Runtime) {
+    rt.run(|| {
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_millis(100) {
+            corio::sleep(Duration::from_millis(1));
+        }
+    });
+    std::thread::sleep(Duration::from_millis(5));
+}
+
+/// A hog that starts after short idle spells, while sysmon ticks at its backed-off delay
+/// instead of being woken by the worker, is still preempted after a slice.
+#[test]
+fn a_hog_that_starts_after_short_idle_spells_is_preempted_after_a_slice() {
+    let rt = support::rt(1);
+    within(EVENTUALLY, move || {
+        after_short_idle_spells(&rt);
+        let ops = operations_before_the_other_coroutine_runs(&rt);
+        assert!(
+            ops < 100,
+            "it was the coop budget ({ops} operations), not the preempt flag"
+        );
+    });
+}
+
+/// Work queued behind hogs that start after short idle spells is still handed off.
+#[test]
+fn work_queued_behind_hogs_after_short_idle_spells_is_handed_to_a_spare_worker() {
+    let rt = support::rt(2);
+    within(EVENTUALLY, move || {
+        after_short_idle_spells(&rt);
+        assert_eq!(
+            tasks_done_behind_two_hogs(&rt),
+            10,
+            "tasks stayed stuck behind the hogs"
+        );
+    });
+}
+
+/// Two workers, one hogged by a coroutine that never calls the runtime, the other inside
+/// `corio::blocking` with tasks queued behind it: sysmon must hand those tasks to a spare
+/// worker. Returns how many ran while the hog spun and the blocking call waited for them.
+fn tasks_done_behind_a_blocking_call_and_a_hog(rt: &corio::Runtime) -> usize {
+    const TASKS: usize = 10;
+    let done = Arc::new(AtomicUsize::new(0));
+    let hog_spinning = Arc::new(AtomicBool::new(false));
+    let (d, h) = (done.clone(), hog_spinning.clone());
+    let hog = rt.go(move || {
+        h.store(true, SeqCst);
+        hog_until(&d, TASKS);
+    });
+    support::wait_until("the hog spins", || hog_spinning.load(SeqCst));
+    let d = done.clone();
+    let blocker = rt.go(move || {
+        let queued = queue_counting_tasks(&d, TASKS);
+        corio::blocking(|| {
+            let start = Instant::now();
+            while d.load(SeqCst) < TASKS && start.elapsed() < CAP {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        });
+        drop(queued);
+        d.load(SeqCst)
+    });
+    let finished = blocker.join().unwrap();
+    hog.join().unwrap();
+    finished
+}
+
+/// A worker blocked in `corio::blocking` after short idle spells (sysmon ticking at its
+/// backed-off delay, not woken by the worker) still has its queued work handed off.
+#[test]
+fn work_queued_behind_a_blocking_call_after_short_idle_spells_is_handed_off() {
+    let rt = support::rt(2);
+    within(EVENTUALLY, move || {
+        after_short_idle_spells(&rt);
+        assert_eq!(
+            tasks_done_behind_a_blocking_call_and_a_hog(&rt),
+            10,
+            "tasks stayed stuck behind the blocking call"
+        );
     });
 }

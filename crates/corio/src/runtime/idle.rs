@@ -10,8 +10,11 @@
 //!   searching: a searching worker will find it. The woken worker starts out searching.
 //! - A worker may start searching only while fewer than half the unparked workers search, so
 //!   an idle runtime does not burn every core spinning.
+//! - A searcher that finds nothing spins for a moment before parking (`worker.rs`,
+//!   `spin_for_work`) and stays counted as searching meanwhile, so work that appears then
+//!   wakes nobody: the spinner takes it.
 //! - A worker that stops searching because it found work, and was the last searcher, wakes
-//!   another (more work may be queued behind what it found).
+//!   another if movable work is queued somewhere (more may be behind what it found).
 //! - A worker that parks re-checks every queue *after* publishing that it is parked (the
 //!   `SeqCst` fences in `notify_work` and `Worker::park` pair up): either it sees the new work,
 //!   or the notifier sees it parked and wakes it.

@@ -38,7 +38,9 @@
 //! 5. Ready sockets (the netpoller, without blocking: `driver.rs`), then searching: steal half
 //!    of a random victim's run queue; run due timers of any worker. At most half the busy
 //!    workers search at once (`idle.rs`).
-//! 6. Park: at most one worker sleeps in the driver (`driver.rs`) until the nearest timer of
+//! 6. With two or more workers, spin up to 50 µs watching the inbox (and, as a searcher, the
+//!    queues) before parking (`WorkerCtx::spin_for_work`).
+//! 7. Park: at most one worker sleeps in the driver (`driver.rs`) until the nearest timer of
 //!    any worker; the others sleep on a futex. No timeouts otherwise: an idle runtime makes no
 //!    wake-ups.
 //!

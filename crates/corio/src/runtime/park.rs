@@ -79,6 +79,17 @@ impl Unparker {
         self.state.swap(EMPTY, Acquire);
     }
 
+    /// Consumes a pending `NOTIFIED` (owner only, awake): called when the owner found the
+    /// work it was notified of without sleeping (`WorkerCtx::spin_for_work`) and is about to
+    /// look at its queues, so that its next park does not return at once for a wake-up it
+    /// has already taken. A wake-up whose `NOTIFIED` this consumes published its work before
+    /// (the Release swap in `unpark`, this Acquire), so the look that follows sees that work.
+    pub(crate) fn clear_notified(&self) {
+        let _ = self
+            .state
+            .compare_exchange(NOTIFIED, EMPTY, Acquire, Acquire);
+    }
+
     /// Wakes the worker, or makes its next park return at once.
     pub(crate) fn unpark(&self, driver: &Driver) {
         // AcqRel: release what we published before waking; acquire the parker's state.

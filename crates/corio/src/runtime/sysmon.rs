@@ -42,8 +42,14 @@
 //! If no worker polled the netpoller for [`NETPOLL_AFTER`] while they are busy, sysmon polls
 //! it (Go's sysmon `netpoll`), so sockets that became ready are not starved by busy workers.
 //!
-//! When every worker is asleep, sysmon sleeps too, without a timeout, until a worker wakes it
-//! (`wake_if_sleeping`): an idle runtime costs no wake-ups (Go's sysmon does not, #18236).
+//! When every worker has been asleep for [`DEEP_SLEEP_AFTER`], sysmon sleeps too, without a
+//! timeout, until a worker wakes it (`wake_if_sleeping`): an idle runtime costs no wake-ups
+//! (Go's sysmon does not, #18236). Not at once: a server's single worker parks between
+//! requests hundreds of times a second, and when sysmon slept at each park, every wake-up of
+//! the worker also woke sysmon (a futex wake on the worker's way back to work) and restarted
+//! its 20 µs ticks: 2,662 sysmon context switches in a 3 s `http` run (`docs/net-bench.md`).
+//! Through a short idle spell sysmon keeps ticking at its backed-off delay instead, and the
+//! worker's wake-up costs it one load.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -76,6 +82,10 @@ const MAX_DELAY: Duration = Duration::from_millis(10);
 const NETPOLL_AFTER: Duration = Duration::from_millis(10);
 /// Quiet ticks before the delay starts doubling (Go: 50).
 const QUIET_TICKS: u32 = 50;
+/// How long every worker must have been idle before sysmon sleeps without a timeout (and
+/// must be woken by the next worker that wakes). Before that it keeps ticking, backing off as
+/// usual: from 20 µs ticks to 10 ms ones this takes ~60 ticks.
+const DEEP_SLEEP_AFTER: Duration = Duration::from_millis(20);
 
 pub(crate) struct Sysmon {
     event: Event,
@@ -124,13 +134,26 @@ pub(crate) fn start(shared: &Arc<Shared>) -> std::io::Result<()> {
         let shared = shared_for_thread;
         let sysmon = &shared.sysmon;
         let mut watch = Watch::default();
+        // Since when every worker has been seen idle, having run no task since (the tasks
+        // run so far, then): a worker that woke, ran and parked again between two looks
+        // restarts it.
+        let mut quiet_since: Option<(Instant, u64)> = None;
         while !sysmon.stop.load(Ordering::SeqCst) {
-            if is_quiet(&shared) {
+            let ran = tasks_run(&shared);
+            if !is_quiet(&shared) || quiet_since.is_some_and(|(_, then)| then != ran) {
+                quiet_since = None;
+            } else if quiet_since.is_none() {
+                quiet_since = Some((Instant::now(), ran));
+            }
+            if quiet_since.is_some_and(|(since, _)| since.elapsed() >= DEEP_SLEEP_AFTER) {
+                quiet_since = None;
                 sysmon.sleeping.store(true, Ordering::SeqCst);
                 // Re-check after publishing `sleeping` (pairs with `wake_if_sleeping`).
                 if is_quiet(&shared) && !sysmon.stop.load(Ordering::SeqCst) {
                     sysmon.event.wait(None);
                     watch.delay = MIN_DELAY;
+                    watch.sleep = MIN_DELAY;
+                    watch.quiet = 0;
                 }
                 sysmon.sleeping.store(false, Ordering::SeqCst);
                 continue;
@@ -145,6 +168,15 @@ pub(crate) fn start(shared: &Arc<Shared>) -> std::io::Result<()> {
         .lock()
         .unwrap_or_else(|e| e.into_inner()) = Some(thread);
     Ok(())
+}
+
+/// Tasks run so far by all workers (each worker's `ticks`, which only its owner writes).
+fn tasks_run(shared: &Shared) -> u64 {
+    shared
+        .workers
+        .iter()
+        .map(|w| w.ticks.load(Ordering::Relaxed))
+        .sum()
 }
 
 fn is_quiet(shared: &Shared) -> bool {

@@ -50,6 +50,16 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 /// local queue, 128).
 const GLOBAL_BATCH: usize = 128;
 
+/// How long a worker out of work keeps watching for some before it parks (Go's spinning M;
+/// `spin_for_work`). A futex sleep and wake-up cost the sleeper and its waker 5–50 µs
+/// between them on the VMs corio is measured on; 2-worker channel programs ran out of local
+/// work for a few microseconds at a time and parked thousands of times per run.
+const SPIN_BEFORE_PARK: Duration = Duration::from_micros(50);
+
+/// Looks at the queues between two clock reads while spinning (a clock read costs 20–85 ns
+/// here, a look a few loads).
+const SPIN_LOOKS_PER_CLOCK_READ: u32 = 32;
+
 /// What a worker is doing, for sysmon.
 pub(crate) const STATUS_IDLE: u8 = 0;
 pub(crate) const STATUS_RUNNING: u8 = 1;
@@ -389,6 +399,9 @@ impl WorkerCtx {
             }
             if let Some(task) = self.search() {
                 self.run_task(task);
+                continue;
+            }
+            if self.spin_for_work() {
                 continue;
             }
             self.park();
@@ -773,6 +786,73 @@ impl WorkerCtx {
         self.steal_spawned(start)
     }
 
+    /// Step 5½, between finding nothing and parking: keeps watching for work for up to
+    /// [`SPIN_BEFORE_PARK`], as Go's spinning M does, so that work that appears a moment
+    /// later costs neither this worker a sleep nor its waker a futex wake (`unpark` of a
+    /// worker that is not parked is one swap). What it watches:
+    ///
+    /// - its inbox, always: a pinned coroutine of this worker woken on another thread can run
+    ///   nowhere else, and its waker unparks this worker unconditionally. This is why a
+    ///   worker that may not search spins too: with two workers only one may search, and in
+    ///   a ping-pong between coroutines pinned on each, the one that went idle second found
+    ///   the other still counted as searching (it was just leaving its spin to run the
+    ///   wake-up) and parked — 2 parks and 2 futex wakes per round trip (`tests/rt_spin.rs`).
+    ///   Watching its own inbox reads one line of its own, so the spinners do not contend
+    ///   with each other, which is what the half rule is for;
+    /// - if it counts as searching (`Idle`: at most half the unparked workers do), also the
+    ///   global queue and the other workers' run queues: while it searches, `notify_work`
+    ///   wakes nobody, so a searcher that spins is what saves the futex wake of a parked
+    ///   worker for movable work;
+    /// - due timers and ready sockets, at each clock read.
+    ///
+    /// Not with one worker: only other threads could wake it, and its thread is the whole
+    /// of a `workers(1)` runtime's CPU (a single-worker server's CPU is measured with the
+    /// server: `corio-bench http`). Not for spares, which park as soon as they find nothing.
+    /// Returns whether work may be there (the loop looks again); false: park.
+    fn spin_for_work(&self) -> bool {
+        let shared = &self.shared;
+        let remote = self.remote();
+        if remote.spare || shared.config.workers == 1 {
+            return false;
+        }
+        let searching = self.searching.get();
+        let visible = || {
+            remote.inbox_len.load(Ordering::Relaxed) != 0
+                || (searching
+                    && (!shared.inject.is_empty()
+                        || shared
+                            .workers
+                            .iter()
+                            .enumerate()
+                            .any(|(i, w)| i != self.index && !w.steal.is_empty())))
+        };
+        let start = std::time::Instant::now();
+        loop {
+            for _ in 0..SPIN_LOOKS_PER_CLOCK_READ {
+                if visible() {
+                    remote.unparker.clear_notified();
+                    return true;
+                }
+                std::hint::spin_loop();
+            }
+            // Lets a thread waiting for this CPU run: the kernel tends to queue a thread woken
+            // by this one on this one's CPU (wake-affine), and a spinner that kept the CPU kept
+            // its own work's producer off it. Without this, two workers in a cross-worker
+            // ping-pong on a loaded machine fell into a lockstep of spins that expired and
+            // futex wakes (2 parks per round trip, `tests/rt_spin.rs`); with it, none.
+            std::thread::yield_now();
+            if shared.is_shutdown() || shared.driver.poll_io() > 0 {
+                return true;
+            }
+            if shared.next_timer() <= shared.now_ns() {
+                return true;
+            }
+            if start.elapsed() >= SPIN_BEFORE_PARK {
+                return false;
+            }
+        }
+    }
+
     /// The last resort of step 5: a task left in another worker's spawn slot while that
     /// worker ran for a grace period (Go's `runqgrab` stealing `runnext` after `usleep(3)`).
     #[cold]
@@ -805,10 +885,26 @@ impl WorkerCtx {
 
     fn stop_searching(&self) {
         self.searching.set(false);
-        if self.shared.idle.transition_worker_from_searching() {
-            // The last searcher found work: there may be more, so wake another to look.
+        // The last searcher found work: if more is queued where others could take it, wake
+        // another to look (Go's `resetspinning`). Only then: the work found is often a pinned
+        // coroutine of this worker's own inbox, which says nothing about more work, and an
+        // unconditional wake cost a futex wake and a parked worker's round for nothing at
+        // every such find. Sound: pushers that saw us searching did not wake anybody, and
+        // their work is visible to the look below, which follows our decrement (the `SeqCst`
+        // read-modify-write in `Idle` and the fence in `notify_work` pair up); pushers after
+        // the decrement see no searcher and wake a worker themselves.
+        if self.shared.idle.transition_worker_from_searching() && self.stealable_work_queued() {
             self.shared.notify_work();
         }
+    }
+
+    /// Whether movable work is queued anywhere another worker could take it.
+    fn stealable_work_queued(&self) -> bool {
+        let shared = &self.shared;
+        // Pairs with the fence in `Shared::notify_work`: either the pusher saw the searcher
+        // count we just decremented as zero (and woke someone), or we see its work.
+        std::sync::atomic::fence(Ordering::SeqCst);
+        !shared.inject.is_empty() || shared.workers.iter().any(Remote::has_stealable_work)
     }
 
     /// Step 6: sleep until there is work.
