@@ -11,17 +11,8 @@ use std::io::{ErrorKind, Read, Write};
 use std::sync::Arc;
 use std::time::Duration;
 
-use corio::net::{TcpListener, TcpStream};
-use support::{EVENTUALLY, within};
-
-/// A connected pair: (client, server side).
-fn pair() -> (TcpStream, TcpStream) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    let client = corio::go(move || TcpStream::connect(addr).unwrap());
-    let (server, _) = listener.accept().unwrap();
-    (client.join().unwrap(), server)
-}
+use corio::net::TcpStream;
+use support::{EVENTUALLY, tcp_pair as pair, within};
 
 /// One socket shared by `Arc` (a dropped `try_clone` handle would close it for all).
 fn shared(s: TcpStream) -> Arc<TcpStream> {
