@@ -10,21 +10,12 @@ use std::net::{Shutdown, SocketAddr};
 use std::time::{Duration, Instant};
 
 use corio::net::{TcpListener, TcpStream};
-use support::{EVENTUALLY, within};
+use support::{EVENTUALLY, tcp_pair as pair, within};
 
 /// An address nobody listens on (a listener bound and dropped).
 fn refused_addr() -> SocketAddr {
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     l.local_addr().unwrap()
-}
-
-/// A connected pair: (client, server side).
-fn pair() -> (TcpStream, TcpStream) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    let client = corio::go(move || TcpStream::connect(addr).unwrap());
-    let (server, _) = listener.accept().unwrap();
-    (client.join().unwrap(), server)
 }
 
 rt_common! {

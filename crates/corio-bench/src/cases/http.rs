@@ -5,10 +5,23 @@
 //! (`Hello, World!`), at 16, 64 and 256 connections for 10 s (`--quick`: 64 connections for
 //! 1 s), after a discarded 1 s warm-up (none under `--quick`). Then a pipelined run: 256
 //! connections (`--quick`: 64), each sending 16 requests per round trip, through a wrk Lua
-//! script this case writes to a temporary file. wrk's `--latency` distribution gives the p99;
-//! with pipelining it is the latency of a batch of 16, when wrk has one (its pipelined
-//! distribution is often empty, all percentiles 0.00us: that row then reads "no `p99@piped`
-//! measured").
+//! script this case writes to a temporary file. wrk's `--latency` distribution gives the p99
+//! of the keep-alive runs. With pipelining the p99 is of a batch of 16 (wrk records one
+//! latency per batch, when the connection's 16th response arrives), computed here from the
+//! histogram the script's `done` prints, because wrk's own pipelined percentiles are wrong:
+//!
+//! wrk 4.1 corrects its histogram for coordinated omission (`stats_correct`): every latency
+//! `n >= 2E` adds a copy of its count at `n - E`, `n - 2E`, ... down to just above `E`, where
+//! `E` = run time / (responses per connection). With 16 requests per round trip, `E` is the
+//! interval between *responses*, 16 times shorter than a batch's round trip, so the copies
+//! land between `E` and `2E` — below the fastest batch. The copies are counted in the total but
+//! lie below the histogram's `min`, where `stats_percentile` never looks: it returns a value
+//! too high, or (when the copies are more than 1 % of the total) runs out of samples and
+//! prints `0.00us`. That is what the Rust servers showed: their batches are fast and even
+//! (the fastest batch above `2E`), Go's are not (its fastest below `E`, so nothing is lost).
+//! The copies come from the original counts only, so [`batch_p99_us`] undoes the correction
+//! exactly (from the largest latency down) and takes the p99 of the batches as recorded; the
+//! total it recovers equals wrk's responses / 16.
 //!
 //! | row | server |
 //! |---|---|
@@ -58,7 +71,11 @@ const DEPTH: usize = 16;
 /// The wrk script of the pipelined run: `DEPTH` requests sent back to back.
 const PIPELINE_LUA: &str = "-- written by corio-bench: 16 pipelined GET /plaintext per round trip\n\
 init = function(args)\n  local r = {}\n  for i = 1, 16 do r[i] = wrk.format(nil, \"/plaintext\") end\n  \
-req = table.concat(r)\nend\nrequest = function() return req end\n";
+req = table.concat(r)\nend\nrequest = function() return req end\n\
+-- the histogram as wrk left it (see batch_p99_us in corio-bench's http.rs)\n\
+done = function(summary, latency, requests)\n  \
+io.write(string.format(\"@wrk duration %d responses %d\\n\", summary.duration, summary.requests))\n  \
+for i = 1, #latency do\n    local v, c = latency(i)\n    io.write(string.format(\"@lat %d %d\\n\", v, c))\n  end\nend\n";
 
 /// The path of `wrk` if it is on `PATH`.
 fn wrk_tool() -> Option<std::path::PathBuf> {
@@ -104,11 +121,10 @@ fn run(opts: &Opts) -> Vec<Measurement> {
         if script_ok {
             let r = wrk_run(wrk, &url, piped_conns, secs, Some(&script))?;
             values.push(("rps@piped".into(), r.rps));
-            // wrk's latency distribution of a pipelined run is often empty: its percentiles
-            // read 0.00us although the mean is not 0. A 0 is no measurement (the row then says
-            // "no `p99@piped` measured"), never a p99 of 0.
-            if r.p99_us > 0.0 {
-                values.push(("p99@piped".into(), r.p99_us));
+            // Not wrk's pipelined percentile (see the module doc): the batches' own p99.
+            match batch_p99_us(&r.text, piped_conns) {
+                Ok(p99) => values.push(("p99@piped".into(), p99)),
+                Err(e) => problems.push(format!("pipelined p99: {e}")),
             }
             problems.extend(r.errors.map(|e| format!("pipelined: {e}")));
         }
@@ -170,6 +186,8 @@ fn run(opts: &Opts) -> Vec<Measurement> {
 struct WrkResult {
     rps: f64,
     p99_us: f64,
+    /// wrk's whole output (the pipelined script's `done` adds the histogram to it).
+    text: String,
     /// Socket errors or non-2xx responses, if wrk reported any.
     errors: Option<String>,
 }
@@ -231,8 +249,64 @@ fn parse_wrk(text: &str) -> Result<WrkResult, String> {
     Ok(WrkResult {
         rps,
         p99_us,
+        text: text.to_string(),
         errors,
     })
+}
+
+/// The p99 latency of a pipelined run's batches, in µs, from the `@wrk` and `@lat` lines the
+/// pipelined script's `done` prints: wrk's histogram with its coordinated-omission correction
+/// undone (the module doc says why wrk's own percentile is wrong here).
+///
+/// wrk's correction, with `E` = duration / (responses / `conns`) in integer µs, runs over
+/// `n` from `2E` up to the maximum and adds the *original* count of `n` at `n - kE` for every
+/// `k >= 1` with `n - kE > E` (it only ever adds below `n`, so a count is read before anything
+/// is added to it). So the count added at a latency `m > E` is the sum of the original counts
+/// at `m + E`, `m + 2E`, ...: going down from the largest latency, each original count is the
+/// histogram's minus the running sum of the originals already recovered in its residue class
+/// modulo `E`. The copies below the histogram's minimum are not printed, and not needed.
+fn batch_p99_us(text: &str, conns: u64) -> Result<f64, String> {
+    let mut header = None;
+    let mut hist: Vec<(u64, u64)> = Vec::new();
+    for line in text.lines() {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let num = |i: usize| words.get(i).and_then(|w| w.parse::<u64>().ok());
+        match words.first() {
+            Some(&"@wrk") => header = num(2).zip(num(4)),
+            Some(&"@lat") => hist.push(num(1).zip(num(2)).ok_or("a bad @lat line")?),
+            _ => {}
+        }
+    }
+    let (duration, responses) = header.ok_or("no @wrk line in wrk's output")?;
+    let per_conn = responses / conns.max(1);
+    if per_conn == 0 || hist.is_empty() {
+        return Err("no batch completed".into());
+    }
+    let e = duration / per_conn;
+    hist.sort_unstable();
+    // Originals, from the largest latency down; `later[r]` sums the originals recovered so far
+    // whose latency is `r` modulo `e` (all of them above the current one).
+    let mut later = std::collections::HashMap::new();
+    let mut originals = Vec::with_capacity(hist.len());
+    for &(latency, count) in hist.iter().rev() {
+        let class = later.entry(latency % e.max(1)).or_insert(0u64);
+        let added = if latency > e { *class } else { 0 };
+        let original = count.checked_sub(added).ok_or_else(|| {
+            format!("the histogram is not wrk's correction of one (at {latency} us)")
+        })?;
+        *class += original;
+        originals.push((latency, original));
+    }
+    let total: u64 = originals.iter().map(|&(_, c)| c).sum();
+    let rank = (total as f64 * 0.99).ceil() as u64;
+    let mut seen = 0;
+    for &(latency, count) in originals.iter().rev() {
+        seen += count;
+        if seen >= rank.max(1) {
+            return Ok(latency as f64);
+        }
+    }
+    Err("no batch completed".into())
 }
 
 /// `850.00us`, `1.23ms`, `2.00s`, `3.00m` as microseconds.
@@ -284,5 +358,68 @@ mod tests {
         assert_eq!(parse_duration_us("850.00us"), Some(850.0));
         assert_eq!(parse_duration_us("1.50s"), Some(1.5e6));
         assert!(parse_wrk("garbage").is_err());
+    }
+
+    /// wrk 4.1's `stats_correct` (src/stats.c), applied to a histogram indexed by µs.
+    fn wrk_correct(hist: &mut [u64], max: usize, e: usize) {
+        for n in 2 * e..=max {
+            let count = hist[n];
+            let mut m = n - e;
+            while count > 0 && m > e {
+                hist[m] += count;
+                m -= e;
+            }
+        }
+    }
+
+    /// wrk 4.1's `stats_percentile`: scans from the minimum *recorded* latency only.
+    fn wrk_percentile(hist: &[u64], min: usize, max: usize, count: u64, p: f64) -> usize {
+        let rank = ((p / 100.0) * count as f64 + 0.5).round() as u64;
+        let mut total = 0;
+        for (i, &c) in hist.iter().enumerate().take(max + 1).skip(min) {
+            total += c;
+            if total >= rank {
+                return i;
+            }
+        }
+        0
+    }
+
+    #[test]
+    fn the_pipelined_p99_is_recovered_where_wrks_own_reads_zero() {
+        // 64 connections, 1,000 batches of 16 each in 1 s: E = 1_000_000 / 16_000 = 62 µs,
+        // every batch 300-420 µs, and one slow batch in a hundred at 2 ms.
+        let (conns, duration, e) = (64u64, 1_000_000u64, 62usize);
+        let mut hist = vec![0u64; 2_001];
+        let mut batches = 0;
+        for i in 0..64_000usize {
+            let latency = if i % 100 == 99 { 2_000 } else { 300 + i % 121 };
+            hist[latency] += 1;
+            batches += 1;
+        }
+        let p99_true = 420.0; // 99 % of the batches are at most 420 µs
+        let (min, max) = (300, 2_000);
+        let mut corrected = hist.clone();
+        wrk_correct(&mut corrected, max, e);
+        let count: u64 = corrected.iter().sum();
+        // What wrk prints for this run: its copies below `min` are counted but never scanned.
+        assert_eq!(wrk_percentile(&corrected, min, max, count, 99.0), 0);
+
+        let mut text = format!(
+            "Requests/sec: 1.0\n@wrk duration {duration} responses {}\n",
+            batches * 16
+        );
+        for (latency, &c) in corrected.iter().enumerate().skip(min) {
+            if c > 0 {
+                text.push_str(&format!("@lat {latency} {c}\n"));
+            }
+        }
+        assert_eq!(batch_p99_us(&text, conns), Ok(p99_true));
+    }
+
+    #[test]
+    fn a_pipelined_run_without_the_histogram_has_no_p99() {
+        assert!(batch_p99_us("Requests/sec: 1.0\n", 64).is_err());
+        assert!(batch_p99_us("@wrk duration 1000000 responses 0\n@lat 5 1\n", 64).is_err());
     }
 }

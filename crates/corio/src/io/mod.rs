@@ -31,4 +31,5 @@
 //!   again; *one-shot* would need an `epoll_ctl` per wait (Go and tokio chose edge-triggered).
 
 pub(crate) mod registry;
+pub(crate) mod slot;
 pub(crate) mod source;

@@ -26,17 +26,21 @@
 //!    in step 1) and the *next* operation waits without a system call that would only say
 //!    `EAGAIN` (tokio's "short read clears readiness");
 //! 3. on `EAGAIN` clears the ready bit the same way; then, or when the bit was clear in step
-//!    2, calls [`ScheduledIo::wait`] with the cleared state: under the waiter lock, if the
-//!    state moved, an edge arrived after step 1 — go back to 1; else the waker is added to the
-//!    list and the operation returns `Pending`.
+//!    2, calls [`ScheduledIo::wait`] with the cleared state: it leaves the waker in the
+//!    direction's single-waiter slot (`slot.rs`; or, if another task's waker holds the slot,
+//!    in the direction's list, under the waiter lock), then re-checks: if the state moved, an
+//!    edge arrived after step 1 — go back to 1; else the operation returns `Pending`.
 //!
 //! The poller that receives an edge bumps the sequence number and sets the ready bit in one
-//! atomic update *before* it takes the waiter lock and wakes the list. Either the waiter's
-//! check (under the lock) sees the new state, or the poller's lock comes after the waiter
-//! pushed its waker and wakes it: an edge is never lost, at worst a waiter is woken once for
-//! nothing. The poller skips the lock when no waiter has announced itself (a `waiting` flag
-//! the waiter sets under the lock before its check; a store-load pair on each side, both
-//! `SeqCst`, so that the poller sees the flag or the waiter sees the edge). A clear is a compare-and-swap from the state read in step 1, so it never erases an
+//! atomic update *before* it wakes the slot and the list. Either the waiter's re-check sees
+//! the new state, or the poller finds the waker the waiter left and wakes it: an edge is never
+//! lost, at worst a waiter is woken once for nothing. Both sides make the decision with
+//! read-modify-writes of the state word (the waiter's re-check is a `fetch_add(0)`), which
+//! are totally ordered: if the waiter's comes first, its Release carries the slot's `FULL`
+//! bit (or the list's `waiting` flag) to the poller, which then looks at the slot (takes the
+//! lock); if it comes second it reads the edge. So the poller skips the slot when it is empty
+//! and the lock when no list waiter announced itself — almost every edge (`slot.rs`, "The
+//! guarantee"; the loom models below check the argument). A clear is a compare-and-swap from the state read in step 1, so it never erases an
 //! edge that came after that read: data that arrives after a short read (or during it) leaves
 //! the bit set, because its edge moved the state. The ready bit starts set: a socket may be
 //! ready before it is registered, and the first operation finds out with its system call.
@@ -48,12 +52,22 @@
 //! `data_arriving_after_a_short_read_wakes_a_coroutine_reader` hung at EOF without it).
 //!
 //! Waker lists keep their capacity, so after a socket's first wait its waits do not allocate.
-//! A waiter that gives up (its future dropped, a timeout) leaves its waker in the list; the
-//! next edge wakes it for nothing and empties the list.
+//! A waiter that gives up (its future dropped, a timeout) leaves its waker in the slot or the
+//! list; the next edge wakes it for nothing and empties them (until then, a different task
+//! waiting on that direction finds the slot taken and uses the list).
 
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex};
 use std::task::Waker;
+
+use super::slot::{Register, WaiterSlot};
+use crate::loom::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+// The waker lists' lock: loom's under the model checker (a std lock held by a thread loom
+// switched away from would block the model for real), std's otherwise.
+#[cfg(loom)]
+use loom::sync::Mutex as ListLock;
+#[cfg(not(loom))]
+use std::sync::Mutex as ListLock;
 
 /// The lowest token of a socket; the driver's own descriptors use tokens below it.
 pub(crate) const TOKEN_BASE: u64 = 16;
@@ -100,13 +114,14 @@ pub(crate) struct ScheduledIo {
     state: [AtomicU32; 2],
     /// Set when the registration ends while handles may still wait on it.
     closed: AtomicBool,
+    /// Per direction: the first waiter's waker (`slot.rs`), taken without a lock.
+    slots: [WaiterSlot; 2],
     /// Per direction: set (under the lock) by `wait` before it re-checks the state, cleared
     /// (under the lock) by `ready` when it empties the list. `ready` skips the lock while it
-    /// is clear — most edges: every epoll event carries `EPOLLOUT` for a writable socket,
-    /// and a writer rarely waits.
+    /// is clear — almost every edge, now that a single waiter uses the slot.
     waiting: [AtomicBool; 2],
-    /// Wakers waiting for each direction; guarded by the mutex.
-    waiters: Mutex<[Vec<Waker>; 2]>,
+    /// Wakers waiting for each direction behind the slot's; guarded by the mutex.
+    waiters: ListLock<[Vec<Waker>; 2]>,
 }
 
 impl ScheduledIo {
@@ -114,8 +129,9 @@ impl ScheduledIo {
         ScheduledIo {
             state: [AtomicU32::new(READY), AtomicU32::new(READY)],
             closed: AtomicBool::new(false),
+            slots: [WaiterSlot::new(), WaiterSlot::new()],
             waiting: [AtomicBool::new(false), AtomicBool::new(false)],
-            waiters: Mutex::new([Vec::new(), Vec::new()]),
+            waiters: ListLock::new([Vec::new(), Vec::new()]),
         }
     }
 
@@ -146,17 +162,45 @@ impl ScheduledIo {
     }
 
     /// Step 3 of the protocol: queue `waker` unless the state moved from `state` (the cleared
-    /// state `clear` returned).
+    /// state `clear` returned) — in the direction's slot, or in its list if another task's
+    /// waker holds the slot.
+    #[inline]
     pub(crate) fn wait(&self, dir: Direction, state: u32, waker: &Waker) -> Wait {
+        match self.slots[dir as usize].register(waker) {
+            Register::Stored => {
+                // Read-modify-writes that change nothing, AcqRel: each is ordered with the
+                // poller's (or closer's) read-modify-write of the same word, so either it reads
+                // the edge (the close), or its Release carries the slot's `FULL` to that
+                // poller's later load of the slot (`slot.rs`, "The guarantee"). Plain loads
+                // would need a SeqCst store-load pair, which loom cannot check.
+                if self.closed.fetch_or(false, Ordering::AcqRel) {
+                    Wait::Closed
+                } else if self.state[dir as usize].fetch_add(0, Ordering::AcqRel) != state {
+                    Wait::Retry
+                } else {
+                    Wait::Queued
+                }
+            }
+            Register::Woken => Wait::Queued,
+            Register::Retry => Wait::Retry,
+            Register::Occupied => self.wait_in_list(dir, state, waker),
+        }
+    }
+
+    /// `wait` for a second waiter on one direction: the waker list.
+    #[inline(never)]
+    fn wait_in_list(&self, dir: Direction, state: u32, waker: &Waker) -> Wait {
         let mut waiters = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
         if self.closed.load(Ordering::Acquire) {
             return Wait::Closed;
         }
-        // SeqCst, with the load below: pairs with `ready`'s SeqCst update and load of
-        // `waiting` (a store-load pair on each side): either `ready` sees the flag and takes
-        // the lock (after we queue), or our load sees its edge and we retry.
-        self.waiting[dir as usize].store(true, Ordering::SeqCst);
-        if self.state[dir as usize].load(Ordering::SeqCst) != state {
+        // The flag, then a read-modify-write of the state that changes nothing (AcqRel): it
+        // is ordered with `ready`'s update of the state; either it reads that edge and we
+        // retry, or its Release carries the flag to `ready`, whose Acquire update is then
+        // followed by a load of `waiting` that sees it, and `ready` takes the lock (after we
+        // queue, since we hold it).
+        self.waiting[dir as usize].store(true, Ordering::Relaxed);
+        if self.state[dir as usize].fetch_add(0, Ordering::AcqRel) != state {
             return Wait::Retry;
         }
         let list = &mut waiters[dir as usize];
@@ -177,12 +221,15 @@ impl ScheduledIo {
     pub(crate) fn ready(&self, dir: Direction, closed: bool) {
         let set = if closed { READY | FINAL } else { READY };
         // One update for both, so that no operation sees the new edge count without the ready
-        // bit. SeqCst: Release for the Acquire load in `state`, and the store-load pair with
-        // `wait` (see there) through the load of `waiting` below.
-        let _ = self.state[dir as usize].fetch_update(Ordering::SeqCst, Ordering::Relaxed, |s| {
+        // bit. AcqRel: Release for the Acquire load in `state` and for `wait`'s re-check;
+        // Acquire for the slot's `FULL` and the `waiting` flag a waiter's re-check carried
+        // (see `wait`), which the loads below must see.
+        let _ = self.state[dir as usize].fetch_update(Ordering::AcqRel, Ordering::Relaxed, |s| {
             Some(s.wrapping_add(EDGE) | set)
         });
-        if self.waiting[dir as usize].load(Ordering::SeqCst) {
+        // The slot first (its load pairs with the update above: `slot.rs`), then the list.
+        self.slots[dir as usize].wake();
+        if self.waiting[dir as usize].load(Ordering::Relaxed) {
             self.wake_waiters(dir);
         }
         // Else nobody waits, and whoever comes next sees the new state.
@@ -202,7 +249,13 @@ impl ScheduledIo {
     /// Ends the registration: every waiter wakes and finds it closed.
     pub(crate) fn close(&self) {
         let mut waiters = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
-        self.closed.store(true, Ordering::Release);
+        // A read-modify-write, AcqRel: Release for the list's waiters (their load under the
+        // lock) and for a slot waiter's re-check of `closed`; Acquire for the `FULL` such a
+        // re-check carried, which the slots' loads below must see (`wait`).
+        self.closed.swap(true, Ordering::AcqRel);
+        for slot in &self.slots {
+            slot.wake();
+        }
         for list in waiters.iter_mut() {
             for waker in list.drain(..) {
                 waker.wake();
@@ -375,7 +428,7 @@ impl Drop for Registration {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
     use std::sync::atomic::AtomicUsize;
@@ -419,5 +472,114 @@ mod tests {
         assert!(may_be_ready(io.state(Direction::Read)));
         // Every reference the batch took was given back.
         assert_eq!(Arc::strong_count(&io), 2);
+    }
+}
+
+/// The wait/ready/close protocol with the single-waiter slot (`slot.rs`) under loom: a lost
+/// wake-up leaves a waiter blocked for ever, which loom reports as a deadlock.
+/// `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test -p corio --release --lib
+/// --target-dir target/loom -- loom`.
+#[cfg(all(test, loom))]
+mod loom_tests {
+    use super::*;
+    use crate::sync::atomic_waker::loom_tests::Signal;
+
+    /// A reader that found the socket drained (its `EAGAIN` cleared the ready bit) waits as
+    /// `Source::poll_registered` does until the socket may be ready: `Ok` once an edge is
+    /// visible, `Err` if the registration closed.
+    fn wait_for_edge(io: &ScheduledIo) -> Result<(), ()> {
+        let signal = std::sync::Arc::new(Signal::new());
+        let waker = Waker::from(signal.clone());
+        let dir = Direction::Read;
+        // The socket's data is the edge: a read after it finds the data, one before it finds
+        // the socket drained and clears the ready bit (the state starts ready, edge count 0).
+        let first = io.state(dir);
+        if first >= EDGE {
+            return Ok(());
+        }
+        let mut state = io.clear(dir, first);
+        loop {
+            match io.wait(dir, state, &waker) {
+                Wait::Queued => signal.wait(),
+                Wait::Retry => {}
+                Wait::Closed => return Err(()),
+            }
+            state = io.state(dir);
+            if may_be_ready(state) {
+                return Ok(());
+            }
+        }
+    }
+
+    fn model(f: impl Fn() + Sync + Send + 'static) {
+        let mut builder = loom::model::Builder::new();
+        if builder.preemption_bound.is_none() {
+            builder.preemption_bound = Some(2);
+        }
+        builder.check(f);
+    }
+
+    #[test]
+    fn loom_an_edge_racing_with_a_slot_wait_is_never_lost() {
+        model(|| {
+            let io = Arc::new(ScheduledIo::new());
+            let poller = {
+                let io = io.clone();
+                loom::thread::spawn(move || io.ready(Direction::Read, false))
+            };
+            assert_eq!(wait_for_edge(&io), Ok(()));
+            poller.join().unwrap();
+        });
+    }
+
+    #[test]
+    fn loom_two_waiters_on_one_direction_both_see_the_edge() {
+        // One takes the slot, the other the list (or both the slot, in turn, after a wake).
+        model(|| {
+            let io = Arc::new(ScheduledIo::new());
+            let other = {
+                let io = io.clone();
+                loom::thread::spawn(move || wait_for_edge(&io))
+            };
+            let poller = {
+                let io = io.clone();
+                loom::thread::spawn(move || io.ready(Direction::Read, false))
+            };
+            assert_eq!(wait_for_edge(&io), Ok(()));
+            assert_eq!(other.join().unwrap(), Ok(()));
+            poller.join().unwrap();
+        });
+    }
+
+    #[test]
+    fn loom_a_close_racing_with_a_slot_wait_wakes_the_waiter_with_an_error() {
+        model(|| {
+            let io = Arc::new(ScheduledIo::new());
+            let closer = {
+                let io = io.clone();
+                loom::thread::spawn(move || io.close())
+            };
+            assert_eq!(wait_for_edge(&io), Err(()));
+            closer.join().unwrap();
+        });
+    }
+
+    #[test]
+    fn loom_an_edge_and_a_close_racing_with_a_wait_end_it() {
+        model(|| {
+            let io = Arc::new(ScheduledIo::new());
+            let poller = {
+                let io = io.clone();
+                loom::thread::spawn(move || io.ready(Direction::Read, false))
+            };
+            let closer = {
+                let io = io.clone();
+                loom::thread::spawn(move || io.close())
+            };
+            // Either ending is right; waiting for ever is not.
+            let _ = wait_for_edge(&io);
+            poller.join().unwrap();
+            closer.join().unwrap();
+        });
     }
 }

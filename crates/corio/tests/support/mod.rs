@@ -356,3 +356,13 @@ pub fn threads_named(prefix: &str) -> Vec<ThreadInfo> {
         .filter(|t| t.comm.starts_with(&prefix) && Some(t.tid) != me)
         .collect()
 }
+
+/// A connected `corio::net` TCP pair on 127.0.0.1, made in a coroutine of the current runtime:
+/// (client, server side).
+pub fn tcp_pair() -> (corio::net::TcpStream, corio::net::TcpStream) {
+    let listener = corio::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let client = corio::go(move || corio::net::TcpStream::connect(addr).unwrap());
+    let (server, _) = listener.accept().unwrap();
+    (client.join().unwrap(), server)
+}

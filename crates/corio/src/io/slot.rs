@@ -1,0 +1,208 @@
+//! [`WaiterSlot`]: the one-waker slot in front of a socket direction's waker list.
+//!
+//! # Why
+//!
+//! Almost always one task waits on a direction of a socket: the connection's coroutine reads,
+//! and when it must wait for data it is the only reader. Queuing that waiter in a mutex-guarded
+//! list cost a lock round trip on each side of every wait (the waiter's push, the poller's
+//! drain) on the hottest path of a server. So each direction has a slot for one waker in front
+//! of its list (`registry.rs`, "the protocol"): the first waiter takes the slot without a lock;
+//! a second waiter on the same direction (two handles to one socket) finds the slot taken by a
+//! different waker and goes to the list, as every waiter did before.
+//!
+//! # The mechanism
+//!
+//! The algorithm of `futures`' `AtomicWaker` (corio's own is `sync/atomic_waker.rs`), with two
+//! changes. A state word guards an `UnsafeCell<Option<Waker>>`:
+//!
+//! - `REGISTERING`: a waiter holds the slot and is storing its waker.
+//! - `WAKING`: a poller holds the slot and is taking the waker (or, finding `REGISTERING`, has
+//!   left a note that the registering waiter must retry).
+//! - `FULL`: the cell holds a waker (set and cleared only by the holder of the slot).
+//!
+//! 1. [`register`](WaiterSlot::register): CAS from a state without `REGISTERING`/`WAKING` to it
+//!    plus `REGISTERING`. A state with `WAKING` means a poller is taking the waker after an
+//!    edge: the waiter wakes its own waker and returns `Pending` (the next poll sees the edge),
+//!    as `AtomicWaker` does. A state with `REGISTERING` means another waiter holds the slot: it
+//!    goes to the list ([`Register::Occupied`]; the first change: two waiters are allowed, the
+//!    second is sent elsewhere instead of being ignored). Holding the slot, the waiter stores
+//!    its waker if the cell is empty or holds one that `will_wake` it (no clone), and else
+//!    (another task's waker, left by a waiter that gave up or still waits) goes to the list;
+//!    then releases with a CAS back to the state without `REGISTERING` (with `FULL` if it
+//!    stored). If the release fails, a poller set `WAKING` meanwhile and went away: an edge
+//!    came, so the waiter takes the waker back out, empties the slot and retries (its own
+//!    waker), or wakes the other task's (whose wake-up the poller left to it).
+//! 2. [`wake`](WaiterSlot::wake): `fetch_or(WAKING)`; if the slot was free, take the waker,
+//!    clear `WAKING` and `FULL`, wake it. Before that, the second change: a poller that loads
+//!    a state of 0 (nobody registered, nobody registering) returns at once, so an edge with
+//!    nobody waiting (most write-direction edges) pays a load, not two read-modify-writes.
+//!
+//! # The guarantee, and the argument for the early return
+//!
+//! A poller that makes an edge visible (an AcqRel read-modify-write of the direction's
+//! readiness state) and then calls `wake`, and a waiter that calls `register` and then, if it
+//! stored its waker, re-checks the readiness state with an AcqRel read-modify-write that
+//! changes nothing (`fetch_add(0)`), cannot both miss. Without the early return this is
+//! `AtomicWaker`'s argument: every slot operation is a read-modify-write of one word, so they
+//! are totally ordered, and the later one sees the earlier one's waker or (through the release
+//! sequence of the word) its edge. For the early return, the two read-modify-writes of the
+//! readiness state are ordered too: if the waiter's comes second it reads the edge and the
+//! waiter retries; if it comes first, the poller's reads it, so the waiter's releasing CAS
+//! (which set `FULL`) happens before the poller's load of this word, which then reads `FULL`
+//! or a later state: `FULL` or `REGISTERING` (it takes the slow path), or 0 after another
+//! poller took and woke this very waker. (A plain load for the re-check would need a `SeqCst`
+//! store-load pair on each side, which loom does not model.) The same pair of
+//! read-modify-writes on the `closed` flag makes a dropped socket wake its waiter.
+//!
+//! # Model checking
+//!
+//! `registry.rs`'s `loom_tests` check the whole wait/ready/close protocol with this slot:
+//! `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test -p corio --release --lib
+//! --target-dir target/loom -- loom`.
+
+use std::task::Waker;
+
+use crate::loom::cell::UnsafeCell;
+use crate::loom::sync::atomic::AtomicUsize;
+use crate::loom::sync::atomic::Ordering::{AcqRel, Acquire, Release};
+
+/// A waiter holds the slot and is storing its waker.
+const REGISTERING: usize = 0b001;
+/// A poller holds the slot, or left a note for the registering waiter.
+const WAKING: usize = 0b010;
+/// The cell holds a waker.
+const FULL: usize = 0b100;
+
+/// What [`WaiterSlot::register`] did.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Register {
+    /// The slot holds the waker: check the readiness state (and `closed`), then wait.
+    Stored,
+    /// A poller was waking the slot: the waker was woken at once; return `Pending`.
+    Woken,
+    /// An edge came while registering: try the operation again.
+    Retry,
+    /// The slot holds (or is being given) another task's waker: use the list.
+    Occupied,
+}
+
+/// One direction's waker slot: see the module documentation.
+pub(crate) struct WaiterSlot {
+    /// `REGISTERING`, `WAKING` and `FULL` bits.
+    state: AtomicUsize,
+    /// Touched only by the holder of `REGISTERING` (without `WAKING`) or of `WAKING` (whose
+    /// `fetch_or` found neither `REGISTERING` nor `WAKING`).
+    waker: UnsafeCell<Option<Waker>>,
+}
+
+// SAFETY: the only non-`Sync` part is the cell, and it is accessed only by the thread that owns
+// the slot through `state` (see the field); ownership passes with the Acquire/Release pairs
+// named at each use. `Option<Waker>` is `Send`.
+unsafe impl Sync for WaiterSlot {}
+
+impl WaiterSlot {
+    pub(crate) fn new() -> WaiterSlot {
+        WaiterSlot {
+            state: AtomicUsize::new(0),
+            waker: UnsafeCell::new(None),
+        }
+    }
+
+    /// Step 1 of the module documentation: leave `waker` in the slot if it is free or already
+    /// holds a waker that `will_wake` it.
+    #[inline]
+    pub(crate) fn register(&self, waker: &Waker) -> Register {
+        let mut cur = self.state.load(Acquire);
+        loop {
+            if cur & WAKING != 0 {
+                waker.wake_by_ref();
+                return Register::Woken;
+            }
+            if cur & REGISTERING != 0 {
+                return Register::Occupied;
+            }
+            // Acquire: pairs with the Release of `wake`'s clearing `fetch_and` and of an
+            // earlier `register`'s releasing CAS, so the cell they left is visible.
+            match self
+                .state
+                .compare_exchange_weak(cur, cur | REGISTERING, Acquire, Acquire)
+            {
+                Ok(_) => break,
+                Err(actual) => cur = actual,
+            }
+        }
+        // SAFETY: our CAS set `REGISTERING` on a state without it or `WAKING`: the cell is ours
+        // until we release it (pollers that come now only set `WAKING`).
+        let stored = self.waker.with_mut(|cell| unsafe {
+            match &*cell {
+                Some(old) => old.will_wake(waker),
+                None => {
+                    *cell = Some(waker.clone());
+                    true
+                }
+            }
+        });
+        let held = cur | REGISTERING;
+        let released = if stored { FULL } else { cur };
+        // Release on success: for the Acquire of `wake`'s `fetch_or` and early-return load (the
+        // waker just stored, and `FULL`). Failure, Acquire: pairs with the `fetch_or` that set
+        // `WAKING`, so its edge is visible to the retry.
+        match self.state.compare_exchange(held, released, AcqRel, Acquire) {
+            Ok(_) => {
+                if stored {
+                    Register::Stored
+                } else {
+                    Register::Occupied
+                }
+            }
+            Err(_) => {
+                // A poller came while we held the slot (`held | WAKING`) and left the wake to
+                // us. SAFETY: pollers that see `REGISTERING` do not touch the cell and no other
+                // waiter can take it, so it is still ours.
+                let taken = self.waker.with_mut(|cell| unsafe { (*cell).take() });
+                // Release: hands the empty cell to the next owner (`register`'s first CAS,
+                // `wake`'s `fetch_or`).
+                self.state.store(0, Release);
+                if stored {
+                    // Our own waker: the edge is visible (the failed CAS acquired it).
+                    Register::Retry
+                } else {
+                    if let Some(other) = taken {
+                        other.wake();
+                    }
+                    Register::Occupied
+                }
+            }
+        }
+    }
+
+    /// Step 2: wakes the stored waker, if any. Called after the edge (or `closed`) was made
+    /// visible with a `SeqCst` store or read-modify-write.
+    #[inline]
+    pub(crate) fn wake(&self) {
+        // Acquire: sees `FULL` whenever the caller's read-modify-write read a waiter's re-check
+        // (module documentation, "The guarantee").
+        if self.state.load(Acquire) != 0 {
+            self.wake_slow();
+        }
+    }
+
+    #[inline(never)]
+    fn wake_slow(&self) {
+        // AcqRel: Acquire pairs with `register`'s releasing CAS (the stored waker is visible);
+        // Release pairs with the Acquire of `register`'s CASes, so a waiter that sees `WAKING`
+        // sees the edge this poller published before.
+        let prev = self.state.fetch_or(WAKING, AcqRel);
+        if prev & (REGISTERING | WAKING) == 0 {
+            // SAFETY: our `fetch_or` set `WAKING` on a state without `REGISTERING` or `WAKING`:
+            // the cell is ours until we clear `WAKING`.
+            let waker = self.waker.with_mut(|cell| unsafe { (*cell).take() });
+            // Release: hands the emptied cell to the next owner (`register`'s first CAS).
+            self.state.fetch_and(!(WAKING | FULL), Release);
+            if let Some(waker) = waker {
+                waker.wake();
+            }
+        }
+        // Else a registering waiter will see `WAKING` and retry, or another poller is waking.
+    }
+}
