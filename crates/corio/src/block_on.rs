@@ -79,7 +79,7 @@ pub(crate) fn block_on_stackful<F: Future>(
         if let Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
             return v;
         }
-        ctx.suspend();
+        ctx.suspend_blocked();
     }
 }
 

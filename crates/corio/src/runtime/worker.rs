@@ -20,7 +20,7 @@ use super::park::Unparker;
 use super::sched::queue::{self, Local, Steal};
 use super::sched::slot::SpawnSlot;
 use super::thread_clock::ThreadClock;
-use crate::task::core::RunResult;
+use crate::task::core::{Kind, RunResult};
 use crate::task::raw::{Notified, Running};
 use crate::task::stackful::StackfulCtx;
 use crate::time::heap::TimerHeap;
@@ -99,6 +99,9 @@ pub(crate) struct Remote {
     pub(crate) preempt_signal: super::preempt::WorkerSlot,
     /// Direct switches between coroutines (`direct_yield`; written by the owner only).
     pub(crate) direct_switches: AtomicU64,
+    /// Direct hand-offs from a coroutine blocking in `block_on` to the one in the next-task
+    /// slot (`direct_block`; written by the owner only).
+    pub(crate) direct_handoffs: AtomicU64,
 }
 
 impl Remote {
@@ -137,6 +140,7 @@ impl Remote {
             panicked_in: AtomicU64::new(u64::MAX),
             preempt_signal: Default::default(),
             direct_switches: AtomicU64::new(0),
+            direct_handoffs: AtomicU64::new(0),
         }
     }
 
@@ -511,6 +515,99 @@ impl WorkerCtx {
         remote
             .direct_switches
             .store(switches + 1, Ordering::Relaxed);
+        self.switched.set(Some(to_ptr));
+        Some(to_ctx.enter_direct(self.index))
+    }
+
+    /// A direct hand-off (docs/scheduler.md, "The direct switch on a `block_on` suspension"):
+    /// called by the pinned coroutine `from`, running on this worker, as it suspends in
+    /// `block_on` (its future returned `Pending`). If the loop, after `from`'s poll went idle,
+    /// would run the task in the next-task slot without a maintenance round, and that task is
+    /// a started coroutine pinned here, this ends `from`'s poll as `after_pending` would
+    /// (`transition_to_idle`), starts the other one's as `harness::poll` would
+    /// (`transition_to_running`), does the loop's bookkeeping in between (`run_task`'s end and
+    /// start, the slot pick of `next_task`: the slice is inherited) and returns the other
+    /// one's switch state, for `from` to transfer to. `None`: nothing was changed, `from`
+    /// suspends to the loop.
+    ///
+    /// Only the plain outcomes of the two transitions are taken: a wake or a cancel of `from`
+    /// that raced in during its poll (NOTIFIED or CANCELLED set), or a cancelled next task,
+    /// falls back to the loop, which handles them. A wake of `from` after its transition
+    /// finds it idle and queues it as any wake of an idle pinned coroutine does (on this
+    /// thread's inbox or slot, which this thread looks at only after the switch).
+    #[inline(always)] // into the suspension, whose switch saves the callee-saved registers anyway
+    pub(crate) fn direct_block(&self, from: &StackfulCtx) -> Option<*mut RawCoroutine> {
+        let remote = self.remote();
+        // `run_task`'s end for `from` (the slice bookkeeping of a preempt request is the
+        // loop's) and start for the next one (no searching to stop).
+        if self.shared.is_shutdown()
+            || self.searching.get()
+            || remote.preempt.load(Ordering::Relaxed)
+        {
+            return None;
+        }
+        let mut core = self.core.try_borrow_mut().ok()?;
+        // `next_task`'s round: no maintenance due, the slice not over, the spawn slot (which
+        // goes first) unused, and a started coroutine pinned here in the next-task slot.
+        let tick = core.tick.wrapping_add(1);
+        if core.maintenance_due(remote, tick, core.global_countdown.saturating_sub(1))
+            || core.lifo_polls == SLICE_OVER
+            || core.spawn_slot_used
+        {
+            return None;
+        }
+        let to = core.next.as_ref()?.header();
+        if to.kind != (Kind::Stackful { migratable: false }) || to.pinned_home() != Some(self.index)
+        {
+            return None;
+        }
+        let to_ptr = std::ptr::NonNull::from(to);
+        // `harness::poll`'s start for `to`, the plain case only.
+        if !to.state.transition_to_running_if_plain() {
+            return None;
+        }
+        // SAFETY: we own `to` as RUNNING now (a started coroutine pinned here); the context
+        // lives in its cell.
+        let to_ctx = unsafe { (to.vtable.stackful_ctx)(to_ptr).as_ref() };
+        // As preemptible as `from` (the poll frame's guard clears what the last one set), and
+        // `after_pending`'s end for `from`, the plain case only.
+        let to_ctx = match to_ctx {
+            Some(to_ctx)
+                if to_ctx.is_preemptible() == from.is_preemptible()
+                    // SAFETY: `from` runs: its task is alive.
+                    && unsafe { from.header_ptr().as_ref() }
+                        .state
+                        .transition_to_idle_if_plain() =>
+            {
+                to_ctx
+            }
+            _ => {
+                // Nothing ran: `to` is back in the slot as it was (with any wake or cancel
+                // that came meanwhile).
+                to.state.transition_back_to_notified();
+                return None;
+            }
+        };
+        // Commit: the loop's changes, in its order. `to`'s `Notified` reference is now its
+        // poll's, which the frame `from` was resumed by owns (`switched`).
+        std::mem::forget(core.next.take());
+        core.tick = tick;
+        core.global_countdown -= 1;
+        core.lifo_polls += 1;
+        drop(core);
+        let inherited = remote.inherited.load(Ordering::Relaxed);
+        remote.inherited.store(inherited + 1, Ordering::Relaxed);
+        remote
+            .ticks
+            .store(remote.ticks.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        // SAFETY: alive: the frame holds its poll reference.
+        remote
+            .current_id
+            .store(unsafe { to_ptr.as_ref() }.id, Ordering::Relaxed);
+        let handoffs = remote.direct_handoffs.load(Ordering::Relaxed);
+        remote
+            .direct_handoffs
+            .store(handoffs + 1, Ordering::Relaxed);
         self.switched.set(Some(to_ptr));
         Some(to_ctx.enter_direct(self.index))
     }
