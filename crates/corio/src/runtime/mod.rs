@@ -147,6 +147,7 @@ impl Shared {
         self.epoch.elapsed().as_nanos() as u64
     }
 
+    #[inline] // on the direct switch's path, where a call costs more than the load
     pub(crate) fn is_shutdown(&self) -> bool {
         self.shutdown.load(Ordering::Acquire)
     }

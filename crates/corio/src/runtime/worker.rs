@@ -270,13 +270,16 @@ struct Core {
 impl Core {
     /// Whether step 1's periodic part (`maintenance`) is due in the round numbered `tick`,
     /// with the global queue's countdown at `countdown` after that round's step: the one
-    /// condition `next_task` runs maintenance on and `direct_yield` falls back to the loop on.
+    /// condition `next_task` runs maintenance on and `direct_yield`/`direct_block` fall back
+    /// to the loop on. The timer check of every `TIMER_CHECK_INTERVAL`th round is due only
+    /// when this worker has a timer: without one, `maintenance` would do nothing in it.
     #[inline(always)]
     fn maintenance_due(&self, remote: &Remote, tick: u32, countdown: u32) -> bool {
+        let next_timer = remote.next_timer.load(Ordering::Relaxed);
         countdown == 0
-            || tick.is_multiple_of(TIMER_CHECK_INTERVAL)
             || remote.inbox_len.load(Ordering::Relaxed) != 0
-            || remote.next_timer.load(Ordering::Relaxed) <= self.now
+            || next_timer <= self.now
+            || (next_timer != u64::MAX && tick.is_multiple_of(TIMER_CHECK_INTERVAL))
     }
 }
 
