@@ -507,19 +507,31 @@ impl WorkerCtx {
         drop(core);
         // `run_task`'s start for `to`: its poll reference is now the frame's.
         std::mem::forget(to);
+        Some(self.start_switched(to_ptr, to_ctx, &remote.direct_switches))
+    }
+
+    /// The end of both direct paths: `run_task`'s start for `to` (whose poll reference the
+    /// frame now holds: `switched`), one more on the path's `counter`, and `to`'s poll
+    /// thread-local state. Returns `to`'s switch state.
+    #[inline(always)]
+    fn start_switched(
+        &self,
+        to_ptr: std::ptr::NonNull<crate::task::core::Header>,
+        to_ctx: &StackfulCtx,
+        counter: &AtomicU64,
+    ) -> *mut RawCoroutine {
+        let remote = self.remote();
+        // Owner-only counters: a plain store is enough (sysmon and metrics only read).
         remote
             .ticks
             .store(remote.ticks.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
-        // SAFETY: alive: the frame holds its reference.
+        // SAFETY: alive: the frame holds its poll reference.
         remote
             .current_id
             .store(unsafe { to_ptr.as_ref() }.id, Ordering::Relaxed);
-        let switches = remote.direct_switches.load(Ordering::Relaxed);
-        remote
-            .direct_switches
-            .store(switches + 1, Ordering::Relaxed);
+        counter.store(counter.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
         self.switched.set(Some(to_ptr));
-        Some(to_ctx.enter_direct(self.index))
+        to_ctx.enter_direct(self.index)
     }
 
     /// A direct hand-off (docs/scheduler.md, "The direct switch on a `block_on` suspension"):
@@ -600,19 +612,7 @@ impl WorkerCtx {
         drop(core);
         let inherited = remote.inherited.load(Ordering::Relaxed);
         remote.inherited.store(inherited + 1, Ordering::Relaxed);
-        remote
-            .ticks
-            .store(remote.ticks.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
-        // SAFETY: alive: the frame holds its poll reference.
-        remote
-            .current_id
-            .store(unsafe { to_ptr.as_ref() }.id, Ordering::Relaxed);
-        let handoffs = remote.direct_handoffs.load(Ordering::Relaxed);
-        remote
-            .direct_handoffs
-            .store(handoffs + 1, Ordering::Relaxed);
-        self.switched.set(Some(to_ptr));
-        Some(to_ctx.enter_direct(self.index))
+        Some(self.start_switched(to_ptr, to_ctx, &remote.direct_handoffs))
     }
 
     /// The next task from this worker's own queues (steps 1–4 of the loop).
