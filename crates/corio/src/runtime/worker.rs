@@ -239,6 +239,25 @@ impl Runnable {
     }
 }
 
+/// A pinned coroutine in the yielded queue, with its context: the direct switch to it
+/// (`direct_yield`) reads the context here instead of through its task's vtable.
+struct Yielded {
+    task: Running,
+    /// The coroutine's context (in its task's cell, alive while `task` is), or null.
+    ctx: *const StackfulCtx,
+}
+
+impl Yielded {
+    /// `task`, with its context looked up through the vtable.
+    fn new(task: Running) -> Yielded {
+        let ptr = std::ptr::NonNull::from(task.header());
+        // SAFETY: a `Running` is owned as RUNNING by this thread's worker; the context lives
+        // in its cell.
+        let ctx = unsafe { (task.header().vtable.stackful_ctx)(ptr) };
+        Yielded { task, ctx }
+    }
+}
+
 /// The owner-only half of a P.
 struct Core {
     run_queue: Local<Notified>,
@@ -258,7 +277,7 @@ struct Core {
     /// Pinned coroutines that yielded, still RUNNING (see `raw::Running`): they run after
     /// everything else runnable here, as Go's `Gosched` puts a goroutine behind the local
     /// queue, except every 61st round (step 1), so a busy run queue cannot starve them.
-    yielded: VecDeque<Running>,
+    yielded: VecDeque<Yielded>,
     tick: u32,
     /// Rounds until the global queue is looked at first.
     global_countdown: u32,
@@ -423,7 +442,10 @@ impl WorkerCtx {
             // SAFETY: on `Yielded` the reference we handed over (or the direct switch handed
             // to this frame) became a Running's.
             let running = unsafe { Running::from_raw(ptr) };
-            self.core.borrow_mut().yielded.push_back(running);
+            self.core
+                .borrow_mut()
+                .yielded
+                .push_back(Yielded::new(running));
         }
         if remote.preempt.load(Ordering::Relaxed) {
             remote.preempt.store(false, Ordering::Relaxed);
@@ -475,13 +497,13 @@ impl WorkerCtx {
         // ... a started coroutine like `from` (both preemptible or neither: the poll frame's
         // guard clears what the last one set), not cancelled (the loop cancels it instead).
         let to = core.yielded.front()?;
-        let to_ptr = std::ptr::NonNull::from(to.header());
-        if to.header().state.load().is_cancelled() {
+        let to_ptr = std::ptr::NonNull::from(to.task.header());
+        if to.task.header().state.load().is_cancelled() {
             return None;
         }
         // SAFETY: a yielded task is this worker's, owned as RUNNING; the context lives in its
         // cell.
-        let to_ctx = unsafe { (to.header().vtable.stackful_ctx)(to_ptr).as_ref() }?;
+        let to_ctx = unsafe { to.ctx.as_ref() }?;
         if to_ctx.is_preemptible() != from.is_preemptible() {
             return None;
         }
@@ -490,10 +512,13 @@ impl WorkerCtx {
         core.global_countdown -= 1;
         core.lifo_polls = 0;
         core.pinned_first = !core.pinned_first;
-        // SAFETY: `from` is RUNNING, owned by this worker, and the reference its poll frame
-        // holds is now the yielded queue's: the frame will end the poll of the task it
-        // returns to (`switched`), not `from`'s.
-        let from_running = unsafe { Running::from_raw(from.header_ptr()) };
+        let from_running = Yielded {
+            // SAFETY: `from` is RUNNING, owned by this worker, and the reference its poll
+            // frame holds is now the yielded queue's: the frame will end the poll of the task
+            // it returns to (`switched`), not `from`'s.
+            task: unsafe { Running::from_raw(from.header_ptr()) },
+            ctx: from,
+        };
         // `from` to the back of the queue, `to` off its front: with `to` alone in it (two
         // coroutines yielding to each other), `from` simply takes its place.
         let to = if core.yielded.len() == 1 {
@@ -676,8 +701,8 @@ impl WorkerCtx {
         if task.is_some() {
             return task;
         }
-        if let Some(task) = core.yielded.pop_front() {
-            return Some(Runnable::Running(task));
+        if let Some(yielded) = core.yielded.pop_front() {
+            return Some(Runnable::Running(yielded.task));
         }
         drop(core);
         self.take_global().map(Runnable::Notified)
@@ -714,7 +739,7 @@ impl WorkerCtx {
         } else {
             movable(core).or_else(|| core.pinned.pop_front())
         };
-        task.or_else(|| core.yielded.pop_front().map(Runnable::Running))
+        task.or_else(|| core.yielded.pop_front().map(|y| Runnable::Running(y.task)))
     }
 
     /// The periodic part of step 1: the global queue every 61 rounds, the inbox, due timers
@@ -731,7 +756,7 @@ impl WorkerCtx {
                 core.global_countdown = GLOBAL_POLL_INTERVAL;
                 first = self.shared.inject.pop().map(Runnable::Notified);
                 if first.is_none() {
-                    first = core.yielded.pop_front().map(Runnable::Running);
+                    first = core.yielded.pop_front().map(|y| Runnable::Running(y.task));
                 }
             }
             // Acquire: pairs with the Release store in `push_inbox`.
@@ -1033,7 +1058,10 @@ impl WorkerCtx {
             if task.shutdown() == RunResult::Yielded {
                 // SAFETY: on `Yielded` our reference became a Running's.
                 let running = unsafe { Running::from_raw(ptr) };
-                self.core.borrow_mut().yielded.push_back(running);
+                self.core
+                    .borrow_mut()
+                    .yielded
+                    .push_back(Yielded::new(running));
             }
         }
         let deadline = std::time::Instant::now() + SHUTDOWN_GRACE;
@@ -1072,7 +1100,7 @@ impl WorkerCtx {
             let mut core = self.core.borrow_mut();
             core.next = None;
             (
-                core.yielded.drain(..).collect(),
+                core.yielded.drain(..).map(|y| y.task).collect(),
                 core.pinned.drain(..).collect(),
             )
         };
@@ -1100,7 +1128,7 @@ impl WorkerCtx {
         if let Some(task) = core.pinned.pop_front() {
             return Some(task);
         }
-        core.yielded.pop_front().map(Runnable::Running)
+        core.yielded.pop_front().map(|y| Runnable::Running(y.task))
     }
 
     fn has_pinned_work(&self) -> bool {
