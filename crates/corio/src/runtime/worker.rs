@@ -464,6 +464,31 @@ impl WorkerCtx {
         }
     }
 
+    /// The checks both direct paths begin with: not shutting down; `run_task`'s end for the
+    /// leaving coroutine (the slice bookkeeping of a preempt request is the loop's) and start
+    /// for the next one (no searching to stop); `next_task`'s round with no maintenance due,
+    /// the slice not over and the spawn slot (which goes first) unused. Returns the core,
+    /// borrowed, and the round's number, or `None` to leave it to the loop.
+    #[inline(always)]
+    fn direct_round(&self) -> Option<(std::cell::RefMut<'_, Core>, u32)> {
+        let remote = self.remote();
+        if self.shared.is_shutdown()
+            || self.searching.get()
+            || remote.preempt.load(Ordering::Relaxed)
+        {
+            return None;
+        }
+        let core = self.core.try_borrow_mut().ok()?;
+        let tick = core.tick.wrapping_add(1);
+        if core.maintenance_due(remote, tick, core.global_countdown.saturating_sub(1))
+            || core.lifo_polls == SLICE_OVER
+            || core.spawn_slot_used
+        {
+            return None;
+        }
+        Some((core, tick))
+    }
+
     /// A direct switch (docs/scheduler.md, "Yield path"): called by the pinned coroutine
     /// `from`, running on this worker, as it yields. If the loop, after queueing `from` as
     /// yielded, would run a yielded pinned coroutine next, without a maintenance round and
@@ -474,24 +499,10 @@ impl WorkerCtx {
     #[inline(always)] // into the yield, whose switch saves the callee-saved registers anyway
     pub(crate) fn direct_yield(&self, from: &StackfulCtx) -> Option<*mut RawCoroutine> {
         let remote = self.remote();
-        if self.shared.is_shutdown() || self.searching.get() {
-            return None;
-        }
-        // The end of `from`'s run: the slice bookkeeping of a preempt request is the loop's.
-        if remote.preempt.load(Ordering::Relaxed) {
-            return None;
-        }
-        let mut core = self.core.try_borrow_mut().ok()?;
-        // `next_task`'s round: no maintenance due, the slots and the queues it looks at before
-        // the yielded queue empty, and the front of the yielded queue...
-        let tick = core.tick.wrapping_add(1);
-        if core.maintenance_due(remote, tick, core.global_countdown.saturating_sub(1))
-            || core.lifo_polls == SLICE_OVER
-            || core.spawn_slot_used
-            || core.next.is_some()
-            || !core.pinned.is_empty()
-            || !core.run_queue.is_empty()
-        {
+        let (mut core, tick) = self.direct_round()?;
+        // ... the next-task slot and the queues `next_task` looks at before the yielded queue
+        // empty, and the front of the yielded queue...
+        if core.next.is_some() || !core.pinned.is_empty() || !core.run_queue.is_empty() {
             return None;
         }
         // ... a started coroutine like `from` (both preemptible or neither: the poll frame's
@@ -578,24 +589,8 @@ impl WorkerCtx {
     #[inline(always)] // into the suspension, whose switch saves the callee-saved registers anyway
     pub(crate) fn direct_block(&self, from: &StackfulCtx) -> Option<*mut RawCoroutine> {
         let remote = self.remote();
-        // `run_task`'s end for `from` (the slice bookkeeping of a preempt request is the
-        // loop's) and start for the next one (no searching to stop).
-        if self.shared.is_shutdown()
-            || self.searching.get()
-            || remote.preempt.load(Ordering::Relaxed)
-        {
-            return None;
-        }
-        let mut core = self.core.try_borrow_mut().ok()?;
-        // `next_task`'s round: no maintenance due, the slice not over, the spawn slot (which
-        // goes first) unused, and a started coroutine pinned here in the next-task slot.
-        let tick = core.tick.wrapping_add(1);
-        if core.maintenance_due(remote, tick, core.global_countdown.saturating_sub(1))
-            || core.lifo_polls == SLICE_OVER
-            || core.spawn_slot_used
-        {
-            return None;
-        }
+        let (mut core, tick) = self.direct_round()?;
+        // ... and a started coroutine pinned here in the next-task slot.
         let to = core.next.as_ref()?.header();
         if to.kind != (Kind::Stackful { migratable: false }) || to.pinned_home() != Some(self.index)
         {
