@@ -650,6 +650,46 @@ mod loom_tests {
         });
     }
 
+    /// The direct hand-off (`WorkerCtx::direct_block`): the leaving coroutine's plain idle
+    /// transition, else the loop's `transition_to_idle`, racing a wake from another thread.
+    /// The wake is submitted exactly once: by the waker (the hand-off went idle first) or by
+    /// the loop's requeue (the hand-off saw NOTIFIED and left the word alone).
+    #[test]
+    fn a_wake_racing_a_direct_hand_off_is_submitted_exactly_once() {
+        loom::model(|| {
+            let state = idle_task();
+            state.ref_inc(); // the waker's reference
+            assert_eq!(
+                state.transition_to_notified_by_ref(),
+                TransitionToNotifiedByRef::Submit
+            );
+            assert_eq!(state.transition_to_running(), TransitionToRunning::Success);
+            let submits = Arc::new(AtomicUsize::new(0));
+            let waker = {
+                let (state, submits) = (state.clone(), submits.clone());
+                thread::spawn(move || {
+                    if state.transition_to_notified_by_val() == TransitionToNotifiedByVal::Submit {
+                        submits.fetch_add(1, SeqCst);
+                    }
+                })
+            };
+            if !state.transition_to_idle_if_plain()
+                && state.transition_to_idle(false) == TransitionToIdle::OkNotified
+            {
+                submits.fetch_add(1, SeqCst);
+            }
+            waker.join().unwrap();
+            assert_eq!(
+                submits.load(SeqCst),
+                1,
+                "the wake was lost or submitted twice"
+            );
+            let s = state.load();
+            assert!(s.is_notified() && !s.is_running());
+            assert_eq!(s.ref_count(), 3);
+        });
+    }
+
     #[test]
     fn an_abort_racing_the_end_of_a_poll_is_never_lost() {
         loom::model(|| {
