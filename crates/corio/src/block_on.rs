@@ -90,7 +90,7 @@ fn wait_stackful<F: Future>(
     mut fut: Pin<&mut F>,
 ) -> F::Output {
     loop {
-        ctx.suspend();
+        ctx.suspend_blocked();
         let mut cx = Context::from_waker(ctx.waker());
         if let Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
             return v;

@@ -340,3 +340,215 @@ fn a_coroutine_blocking_after_a_direct_switch_goes_idle_and_is_woken_again() {
         assert!(rt.metrics().direct_switches > 0);
     });
 }
+
+// The direct hand-off on a `block_on` suspension (docs/scheduler.md, "The direct switch on a
+// `block_on` suspension"): a pinned coroutine that blocks after waking another one into its
+// worker's next-task slot switches straight to it. Each test checks that the hand-off ran
+// (`Metrics::direct_handoffs`).
+
+/// Two coroutines passing a counter back and forth over rendezvous channels on one worker:
+/// every value arrives in order, each side sees its own task id after every hand-off, and the
+/// hand-offs are direct.
+#[test]
+fn a_rendezvous_ping_pong_hands_off_directly_keeping_values_and_ids() {
+    within(EVENTUALLY, || {
+        const ROUNDS: u64 = 2_000;
+        let rt = one_worker();
+        rt.run(|| {
+            let (ping_tx, ping_rx) = corio::chan::bounded::<u64>(0);
+            let (pong_tx, pong_rx) = corio::chan::bounded::<u64>(0);
+            let echo = corio::go(move || {
+                let id = corio::current().id();
+                for v in ping_rx.iter() {
+                    assert_eq!(corio::current().id(), id);
+                    pong_tx.send(v + 1).unwrap();
+                }
+                id
+            });
+            let id = corio::current().id();
+            for round in 0..ROUNDS {
+                ping_tx.send(2 * round).unwrap();
+                assert_eq!(pong_rx.recv().unwrap(), 2 * round + 1);
+                assert_eq!(corio::current().id(), id);
+            }
+            drop(ping_tx);
+            assert_ne!(echo.join().unwrap(), id);
+        });
+        // Most of the 4,000 hand-offs (the loop takes every 16th round for its timer check).
+        assert!(rt.metrics().direct_handoffs > ROUNDS, "{:?}", rt.metrics());
+    });
+}
+
+/// A coroutine of a direct ping-pong also receives from other threads (a plain thread, and a
+/// coroutine on the other worker): their wakes race with its suspensions, some arriving while
+/// it is being handed off. None is lost: every value arrives (a lost wake would hang here).
+#[test]
+fn wakes_from_other_threads_racing_with_direct_hand_offs_are_never_lost() {
+    within(EVENTUALLY, || {
+        const ROUNDS: u64 = 3_000;
+        const OUTSIDE: u64 = 3_000;
+        let rt = support::rt(2);
+        let (in_tx, in_rx) = corio::chan::bounded::<(bool, u64)>(0);
+        // From a plain thread.
+        let thread_tx = in_tx.clone();
+        let thread = std::thread::spawn(move || {
+            for v in 0..OUTSIDE {
+                thread_tx.send((false, v)).unwrap();
+            }
+        });
+        let total = rt.run(move || {
+            let (ping_tx, ping_rx) = corio::chan::bounded::<u64>(0);
+            let echo_tx = in_tx.clone();
+            let echo = corio::go(move || {
+                for v in ping_rx.iter() {
+                    echo_tx.send((true, v)).unwrap();
+                }
+            });
+            // From a movable task, which runs on either worker.
+            let task_tx = in_tx;
+            let task = corio::spawn(async move {
+                for v in 0..OUTSIDE {
+                    task_tx.send_async((false, v)).await.unwrap();
+                }
+            });
+            let (mut outside, mut total) = (0, 0);
+            for round in 0..ROUNDS {
+                ping_tx.send(round).unwrap();
+                loop {
+                    let (from_echo, v) = in_rx.recv().unwrap();
+                    total += v;
+                    if from_echo {
+                        assert_eq!(v, round);
+                        break;
+                    }
+                    outside += 1;
+                }
+            }
+            drop(ping_tx);
+            echo.join().unwrap();
+            while outside < 2 * OUTSIDE {
+                total += in_rx.recv().unwrap().1;
+                outside += 1;
+            }
+            task.join().unwrap();
+            total
+        });
+        thread.join().unwrap();
+        let sum = |n: u64| n * (n - 1) / 2;
+        assert_eq!(total, sum(ROUNDS) + 2 * sum(OUTSIDE));
+        assert!(rt.metrics().direct_handoffs > 0, "{:?}", rt.metrics());
+    });
+}
+
+/// A coroutine of a direct ping-pong pair aborted from outside the pair is cancelled (its
+/// stack unwound, its join handle says so); its partner sees the channel close and ends.
+#[test]
+fn a_coroutine_aborted_during_a_direct_ping_pong_is_cancelled_and_its_partner_ends() {
+    within(EVENTUALLY, || {
+        let rt = one_worker();
+        let dropped = Arc::new(AtomicUsize::new(0));
+        let d = dropped.clone();
+        let rt2 = rt.handle().clone();
+        let (rounds, echo) = rt.run(move || {
+            let (ping_tx, ping_rx) = corio::chan::bounded::<u64>(0);
+            let (pong_tx, pong_rx) = corio::chan::bounded::<u64>(0);
+            let echo = corio::go(move || {
+                let _guard = Dropped(d);
+                for v in ping_rx.iter() {
+                    pong_tx.send(v).unwrap();
+                }
+            });
+            let pinger = corio::go(move || {
+                let mut rounds = 0u64;
+                while ping_tx.send(rounds).is_ok() && pong_rx.recv().is_ok() {
+                    rounds += 1;
+                }
+                rounds
+            });
+            // Abort from a plain thread once the pair is handing off directly.
+            let handle = echo.abort_handle();
+            let waiter = std::thread::spawn(move || {
+                while rt2.metrics().direct_handoffs < 1_000 {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                handle.abort();
+            });
+            let rounds = pinger.join().unwrap();
+            waiter.join().unwrap();
+            (rounds, echo.join())
+        });
+        assert!(rounds >= 500, "{rounds}");
+        assert!(echo.unwrap_err().is_cancelled());
+        assert_eq!(dropped.load(SeqCst), 1);
+    });
+}
+
+/// A coroutine that panics right after a direct hand-off reached it: the panic goes to its
+/// join handle, and its partner sees the channel close.
+#[test]
+fn a_panic_right_after_a_direct_hand_off_reaches_the_join_handle() {
+    within(EVENTUALLY, || {
+        let rt = one_worker();
+        rt.run(|| {
+            let (ping_tx, ping_rx) = corio::chan::bounded::<u64>(0);
+            let (pong_tx, pong_rx) = corio::chan::bounded::<u64>(0);
+            let echo = corio::go(move || {
+                for v in ping_rx.iter() {
+                    if v == 100 {
+                        panic!("panics right after a hand-off");
+                    }
+                    pong_tx.send(v).unwrap();
+                }
+            });
+            let mut rounds = 0;
+            while ping_tx.send(rounds).is_ok() && pong_rx.recv().is_ok() {
+                rounds += 1;
+            }
+            assert_eq!(rounds, 100);
+            let err = echo.join().unwrap_err();
+            assert!(err.is_panic());
+        });
+        assert!(rt.metrics().direct_handoffs > 50, "{:?}", rt.metrics());
+    });
+}
+
+/// Dropping the runtime while pairs of coroutines hand off to each other directly cancels them
+/// all (their stacks unwind on their worker) and returns.
+#[test]
+fn dropping_the_runtime_during_direct_hand_offs_cancels_every_coroutine() {
+    within(EVENTUALLY, || {
+        let rt = one_worker();
+        let dropped = Arc::new(AtomicUsize::new(0));
+        let started = Arc::new(AtomicUsize::new(0));
+        for _ in 0..2 {
+            let (ping_tx, ping_rx) = corio::chan::bounded::<u64>(0);
+            let (pong_tx, pong_rx) = corio::chan::bounded::<u64>(0);
+            let (d, s) = (dropped.clone(), started.clone());
+            drop(rt.go(move || {
+                let _guard = Dropped(d);
+                s.fetch_add(1, SeqCst);
+                for v in ping_rx.iter() {
+                    if pong_tx.send(v).is_err() {
+                        break;
+                    }
+                }
+            }));
+            let (d, s) = (dropped.clone(), started.clone());
+            drop(rt.go(move || {
+                let _guard = Dropped(d);
+                s.fetch_add(1, SeqCst);
+                let mut v = 0;
+                while ping_tx.send(v).is_ok() {
+                    let Ok(next) = pong_rx.recv() else { break };
+                    v = next;
+                }
+            }));
+        }
+        // Both pairs run (the slice of one ends so that the other's turn comes).
+        while started.load(SeqCst) < 4 || rt.metrics().direct_handoffs < 1_000 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        drop(rt);
+        assert_eq!(dropped.load(SeqCst), 4);
+    });
+}

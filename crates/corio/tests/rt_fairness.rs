@@ -113,6 +113,8 @@ fn a_coroutine_spawned_beside_a_ping_pong_pair_runs() {
                 h.join().unwrap();
             }
         });
+        // The pair handed off directly (the path this guards, beside the loop's).
+        assert!(rt.metrics().direct_handoffs > 0);
         assert!(spawned.load(SeqCst));
     });
 }
@@ -138,6 +140,8 @@ fn a_task_spawned_beside_a_ping_pong_pair_runs() {
                 h.join().unwrap();
             }
         });
+        // The pair handed off directly (the path this guards, beside the loop's).
+        assert!(rt.metrics().direct_handoffs > 0);
     });
 }
 
@@ -201,6 +205,7 @@ fn two_ping_pong_pairs_share_one_worker_within_a_factor_of_twenty() {
                 h.join().unwrap();
             }
         });
+        assert!(rt.metrics().direct_handoffs > 0);
         let (hog, light) = (hog_count.load(SeqCst), light_count.load(SeqCst));
         const FACTOR: u64 = 20;
         assert!(

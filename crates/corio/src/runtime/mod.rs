@@ -149,6 +149,7 @@ impl Shared {
         self.epoch.elapsed().as_nanos() as u64
     }
 
+    #[inline] // on the direct switch's path, where a call costs more than the load
     pub(crate) fn is_shutdown(&self) -> bool {
         self.shutdown.load(Ordering::Acquire)
     }
@@ -739,6 +740,7 @@ impl Handle {
             preempt_signals: sum(|w| &w.preempt_signal.signals),
             preempt_signals_stray: sum(|w| &w.preempt_signal.stray),
             direct_switches: sum(|w| &w.direct_switches),
+            direct_handoffs: sum(|w| &w.direct_handoffs),
         }
     }
 
@@ -882,6 +884,10 @@ pub struct Metrics {
     /// Yields that switched straight from one pinned coroutine to the next one its worker
     /// ran, without going through the worker's loop (docs/scheduler.md, "Yield path").
     pub direct_switches: u64,
+    /// Suspensions in `block_on` that switched straight from one pinned coroutine to the one
+    /// it had woken into its worker's next-task slot, without going through the worker's loop
+    /// (docs/scheduler.md, "The direct switch on a `block_on` suspension").
+    pub direct_handoffs: u64,
 }
 
 /// The process-wide runtime used by `corio::go`/`corio::spawn`/`corio::run` outside any

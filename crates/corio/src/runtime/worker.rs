@@ -20,7 +20,7 @@ use super::park::Unparker;
 use super::sched::queue::{self, Local, Steal};
 use super::sched::slot::SpawnSlot;
 use super::thread_clock::ThreadClock;
-use crate::task::core::RunResult;
+use crate::task::core::{Kind, RunResult};
 use crate::task::raw::{Notified, Running};
 use crate::task::stackful::StackfulCtx;
 use crate::time::heap::TimerHeap;
@@ -109,6 +109,9 @@ pub(crate) struct Remote {
     pub(crate) preempt_signal: super::preempt::WorkerSlot,
     /// Direct switches between coroutines (`direct_yield`; written by the owner only).
     pub(crate) direct_switches: AtomicU64,
+    /// Direct hand-offs from a coroutine blocking in `block_on` to the one in the next-task
+    /// slot (`direct_block`; written by the owner only).
+    pub(crate) direct_handoffs: AtomicU64,
 }
 
 impl Remote {
@@ -147,6 +150,7 @@ impl Remote {
             panicked_in: AtomicU64::new(u64::MAX),
             preempt_signal: Default::default(),
             direct_switches: AtomicU64::new(0),
+            direct_handoffs: AtomicU64::new(0),
         }
     }
 
@@ -245,6 +249,25 @@ impl Runnable {
     }
 }
 
+/// A pinned coroutine in the yielded queue, with its context: the direct switch to it
+/// (`direct_yield`) reads the context here instead of through its task's vtable.
+struct Yielded {
+    task: Running,
+    /// The coroutine's context (in its task's cell, alive while `task` is), or null.
+    ctx: *const StackfulCtx,
+}
+
+impl Yielded {
+    /// `task`, with its context looked up through the vtable.
+    fn new(task: Running) -> Yielded {
+        let ptr = std::ptr::NonNull::from(task.header());
+        // SAFETY: a `Running` is owned as RUNNING by this thread's worker; the context lives
+        // in its cell.
+        let ctx = unsafe { (task.header().vtable.stackful_ctx)(ptr) };
+        Yielded { task, ctx }
+    }
+}
+
 /// The owner-only half of a P.
 struct Core {
     run_queue: Local<Notified>,
@@ -264,7 +287,7 @@ struct Core {
     /// Pinned coroutines that yielded, still RUNNING (see `raw::Running`): they run after
     /// everything else runnable here, as Go's `Gosched` puts a goroutine behind the local
     /// queue, except every 61st round (step 1), so a busy run queue cannot starve them.
-    yielded: VecDeque<Running>,
+    yielded: VecDeque<Yielded>,
     tick: u32,
     /// Rounds until the global queue is looked at first.
     global_countdown: u32,
@@ -276,13 +299,16 @@ struct Core {
 impl Core {
     /// Whether step 1's periodic part (`maintenance`) is due in the round numbered `tick`,
     /// with the global queue's countdown at `countdown` after that round's step: the one
-    /// condition `next_task` runs maintenance on and `direct_yield` falls back to the loop on.
+    /// condition `next_task` runs maintenance on and `direct_yield`/`direct_block` fall back
+    /// to the loop on. The timer check of every `TIMER_CHECK_INTERVAL`th round is due only
+    /// when this worker has a timer: without one, `maintenance` would do nothing in it.
     #[inline(always)]
     fn maintenance_due(&self, remote: &Remote, tick: u32, countdown: u32) -> bool {
+        let next_timer = remote.next_timer.load(Ordering::Relaxed);
         countdown == 0
-            || tick.is_multiple_of(TIMER_CHECK_INTERVAL)
             || remote.inbox_len.load(Ordering::Relaxed) != 0
-            || remote.next_timer.load(Ordering::Relaxed) <= self.now
+            || next_timer <= self.now
+            || (next_timer != u64::MAX && tick.is_multiple_of(TIMER_CHECK_INTERVAL))
     }
 }
 
@@ -429,7 +455,10 @@ impl WorkerCtx {
             // SAFETY: on `Yielded` the reference we handed over (or the direct switch handed
             // to this frame) became a Running's.
             let running = unsafe { Running::from_raw(ptr) };
-            self.core.borrow_mut().yielded.push_back(running);
+            self.core
+                .borrow_mut()
+                .yielded
+                .push_back(Yielded::new(running));
         }
         if remote.preempt.load(Ordering::Relaxed) {
             remote.preempt.store(false, Ordering::Relaxed);
@@ -448,6 +477,31 @@ impl WorkerCtx {
         }
     }
 
+    /// The checks both direct paths begin with: not shutting down; `run_task`'s end for the
+    /// leaving coroutine (the slice bookkeeping of a preempt request is the loop's) and start
+    /// for the next one (no searching to stop); `next_task`'s round with no maintenance due,
+    /// the slice not over and the spawn slot (which goes first) unused. Returns the core,
+    /// borrowed, and the round's number, or `None` to leave it to the loop.
+    #[inline(always)]
+    fn direct_round(&self) -> Option<(std::cell::RefMut<'_, Core>, u32)> {
+        let remote = self.remote();
+        if self.shared.is_shutdown()
+            || self.searching.get()
+            || remote.preempt.load(Ordering::Relaxed)
+        {
+            return None;
+        }
+        let core = self.core.try_borrow_mut().ok()?;
+        let tick = core.tick.wrapping_add(1);
+        if core.maintenance_due(remote, tick, core.global_countdown.saturating_sub(1))
+            || core.lifo_polls == SLICE_OVER
+            || core.spawn_slot_used
+        {
+            return None;
+        }
+        Some((core, tick))
+    }
+
     /// A direct switch (docs/scheduler.md, "Yield path"): called by the pinned coroutine
     /// `from`, running on this worker, as it yields. If the loop, after queueing `from` as
     /// yielded, would run a yielded pinned coroutine next, without a maintenance round and
@@ -458,36 +512,22 @@ impl WorkerCtx {
     #[inline(always)] // into the yield, whose switch saves the callee-saved registers anyway
     pub(crate) fn direct_yield(&self, from: &StackfulCtx) -> Option<*mut RawCoroutine> {
         let remote = self.remote();
-        if self.shared.is_shutdown() || self.searching.get() {
-            return None;
-        }
-        // The end of `from`'s run: the slice bookkeeping of a preempt request is the loop's.
-        if remote.preempt.load(Ordering::Relaxed) {
-            return None;
-        }
-        let mut core = self.core.try_borrow_mut().ok()?;
-        // `next_task`'s round: no maintenance due, the slots and the queues it looks at before
-        // the yielded queue empty, and the front of the yielded queue...
-        let tick = core.tick.wrapping_add(1);
-        if core.maintenance_due(remote, tick, core.global_countdown.saturating_sub(1))
-            || core.lifo_polls == SLICE_OVER
-            || core.spawn_slot_used
-            || core.next.is_some()
-            || !core.pinned.is_empty()
-            || !core.run_queue.is_empty()
-        {
+        let (mut core, tick) = self.direct_round()?;
+        // ... the next-task slot and the queues `next_task` looks at before the yielded queue
+        // empty, and the front of the yielded queue...
+        if core.next.is_some() || !core.pinned.is_empty() || !core.run_queue.is_empty() {
             return None;
         }
         // ... a started coroutine like `from` (both preemptible or neither: the poll frame's
         // guard clears what the last one set), not cancelled (the loop cancels it instead).
         let to = core.yielded.front()?;
-        let to_ptr = std::ptr::NonNull::from(to.header());
-        if to.header().state.load().is_cancelled() {
+        let to_ptr = std::ptr::NonNull::from(to.task.header());
+        if to.task.header().state.load().is_cancelled() {
             return None;
         }
         // SAFETY: a yielded task is this worker's, owned as RUNNING; the context lives in its
         // cell.
-        let to_ctx = unsafe { (to.header().vtable.stackful_ctx)(to_ptr).as_ref() }?;
+        let to_ctx = unsafe { to.ctx.as_ref() }?;
         if to_ctx.is_preemptible() != from.is_preemptible() {
             return None;
         }
@@ -496,10 +536,13 @@ impl WorkerCtx {
         core.global_countdown -= 1;
         core.lifo_polls = 0;
         core.pinned_first = !core.pinned_first;
-        // SAFETY: `from` is RUNNING, owned by this worker, and the reference its poll frame
-        // holds is now the yielded queue's: the frame will end the poll of the task it
-        // returns to (`switched`), not `from`'s.
-        let from_running = unsafe { Running::from_raw(from.header_ptr()) };
+        let from_running = Yielded {
+            // SAFETY: `from` is RUNNING, owned by this worker, and the reference its poll
+            // frame holds is now the yielded queue's: the frame will end the poll of the task
+            // it returns to (`switched`), not `from`'s.
+            task: unsafe { Running::from_raw(from.header_ptr()) },
+            ctx: from,
+        };
         // `from` to the back of the queue, `to` off its front: with `to` alone in it (two
         // coroutines yielding to each other), `from` simply takes its place.
         let to = if core.yielded.len() == 1 {
@@ -513,19 +556,96 @@ impl WorkerCtx {
         drop(core);
         // `run_task`'s start for `to`: its poll reference is now the frame's.
         std::mem::forget(to);
+        Some(self.start_switched(to_ptr, to_ctx, &remote.direct_switches))
+    }
+
+    /// The end of both direct paths: `run_task`'s start for `to` (whose poll reference the
+    /// frame now holds: `switched`), one more on the path's `counter`, and `to`'s poll
+    /// thread-local state. Returns `to`'s switch state.
+    #[inline(always)]
+    fn start_switched(
+        &self,
+        to_ptr: std::ptr::NonNull<crate::task::core::Header>,
+        to_ctx: &StackfulCtx,
+        counter: &AtomicU64,
+    ) -> *mut RawCoroutine {
+        let remote = self.remote();
+        // Owner-only counters: a plain store is enough (sysmon and metrics only read).
         remote
             .ticks
             .store(remote.ticks.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
-        // SAFETY: alive: the frame holds its reference.
+        // SAFETY: alive: the frame holds its poll reference.
         remote
             .current_id
             .store(unsafe { to_ptr.as_ref() }.id, Ordering::Relaxed);
-        let switches = remote.direct_switches.load(Ordering::Relaxed);
-        remote
-            .direct_switches
-            .store(switches + 1, Ordering::Relaxed);
+        counter.store(counter.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
         self.switched.set(Some(to_ptr));
-        Some(to_ctx.enter_direct(self.index))
+        to_ctx.enter_direct(self.index)
+    }
+
+    /// A direct hand-off (docs/scheduler.md, "The direct switch on a `block_on` suspension"):
+    /// called by the pinned coroutine `from`, running on this worker, as it suspends in
+    /// `block_on` (its future returned `Pending`). If the loop, after `from`'s poll went idle,
+    /// would run the task in the next-task slot without a maintenance round, and that task is
+    /// a started coroutine pinned here, this ends `from`'s poll as `after_pending` would
+    /// (`transition_to_idle`), starts the other one's as `harness::poll` would
+    /// (`transition_to_running`), does the loop's bookkeeping in between (`run_task`'s end and
+    /// start, the slot pick of `next_task`: the slice is inherited) and returns the other
+    /// one's switch state, for `from` to transfer to. `None`: nothing was changed, `from`
+    /// suspends to the loop.
+    ///
+    /// Only the plain outcomes of the two transitions are taken: a wake or a cancel of `from`
+    /// that raced in during its poll (NOTIFIED or CANCELLED set), or a cancelled next task,
+    /// falls back to the loop, which handles them. A wake of `from` after its transition
+    /// finds it idle and queues it as any wake of an idle pinned coroutine does (on this
+    /// thread's inbox or slot, which this thread looks at only after the switch).
+    #[inline(always)] // into the suspension, whose switch saves the callee-saved registers anyway
+    pub(crate) fn direct_block(&self, from: &StackfulCtx) -> Option<*mut RawCoroutine> {
+        let remote = self.remote();
+        let (mut core, tick) = self.direct_round()?;
+        // ... and a started coroutine pinned here in the next-task slot.
+        let to = core.next.as_ref()?.header();
+        if to.kind != (Kind::Stackful { migratable: false }) || to.pinned_home() != Some(self.index)
+        {
+            return None;
+        }
+        let to_ptr = std::ptr::NonNull::from(to);
+        // `harness::poll`'s start for `to`, the plain case only.
+        if !to.state.transition_to_running_if_plain() {
+            return None;
+        }
+        // SAFETY: we own `to` as RUNNING now (a started coroutine pinned here); the context
+        // lives in its cell.
+        let to_ctx = unsafe { (to.vtable.stackful_ctx)(to_ptr).as_ref() };
+        // As preemptible as `from` (the poll frame's guard clears what the last one set), and
+        // `after_pending`'s end for `from`, the plain case only.
+        let to_ctx = match to_ctx {
+            Some(to_ctx)
+                if to_ctx.is_preemptible() == from.is_preemptible()
+                    // SAFETY: `from` runs: its task is alive.
+                    && unsafe { from.header_ptr().as_ref() }
+                        .state
+                        .transition_to_idle_if_plain() =>
+            {
+                to_ctx
+            }
+            _ => {
+                // Nothing ran: `to` is back in the slot as it was (with any wake or cancel
+                // that came meanwhile).
+                to.state.transition_back_to_notified();
+                return None;
+            }
+        };
+        // Commit: the loop's changes, in its order. `to`'s `Notified` reference is now its
+        // poll's, which the frame `from` was resumed by owns (`switched`).
+        std::mem::forget(core.next.take());
+        core.tick = tick;
+        core.global_countdown -= 1;
+        core.lifo_polls += 1;
+        drop(core);
+        let inherited = remote.inherited.load(Ordering::Relaxed);
+        remote.inherited.store(inherited + 1, Ordering::Relaxed);
+        Some(self.start_switched(to_ptr, to_ctx, &remote.direct_handoffs))
     }
 
     /// The next task from this worker's own queues (steps 1–4 of the loop).
@@ -589,8 +709,8 @@ impl WorkerCtx {
         if task.is_some() {
             return task;
         }
-        if let Some(task) = core.yielded.pop_front() {
-            return Some(Runnable::Running(task));
+        if let Some(yielded) = core.yielded.pop_front() {
+            return Some(Runnable::Running(yielded.task));
         }
         drop(core);
         self.take_global().map(Runnable::Notified)
@@ -627,7 +747,7 @@ impl WorkerCtx {
         } else {
             movable(core).or_else(|| core.pinned.pop_front())
         };
-        task.or_else(|| core.yielded.pop_front().map(Runnable::Running))
+        task.or_else(|| core.yielded.pop_front().map(|y| Runnable::Running(y.task)))
     }
 
     /// The periodic part of step 1: the global queue every 61 rounds, the inbox, due timers
@@ -644,7 +764,7 @@ impl WorkerCtx {
                 core.global_countdown = GLOBAL_POLL_INTERVAL;
                 first = self.shared.inject.pop().map(Runnable::Notified);
                 if first.is_none() {
-                    first = core.yielded.pop_front().map(Runnable::Running);
+                    first = core.yielded.pop_front().map(|y| Runnable::Running(y.task));
                 }
             }
             // Acquire: pairs with the Release store in `push_inbox`.
@@ -1029,7 +1149,10 @@ impl WorkerCtx {
             if task.shutdown() == RunResult::Yielded {
                 // SAFETY: on `Yielded` our reference became a Running's.
                 let running = unsafe { Running::from_raw(ptr) };
-                self.core.borrow_mut().yielded.push_back(running);
+                self.core
+                    .borrow_mut()
+                    .yielded
+                    .push_back(Yielded::new(running));
             }
         }
         let deadline = std::time::Instant::now() + SHUTDOWN_GRACE;
@@ -1068,7 +1191,7 @@ impl WorkerCtx {
             let mut core = self.core.borrow_mut();
             core.next = None;
             (
-                core.yielded.drain(..).collect(),
+                core.yielded.drain(..).map(|y| y.task).collect(),
                 core.pinned.drain(..).collect(),
             )
         };
@@ -1096,7 +1219,7 @@ impl WorkerCtx {
         if let Some(task) = core.pinned.pop_front() {
             return Some(task);
         }
-        core.yielded.pop_front().map(Runnable::Running)
+        core.yielded.pop_front().map(|y| Runnable::Running(y.task))
     }
 
     fn has_pinned_work(&self) -> bool {

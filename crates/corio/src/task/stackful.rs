@@ -238,6 +238,43 @@ impl StackfulCtx {
         self.suspend_uncancellable();
     }
 
+    /// Suspends the coroutine in `block_on`, after its future returned `Pending`: as
+    /// [`suspend`](Self::suspend), but a pinned coroutine switches straight to the coroutine
+    /// its worker would run next when that is the one it woke into the next-task slot (see
+    /// `WorkerCtx::direct_block`), ending its own poll first.
+    ///
+    /// # Panics
+    ///
+    /// As [`suspend`](Self::suspend).
+    #[inline]
+    pub(crate) fn suspend_blocked(&self) {
+        let yielder = self.check_own_stack();
+        if self.pinned
+            && !self.cancel_requested.get()
+            && let Some(to) = self.direct_block_target()
+        {
+            // SAFETY: the worker has ended our poll and started `to`'s (see
+            // `WorkerCtx::direct_block`): `to` is a suspended coroutine of this thread taking
+            // a `Signal`, we run on our own stack (checked above) and were resumed by a task
+            // poll's `resume_detached` or by such a transfer.
+            let signal = unsafe { yielder.transfer(self.raw.get(), to, Signal::Run) };
+            if signal == Signal::Cancel {
+                self.cancel_requested.set(true);
+                self.raise_if_not_unwinding();
+            }
+            return;
+        }
+        self.suspend_on(yielder);
+    }
+
+    /// Asks this thread's worker for a direct hand-off to the coroutine in its next-task slot
+    /// (`WorkerCtx::direct_block`); `None` when the loop must decide instead.
+    #[inline]
+    fn direct_block_target(&self) -> Option<*mut RawCoroutine> {
+        // SAFETY: this thread's worker, if it is one, outlives its tasks' runs.
+        unsafe { context::worker_here().as_ref() }?.direct_block(self)
+    }
+
     #[inline]
     pub(crate) fn suspend(&self) {
         self.suspend_on(self.check_own_stack());

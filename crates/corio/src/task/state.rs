@@ -189,6 +189,48 @@ impl State {
         })
     }
 
+    /// Notified → running for a direct hand-off (`WorkerCtx::direct_block`): only when
+    /// [`transition_to_running`](Self::transition_to_running) would return `Success` (idle,
+    /// notified, not cancelled); then the `Notified` reference becomes the poll's and true is
+    /// returned. Otherwise the word is left as it was.
+    pub(crate) fn transition_to_running_if_plain(&self) -> bool {
+        self.fetch_update_action(|mut s| {
+            if !s.is_idle() || !s.is_notified() || s.is_cancelled() {
+                return (false, None);
+            }
+            s.0 = (s.0 | RUNNING) & !NOTIFIED;
+            (true, Some(s))
+        })
+    }
+
+    /// Undoes [`transition_to_running_if_plain`](Self::transition_to_running_if_plain) before
+    /// anything ran: running → idle and notified, the poll's reference a `Notified` again. A
+    /// wake or a cancel that arrived meanwhile stays recorded (they only set bits while the task
+    /// runs).
+    pub(crate) fn transition_back_to_notified(&self) {
+        self.fetch_update_action(|mut s| {
+            debug_assert!(s.is_running());
+            s.0 = (s.0 & !RUNNING) | NOTIFIED;
+            ((), Some(s))
+        })
+    }
+
+    /// Running → idle after a poll that returned `Pending`, for a direct hand-off: only when
+    /// [`transition_to_idle`](Self::transition_to_idle)`(false)` would return `Ok` (not
+    /// notified, not cancelled, not the last reference); then the poll's reference is dropped
+    /// and true is returned. Otherwise the word is left as it was, still RUNNING.
+    pub(crate) fn transition_to_idle_if_plain(&self) -> bool {
+        self.fetch_update_action(|mut s| {
+            debug_assert!(s.is_running());
+            if s.is_notified() || s.is_cancelled() || s.ref_count() < 2 {
+                return (false, None);
+            }
+            s.0 &= !RUNNING;
+            s.ref_dec();
+            (true, Some(s))
+        })
+    }
+
     /// Running → complete. Returns the new state.
     pub(crate) fn transition_to_complete(&self) -> Snapshot {
         // AcqRel: release the output to the JoinHandle, acquire its JOIN_* changes.
@@ -478,6 +520,79 @@ mod tests {
         assert!(done.is_complete() && !done.is_running());
         assert!(state.set_join_waker().is_err());
     }
+
+    /// The direct hand-off's transitions (`WorkerCtx::direct_block`) take only the plain
+    /// outcome and otherwise leave the word as it was.
+    #[test]
+    fn the_plain_transitions_of_a_direct_hand_off_change_nothing_unless_plain() {
+        // A plain poll: notified → running, then running → idle with the poll's reference
+        // dropped, as `transition_to_running` and `transition_to_idle` would.
+        let state = State::new();
+        assert!(state.transition_to_running_if_plain());
+        let running = state.load();
+        assert!(running.is_running() && !running.is_notified());
+        assert!(state.transition_to_idle_if_plain());
+        assert!(state.load().is_idle());
+        assert_eq!(state.load().ref_count(), 2);
+        // Not notified: no poll to start.
+        assert!(!state.transition_to_running_if_plain());
+        assert_eq!(state.load().0, (REF_ONE * 2) | JOIN_INTEREST);
+
+        // Woken during its poll: the poll does not end here (the loop requeues it).
+        let state = State::new();
+        assert_eq!(state.transition_to_running(), TransitionToRunning::Success);
+        let _ = state.transition_to_notified_by_ref();
+        let before = state.load().0;
+        assert!(!state.transition_to_idle_if_plain());
+        assert_eq!(state.load().0, before);
+
+        // Cancelled during its poll, or while queued: neither transition is plain.
+        let state = State::new();
+        assert_eq!(state.transition_to_running(), TransitionToRunning::Success);
+        assert!(!state.transition_to_notified_and_cancel());
+        let before = state.load().0;
+        assert!(!state.transition_to_idle_if_plain());
+        assert_eq!(state.load().0, before);
+        let state = State::new();
+        assert!(!state.transition_to_notified_and_cancel());
+        let before = state.load().0;
+        assert!(!state.transition_to_running_if_plain());
+        assert_eq!(state.load().0, before);
+
+        // The poll's reference is the last: `transition_to_idle` would deallocate.
+        let state = State::new();
+        assert_eq!(state.transition_to_running(), TransitionToRunning::Success);
+        assert!(!state.ref_dec());
+        assert!(!state.ref_dec());
+        assert_eq!(state.load().ref_count(), 1);
+        assert!(!state.transition_to_idle_if_plain());
+        assert!(state.load().is_running());
+    }
+
+    /// Undoing a plain start gives the `Notified` back, with a wake or a cancel that came in
+    /// meanwhile still recorded.
+    #[test]
+    fn a_plain_start_undone_is_notified_again_with_what_came_meanwhile() {
+        let state = State::new();
+        let fresh = state.load().0;
+        assert!(state.transition_to_running_if_plain());
+        state.transition_back_to_notified();
+        assert_eq!(state.load().0, fresh);
+
+        assert!(state.transition_to_running_if_plain());
+        let _ = state.transition_to_notified_by_ref();
+        state.transition_back_to_notified();
+        assert_eq!(state.load().0, fresh);
+
+        assert!(state.transition_to_running_if_plain());
+        assert!(!state.transition_to_notified_and_cancel());
+        state.transition_back_to_notified();
+        assert_eq!(state.load().0, fresh | CANCELLED);
+        assert_eq!(
+            state.transition_to_running(),
+            TransitionToRunning::Cancelled
+        );
+    }
 }
 
 /// Model checks of the transitions that race: a wake against the end of a poll, an abort
@@ -531,6 +646,46 @@ mod loom_tests {
             let s = state.load();
             assert!(s.is_notified() && !s.is_running());
             // list + handle + the one Notified
+            assert_eq!(s.ref_count(), 3);
+        });
+    }
+
+    /// The direct hand-off (`WorkerCtx::direct_block`): the leaving coroutine's plain idle
+    /// transition, else the loop's `transition_to_idle`, racing a wake from another thread.
+    /// The wake is submitted exactly once: by the waker (the hand-off went idle first) or by
+    /// the loop's requeue (the hand-off saw NOTIFIED and left the word alone).
+    #[test]
+    fn a_wake_racing_a_direct_hand_off_is_submitted_exactly_once() {
+        loom::model(|| {
+            let state = idle_task();
+            state.ref_inc(); // the waker's reference
+            assert_eq!(
+                state.transition_to_notified_by_ref(),
+                TransitionToNotifiedByRef::Submit
+            );
+            assert_eq!(state.transition_to_running(), TransitionToRunning::Success);
+            let submits = Arc::new(AtomicUsize::new(0));
+            let waker = {
+                let (state, submits) = (state.clone(), submits.clone());
+                thread::spawn(move || {
+                    if state.transition_to_notified_by_val() == TransitionToNotifiedByVal::Submit {
+                        submits.fetch_add(1, SeqCst);
+                    }
+                })
+            };
+            if !state.transition_to_idle_if_plain()
+                && state.transition_to_idle(false) == TransitionToIdle::OkNotified
+            {
+                submits.fetch_add(1, SeqCst);
+            }
+            waker.join().unwrap();
+            assert_eq!(
+                submits.load(SeqCst),
+                1,
+                "the wake was lost or submitted twice"
+            );
+            let s = state.load();
+            assert!(s.is_notified() && !s.is_running());
             assert_eq!(s.ref_count(), 3);
         });
     }
