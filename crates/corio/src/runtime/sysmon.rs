@@ -107,6 +107,12 @@ impl Sysmon {
     /// Wakes sysmon if it sleeps because the runtime was idle.
     #[inline]
     pub(crate) fn wake_if_sleeping(&self) {
+        // The caller has just stored its worker's status (RUNNING) with Release, which is not
+        // in the SeqCst order: this fence puts that store before the load below, so that of
+        // this pair and sysmon's (`sleeping.store(true)` then the status loads of `is_quiet`,
+        // both SeqCst) at least one side sees the other's store, and sysmon never sleeps
+        // without a timeout while this worker runs.
+        std::sync::atomic::fence(Ordering::SeqCst);
         if self.sleeping.load(Ordering::SeqCst) {
             self.event.notify();
         }

@@ -332,6 +332,12 @@ pub(crate) struct WorkerCtx {
     /// The task the last direct switch (`direct_yield`) started, if one happened during the
     /// task `run_task` runs: the one whose poll ended in its frame.
     switched: std::cell::Cell<Option<std::ptr::NonNull<crate::task::core::Header>>>,
+    /// The context of the coroutine whose poll frame `run_task` is in, as that frame derived
+    /// it (the pointer the coroutine itself was given), with its task: recorded by the first
+    /// direct switch of a frame (`note_frame`), read by `direct_block` when the frame's own
+    /// coroutine is the one to switch to. Deriving it again from the task's header would make
+    /// a new reference into a stage the waiting frame still borrows mutably.
+    frame_ctx: std::cell::Cell<(*const crate::task::core::Header, *const StackfulCtx)>,
 }
 
 /// The worker thread's entry point.
@@ -350,6 +356,7 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
         own_timer_wake: std::cell::Cell::new(false),
         searching: std::cell::Cell::new(false),
         switched: std::cell::Cell::new(None),
+        frame_ctx: std::cell::Cell::new((ptr::null(), ptr::null())),
         core: RefCell::new(Core {
             run_queue,
             next: None,
@@ -511,6 +518,7 @@ impl WorkerCtx {
     /// `from` to transfer to. `None`: nothing was changed, `from` yields to the loop.
     #[inline(always)] // into the yield, whose switch saves the callee-saved registers anyway
     pub(crate) fn direct_yield(&self, from: &StackfulCtx) -> Option<*mut RawCoroutine> {
+        self.note_frame(from);
         let remote = self.remote();
         let (mut core, tick) = self.direct_round()?;
         // ... the next-task slot and the queues `next_task` looks at before the yielded queue
@@ -559,6 +567,18 @@ impl WorkerCtx {
         Some(self.start_switched(to_ptr, to_ctx, &remote.direct_switches))
     }
 
+    /// Records `from` as the poll frame's coroutine if no direct switch has happened in this
+    /// frame yet (`switched` is empty from `run_task`'s start to the first one): a chain of
+    /// direct switches always starts from the frame's own coroutine, with the context pointer
+    /// the frame gave it.
+    #[inline(always)]
+    fn note_frame(&self, from: &StackfulCtx) {
+        if self.switched.get().is_none() {
+            self.frame_ctx
+                .set((from.header_ptr().as_ptr(), ptr::from_ref(from)));
+        }
+    }
+
     /// The end of both direct paths: `run_task`'s start for `to` (whose poll reference the
     /// frame now holds: `switched`), one more on the path's `counter`, and `to`'s poll
     /// thread-local state. Returns `to`'s switch state.
@@ -601,6 +621,7 @@ impl WorkerCtx {
     /// thread's inbox or slot, which this thread looks at only after the switch).
     #[inline(always)] // into the suspension, whose switch saves the callee-saved registers anyway
     pub(crate) fn direct_block(&self, from: &StackfulCtx) -> Option<*mut RawCoroutine> {
+        self.note_frame(from);
         let remote = self.remote();
         let (mut core, tick) = self.direct_round()?;
         // ... and a started coroutine pinned here in the next-task slot.
@@ -614,9 +635,17 @@ impl WorkerCtx {
         if !to.state.transition_to_running_if_plain() {
             return None;
         }
-        // SAFETY: we own `to` as RUNNING now (a started coroutine pinned here); the context
-        // lives in its cell.
-        let to_ctx = unsafe { (to.vtable.stackful_ctx)(to_ptr).as_ref() };
+        let (frame_task, frame_ctx) = self.frame_ctx.get();
+        let to_ctx = if ptr::eq(frame_task, to_ptr.as_ptr()) {
+            // SAFETY: `to` is the coroutine of the poll frame waiting in `run_task` (its first
+            // direct switch recorded it, in this frame: `note_frame`); the pointer is the
+            // frame's own, valid while the frame waits.
+            Some(unsafe { &*frame_ctx })
+        } else {
+            // SAFETY: we own `to` as RUNNING now (a started coroutine pinned here, not the
+            // frame's: no live borrow of its stage); the context lives in its cell.
+            unsafe { (to.vtable.stackful_ctx)(to_ptr).as_ref() }
+        };
         // As preemptible as `from` (the poll frame's guard clears what the last one set), and
         // `after_pending`'s end for `from`, the plain case only.
         let to_ctx = match to_ctx {
@@ -961,7 +990,9 @@ impl WorkerCtx {
             // ping-pong on a loaded machine fell into a lockstep of spins that expired and
             // futex wakes (2 parks per round trip, `tests/rt_spin.rs`); with it, none.
             std::thread::yield_now();
-            if shared.is_shutdown() || shared.driver.poll_io() > 0 {
+            // As the loop's own poll: the tasks it wakes go to the run queue, not one by one
+            // through the next-task slot.
+            if shared.is_shutdown() || self.firing_timers(|| shared.driver.poll_io()) > 0 {
                 return true;
             }
             if shared.next_timer() <= shared.now_ns() {
