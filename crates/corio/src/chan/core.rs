@@ -359,12 +359,7 @@ pub(crate) struct State<T> {
 /// operation but written only when someone waits, follow on the next line; the handle counts,
 /// written by clones and drops, after them; the `Arc`'s reference counts, before the channel,
 /// keep a line of their own.
-///
-/// Not under loom: `select!` locks its channels in address order, and with the 64-byte
-/// alignment the allocator placed two channels in a different order from one model iteration
-/// to the next, which loom cannot replay ("Is the model fully deterministic?"). The model
-/// checks the protocol, which the layout does not change.
-#[cfg_attr(not(loom), repr(C, align(64)))]
+#[repr(C, align(64))]
 pub(crate) struct Chan<T> {
     lock: RawLock,
     /// Buffer capacity; `usize::MAX` for an unbounded channel; 0 for a rendezvous channel.
@@ -374,6 +369,9 @@ pub(crate) struct Chan<T> {
     /// Live `Sender`s / `Receiver`s; the last one of either kind closes the channel.
     pub(crate) senders: AtomicUsize,
     pub(crate) receivers: AtomicUsize,
+    /// Under loom, this channel's creation order: its identity in `select!` ([`Chan::id`]).
+    #[cfg(loom)]
+    serial: usize,
 }
 
 // SAFETY: the state is only reached under `lock` (see `Locked`); values of `T` move between
@@ -441,12 +439,27 @@ impl<T> Chan<T> {
             cap,
             senders: AtomicUsize::new(1),
             receivers: AtomicUsize::new(1),
+            #[cfg(loom)]
+            serial: {
+                // A plain std counter, outside the model: creation order is the same in every
+                // iteration, addresses are not.
+                static NEXT: std::sync::atomic::AtomicUsize =
+                    std::sync::atomic::AtomicUsize::new(0);
+                NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            },
         })
     }
 
-    /// An identity for lock ordering and duplicate detection in `select!`.
+    /// An identity for lock ordering and duplicate detection in `select!`: the address, or
+    /// under loom the creation order. Loom replays each model iteration and needs the same
+    /// lock order every time; two channels' relative addresses may differ between iterations
+    /// (with the 64-byte alignment they did, and `loom_select_registration_completes_exactly_
+    /// one_arm` failed with "Is the model fully deterministic?").
     pub(crate) fn id(&self) -> usize {
-        self as *const Self as usize
+        #[cfg(not(loom))]
+        return self as *const Self as usize;
+        #[cfg(loom)]
+        return self.serial;
     }
 
     pub(crate) fn raw_lock(&self) -> &RawLock {
