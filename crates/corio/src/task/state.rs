@@ -614,39 +614,48 @@ mod loom_tests {
         state
     }
 
+    /// A woken task is polled while another thread wakes it again; `end_poll` ends the poll
+    /// and says whether the ending submitted the task. The wake is submitted exactly once,
+    /// by the waker or by the poll's end, and the task is left notified and idle.
+    fn poll_racing_a_wake(end_poll: impl FnOnce(&State) -> bool) {
+        let state = idle_task();
+        state.ref_inc(); // the waker's reference
+        // The task is woken (by its own first notification) and polled.
+        assert_eq!(
+            state.transition_to_notified_by_ref(),
+            TransitionToNotifiedByRef::Submit
+        );
+        assert_eq!(state.transition_to_running(), TransitionToRunning::Success);
+        let submits = Arc::new(AtomicUsize::new(0));
+        let waker = {
+            let (state, submits) = (state.clone(), submits.clone());
+            thread::spawn(move || {
+                if state.transition_to_notified_by_val() == TransitionToNotifiedByVal::Submit {
+                    submits.fetch_add(1, SeqCst);
+                }
+            })
+        };
+        if end_poll(&state) {
+            submits.fetch_add(1, SeqCst);
+        }
+        waker.join().unwrap();
+        assert_eq!(
+            submits.load(SeqCst),
+            1,
+            "the wake was lost or submitted twice"
+        );
+        let s = state.load();
+        assert!(s.is_notified() && !s.is_running());
+        // list + handle + the one Notified
+        assert_eq!(s.ref_count(), 3);
+    }
+
     #[test]
     fn a_wake_racing_the_end_of_a_poll_resubmits_exactly_once() {
         loom::model(|| {
-            let state = idle_task();
-            state.ref_inc(); // the waker's reference
-            // The task is woken (by its own first notification) and polled.
-            assert_eq!(
-                state.transition_to_notified_by_ref(),
-                TransitionToNotifiedByRef::Submit
-            );
-            assert_eq!(state.transition_to_running(), TransitionToRunning::Success);
-            let submits = Arc::new(AtomicUsize::new(0));
-            let waker = {
-                let (state, submits) = (state.clone(), submits.clone());
-                thread::spawn(move || {
-                    if state.transition_to_notified_by_val() == TransitionToNotifiedByVal::Submit {
-                        submits.fetch_add(1, SeqCst);
-                    }
-                })
-            };
-            if state.transition_to_idle(false) == TransitionToIdle::OkNotified {
-                submits.fetch_add(1, SeqCst);
-            }
-            waker.join().unwrap();
-            assert_eq!(
-                submits.load(SeqCst),
-                1,
-                "the wake was lost or submitted twice"
-            );
-            let s = state.load();
-            assert!(s.is_notified() && !s.is_running());
-            // list + handle + the one Notified
-            assert_eq!(s.ref_count(), 3);
+            poll_racing_a_wake(|state| {
+                state.transition_to_idle(false) == TransitionToIdle::OkNotified
+            })
         });
     }
 
@@ -657,36 +666,10 @@ mod loom_tests {
     #[test]
     fn a_wake_racing_a_direct_hand_off_is_submitted_exactly_once() {
         loom::model(|| {
-            let state = idle_task();
-            state.ref_inc(); // the waker's reference
-            assert_eq!(
-                state.transition_to_notified_by_ref(),
-                TransitionToNotifiedByRef::Submit
-            );
-            assert_eq!(state.transition_to_running(), TransitionToRunning::Success);
-            let submits = Arc::new(AtomicUsize::new(0));
-            let waker = {
-                let (state, submits) = (state.clone(), submits.clone());
-                thread::spawn(move || {
-                    if state.transition_to_notified_by_val() == TransitionToNotifiedByVal::Submit {
-                        submits.fetch_add(1, SeqCst);
-                    }
-                })
-            };
-            if !state.transition_to_idle_if_plain()
-                && state.transition_to_idle(false) == TransitionToIdle::OkNotified
-            {
-                submits.fetch_add(1, SeqCst);
-            }
-            waker.join().unwrap();
-            assert_eq!(
-                submits.load(SeqCst),
-                1,
-                "the wake was lost or submitted twice"
-            );
-            let s = state.load();
-            assert!(s.is_notified() && !s.is_running());
-            assert_eq!(s.ref_count(), 3);
+            poll_racing_a_wake(|state| {
+                !state.transition_to_idle_if_plain()
+                    && state.transition_to_idle(false) == TransitionToIdle::OkNotified
+            })
         });
     }
 
