@@ -396,7 +396,9 @@ fn a_hog_inside_libc_is_not_preempted_there() {
 }
 
 /// A coroutine not marked preemptible is never signalled, even on a runtime where a
-/// preemptible hog was just preempted (so sysmon's signalling works there).
+/// preemptible hog was just preempted (so sysmon's signalling works there). (The hog's own
+/// phase may count a stray: sysmon's look at the running coroutine and its signal's arrival
+/// are not one step, so a signal meant for the hog can arrive just after it suspended.)
 #[test]
 fn a_coroutine_not_marked_preemptible_is_never_signalled() {
     let rt = runtime(1);
@@ -409,6 +411,10 @@ fn a_coroutine_not_marked_preemptible_is_never_signalled() {
             let hog = preemptible().spawn(move || spin_until(&f)).unwrap();
             corio::go(move || flag.store(true, SeqCst)).join().unwrap();
             assert!(hog.join().unwrap());
+            // A second signal sysmon decided on while the hog still ran may land after the
+            // hog is gone (a stray, which the handler ignores): let it land before the count
+            // starts (the worker parks, so a pending signal is delivered).
+            corio::sleep(Duration::from_millis(20));
             let before = r2.metrics();
             // 300 ms of a pure loop, 30 time slices, not preemptible.
             corio::go(|| {
@@ -422,9 +428,15 @@ fn a_coroutine_not_marked_preemptible_is_never_signalled() {
             (before, r2.metrics())
         });
         assert!(before.preemptions >= 1);
-        assert_eq!(after.preempt_signals, before.preempt_signals, "{after:?}");
+        assert_eq!(
+            after.preempt_signals, before.preempt_signals,
+            "{before:?} {after:?}"
+        );
         assert_eq!(after.preemptions, before.preemptions);
-        assert_eq!(after.preempt_signals_stray, 0);
+        assert_eq!(
+            after.preempt_signals_stray, before.preempt_signals_stray,
+            "{before:?} {after:?}"
+        );
     });
 }
 

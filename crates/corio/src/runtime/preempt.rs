@@ -393,6 +393,13 @@ fn signal(slot: &WorkerSlot, id: u64) -> bool {
     let Some((pid, tid)) = *thread else {
         return false;
     };
+    // Looked at again, now that the lock is taken: the coroutine may have suspended since the
+    // caller read `running` (sysmon's thread may have been descheduled in between). A signal
+    // can still arrive after it suspends — the look and the arrival are never one step — and
+    // the handler counts it as a stray and ignores it; this only keeps the window short.
+    if slot.running.load(Ordering::Relaxed) != id {
+        return false;
+    }
     slot.target.store(id, Ordering::Relaxed);
     // One signal in flight at a time (senders hold the `thread` lock): a second one sent
     // before the thread took the first merges with it (ordinary signals do not queue), and a
