@@ -208,6 +208,9 @@ fn guard_slow() -> NoPreempt {
 
 /// Raises the no-preempt counter like [`guard`], without a guard: for a lock whose `unlock` is a
 /// separate call, which must call [`release`] on the same coroutine with no suspension between.
+/// (Its one user, the spinning `chan::core::RawLock`, blocks instead under loom and does not
+/// call it there.)
+#[cfg(not(loom))]
 #[inline]
 pub(crate) fn hold() {
     std::mem::forget(guard());
@@ -215,6 +218,7 @@ pub(crate) fn hold() {
 
 /// Lowers what [`hold`] raised. (A coroutine whose state `hold` could find was marked
 /// preemptible after `ENABLED` was set, so `hold` raised the counter exactly when this finds it.)
+#[cfg(not(loom))]
 #[inline]
 pub(crate) fn release() {
     if ENABLED.load(Ordering::Relaxed) {
@@ -222,6 +226,7 @@ pub(crate) fn release() {
     }
 }
 
+#[cfg(not(loom))]
 #[inline(never)]
 fn release_slow() {
     // SAFETY: as in `guard_slow`.
