@@ -12,6 +12,14 @@
 //! polled is one of the pair, its home worker's inbox fills and drains), without either
 //! completing its operation. A live-lock, not a sleep: no worker parks.
 //!
+//! Narrowing, all under the same load: release builds did not hang (2,800 runs); two async
+//! tasks (`send_async`/`recv_async`) did not (900 runs), nor a stackful sender with an async
+//! receiver (900 runs): both ends must be stackful coroutines, pinned to their workers, so
+//! every hand-off is a cross-worker wake through the home worker's inbox. Turning the direct
+//! hand-off (`WorkerCtx::direct_block`) off did not stop it. `rt_spin`'s cross-worker
+//! ping-pong (two stackful coroutines forced onto different workers) hung the same way in 3
+//! of 5 heavily loaded `--test-threads=1` runs.
+//!
 //! Run it with `cargo test -p corio --test chan_pair_hang -- --ignored` (two `yes >
 //! /dev/null` beside it make it hang within a few runs).
 
