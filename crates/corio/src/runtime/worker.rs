@@ -305,10 +305,15 @@ impl Core {
     #[inline(always)]
     fn maintenance_due(&self, remote: &Remote, tick: u32, countdown: u32) -> bool {
         let next_timer = remote.next_timer.load(Ordering::Relaxed);
-        countdown == 0
-            || remote.inbox_len.load(Ordering::Relaxed) != 0
-            || next_timer <= self.now
-            || (next_timer != u64::MAX && tick.is_multiple_of(TIMER_CHECK_INTERVAL))
+        // Both timer conditions in one comparison: a timer is due by the last clock reading
+        // (`next_timer <= now`), or, in a timer-check round, there is one at all (`next_timer
+        // != u64::MAX`, that is `<= u64::MAX - 1`; the clock never reaches that value).
+        let timer_limit = if tick.is_multiple_of(TIMER_CHECK_INTERVAL) {
+            u64::MAX - 1
+        } else {
+            self.now
+        };
+        countdown == 0 || remote.inbox_len.load(Ordering::Relaxed) != 0 || next_timer <= timer_limit
     }
 }
 
