@@ -137,7 +137,7 @@ impl StackfulCtx {
     /// panics if called from the stack of another coroutine that this one resumed.
     /// Yields to the scheduler (`corio::yield_now`): the coroutine runs again after the other
     /// runnable tasks of its worker.
-    #[inline]
+    #[inline(always)] // into `corio::yield_now`, which has read the thread's context already
     pub(crate) fn yield_now(&self) {
         let _no_preempt = self.no_preempt();
         // Refuse a nested coroutine before leaving any trace of the yield (a set flag or a
@@ -167,13 +167,19 @@ impl StackfulCtx {
     /// Asks this thread's worker for a direct switch to the coroutine it would run next (see
     /// `WorkerCtx::direct_yield`); `None` when the loop must decide instead. Never for a
     /// coroutine that is being cancelled: its poll frame expects it back.
-    #[inline]
+    #[inline(always)] // as `yield_now`
     fn direct_yield_target(&self) -> Option<*mut RawCoroutine> {
         if self.cancel_requested.get() {
             return None;
         }
         // SAFETY: this thread's worker, if it is one, outlives its tasks' runs.
         unsafe { context::worker_here().as_ref() }?.direct_yield(self)
+    }
+
+    /// Whether the coroutine is pinned to its worker (never changes thread).
+    #[inline]
+    pub(crate) fn is_pinned(&self) -> bool {
+        self.pinned
     }
 
     /// Whether signal preemption may suspend this coroutine.
