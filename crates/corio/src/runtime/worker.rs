@@ -18,6 +18,7 @@ use super::Shared;
 use super::context;
 use super::park::Unparker;
 use super::sched::queue::{self, Local, Steal};
+use super::sched::ring::Ring;
 use super::sched::slot::SpawnSlot;
 use super::thread_clock::ThreadClock;
 use crate::task::core::{Kind, RunResult};
@@ -287,7 +288,7 @@ struct Core {
     /// Pinned coroutines that yielded, still RUNNING (see `raw::Running`): they run after
     /// everything else runnable here, as Go's `Gosched` puts a goroutine behind the local
     /// queue, except every 61st round (step 1), so a busy run queue cannot starve them.
-    yielded: VecDeque<Yielded>,
+    yielded: Ring<Yielded>,
     tick: u32,
     /// Rounds until the global queue is looked at first.
     global_countdown: u32,
@@ -369,7 +370,7 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
             pinned_first: true,
             pinned: VecDeque::new(),
             spawn_slot_used: false,
-            yielded: VecDeque::new(),
+            yielded: Ring::new(),
             tick: 0,
             global_countdown: GLOBAL_POLL_INTERVAL,
             now: 0,
@@ -556,16 +557,8 @@ impl WorkerCtx {
             task: unsafe { Running::from_raw(from.header_ptr()) },
             ctx: from,
         };
-        // `from` to the back of the queue, `to` off its front: with `to` alone in it (two
-        // coroutines yielding to each other), `from` simply takes its place.
-        let to = if core.yielded.len() == 1 {
-            core.yielded
-                .front_mut()
-                .map(|front| std::mem::replace(front, from_running))
-        } else {
-            core.yielded.push_back(from_running);
-            core.yielded.pop_front()
-        };
+        // `from` to the back of the queue, `to` off its front, in one step.
+        let to = core.yielded.rotate(from_running);
         drop(core);
         // `run_task`'s start for `to`: its poll reference is now the frame's.
         std::mem::forget(to);
@@ -1227,7 +1220,7 @@ impl WorkerCtx {
             let mut core = self.core.borrow_mut();
             core.next = None;
             (
-                core.yielded.drain(..).map(|y| y.task).collect(),
+                std::iter::from_fn(|| core.yielded.pop_front().map(|y| y.task)).collect(),
                 core.pinned.drain(..).collect(),
             )
         };
