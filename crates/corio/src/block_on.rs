@@ -244,7 +244,7 @@ pub fn yield_now() {
     // switch in `yield_now_general`: this function's own code runs no switch but a pinned
     // coroutine's.
     match context::pinned_stackful_here() {
-        Some(ctx) => ctx.yield_now(),
+        Some(ctx) => ctx.yield_known(true),
         None => yield_now_general(),
     }
 }

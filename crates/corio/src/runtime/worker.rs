@@ -558,7 +558,8 @@ impl WorkerCtx {
             ctx: from,
         };
         // `from` to the back of the queue, `to` off its front, in one step.
-        let to = core.yielded.rotate(from_running);
+        // SAFETY: the queue is not empty: `to` is its front.
+        let to = unsafe { core.yielded.rotate(from_running) };
         drop(core);
         // `run_task`'s start for `to`: its poll reference is now the frame's.
         std::mem::forget(to);

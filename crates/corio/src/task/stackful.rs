@@ -139,11 +139,20 @@ impl StackfulCtx {
     /// runnable tasks of its worker.
     #[inline(always)] // into `corio::yield_now`, which has read the thread's context already
     pub(crate) fn yield_now(&self) {
+        self.yield_known(self.pinned);
+    }
+
+    /// [`yield_now`](Self::yield_now) for a caller that has read whether the coroutine is
+    /// pinned already (`pinned` is `self.pinned`): a second read would not be folded into the
+    /// first across the stack check's branches.
+    #[inline(always)]
+    pub(crate) fn yield_known(&self, pinned: bool) {
+        debug_assert_eq!(pinned, self.pinned);
         let _no_preempt = self.no_preempt();
         // Refuse a nested coroutine before leaving any trace of the yield (a set flag or a
         // wake would resume the task spuriously at its next real suspension).
         let yielder = self.check_own_stack();
-        if self.pinned {
+        if pinned {
             if let Some(to) = self.direct_yield_target() {
                 // SAFETY: the worker has done the bookkeeping of ending our turn and starting
                 // `to`'s (see `WorkerCtx::direct_yield`): `to` is a suspended coroutine of
