@@ -167,7 +167,7 @@ mod tests {
             assert_eq!(ring.len(), next_in - next_out);
             assert_eq!(
                 ring.front().map(|v| **v),
-                (ring.len() > 0).then_some(next_out)
+                (!ring.is_empty()).then_some(next_out)
             );
         }
         while let Some(v) = ring.pop_front() {
