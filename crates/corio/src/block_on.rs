@@ -236,7 +236,25 @@ pub(crate) fn park_thread_on<F: Future>(fut: F) -> F::Output {
 /// assert_eq!(order, ["other", "main"]);
 /// ```
 #[track_caller]
+#[inline(never)] // never into the caller's code: see below
 pub fn yield_now() {
+    // A pinned coroutine's yield, the common case, reads the thread's context inline (see
+    // `pinned_stackful_here`); everything else takes the general path. Inlined into a caller
+    // that loops, the address read here could be reused after a migratable coroutine's
+    // switch in `yield_now_general`: this function's own code runs no switch but a pinned
+    // coroutine's.
+    match context::pinned_stackful_here() {
+        Some(ctx) => ctx.yield_known(true),
+        None => yield_now_general(),
+    }
+}
+
+/// [`yield_now`] for all but a pinned coroutine: its own function, so that the thread-local
+/// address `here` reads is never reused after a switch of a coroutine that may come back on
+/// another thread.
+#[track_caller]
+#[inline(never)]
+fn yield_now_general() {
     match context::here() {
         Here::Stackful(ctx) => ctx.yield_now(),
         Here::Stackless => {

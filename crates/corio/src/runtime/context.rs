@@ -12,7 +12,9 @@
 //! come back from it on another thread. So every accessor that coroutine code can call
 //! ([`here`], [`current_task`], [`with_worker`], [`budget_proceed`], [`should_yield`], [`current_shared`],
 //! [`enter_runtime`]) is `#[inline(never)]`: it computes the address afresh in a function
-//! that contains no switch, whatever its caller inlines around it. The guards that frame a
+//! that contains no switch, whatever its caller inlines around it. The exceptions are read
+//! only for a coroutine *pinned* to its worker, which never changes thread
+//! ([`pinned_stackful_here`], [`worker_here`]). The guards that frame a
 //! poll ([`enter_task`], [`enter_stackful`], [`enter_worker`] and their drops) and
 //! [`worker_index_in`] (the home-thread check before a resume) stay inlined:
 //! they run only in the frame of the worker (or plain thread) that polls the task, on that
@@ -135,6 +137,22 @@ pub(crate) fn running_task_here() -> *const Header {
 #[inline]
 pub(crate) fn worker_here() -> *const WorkerCtx {
     CONTEXT.with(|c| c.worker.get())
+}
+
+/// The running stackful coroutine's context if it is pinned to its worker (not
+/// `migratable`), else `None` (the caller then asks [`here`]). Read inline, without the call
+/// [`here`] costs: a pinned coroutine never changes thread, so the address its caller computed
+/// stays right across the caller's switches, which only that coroutine makes (a bare
+/// `Coroutine` it resumed is refused by `StackfulCtx::check_own_stack` before any switch).
+/// For [`crate::block_on::yield_now`]'s fast path.
+#[inline(always)]
+pub(crate) fn pinned_stackful_here<'a>() -> Option<&'a StackfulCtx> {
+    CONTEXT.with(|c| {
+        // SAFETY: as in `here`: set only while the coroutine's poll is on this thread's
+        // stack, and the context lives in the task cell.
+        let stackful = unsafe { c.stackful.get().as_ref() }?;
+        stackful.is_pinned().then_some(stackful)
+    })
 }
 
 /// What [`enter_task`] and [`enter_stackful`] set, for a direct switch from the running

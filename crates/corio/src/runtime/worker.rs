@@ -18,6 +18,7 @@ use super::Shared;
 use super::context;
 use super::park::Unparker;
 use super::sched::queue::{self, Local, Steal};
+use super::sched::ring::Ring;
 use super::sched::slot::SpawnSlot;
 use super::thread_clock::ThreadClock;
 use crate::task::core::{Kind, RunResult};
@@ -287,7 +288,7 @@ struct Core {
     /// Pinned coroutines that yielded, still RUNNING (see `raw::Running`): they run after
     /// everything else runnable here, as Go's `Gosched` puts a goroutine behind the local
     /// queue, except every 61st round (step 1), so a busy run queue cannot starve them.
-    yielded: VecDeque<Yielded>,
+    yielded: Ring<Yielded>,
     tick: u32,
     /// Rounds until the global queue is looked at first.
     global_countdown: u32,
@@ -305,10 +306,15 @@ impl Core {
     #[inline(always)]
     fn maintenance_due(&self, remote: &Remote, tick: u32, countdown: u32) -> bool {
         let next_timer = remote.next_timer.load(Ordering::Relaxed);
-        countdown == 0
-            || remote.inbox_len.load(Ordering::Relaxed) != 0
-            || next_timer <= self.now
-            || (next_timer != u64::MAX && tick.is_multiple_of(TIMER_CHECK_INTERVAL))
+        // Both timer conditions in one comparison: a timer is due by the last clock reading
+        // (`next_timer <= now`), or, in a timer-check round, there is one at all (`next_timer
+        // != u64::MAX`, that is `<= u64::MAX - 1`; the clock never reaches that value).
+        let timer_limit = if tick.is_multiple_of(TIMER_CHECK_INTERVAL) {
+            u64::MAX - 1
+        } else {
+            self.now
+        };
+        countdown == 0 || remote.inbox_len.load(Ordering::Relaxed) != 0 || next_timer <= timer_limit
     }
 }
 
@@ -364,7 +370,7 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
             pinned_first: true,
             pinned: VecDeque::new(),
             spawn_slot_used: false,
-            yielded: VecDeque::new(),
+            yielded: Ring::new(),
             tick: 0,
             global_countdown: GLOBAL_POLL_INTERVAL,
             now: 0,
@@ -551,16 +557,9 @@ impl WorkerCtx {
             task: unsafe { Running::from_raw(from.header_ptr()) },
             ctx: from,
         };
-        // `from` to the back of the queue, `to` off its front: with `to` alone in it (two
-        // coroutines yielding to each other), `from` simply takes its place.
-        let to = if core.yielded.len() == 1 {
-            core.yielded
-                .front_mut()
-                .map(|front| std::mem::replace(front, from_running))
-        } else {
-            core.yielded.push_back(from_running);
-            core.yielded.pop_front()
-        };
+        // `from` to the back of the queue, `to` off its front, in one step.
+        // SAFETY: the queue is not empty: `to` is its front.
+        let to = unsafe { core.yielded.rotate(from_running) };
         drop(core);
         // `run_task`'s start for `to`: its poll reference is now the frame's.
         std::mem::forget(to);
@@ -1222,7 +1221,7 @@ impl WorkerCtx {
             let mut core = self.core.borrow_mut();
             core.next = None;
             (
-                core.yielded.drain(..).map(|y| y.task).collect(),
+                std::iter::from_fn(|| core.yielded.pop_front().map(|y| y.task)).collect(),
                 core.pinned.drain(..).collect(),
             )
         };

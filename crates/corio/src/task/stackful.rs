@@ -137,13 +137,22 @@ impl StackfulCtx {
     /// panics if called from the stack of another coroutine that this one resumed.
     /// Yields to the scheduler (`corio::yield_now`): the coroutine runs again after the other
     /// runnable tasks of its worker.
-    #[inline]
+    #[inline(always)] // into `corio::yield_now`, which has read the thread's context already
     pub(crate) fn yield_now(&self) {
+        self.yield_known(self.pinned);
+    }
+
+    /// [`yield_now`](Self::yield_now) for a caller that has read whether the coroutine is
+    /// pinned already (`pinned` is `self.pinned`): a second read would not be folded into the
+    /// first across the stack check's branches.
+    #[inline(always)]
+    pub(crate) fn yield_known(&self, pinned: bool) {
+        debug_assert_eq!(pinned, self.pinned);
         let _no_preempt = self.no_preempt();
         // Refuse a nested coroutine before leaving any trace of the yield (a set flag or a
         // wake would resume the task spuriously at its next real suspension).
         let yielder = self.check_own_stack();
-        if self.pinned {
+        if pinned {
             if let Some(to) = self.direct_yield_target() {
                 // SAFETY: the worker has done the bookkeeping of ending our turn and starting
                 // `to`'s (see `WorkerCtx::direct_yield`): `to` is a suspended coroutine of
@@ -167,13 +176,19 @@ impl StackfulCtx {
     /// Asks this thread's worker for a direct switch to the coroutine it would run next (see
     /// `WorkerCtx::direct_yield`); `None` when the loop must decide instead. Never for a
     /// coroutine that is being cancelled: its poll frame expects it back.
-    #[inline]
+    #[inline(always)] // as `yield_now`
     fn direct_yield_target(&self) -> Option<*mut RawCoroutine> {
         if self.cancel_requested.get() {
             return None;
         }
         // SAFETY: this thread's worker, if it is one, outlives its tasks' runs.
         unsafe { context::worker_here().as_ref() }?.direct_yield(self)
+    }
+
+    /// Whether the coroutine is pinned to its worker (never changes thread).
+    #[inline]
+    pub(crate) fn is_pinned(&self) -> bool {
+        self.pinned
     }
 
     /// Whether signal preemption may suspend this coroutine.

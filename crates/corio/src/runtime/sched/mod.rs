@@ -2,4 +2,5 @@
 
 pub(crate) mod inject;
 pub(crate) mod queue;
+pub(crate) mod ring;
 pub(crate) mod slot;
