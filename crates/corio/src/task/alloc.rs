@@ -423,6 +423,61 @@ pub(crate) unsafe fn free(ptr: NonNull<u8>, layout: Layout) {
     }
 }
 
+/// A value in a block of the task pools: a `Box` whose memory comes from [`allocate`] and goes
+/// back with [`free`], never through `malloc`. For the parts of a task that live only while
+/// it runs — a started coroutine's handle and context (`stackful.rs`, "The cell") — so that
+/// the task's cell, which lives until its `JoinHandle` is done with it, stays small.
+pub(crate) struct PoolBox<T>(NonNull<T>);
+
+// SAFETY: a `PoolBox<T>` owns its `T` as a `Box<T>` does; its block may be freed on any
+// thread (a block joins the freeing thread's list).
+unsafe impl<T: Send> Send for PoolBox<T> {}
+// SAFETY: as for `Box<T>`: shared access to the box is shared access to the `T`.
+unsafe impl<T: Sync> Sync for PoolBox<T> {}
+
+impl<T> PoolBox<T> {
+    /// Moves `value` into a block of its own.
+    #[inline]
+    pub(crate) fn new(value: T) -> Self {
+        // `allocate` takes no zero-sized layout.
+        const { assert!(size_of::<T>() > 0) };
+        let ptr = allocate(Layout::new::<T>()).cast::<T>();
+        // SAFETY: a fresh block with `T`'s layout, written once.
+        unsafe { ptr.as_ptr().write(value) };
+        PoolBox(ptr)
+    }
+}
+
+impl<T> std::ops::Deref for PoolBox<T> {
+    type Target = T;
+
+    #[inline]
+    fn deref(&self) -> &T {
+        // SAFETY: the block holds a live `T` until `drop`, and the box owns it.
+        unsafe { self.0.as_ref() }
+    }
+}
+
+impl<T> std::ops::DerefMut for PoolBox<T> {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut T {
+        // SAFETY: as in `deref`; `&mut self` is exclusive access to the box and so to the `T`.
+        unsafe { self.0.as_mut() }
+    }
+}
+
+impl<T> Drop for PoolBox<T> {
+    fn drop(&mut self) {
+        // SAFETY: the `T` is live and dropped once, here; the block came from `allocate` with
+        // `T`'s layout and is not used after the `free`. (If the `T`'s destructor panics the
+        // block leaks, which is safe.)
+        unsafe {
+            std::ptr::drop_in_place(self.0.as_ptr());
+            free(self.0.cast(), Layout::new::<T>());
+        }
+    }
+}
+
 #[cfg(all(test, not(any(miri, loom))))]
 mod tests {
     use super::*;
@@ -433,6 +488,42 @@ mod tests {
         Ok(layout) => layout,
         Err(_) => panic!(),
     };
+
+    /// A `PoolBox`'s value is dropped once, when the box is, and its block goes back to the
+    /// thread's list: the next box of the class gets the same block.
+    #[test]
+    fn a_pool_box_drops_its_value_once_and_its_block_is_reused() {
+        struct Counted {
+            data: [u64; 60],
+            drops: std::rc::Rc<std::cell::Cell<u32>>,
+        }
+        impl Drop for Counted {
+            fn drop(&mut self) {
+                self.drops.set(self.drops.get() + 1);
+            }
+        }
+        let drops = std::rc::Rc::new(std::cell::Cell::new(0));
+        let boxed = PoolBox::new(Counted {
+            data: [7; 60],
+            drops: drops.clone(),
+        });
+        let at = std::ptr::from_ref(&*boxed) as usize;
+        assert_eq!(boxed.data[59], 7);
+        drop(boxed);
+        assert_eq!(drops.get(), 1);
+        let again = PoolBox::new(Counted {
+            data: [8; 60],
+            drops: drops.clone(),
+        });
+        assert_eq!(
+            std::ptr::from_ref(&*again) as usize,
+            at,
+            "the block was not reused"
+        );
+        assert_eq!(again.data[0], 8);
+        drop(again);
+        assert_eq!(drops.get(), 2);
+    }
 
     #[test]
     fn blocks_freed_on_another_thread_are_reused_by_a_third() {
