@@ -66,7 +66,7 @@ const CLASSES: usize = 32; // 16..=512 bytes
 
 /// The class of a layout, if it is pooled.
 #[inline]
-fn class_of(layout: Layout) -> Option<usize> {
+const fn class_of(layout: Layout) -> Option<usize> {
     if layout.align() > GRANULE || layout.size() == 0 || layout.size() > GRANULE * CLASSES {
         return None;
     }
@@ -483,11 +483,13 @@ pub(crate) unsafe fn free(ptr: NonNull<u8>, layout: Layout) {
     }
 }
 
-/// Like [`allocate`], trying the thread's one spare block first (see `pooled::Spare`).
+/// Like [`allocate`] for a `T`, trying the thread's one spare block first (see
+/// `pooled::Spare`). Generic, so that the class is a constant.
 #[inline(never)] // reads a thread-local: see `allocate`
-fn allocate_spare(layout: Layout) -> NonNull<u8> {
+fn allocate_spare<T>() -> NonNull<u8> {
+    let layout = Layout::new::<T>();
     let _no_preempt = crate::runtime::preempt::guard();
-    match class_of(layout) {
+    match const { class_of(Layout::new::<T>()) } {
         #[cfg(not(any(miri, loom)))]
         Some(class) => pooled::allocate_spare(class),
         // SAFETY: `PoolBox` allocates no zero-sized layout.
@@ -495,15 +497,16 @@ fn allocate_spare(layout: Layout) -> NonNull<u8> {
     }
 }
 
-/// Like [`free`], keeping the block as the thread's spare if it has none.
+/// Like [`free`] for a `T`'s block, keeping it as the thread's spare if it has none.
 ///
 /// # Safety
 ///
-/// As for [`free`].
+/// As for [`free`], with `T`'s layout.
 #[inline(never)] // reads a thread-local: see `allocate`
-unsafe fn free_spare(ptr: NonNull<u8>, layout: Layout) {
+unsafe fn free_spare<T>(ptr: NonNull<u8>) {
+    let layout = Layout::new::<T>();
     let _no_preempt = crate::runtime::preempt::guard();
-    match class_of(layout) {
+    match const { class_of(Layout::new::<T>()) } {
         // SAFETY: per the contract, a block of this class from `pooled`.
         #[cfg(not(any(miri, loom)))]
         Some(class) => unsafe { pooled::free_spare(class, ptr) },
@@ -538,7 +541,7 @@ impl<T> PoolBox<T> {
     pub(crate) fn new(value: T) -> Self {
         // `allocate` takes no zero-sized layout.
         const { assert!(size_of::<T>() > 0) };
-        let ptr = allocate_spare(Layout::new::<T>()).cast::<T>();
+        let ptr = allocate_spare::<T>().cast::<T>();
         // SAFETY: a fresh block with `T`'s layout, written once.
         unsafe { ptr.as_ptr().write(value) };
         PoolBox(ptr)
@@ -570,7 +573,7 @@ impl<T> Drop for PoolBox<T> {
         // block leaks, which is safe.)
         unsafe {
             std::ptr::drop_in_place(self.0.as_ptr());
-            free_spare(self.0.cast(), Layout::new::<T>());
+            free_spare::<T>(self.0.cast());
         }
     }
 }
