@@ -34,13 +34,13 @@
 //! [`HUGE_CHUNK`] of 2 MiB, aligned to 2 MiB and advised `MADV_HUGEPAGE`, so that the kernel
 //! backs it with one transparent huge page at its first touch instead of 512 base pages at 512
 //! page faults. In a fresh process the faults were most of a batch's cost: 100,000 stackful
-//! tasks held at once (304 bytes each, as `corio-bench spawn` holds them until its join phase)
+//! tasks held at once (304 bytes each then, 128 now; `corio-bench spawn` holds them until its join phase)
 //! took ~7,400 faults of 2–3 µs each on the 2-vCPU VM, more than the spawns' CPU work; with
 //! huge chunks a process of two such batches takes ~1,100 faults instead of ~9,000. Only
 //! *later* chunks are huge because a huge page is resident as a whole from its first touch: a
 //! program that spawns ten tasks uses a page or two of its first, plain chunk, as before, and a
-//! thread pays 2 MiB at once only after it has filled 1 MiB of blocks (~3,400 stackful tasks
-//! live at once), by which time one more chunk is at most as large as what it already holds.
+//! thread pays 2 MiB at once only after it has filled 1 MiB of blocks (~8,000 stackful tasks
+//! with small closures live at once), by which time one more chunk is at most as large as what it already holds.
 //! Pre-faulting a plain chunk (`MADV_POPULATE_WRITE`) would save the trap per page but still
 //! allocate and map 256 pages one by one, and costs the whole chunk even for a thread that
 //! spawns a handful of tasks. Go (1.19) does the same kind of thing for its heap: it asks for
@@ -575,6 +575,41 @@ impl<T> Drop for PoolBox<T> {
             std::ptr::drop_in_place(self.0.as_ptr());
             free_spare::<T>(self.0.cast());
         }
+    }
+}
+
+/// `PoolBox` under Miri too (there its blocks come from the global allocator; natively from
+/// the spare and the lists).
+#[cfg(all(test, not(loom)))]
+mod pool_box_tests {
+    use super::PoolBox;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    struct Counted(Arc<AtomicUsize>, [u64; 20]);
+
+    impl Drop for Counted {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    #[test]
+    fn pool_boxes_dropped_on_another_thread_drop_their_values_once() {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let mut boxes: Vec<_> = (0..4)
+            .map(|i| PoolBox::new(Counted(drops.clone(), [i; 20])))
+            .collect();
+        boxes[3].1[0] = 9;
+        assert_eq!(boxes[3].1[..2], [9, 3]);
+        drop(boxes.pop()); // the spare
+        std::thread::spawn(move || drop(boxes)).join().unwrap();
+        assert_eq!(drops.load(Ordering::Relaxed), 4);
+        // The thread's spare (and the other thread's) are handed out again without harm.
+        let again = PoolBox::new(Counted(drops.clone(), [5; 20]));
+        assert_eq!(again.1[19], 5);
+        drop(again);
+        assert_eq!(drops.load(Ordering::Relaxed), 5);
     }
 }
 
