@@ -184,7 +184,7 @@ pub(crate) fn here<'a>() -> Here<'a> {
         let stackful = c.stackful.get();
         if !stackful.is_null() {
             // SAFETY: the pointer is set only while the coroutine's poll is on this thread's
-            // stack (see `enter_stackful`), and the context lives in the task cell.
+            // stack (see `enter_stackful`), and the context lives in the task's `Live` block.
             Here::Stackful(unsafe { &*stackful })
         } else if !c.task.get().is_null() {
             // SAFETY: as in `current_task`.
@@ -318,7 +318,7 @@ pub(crate) fn stackful_on_budget<'a>() -> Option<&'a StackfulCtx> {
             return None;
         }
         // SAFETY: as in `here`: set only while the coroutine's poll is on this thread's
-        // stack, and the context lives in the task cell.
+        // stack, and the context lives in the task's `Live` block.
         Some(unsafe { &*stackful })
     })
 }

@@ -52,7 +52,7 @@
 //! by a [`NoPreempt`] guard at every entry point through which a coroutine enters corio's code:
 //! `block_on` (and through it every blocking-style call: channels, sync, timers, IO, `join`),
 //! `yield_now`, the spawn functions, the task waker's vtable, the task allocator, and the
-//! channel and sync locks. The counter lives in the coroutine (its task cell), not in a
+//! channel and sync locks. The counter lives in the coroutine (its task's `Live` block), not in a
 //! thread-local, because a coroutine suspended inside `block_on` keeps it raised while other
 //! coroutines of the thread run. It is also raised from the coroutine's creation until its
 //! closure starts, and again once it returns, which covers the first and last switches.
@@ -96,7 +96,8 @@ use std::cell::Cell;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering, compiler_fence};
 
-/// What the handler needs to know about one preemptible coroutine; lives in its task cell.
+/// What the handler needs to know about one preemptible coroutine; lives in its task's `Live` block
+/// (`task/stackful.rs`).
 pub(crate) struct PreemptState {
     /// The coroutine's task id (what sysmon names as its target).
     id: u64,
@@ -173,7 +174,7 @@ impl Drop for NoPreempt {
     #[inline]
     fn drop(&mut self) {
         // SAFETY: a non-null pointer came from `no_preempt` on a state that lives in its
-        // coroutine's task cell, which outlives the coroutine's code (the guard lives on its
+        // coroutine's `Live` block, which outlives the coroutine's code (the guard lives on its
         // stack, or in a value on it, and is dropped before the coroutine finishes).
         if let Some(state) = unsafe { self.0.as_ref() } {
             state.leave();
@@ -689,7 +690,7 @@ mod imp {
     unsafe fn try_preempt(slot: &WorkerSlot, uc: &mut libc::ucontext_t) {
         let target = slot.target.swap(0, Ordering::Relaxed);
         // SAFETY: CURRENT is set only around a resume on this thread; the state lives in the
-        // coroutine's task cell for that long.
+        // coroutine's `Live` block for that long.
         let Some(state): Option<&PreemptState> =
             (unsafe { THREAD.with(|t| t.current.get()).as_ref() })
         else {

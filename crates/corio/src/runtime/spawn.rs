@@ -249,8 +249,6 @@ where
     corio_context::stack::ensure_available(stack_size)?;
     let id = corio_context::coroutine::next_id();
     let config = StackConfig {
-        id,
-        name: builder.name.clone(),
         stack_size,
         preemptible: (builder.preemptible && super::preempt::enable()) || shared.config.preemptible,
     };

@@ -34,13 +34,13 @@
 //! [`HUGE_CHUNK`] of 2 MiB, aligned to 2 MiB and advised `MADV_HUGEPAGE`, so that the kernel
 //! backs it with one transparent huge page at its first touch instead of 512 base pages at 512
 //! page faults. In a fresh process the faults were most of a batch's cost: 100,000 stackful
-//! tasks held at once (304 bytes each, as `corio-bench spawn` holds them until its join phase)
+//! tasks held at once (304 bytes each then, 128 now; `corio-bench spawn` holds them until its join phase)
 //! took ~7,400 faults of 2–3 µs each on the 2-vCPU VM, more than the spawns' CPU work; with
 //! huge chunks a process of two such batches takes ~1,100 faults instead of ~9,000. Only
 //! *later* chunks are huge because a huge page is resident as a whole from its first touch: a
 //! program that spawns ten tasks uses a page or two of its first, plain chunk, as before, and a
-//! thread pays 2 MiB at once only after it has filled 1 MiB of blocks (~3,400 stackful tasks
-//! live at once), by which time one more chunk is at most as large as what it already holds.
+//! thread pays 2 MiB at once only after it has filled 1 MiB of blocks (~8,000 stackful tasks
+//! with small closures live at once), by which time one more chunk is at most as large as what it already holds.
 //! Pre-faulting a plain chunk (`MADV_POPULATE_WRITE`) would save the trap per page but still
 //! allocate and map 256 pages one by one, and costs the whole chunk even for a thread that
 //! spawns a handful of tasks. Go (1.19) does the same kind of thing for its heap: it asks for
@@ -66,7 +66,7 @@ const CLASSES: usize = 32; // 16..=512 bytes
 
 /// The class of a layout, if it is pooled.
 #[inline]
-fn class_of(layout: Layout) -> Option<usize> {
+const fn class_of(layout: Layout) -> Option<usize> {
     if layout.align() > GRANULE || layout.size() == 0 || layout.size() > GRANULE * CLASSES {
         return None;
     }
@@ -234,6 +234,16 @@ mod pooled {
             for (class, list) in self.lists.iter_mut().enumerate() {
                 give_to_pool(class, std::mem::replace(list, List::EMPTY));
             }
+            let spare = SPARE.replace(Spare {
+                block: ptr::null_mut(),
+                class: 0,
+            });
+            if let Some(block) = NonNull::new(spare.block) {
+                let mut list = List::EMPTY;
+                // SAFETY: the spare is a free block of its class that nothing else holds.
+                unsafe { list.push(block) };
+                give_to_pool(spare.class, list);
+            }
             if (self.end as usize) - (self.bump as usize) >= GRANULE * CLASSES {
                 LEFTOVERS
                     .lock()
@@ -346,6 +356,59 @@ mod pooled {
         (chunk, len)
     }
 
+    /// One free block and its class, in front of the thread's lists, for [`super::PoolBox`]: a
+    /// started coroutine's `Live` block is taken and freed once per coroutine on its worker,
+    /// and the lists' path (a `RefCell` borrow of the lists, the class's list) cost ~80
+    /// instructions per pair, 4 % of a skynet leaf. A `Cell` without a destructor is the
+    /// cheapest thread-local there is; `Local`'s destructor gives its block to the pool.
+    #[derive(Clone, Copy)]
+    struct Spare {
+        block: *mut u8,
+        class: usize,
+    }
+
+    thread_local! {
+        static SPARE: std::cell::Cell<Spare> = const {
+            std::cell::Cell::new(Spare {
+                block: ptr::null_mut(),
+                class: 0,
+            })
+        };
+    }
+
+    /// Takes the thread's spare block if it is of `class`, else a block as `allocate` does.
+    #[inline]
+    pub(super) fn allocate_spare(class: usize) -> NonNull<u8> {
+        let spare = SPARE.get();
+        if spare.class == class
+            && let Some(block) = NonNull::new(spare.block)
+        {
+            SPARE.set(Spare {
+                block: ptr::null_mut(),
+                class,
+            });
+            return block;
+        }
+        allocate(class)
+    }
+
+    /// Keeps `block` as the thread's spare if there is none, else frees it as `free` does.
+    ///
+    /// # Safety
+    /// As for [`super::free`].
+    #[inline]
+    pub(super) unsafe fn free_spare(class: usize, block: NonNull<u8>) {
+        if SPARE.get().block.is_null() {
+            SPARE.set(Spare {
+                block: block.as_ptr(),
+                class,
+            });
+        } else {
+            // SAFETY: per the contract.
+            unsafe { free(class, block) };
+        }
+    }
+
     /// Runs `f` on this thread's blocks (tests only).
     #[cfg(test)]
     pub(super) fn with_local<R>(f: impl FnOnce(&mut Local) -> R) -> R {
@@ -398,11 +461,8 @@ pub(crate) fn allocate(layout: Layout) -> NonNull<u8> {
     match class_of(layout) {
         #[cfg(not(any(miri, loom)))]
         Some(class) => pooled::allocate(class),
-        _ => {
-            // SAFETY: `layout` has a non-zero size (tasks always have a header).
-            let ptr = unsafe { std::alloc::alloc(layout) };
-            NonNull::new(ptr).unwrap_or_else(|| std::alloc::handle_alloc_error(layout))
-        }
+        // SAFETY: `layout` has a non-zero size (tasks always have a header).
+        _ => unsafe { global_alloc(layout) },
     }
 }
 
@@ -423,6 +483,136 @@ pub(crate) unsafe fn free(ptr: NonNull<u8>, layout: Layout) {
     }
 }
 
+/// Like [`allocate`] for a `T`, trying the thread's one spare block first (see
+/// `pooled::Spare`). Generic, so that the class is a constant.
+#[inline(never)] // reads a thread-local: see `allocate`
+fn allocate_spare<T>() -> NonNull<u8> {
+    let layout = Layout::new::<T>();
+    let _no_preempt = crate::runtime::preempt::guard();
+    match const { class_of(Layout::new::<T>()) } {
+        #[cfg(not(any(miri, loom)))]
+        Some(class) => pooled::allocate_spare(class),
+        // SAFETY: `PoolBox` allocates no zero-sized layout.
+        _ => unsafe { global_alloc(layout) },
+    }
+}
+
+/// Like [`free`] for a `T`'s block, keeping it as the thread's spare if it has none.
+///
+/// # Safety
+///
+/// As for [`free`], with `T`'s layout.
+#[inline(never)] // reads a thread-local: see `allocate`
+unsafe fn free_spare<T>(ptr: NonNull<u8>) {
+    let layout = Layout::new::<T>();
+    let _no_preempt = crate::runtime::preempt::guard();
+    match const { class_of(Layout::new::<T>()) } {
+        // SAFETY: per the contract, a block of this class from `pooled`.
+        #[cfg(not(any(miri, loom)))]
+        Some(class) => unsafe { pooled::free_spare(class, ptr) },
+        // SAFETY: per the contract, allocated with `layout` by the global allocator.
+        _ => unsafe { std::alloc::dealloc(ptr.as_ptr(), layout) },
+    }
+}
+
+/// # Safety
+/// `layout` has a non-zero size.
+unsafe fn global_alloc(layout: Layout) -> NonNull<u8> {
+    // SAFETY: per the contract.
+    let ptr = unsafe { std::alloc::alloc(layout) };
+    NonNull::new(ptr).unwrap_or_else(|| std::alloc::handle_alloc_error(layout))
+}
+
+/// A value in a block of the task pools: a `Box` whose memory comes from [`allocate`] and goes
+/// back with [`free`], never through `malloc`, through a one-block spare per thread in front. For the parts of a task that live only while
+/// it runs — a started coroutine's handle and context (`stackful.rs`, "The cell") — so that
+/// the task's cell, which lives until its `JoinHandle` is done with it, stays small.
+pub(crate) struct PoolBox<T>(NonNull<T>);
+
+// SAFETY: a `PoolBox<T>` owns its `T` as a `Box<T>` does; its block may be freed on any
+// thread (a block joins the freeing thread's list).
+unsafe impl<T: Send> Send for PoolBox<T> {}
+// SAFETY: as for `Box<T>`: shared access to the box is shared access to the `T`.
+unsafe impl<T: Sync> Sync for PoolBox<T> {}
+
+impl<T> PoolBox<T> {
+    /// Moves `value` into a block of its own.
+    #[inline]
+    pub(crate) fn new(value: T) -> Self {
+        // `allocate` takes no zero-sized layout.
+        const { assert!(size_of::<T>() > 0) };
+        let ptr = allocate_spare::<T>().cast::<T>();
+        // SAFETY: a fresh block with `T`'s layout, written once.
+        unsafe { ptr.as_ptr().write(value) };
+        PoolBox(ptr)
+    }
+}
+
+impl<T> std::ops::Deref for PoolBox<T> {
+    type Target = T;
+
+    #[inline]
+    fn deref(&self) -> &T {
+        // SAFETY: the block holds a live `T` until `drop`, and the box owns it.
+        unsafe { self.0.as_ref() }
+    }
+}
+
+impl<T> std::ops::DerefMut for PoolBox<T> {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut T {
+        // SAFETY: as in `deref`; `&mut self` is exclusive access to the box and so to the `T`.
+        unsafe { self.0.as_mut() }
+    }
+}
+
+impl<T> Drop for PoolBox<T> {
+    fn drop(&mut self) {
+        // SAFETY: the `T` is live and dropped once, here; the block came from `allocate` with
+        // `T`'s layout and is not used after the `free`. (If the `T`'s destructor panics the
+        // block leaks, which is safe.)
+        unsafe {
+            std::ptr::drop_in_place(self.0.as_ptr());
+            free_spare::<T>(self.0.cast());
+        }
+    }
+}
+
+/// `PoolBox` under Miri too (there its blocks come from the global allocator; natively from
+/// the spare and the lists).
+#[cfg(all(test, not(loom)))]
+mod pool_box_tests {
+    use super::PoolBox;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    struct Counted(Arc<AtomicUsize>, [u64; 20]);
+
+    impl Drop for Counted {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    #[test]
+    fn pool_boxes_dropped_on_another_thread_drop_their_values_once() {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let mut boxes: Vec<_> = (0..4)
+            .map(|i| PoolBox::new(Counted(drops.clone(), [i; 20])))
+            .collect();
+        boxes[3].1[0] = 9;
+        assert_eq!(boxes[3].1[..2], [9, 3]);
+        drop(boxes.pop()); // the spare
+        std::thread::spawn(move || drop(boxes)).join().unwrap();
+        assert_eq!(drops.load(Ordering::Relaxed), 4);
+        // The thread's spare (and the other thread's) are handed out again without harm.
+        let again = PoolBox::new(Counted(drops.clone(), [5; 20]));
+        assert_eq!(again.1[19], 5);
+        drop(again);
+        assert_eq!(drops.load(Ordering::Relaxed), 5);
+    }
+}
+
 #[cfg(all(test, not(any(miri, loom))))]
 mod tests {
     use super::*;
@@ -433,6 +623,68 @@ mod tests {
         Ok(layout) => layout,
         Err(_) => panic!(),
     };
+
+    /// A `PoolBox`'s value is dropped once, when the box is, and its block goes back to the
+    /// thread's list: the next box of the class gets the same block.
+    #[test]
+    fn a_pool_box_drops_its_value_once_and_its_block_is_reused() {
+        struct Counted {
+            data: [u64; 60],
+            drops: std::rc::Rc<std::cell::Cell<u32>>,
+        }
+        impl Drop for Counted {
+            fn drop(&mut self) {
+                self.drops.set(self.drops.get() + 1);
+            }
+        }
+        let drops = std::rc::Rc::new(std::cell::Cell::new(0));
+        let boxed = PoolBox::new(Counted {
+            data: [7; 60],
+            drops: drops.clone(),
+        });
+        let at = std::ptr::from_ref(&*boxed) as usize;
+        assert_eq!(boxed.data[59], 7);
+        drop(boxed);
+        assert_eq!(drops.get(), 1);
+        let again = PoolBox::new(Counted {
+            data: [8; 60],
+            drops: drops.clone(),
+        });
+        assert_eq!(
+            std::ptr::from_ref(&*again) as usize,
+            at,
+            "the block was not reused"
+        );
+        assert_eq!(again.data[0], 8);
+        drop(again);
+        assert_eq!(drops.get(), 2);
+    }
+
+    /// A thread's spare block is not lost when the thread exits: its lists' destructor gives
+    /// it to the pool, where the next thread that needs a block of its class finds it. (A
+    /// class of its own, 464 bytes, that no other test uses.)
+    #[test]
+    fn a_threads_spare_block_goes_to_the_pool_when_it_exits() {
+        const LAYOUT_464: Layout = match Layout::from_size_align(464, 16) {
+            Ok(layout) => layout,
+            Err(_) => panic!(),
+        };
+        let spare = std::thread::spawn(|| {
+            let boxed = PoolBox::new([3u8; 464]);
+            let at = std::ptr::from_ref(&*boxed) as usize;
+            drop(boxed); // kept as the thread's spare
+            at
+        })
+        .join()
+        .unwrap();
+        let next = std::thread::spawn(|| allocate(LAYOUT_464).as_ptr() as usize)
+            .join()
+            .unwrap();
+        assert_eq!(
+            next, spare,
+            "the exited thread's spare block was not reused"
+        );
+    }
 
     #[test]
     fn blocks_freed_on_another_thread_are_reused_by_a_third() {

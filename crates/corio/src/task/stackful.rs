@@ -6,7 +6,7 @@
 //!    context (`runtime::context`), then resumes the coroutine.
 //! 2. A blocking-style call inside it (`corio::block_on(fut)`, and through it every channel, IO
 //!    and timer call) polls `fut` with the task's waker, which the coroutine's context keeps in
-//!    the task's cell (see "Wakers" below). `Ready`: it returns at once, no switch.
+//!    the task's memory (see "Wakers" below). `Ready`: it returns at once, no switch.
 //!    `Pending`: it suspends the coroutine ([`StackfulCtx::suspend`]); the resume returns and
 //!    the poll returns `Pending`.
 //! 3. The future's waker wakes the task. The state word guarantees the task is requeued only
@@ -23,8 +23,8 @@
 //! the poll, the worker's frame that resumed it returns, and a later resume comes from another
 //! frame. So the waker must not live in the worker's frame (the first version pointed to the
 //! worker's `waker_ref` and segfaulted in debug builds, issue 7). The task's waker is the
-//! header's address and a static vtable; [`StackfulCtx`] keeps one in the task's cell, where
-//! it lives as long as the coroutine, and `block_on` borrows that.
+//! header's address and a static vtable; [`StackfulCtx`] keeps one in the task's `Live` block
+//! (see [`Stackful`]), where it lives as long as the coroutine, and `block_on` borrows that.
 //!
 //! # Pinning
 //!
@@ -63,6 +63,7 @@ use corio_context::coroutine::{Coroutine, CoroutineResult, Detached, RawCoroutin
 
 use crate::runtime::preempt::{self, NoPreempt, PreemptState};
 
+use super::alloc::PoolBox;
 use super::core::{Body, Header, Payload};
 use super::error::Cancelled;
 use super::waker::unowned_waker;
@@ -83,7 +84,8 @@ pub(crate) struct Switched {
 }
 
 /// What blocking-style calls inside a coroutine need: how to suspend and which waker to
-/// register. Lives in the task's cell, so its address is stable.
+/// register. Lives in the task's [`Live`] block, so its address is stable while the coroutine
+/// lives.
 pub(crate) struct StackfulCtx {
     /// The coroutine's switch state (in the same cell), for a direct switch to or from it.
     raw: Cell<*mut RawCoroutine>,
@@ -211,7 +213,8 @@ impl StackfulCtx {
     /// state.
     #[inline(always)] // into the yield, like `WorkerCtx::direct_yield`
     pub(crate) fn enter_direct(&self, worker: usize) -> *mut RawCoroutine {
-        // SAFETY: the context lives in its task's cell, alive while the task is.
+        // SAFETY: the context lives in a `Live` block that its task's cell owns, so the task is
+        // alive.
         let header = unsafe { self.header_ptr().as_ref() };
         // The home check of every resume, against the index of the worker that runs this (a
         // direct switch reaches only pinned coroutines; their home was stored by this thread).
@@ -432,10 +435,8 @@ pub(crate) struct PinnedCoroutine<T>(Coroutine<Signal, (), Result<T, Payload>>);
 // in release builds too, by `assert_on_home_thread` in `resume`), so its stack never changes thread; `T` crosses threads as output.
 unsafe impl<T: Send> Send for PinnedCoroutine<T> {}
 
-/// How to build the coroutine when the task first runs.
+/// How to build the coroutine when the task first runs (its id and name are the header's).
 pub(crate) struct StackConfig {
-    pub(crate) id: u64,
-    pub(crate) name: Option<std::sync::Arc<str>>,
     pub(crate) stack_size: usize,
     /// Whether signal preemption may suspend it (`TaskBuilder::preemptible`).
     pub(crate) preemptible: bool,
@@ -447,16 +448,26 @@ pub(crate) struct StackConfig {
 /// coroutine is just its closure in the task's cell. A burst of spawns therefore costs no stack
 /// memory, the stack comes from the cache of the worker that will run it (warm, and where it
 /// will stay), and a batch of short coroutines reuses a handful of stacks.
+///
+/// **The cell.** A started coroutine's handle and context (240 bytes) live in a block of their
+/// own ([`Live`], from the task pools), taken when it starts and freed when it finishes, not in
+/// the task's cell: the cell lives as long as the task's `JoinHandle` (it holds the output),
+/// and a program that holds many handles — a batch of spawns joined afterwards — held 336
+/// bytes per task where 128 are needed (a header, the closure and stack size or the output, the
+/// join waker). Only the coroutines running at once hold a `Live`, a handful per worker in a
+/// batch of short ones; the price is one pooled allocation and free per coroutine and a pointer
+/// to follow on the context's every use (see `docs/scheduler.md`, "The stackful cell").
 pub(crate) enum Stackful<F, T> {
-    Unstarted {
-        f: F,
-        config: StackConfig,
-    },
-    Started {
-        co: PinnedCoroutine<T>,
-        ctx: StackfulCtx,
-    },
+    Unstarted { f: F, config: StackConfig },
+    Started(PoolBox<Live<T>>),
     Done,
+}
+
+/// A started coroutine: its handle and what its blocking-style calls need. Both stay at one
+/// address until the coroutine finishes (a direct switch and the context's waker rely on it).
+pub(crate) struct Live<T> {
+    co: PinnedCoroutine<T>,
+    ctx: StackfulCtx,
 }
 
 impl<F, T> Stackful<F, T>
@@ -479,10 +490,10 @@ where
         };
         let mut builder = corio_context::coroutine::Builder::new()
             .stack_size(config.stack_size)
-            .id(config.id)
+            .id(header.id)
             .location(header.location);
-        if let Some(name) = config.name {
-            builder = builder.name(name);
+        if let Some(name) = &header.name {
+            builder = builder.name(name.clone());
         }
         let built = builder.build(move |yielder: &Yielder<Signal, ()>, first: Signal| {
             let ctx = match context::here() {
@@ -511,7 +522,8 @@ where
                     raw: Cell::new(ptr::null_mut()),
                     switched: Cell::new(None),
                     yielder: Cell::new(ptr::null()),
-                    // SAFETY: the context lives in the task's cell, so the task outlives it.
+                    // SAFETY: the context lives in the task's `Live` block, which the task's cell
+                    // owns, so the task outlives it.
                     waker: unsafe { unowned_waker(header) },
                     yielded: Cell::new(false),
                     cancel_requested: Cell::new(false),
@@ -519,16 +531,16 @@ where
                     pinned,
                     locals: std::cell::RefCell::new(Vec::new()),
                     // A migratable coroutine is never preempted (see `runtime/preempt.rs`).
-                    preempt: (config.preemptible && pinned).then(|| PreemptState::new(config.id)),
+                    preempt: (config.preemptible && pinned).then(|| PreemptState::new(header.id)),
                 };
-                *self = Stackful::Started {
+                let mut live = PoolBox::new(Live {
                     co: PinnedCoroutine(co),
                     ctx,
-                };
-                if let Stackful::Started { co, ctx } = self {
-                    // The handle's final place (the task's cell): a direct switch uses it.
-                    ctx.raw.set(co.0.as_raw());
-                }
+                });
+                // The handle's final place (the `Live` block): a direct switch uses it.
+                let raw = live.co.0.as_raw();
+                live.ctx.raw.set(raw);
+                *self = Stackful::Started(live);
                 Ok(())
             }
             Err(e) => Err(Box::new(format!(
@@ -557,9 +569,10 @@ where
             // Release: pairs with the Acquire in `Header::pinned_home`.
             header.home.store(me as u32, Ordering::Release);
         }
-        let Stackful::Started { co, ctx } = self else {
+        let Stackful::Started(live) = self else {
             unreachable!("corio: resumed a finished coroutine");
         };
+        let Live { co, ctx } = &mut **live;
         assert_on_home_thread(header);
         debug_assert!(cx.waker().will_wake(ctx.waker()));
         let back = {
@@ -616,7 +629,7 @@ where
     #[inline]
     fn take_yielded(&mut self) -> bool {
         match self {
-            Stackful::Started { ctx, .. } => ctx.yielded.replace(false),
+            Stackful::Started(live) => live.ctx.yielded.replace(false),
             _ => false,
         }
     }
@@ -624,23 +637,23 @@ where
     #[inline]
     fn take_switched(&mut self) -> Option<Switched> {
         match self {
-            Stackful::Started { ctx, .. } => ctx.switched.take(),
+            Stackful::Started(live) => live.ctx.switched.take(),
             _ => None,
         }
     }
 
     fn claim_switched(&mut self, back: Detached) -> Poll<Result<T, Payload>> {
-        let Stackful::Started { co, .. } = self else {
+        let Stackful::Started(live) = self else {
             unreachable!("corio: switched to a coroutine that is not started");
         };
         // SAFETY: per `Body::claim_switched`, this coroutine switched back with `back`.
-        let result = unsafe { co.0.claim(back) };
+        let result = unsafe { live.co.0.claim(back) };
         self.claim(result)
     }
 
     fn stackful_ctx(&self) -> Option<&StackfulCtx> {
         match self {
-            Stackful::Started { ctx, .. } => Some(ctx),
+            Stackful::Started(live) => Some(&live.ctx),
             _ => None,
         }
     }
@@ -654,7 +667,7 @@ where
                     catch_unwind(AssertUnwindSafe(|| *self = Stackful::Done)).err(),
                 );
             }
-            Stackful::Started { .. } => {}
+            Stackful::Started(_) => {}
         }
         if cfg!(panic = "abort") {
             // Cancelling unwinds the stack, which aborts the process under `panic = "abort"`:
@@ -675,6 +688,19 @@ where
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::check_home;
+
+    /// A task's cell lives as long as its `JoinHandle`: a stackful one with a small closure
+    /// takes one 128-byte block, as a stackless one does, not the 336 bytes
+    /// it took while the started coroutine's handle and context were in it.
+    #[test]
+    fn a_stackful_task_with_a_small_closure_fits_in_128_bytes() {
+        use crate::task::core::Cell;
+        type Small = super::Stackful<fn() -> u64, u64>;
+        let cell = size_of::<Cell<Small>>();
+        assert!(cell <= 128, "a stackful task's cell is {cell} bytes");
+        // The started state is where the bytes went, in a block of its own.
+        assert!(size_of::<super::Live<u64>>() > 128);
+    }
 
     /// Set in the child process that the abort test re-executes.
     const CHILD: &str = "CORIO_TEST_OFF_HOME_CHILD";
