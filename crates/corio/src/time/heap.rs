@@ -83,7 +83,9 @@
 //! P that has just popped the entry and is about to `fire` it outside the lock: the owner would
 //! see "not queued", reset the deadline and the `fired` flag, re-insert, and then receive the stale
 //! fire. Go closes that race with a per-timer lock and a sequence number; an allocation per reset
-//! is cheaper than that machinery on every operation.
+//! is cheaper than that machinery on every operation. (`TimerEntry::recycle` keeps a cancelled
+//! entry for the next `new_reusing` only when nothing else refers to it, so a reused entry is a
+//! new one in all but its address: no heap, firer or future can see its deadline change.)
 //!
 //! # Who may touch what
 //!
@@ -129,6 +131,19 @@ const RUN_MASK: usize = RUN_BIT - 1;
 /// a small run is cheaper to leave alone (its tombstones leave from the front soon enough).
 const RUN_COMPACT_MIN: usize = 32;
 
+/// How many spare timer entries a thread keeps ([`TimerEntry::recycle`]): enough for the
+/// timeouts one worker's connections start and cancel between two of its polls; a spare is
+/// 64 bytes.
+#[cfg(not(loom))]
+const SPARE_ENTRIES_MAX: usize = 64;
+
+#[cfg(not(loom))]
+thread_local! {
+    /// This thread's spare timer entries: unique, unqueued, without a waker.
+    static SPARE_ENTRIES: std::cell::RefCell<Vec<Arc<TimerEntry>>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// One timer, shared (`Arc`) by the heap that queues it and the future that waits for it.
 pub(crate) struct TimerEntry {
     /// Nanoseconds on the runtime clock. Immutable: see "Deadlines are immutable".
@@ -151,6 +166,55 @@ impl TimerEntry {
             fired: AtomicBool::new(false),
             waker: AtomicWaker::new(),
         })
+    }
+
+    /// [`new`](Self::new), in one of this thread's spare entries if it has one (see
+    /// [`recycle`](Self::recycle)): a timeout that is started and cancelled per request
+    /// (hyper's header-read timer) then allocates nothing.
+    #[inline(never)] // reads a thread-local: never inlined into code that may switch stacks
+    pub(crate) fn new_reusing(deadline: u64) -> Arc<Self> {
+        #[cfg(not(loom))]
+        if let Some(mut entry) = SPARE_ENTRIES
+            .try_with(|spare| spare.try_borrow_mut().ok()?.pop())
+            .ok()
+            .flatten()
+        {
+            // A spare is unique (`recycle` checked) and emptied: no waker, not queued.
+            let fresh = Arc::get_mut(&mut entry).expect("a spare timer entry is shared");
+            fresh.deadline = deadline;
+            *fresh.fired.get_mut() = false;
+            return entry;
+        }
+        Self::new(deadline)
+    }
+
+    /// Keeps `entry` as a spare of this thread for [`new_reusing`](Self::new_reusing) if
+    /// nothing else refers to it (no heap, no firer), else just drops this reference. Its
+    /// waker is dropped here, so a spare keeps no task alive. Call it without a heap's lock
+    /// held: dropping a waker may drop a task, whose future may cancel a timer.
+    #[inline(never)] // as `new_reusing`
+    pub(crate) fn recycle(entry: Arc<Self>) {
+        #[cfg(not(loom))]
+        Self::keep_spare(entry);
+        #[cfg(loom)]
+        drop(entry);
+    }
+
+    /// `recycle` outside loom (whose model has no thread-local spares).
+    #[cfg(not(loom))]
+    fn keep_spare(mut entry: Arc<Self>) {
+        let Some(unique) = Arc::get_mut(&mut entry) else {
+            return;
+        };
+        debug_assert!(!unique.is_queued());
+        unique.waker = AtomicWaker::new();
+        let _ = SPARE_ENTRIES.try_with(|spare| {
+            if let Ok(mut spare) = spare.try_borrow_mut()
+                && spare.len() < SPARE_ENTRIES_MAX
+            {
+                spare.push(entry);
+            }
+        });
     }
 
     /// The deadline, in nanoseconds on the runtime clock.
@@ -912,5 +976,37 @@ mod tests {
         assert!(flag.0.load(Acquire), "not woken");
         assert!(e.is_fired());
         assert!(e.poll_elapsed(&mut cx).is_ready());
+    }
+
+    #[test]
+    fn a_recycled_entry_comes_back_fresh_and_without_its_old_waker() {
+        let flag = Arc::new(Flag(AtomicBool::new(false)));
+        let waker = Waker::from(flag.clone());
+        let mut cx = Context::from_waker(&waker);
+        let e = TimerEntry::new_reusing(10);
+        let mut heap = TimerHeap::new();
+        heap.insert(e.clone());
+        assert!(e.poll_elapsed(&mut cx).is_pending());
+        heap.pop_expired(10).unwrap().fire();
+        assert!(flag.0.swap(false, Acquire));
+        let old = Arc::as_ptr(&e);
+        TimerEntry::recycle(e);
+        drop(waker);
+        assert_eq!(Arc::strong_count(&flag), 1, "a spare kept its waker");
+
+        let again = TimerEntry::new_reusing(20);
+        assert_eq!(Arc::as_ptr(&again), old, "the spare was not reused");
+        assert_eq!(again.deadline(), 20);
+        assert!(!again.is_fired() && !again.is_queued());
+        heap.insert(again.clone());
+        assert!(heap.pop_expired(19).is_none());
+        heap.pop_expired(20).unwrap().fire();
+        assert!(!flag.0.load(Acquire), "the old waker was woken");
+
+        // A shared entry (its firer or heap still holds it) is not kept.
+        let shared = TimerEntry::new_reusing(30);
+        let keep = shared.clone();
+        TimerEntry::recycle(shared);
+        assert!(!Arc::ptr_eq(&TimerEntry::new_reusing(40), &keep));
     }
 }
