@@ -114,11 +114,33 @@ async fn read_to_end(server: &TcpStream) -> Vec<u8> {
     }
 }
 
-/// A big first buffer (more than a loopback socket's send buffer takes at once, so the first
-/// vectored write is partial) and a small second one: the bytes the peer reads.
-fn big_and_small() -> (Vec<u8>, Vec<u8>) {
+/// Sends a big buffer (more than a loopback socket's send buffer takes at once, so the first
+/// vectored write is partial) and a small one through `writer` with `write`, one vectored
+/// write per call; closes `writer` and checks that `server` reads both whole and in order.
+/// Returns how many of the writes were partial.
+async fn send_big_and_small<W>(
+    mut writer: W,
+    server: TcpStream,
+    mut write: impl FnMut(
+        &mut W,
+        &mut std::task::Context<'_>,
+        &[std::io::IoSlice<'_>],
+    ) -> std::task::Poll<std::io::Result<usize>>,
+) -> usize {
     let big: Vec<u8> = (0..16 * 1024 * 1024u32).map(|i| (i % 251) as u8).collect();
-    (big, b"and the tail".to_vec())
+    let small = b"and the tail";
+    let reader = corio::spawn(async move { read_to_end(&server).await });
+    let mut bufs = [std::io::IoSlice::new(&big), std::io::IoSlice::new(small)];
+    let partial = write_all_vectored(&mut bufs, |cx, bufs| write(&mut writer, cx, bufs)).await;
+    drop(writer);
+    let got = reader.await.unwrap();
+    assert_eq!(got.len(), big.len() + small.len());
+    assert!(
+        got[..big.len()] == big[..],
+        "the big buffer arrived changed"
+    );
+    assert_eq!(&got[big.len()..], &small[..]);
+    partial
 }
 
 #[test]
@@ -149,23 +171,12 @@ fn futures_io_partial_vectored_write_is_continued_where_it_stopped() {
         for workers in support::FLAVOURS {
             support::rt(workers).block_on(async {
                 use futures_io::AsyncWrite;
-                let (mut client, server) = pair().await;
-                let (big, small) = big_and_small();
-                let reader = corio::spawn(async move { read_to_end(&server).await });
-                let mut bufs = [std::io::IoSlice::new(&big), std::io::IoSlice::new(&small)];
-                let partial = write_all_vectored(&mut bufs, |cx, bufs| {
-                    Pin::new(&mut client).poll_write_vectored(cx, bufs)
+                let (client, server) = pair().await;
+                let partial = send_big_and_small(client, server, |c, cx, bufs| {
+                    Pin::new(c).poll_write_vectored(cx, bufs)
                 })
                 .await;
                 assert!(partial > 0, "16 MiB went into the socket in one write");
-                drop(client);
-                let got = reader.await.unwrap();
-                assert_eq!(got.len(), big.len() + small.len());
-                assert!(
-                    got[..big.len()] == big[..],
-                    "the big buffer arrived changed"
-                );
-                assert_eq!(&got[big.len()..], &small[..]);
             });
         }
     });
@@ -178,24 +189,13 @@ fn tokio_io_vectored_write_is_vectored_and_sends_two_buffers_whole_and_in_order(
         for workers in support::FLAVOURS {
             support::rt(workers).block_on(async {
                 use tokio::io::AsyncWrite;
-                let (mut client, server) = pair().await;
+                let (client, server) = pair().await;
                 assert!(client.is_write_vectored());
-                let (big, small) = big_and_small();
-                let reader = corio::spawn(async move { read_to_end(&server).await });
-                let mut bufs = [std::io::IoSlice::new(&big), std::io::IoSlice::new(&small)];
-                let partial = write_all_vectored(&mut bufs, |cx, bufs| {
-                    Pin::new(&mut client).poll_write_vectored(cx, bufs)
+                let partial = send_big_and_small(client, server, |c, cx, bufs| {
+                    Pin::new(c).poll_write_vectored(cx, bufs)
                 })
                 .await;
                 assert!(partial > 0, "16 MiB went into the socket in one write");
-                drop(client);
-                let got = reader.await.unwrap();
-                assert_eq!(got.len(), big.len() + small.len());
-                assert!(
-                    got[..big.len()] == big[..],
-                    "the big buffer arrived changed"
-                );
-                assert_eq!(&got[big.len()..], &small[..]);
             });
         }
     });
@@ -208,22 +208,11 @@ fn owned_write_half_vectored_write_sends_two_buffers_whole_and_in_order() {
             support::rt(workers).block_on(async {
                 use futures_io::AsyncWrite;
                 let (client, server) = pair().await;
-                let (_read, mut write) = client.into_split();
-                let (big, small) = big_and_small();
-                let reader = corio::spawn(async move { read_to_end(&server).await });
-                let mut bufs = [std::io::IoSlice::new(&big), std::io::IoSlice::new(&small)];
-                write_all_vectored(&mut bufs, |cx, bufs| {
-                    Pin::new(&mut write).poll_write_vectored(cx, bufs)
+                let (_read, write) = client.into_split();
+                send_big_and_small(write, server, |w, cx, bufs| {
+                    Pin::new(w).poll_write_vectored(cx, bufs)
                 })
                 .await;
-                drop(write);
-                let got = reader.await.unwrap();
-                assert_eq!(got.len(), big.len() + small.len());
-                assert!(
-                    got[..big.len()] == big[..],
-                    "the big buffer arrived changed"
-                );
-                assert_eq!(&got[big.len()..], &small[..]);
             });
         }
     });
