@@ -67,17 +67,25 @@ impl Sleep {
         let deadline = super::nanos_since(shared.epoch, self.deadline);
         let entry = TimerEntry::new_reusing(deadline);
         entry.register(cx.waker());
-        {
+        let earliest = {
             let remote = &shared.workers[index];
             let mut heap = remote.timers.lock().unwrap_or_else(|e| e.into_inner());
             heap.insert(entry.clone());
-            if deadline < remote.next_timer.load(std::sync::atomic::Ordering::SeqCst) {
+            let earliest = deadline < remote.next_timer.load(std::sync::atomic::Ordering::SeqCst);
+            if earliest {
                 remote
                     .next_timer
                     .store(deadline, std::sync::atomic::Ordering::SeqCst);
             }
+            earliest
+        };
+        // Only a new earliest deadline of its heap needs the driver re-armed or the owner
+        // told: a later one leaves every heap's `next_timer` as it was, and whoever watches
+        // that earlier timer looks at the heap again when it fires or is cancelled (a server's
+        // timeouts, each later than the last, skip this).
+        if earliest {
+            shared.timer_added(index, deadline);
         }
-        shared.timer_added(index, deadline);
         self.timer = Some(Registered::Runtime {
             shared,
             index,
