@@ -79,3 +79,141 @@ fn tokio_io_traits_move_bytes_and_shut_down_the_write_side() {
         }
     });
 }
+
+/// Writes all of `bufs` with `write` (one vectored write per call), continuing a partial write
+/// where it stopped; returns how many calls wrote less than what was left.
+async fn write_all_vectored(
+    mut bufs: &mut [std::io::IoSlice<'_>],
+    mut write: impl FnMut(
+        &mut std::task::Context<'_>,
+        &[std::io::IoSlice<'_>],
+    ) -> std::task::Poll<std::io::Result<usize>>,
+) -> usize {
+    let mut partial = 0;
+    while !bufs.is_empty() {
+        let left: usize = bufs.iter().map(|b| b.len()).sum();
+        let n = poll_fn(|cx| write(cx, bufs)).await.unwrap();
+        assert!(n > 0, "a vectored write wrote nothing");
+        if n < left {
+            partial += 1;
+        }
+        std::io::IoSlice::advance_slices(&mut bufs, n);
+    }
+    partial
+}
+
+/// Reads `server` to the end with `read`, returning every byte.
+async fn read_to_end(server: &TcpStream) -> Vec<u8> {
+    let mut got = Vec::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        match server.read_async(&mut buf).await.unwrap() {
+            0 => return got,
+            n => got.extend_from_slice(&buf[..n]),
+        }
+    }
+}
+
+/// Sends a big buffer (more than a loopback socket's send buffer takes at once, so the first
+/// vectored write is partial) and a small one through `writer` with `write`, one vectored
+/// write per call; closes `writer` and checks that `server` reads both whole and in order.
+/// Returns how many of the writes were partial.
+async fn send_big_and_small<W>(
+    mut writer: W,
+    server: TcpStream,
+    mut write: impl FnMut(
+        &mut W,
+        &mut std::task::Context<'_>,
+        &[std::io::IoSlice<'_>],
+    ) -> std::task::Poll<std::io::Result<usize>>,
+) -> usize {
+    let big: Vec<u8> = (0..16 * 1024 * 1024u32).map(|i| (i % 251) as u8).collect();
+    let small = b"and the tail";
+    let reader = corio::spawn(async move { read_to_end(&server).await });
+    let mut bufs = [std::io::IoSlice::new(&big), std::io::IoSlice::new(small)];
+    let partial = write_all_vectored(&mut bufs, |cx, bufs| write(&mut writer, cx, bufs)).await;
+    drop(writer);
+    let got = reader.await.unwrap();
+    assert_eq!(got.len(), big.len() + small.len());
+    assert!(
+        got[..big.len()] == big[..],
+        "the big buffer arrived changed"
+    );
+    assert_eq!(&got[big.len()..], &small[..]);
+    partial
+}
+
+#[test]
+fn futures_io_vectored_write_sends_two_buffers_whole_and_in_order() {
+    within(EVENTUALLY, || {
+        for workers in support::FLAVOURS {
+            support::rt(workers).block_on(async {
+                use futures_io::AsyncWrite;
+                let (mut client, server) = pair().await;
+                let bufs = [
+                    std::io::IoSlice::new(b"head "),
+                    std::io::IoSlice::new(b"body"),
+                ];
+                let n = poll_fn(|cx| Pin::new(&mut client).poll_write_vectored(cx, &bufs))
+                    .await
+                    .unwrap();
+                assert_eq!(n, 9, "one vectored write takes both buffers");
+                drop(client);
+                assert_eq!(read_to_end(&server).await, b"head body");
+            });
+        }
+    });
+}
+
+#[test]
+fn futures_io_partial_vectored_write_is_continued_where_it_stopped() {
+    within(EVENTUALLY, || {
+        for workers in support::FLAVOURS {
+            support::rt(workers).block_on(async {
+                use futures_io::AsyncWrite;
+                let (client, server) = pair().await;
+                let partial = send_big_and_small(client, server, |c, cx, bufs| {
+                    Pin::new(c).poll_write_vectored(cx, bufs)
+                })
+                .await;
+                assert!(partial > 0, "16 MiB went into the socket in one write");
+            });
+        }
+    });
+}
+
+#[cfg(feature = "tokio-io")]
+#[test]
+fn tokio_io_vectored_write_is_vectored_and_sends_two_buffers_whole_and_in_order() {
+    within(EVENTUALLY, || {
+        for workers in support::FLAVOURS {
+            support::rt(workers).block_on(async {
+                use tokio::io::AsyncWrite;
+                let (client, server) = pair().await;
+                assert!(client.is_write_vectored());
+                let partial = send_big_and_small(client, server, |c, cx, bufs| {
+                    Pin::new(c).poll_write_vectored(cx, bufs)
+                })
+                .await;
+                assert!(partial > 0, "16 MiB went into the socket in one write");
+            });
+        }
+    });
+}
+
+#[test]
+fn owned_write_half_vectored_write_sends_two_buffers_whole_and_in_order() {
+    within(EVENTUALLY, || {
+        for workers in support::FLAVOURS {
+            support::rt(workers).block_on(async {
+                use futures_io::AsyncWrite;
+                let (client, server) = pair().await;
+                let (_read, write) = client.into_split();
+                send_big_and_small(write, server, |w, cx, bufs| {
+                    Pin::new(w).poll_write_vectored(cx, bufs)
+                })
+                .await;
+            });
+        }
+    });
+}

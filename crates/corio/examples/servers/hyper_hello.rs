@@ -10,7 +10,7 @@
 //! |---|---|---|
 //! | `rt::Executor` (spawn a background future) | `corio::spawn` | [`CorioExecutor`] |
 //! | `rt::Timer` (header-read timeouts) | `corio::time::sleep_async` | [`CorioTimer`] |
-//! | `rt::Read` + `rt::Write` | `TcpStream::poll_read_uninit`, `TcpStream`'s `futures_io::AsyncWrite` | [`CorioIo`] |
+//! | `rt::Read` + `rt::Write` | `TcpStream::poll_read_uninit`, `TcpStream`'s `futures_io::AsyncWrite` (vectored: `writev`) | [`CorioIo`] |
 //!
 //! Every connection is a task spawned through the executor; hyper's HTTP/1 state machine
 //! drives it; a read with no data returns `Pending` until the netpoller wakes the task.
@@ -109,7 +109,7 @@ impl Future for CorioSleep {
 impl hyper::rt::Sleep for CorioSleep {}
 
 /// hyper's `rt::Read`/`rt::Write` over `corio::net::TcpStream` (its `futures_io::AsyncWrite`,
-/// and [`TcpStream::poll_read_uninit`] for reads).
+/// with `writev(2)` for vectored writes, and [`TcpStream::poll_read_uninit`] for reads).
 #[derive(Debug)]
 pub struct CorioIo<T>(pub T);
 
@@ -137,6 +137,22 @@ impl<T: futures_io::AsyncWrite + Unpin> hyper::rt::Write for CorioIo<T> {
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
         Pin::new(&mut self.0).poll_write(cx, buf)
+    }
+
+    // `writev(2)` on a corio socket, as tokio's `TcpStream` (which hyper-util's `TokioIo`
+    // forwards): hyper then queues a response's head and body and sends them with one system
+    // call instead of copying the body behind the head. (`pipeline_flush`, which `serve` sets
+    // as the benchmark's hyper-on-tokio server does, makes hyper copy anyway.)
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.0).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        true
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {

@@ -25,6 +25,15 @@ macro_rules! futures_io_face {
                 self.poll_write_priv(cx, buf)
             }
 
+            /// One `writev(2)`: all of `bufs` in one system call, as far as the socket takes it.
+            fn poll_write_vectored(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+                bufs: &[std::io::IoSlice<'_>],
+            ) -> std::task::Poll<std::io::Result<usize>> {
+                self.poll_write_vectored_priv(cx, bufs)
+            }
+
             fn poll_flush(
                 self: std::pin::Pin<&mut Self>,
                 _: &mut std::task::Context<'_>,
@@ -172,6 +181,24 @@ macro_rules! stream_face {
                     |s: &$std| (&*s).write(buf),
                 )
             }
+
+            /// `poll_write_priv` for several buffers, with one `writev(2)`. A write shorter
+            /// than all of them left the socket's send buffer full (the readiness protocol's
+            /// "drained", as for a short `write`); the caller continues from where it stopped.
+            fn poll_write_vectored_priv(
+                &self,
+                cx: &mut std::task::Context<'_>,
+                bufs: &[std::io::IoSlice<'_>],
+            ) -> std::task::Poll<std::io::Result<usize>> {
+                use std::io::Write;
+                let len = bufs.iter().map(|b| b.len()).sum();
+                self.$sock.poll_stream(
+                    $crate::io::registry::Direction::Write,
+                    cx,
+                    len,
+                    |s: &$std| (&*s).write_vectored(bufs),
+                )
+            }
         }
 
         impl std::io::Read for &$ty {
@@ -254,6 +281,20 @@ macro_rules! stream_face {
                 buf: &[u8],
             ) -> std::task::Poll<std::io::Result<usize>> {
                 self.poll_write_priv(cx, buf)
+            }
+
+            /// One `writev(2)`, as tokio's `TcpStream` (hyper then sends a response's head and
+            /// body without copying them into one buffer, unless told to flatten).
+            fn poll_write_vectored(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+                bufs: &[std::io::IoSlice<'_>],
+            ) -> std::task::Poll<std::io::Result<usize>> {
+                self.poll_write_vectored_priv(cx, bufs)
+            }
+
+            fn is_write_vectored(&self) -> bool {
+                true
             }
 
             fn poll_flush(

@@ -65,19 +65,27 @@ impl Sleep {
             _ => 0,
         });
         let deadline = super::nanos_since(shared.epoch, self.deadline);
-        let entry = TimerEntry::new(deadline);
+        let entry = TimerEntry::new_reusing(deadline);
         entry.register(cx.waker());
-        {
+        let earliest = {
             let remote = &shared.workers[index];
             let mut heap = remote.timers.lock().unwrap_or_else(|e| e.into_inner());
             heap.insert(entry.clone());
-            if deadline < remote.next_timer.load(std::sync::atomic::Ordering::SeqCst) {
+            let earliest = deadline < remote.next_timer.load(std::sync::atomic::Ordering::SeqCst);
+            if earliest {
                 remote
                     .next_timer
                     .store(deadline, std::sync::atomic::Ordering::SeqCst);
             }
+            earliest
+        };
+        // Only a new earliest deadline of its heap needs the driver re-armed or the owner
+        // told: a later one leaves every heap's `next_timer` as it was, and whoever watches
+        // that earlier timer looks at the heap again when it fires or is cancelled (a server's
+        // timeouts, each later than the last, skip this).
+        if earliest {
+            shared.timer_added(index, deadline);
         }
-        shared.timer_added(index, deadline);
         self.timer = Some(Registered::Runtime {
             shared,
             index,
@@ -154,22 +162,31 @@ impl Sleep {
                 shared,
                 index,
                 entry,
-            }) if !entry.is_fired() => {
-                let remote = &shared.workers[index];
-                {
-                    let mut heap = remote.timers.lock().unwrap_or_else(|e| e.into_inner());
-                    if !heap.remove(&entry) {
-                        return; // popped: it is firing
+            }) => {
+                if !entry.is_fired() {
+                    let remote = &shared.workers[index];
+                    let removed = {
+                        let mut heap = remote.timers.lock().unwrap_or_else(|e| e.into_inner());
+                        // Not in the heap: popped, it is firing.
+                        let removed = heap.remove(&entry);
+                        if removed {
+                            // Under the lock, as every writer of `next_timer`.
+                            let next = heap.next_deadline().unwrap_or(u64::MAX);
+                            remote
+                                .next_timer
+                                .store(next, std::sync::atomic::Ordering::SeqCst);
+                        }
+                        removed
+                    };
+                    if removed {
+                        // Cancelled timers leave nothing behind, not even a stale deadline
+                        // that would wake an idle runtime.
+                        shared.timer_removed(entry.deadline());
                     }
-                    // Under the lock, as every writer of `next_timer`.
-                    let next = heap.next_deadline().unwrap_or(u64::MAX);
-                    remote
-                        .next_timer
-                        .store(next, std::sync::atomic::Ordering::SeqCst);
                 }
-                // Cancelled timers leave nothing behind, not even a stale deadline that would
-                // wake an idle runtime.
-                shared.timer_removed(entry.deadline());
+                // Outside the lock (it drops the waker). A fired or firing entry that its
+                // firer still holds is not unique, and is only dropped.
+                TimerEntry::recycle(entry);
             }
             Some(Registered::Fallback(entry)) if !entry.is_fired() => fallback::cancel(&entry),
             _ => {}
