@@ -70,11 +70,13 @@ pub fn serve_connection(mut stream: TcpStream) {
             Ok(n) => n,
         };
         filled += n;
-        // Answer every complete request in the buffer, in order.
+        // Answer every complete request in the buffer, in order; their responses, made in
+        // the same instant, share one Date.
+        let date = http_date();
         let mut start = 0;
         let mut after = After::KeepAlive;
         while start < filled && after == After::KeepAlive {
-            match parse(&input[start..filled], &mut output) {
+            match parse(&input[start..filled], &date, &mut output) {
                 Parsed::Answered(used, a) => {
                     start += used;
                     after = a;
@@ -131,15 +133,15 @@ enum Parsed {
     Partial,
 }
 
-/// Parses one request at the front of `buf` and appends its response to `out`.
-fn parse(buf: &[u8], out: &mut Vec<u8>) -> Parsed {
+/// Parses one request at the front of `buf` and appends its response, dated `date`, to `out`.
+fn parse(buf: &[u8], date: &[u8; 29], out: &mut Vec<u8>) -> Parsed {
     let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut req = httparse::Request::new(&mut headers);
     let head = match req.parse(buf) {
         Ok(httparse::Status::Complete(n)) => n,
         Ok(httparse::Status::Partial) if buf.len() < MAX_HEAD => return Parsed::Partial,
         // Too large, malformed, or too many headers.
-        _ => return bad_request(out),
+        _ => return bad_request(date, out),
     };
     let mut close = req.version == Some(0);
     let mut body = 0usize;
@@ -156,16 +158,16 @@ fn parse(buf: &[u8], out: &mut Vec<u8>) -> Parsed {
                 .and_then(|v| v.trim().parse().ok())
             {
                 Some(n) => body = n,
-                None => return bad_request(out),
+                None => return bad_request(date, out),
             }
         } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
-            return bad_request(out);
+            return bad_request(date, out);
         }
     }
     if buf.len() < head + body {
         // The body has not all arrived; a body larger than a head is not accepted.
         return if body > MAX_HEAD {
-            bad_request(out)
+            bad_request(date, out)
         } else {
             Parsed::Partial
         };
@@ -173,9 +175,9 @@ fn parse(buf: &[u8], out: &mut Vec<u8>) -> Parsed {
     let found = req.path == Some("/plaintext") && matches!(req.method, Some("GET" | "HEAD"));
     let with_body = req.method != Some("HEAD");
     if found {
-        respond(out, "200 OK", BODY, with_body, close);
+        respond(out, "200 OK", BODY, date, with_body, close);
     } else {
-        respond(out, "404 Not Found", b"", with_body, close);
+        respond(out, "404 Not Found", b"", date, with_body, close);
     }
     let after = if close {
         After::Close
@@ -185,19 +187,26 @@ fn parse(buf: &[u8], out: &mut Vec<u8>) -> Parsed {
     Parsed::Answered(head + body, after)
 }
 
-fn bad_request(out: &mut Vec<u8>) -> Parsed {
-    respond(out, "400 Bad Request", b"", true, true);
+fn bad_request(date: &[u8; 29], out: &mut Vec<u8>) -> Parsed {
+    respond(out, "400 Bad Request", b"", date, true, true);
     Parsed::Answered(0, After::Close)
 }
 
 /// Appends a response to `out`.
-fn respond(out: &mut Vec<u8>, status: &str, body: &[u8], with_body: bool, close: bool) {
+fn respond(
+    out: &mut Vec<u8>,
+    status: &str,
+    body: &[u8],
+    date: &[u8; 29],
+    with_body: bool,
+    close: bool,
+) {
     out.extend_from_slice(b"HTTP/1.1 ");
     out.extend_from_slice(status.as_bytes());
     out.extend_from_slice(b"\r\nServer: corio\r\nContent-Type: text/plain\r\nContent-Length: ");
     push_decimal(out, body.len());
     out.extend_from_slice(b"\r\nDate: ");
-    out.extend_from_slice(&http_date());
+    out.extend_from_slice(date);
     if close {
         out.extend_from_slice(b"\r\nConnection: close");
     }
