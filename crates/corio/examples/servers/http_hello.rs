@@ -70,11 +70,13 @@ pub fn serve_connection(mut stream: TcpStream) {
             Ok(n) => n,
         };
         filled += n;
-        // Answer every complete request in the buffer, in order.
+        // Answer every complete request in the buffer, in order; their responses, made in
+        // the same instant, share one Date.
+        let date = http_date();
         let mut start = 0;
         let mut after = After::KeepAlive;
         while start < filled && after == After::KeepAlive {
-            match parse(&input[start..filled], &mut output) {
+            match parse(&input[start..filled], &date, &mut output) {
                 Parsed::Answered(used, a) => {
                     start += used;
                     after = a;
@@ -131,15 +133,17 @@ enum Parsed {
     Partial,
 }
 
-/// Parses one request at the front of `buf` and appends its response to `out`.
-fn parse(buf: &[u8], out: &mut Vec<u8>) -> Parsed {
-    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
-    let mut req = httparse::Request::new(&mut headers);
-    let head = match req.parse(buf) {
+/// Parses one request at the front of `buf` and appends its response, dated `date`, to `out`.
+fn parse(buf: &[u8], date: &[u8; 29], out: &mut Vec<u8>) -> Parsed {
+    // Uninitialised: httparse writes the headers it finds (an initialised array is a 1 KiB
+    // memset per request).
+    let mut headers = [const { std::mem::MaybeUninit::uninit() }; MAX_HEADERS];
+    let mut req = httparse::Request::new(&mut []);
+    let head = match req.parse_with_uninit_headers(buf, &mut headers) {
         Ok(httparse::Status::Complete(n)) => n,
         Ok(httparse::Status::Partial) if buf.len() < MAX_HEAD => return Parsed::Partial,
         // Too large, malformed, or too many headers.
-        _ => return bad_request(out),
+        _ => return bad_request(date, out),
     };
     let mut close = req.version == Some(0);
     let mut body = 0usize;
@@ -156,16 +160,16 @@ fn parse(buf: &[u8], out: &mut Vec<u8>) -> Parsed {
                 .and_then(|v| v.trim().parse().ok())
             {
                 Some(n) => body = n,
-                None => return bad_request(out),
+                None => return bad_request(date, out),
             }
         } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
-            return bad_request(out);
+            return bad_request(date, out);
         }
     }
     if buf.len() < head + body {
         // The body has not all arrived; a body larger than a head is not accepted.
         return if body > MAX_HEAD {
-            bad_request(out)
+            bad_request(date, out)
         } else {
             Parsed::Partial
         };
@@ -173,9 +177,9 @@ fn parse(buf: &[u8], out: &mut Vec<u8>) -> Parsed {
     let found = req.path == Some("/plaintext") && matches!(req.method, Some("GET" | "HEAD"));
     let with_body = req.method != Some("HEAD");
     if found {
-        respond(out, "200 OK", BODY, with_body, close);
+        respond(out, OK_HEAD, BODY, date, with_body, close);
     } else {
-        respond(out, "404 Not Found", b"", with_body, close);
+        respond(out, NOT_FOUND_HEAD, b"", date, with_body, close);
     }
     let after = if close {
         After::Close
@@ -185,19 +189,43 @@ fn parse(buf: &[u8], out: &mut Vec<u8>) -> Parsed {
     Parsed::Answered(head + body, after)
 }
 
-fn bad_request(out: &mut Vec<u8>) -> Parsed {
-    respond(out, "400 Bad Request", b"", true, true);
+fn bad_request(date: &[u8; 29], out: &mut Vec<u8>) -> Parsed {
+    respond(out, BAD_REQUEST_HEAD, b"", date, true, true);
     Parsed::Answered(0, After::Close)
 }
 
-/// Appends a response to `out`.
-fn respond(out: &mut Vec<u8>, status: &str, body: &[u8], with_body: bool, close: bool) {
-    out.extend_from_slice(b"HTTP/1.1 ");
-    out.extend_from_slice(status.as_bytes());
-    out.extend_from_slice(b"\r\nServer: corio\r\nContent-Type: text/plain\r\nContent-Length: ");
-    push_decimal(out, body.len());
-    out.extend_from_slice(b"\r\nDate: ");
-    out.extend_from_slice(&http_date());
+/// The fixed part of each response this server makes, up to the Date header's value: the
+/// status line, and headers whose values never change (each status has one body).
+macro_rules! head {
+    ($status:literal, $length:literal) => {
+        concat!(
+            "HTTP/1.1 ",
+            $status,
+            "\r\nServer: corio\r\nContent-Type: text/plain\r\nContent-Length: ",
+            $length,
+            "\r\nDate: "
+        )
+        .as_bytes()
+    };
+}
+const OK_HEAD: &[u8] = head!("200 OK", 13);
+const NOT_FOUND_HEAD: &[u8] = head!("404 Not Found", 0);
+const BAD_REQUEST_HEAD: &[u8] = head!("400 Bad Request", 0);
+// `OK_HEAD`'s Content-Length.
+const _: () = assert!(BODY.len() == 13);
+
+/// Appends a response to `out`: `head` (one of the `*_HEAD`s, whose Content-Length is
+/// `body`'s), the date, and the body.
+fn respond(
+    out: &mut Vec<u8>,
+    head: &[u8],
+    body: &[u8],
+    date: &[u8; 29],
+    with_body: bool,
+    close: bool,
+) {
+    out.extend_from_slice(head);
+    out.extend_from_slice(date);
     if close {
         out.extend_from_slice(b"\r\nConnection: close");
     }
@@ -205,22 +233,6 @@ fn respond(out: &mut Vec<u8>, status: &str, body: &[u8], with_body: bool, close:
     if with_body {
         out.extend_from_slice(body);
     }
-}
-
-/// Appends `n` in decimal: no allocation (`to_string`) and none of `write!`'s formatting
-/// machinery, which together cost more than the rest of a response.
-fn push_decimal(out: &mut Vec<u8>, mut n: usize) {
-    let mut digits = [0u8; 20];
-    let mut start = digits.len();
-    loop {
-        start -= 1;
-        digits[start] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&digits[start..]);
 }
 
 /// The current time as an HTTP date (`Wed, 02 Dec 2026 17:04:05 GMT`), formatted at most once

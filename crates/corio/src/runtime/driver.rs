@@ -29,7 +29,8 @@
 //! Sockets are added edge-triggered with a token from the [`Registry`]. Three kinds of poller
 //! take their events, as in Go's `findRunnable`/`sysmon`: the holder in [`wait`]; a worker that
 //! ran out of local work, before it steals ([`poll_io`], without blocking, and only when no
-//! holder waits in `epoll_wait` — the holder gets the events anyway); and sysmon, when no poll
+//! holder waits in `epoll_wait` — the holder gets the events anyway; a worker about to become
+//! the holder skips it: "The deferred poll" in `worker.rs`); and sysmon, when no poll
 //! happened for 10 ms while every worker is busy. `polls` counts polls for sysmon.
 //! The non-blocking pollers leave the eventfd and timerfd (level-triggered) unread: they are
 //! the holder's.

@@ -37,7 +37,8 @@
 //! 4. A batch from the global queue.
 //! 5. Ready sockets (the netpoller, without blocking: `driver.rs`), then searching: steal half
 //!    of a random victim's run queue; run due timers of any worker. At most half the busy
-//!    workers search at once (`idle.rs`).
+//!    workers search at once (`idle.rs`). A worker that will park without spinning, in a free
+//!    driver, polls there instead (`WorkerCtx::parks_in_driver_next`).
 //! 6. With two or more workers, spin up to 50 µs watching the inbox (and, as a searcher, the
 //!    queues) before parking (`WorkerCtx::spin_for_work`).
 //! 7. Park: at most one worker sleeps in the driver (`driver.rs`) until the nearest timer of
@@ -741,6 +742,7 @@ impl Handle {
             preempt_signals_stray: sum(|w| &w.preempt_signal.stray),
             direct_switches: sum(|w| &w.direct_switches),
             direct_handoffs: sum(|w| &w.direct_handoffs),
+            io_polls: shared.driver.polls.load(Ordering::Relaxed),
         }
     }
 
@@ -888,6 +890,9 @@ pub struct Metrics {
     /// it had woken into its worker's next-task slot, without going through the worker's loop
     /// (docs/scheduler.md, "The direct switch on a `block_on` suspension").
     pub direct_handoffs: u64,
+    /// Netpoller polls (`epoll_wait` calls) so far, blocking or not, by any poller: a parked
+    /// worker in the driver, a worker out of work, sysmon (`runtime/driver.rs`, "Netpoller").
+    pub io_polls: u64,
 }
 
 /// The process-wide runtime used by `corio::go`/`corio::spawn`/`corio::run` outside any

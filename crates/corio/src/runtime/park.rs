@@ -64,19 +64,21 @@ impl Unparker {
         }
     }
 
-    /// Sleeps in the driver until its armed deadline or `unpark`.
-    pub(crate) fn park_driver(&self, driver: &Driver) {
+    /// Sleeps in the driver until its armed deadline or `unpark`. Returns whether it waited
+    /// there (false: a `NOTIFIED` was pending, and it returned without polling).
+    pub(crate) fn park_driver(&self, driver: &Driver) -> bool {
         if self
             .state
             .compare_exchange(EMPTY, PARKED_DRIVER, Acquire, Acquire)
             .is_err()
         {
             self.state.store(EMPTY, Release);
-            return;
+            return false;
         }
         driver.wait();
         // Consume a NOTIFIED if one arrived; either way we are awake now.
         self.state.swap(EMPTY, Acquire);
+        true
     }
 
     /// Consumes a pending `NOTIFIED` (owner only, awake): called when the owner found the

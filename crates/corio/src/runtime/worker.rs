@@ -433,18 +433,67 @@ impl WorkerCtx {
             }
             // Out of local work: sockets that became ready first, then stealing (Go's
             // `findRunnable` order). The tasks they wake go to the run queue, as timers' do.
-            if self.firing_timers(|| self.shared.driver.poll_io()) > 0 {
+            // A worker about to park in the driver defers the poll to there ("The deferred
+            // poll", below).
+            let deferred = self.parks_in_driver_next();
+            if !deferred && self.poll_io() > 0 {
                 continue;
             }
             if let Some(task) = self.search() {
+                if deferred {
+                    self.poll_io();
+                }
                 self.run_task(task);
                 continue;
             }
             if self.spin_for_work() {
                 continue;
             }
-            self.park();
+            if !self.park() && deferred {
+                self.poll_io();
+            }
         }
+    }
+
+    /// Takes the sockets that are ready now (without blocking); how many were.
+    fn poll_io(&self) -> usize {
+        self.firing_timers(|| self.shared.driver.poll_io())
+    }
+
+    /// Whether this worker, out of local work, will park without spinning and probably take
+    /// the driver when it does: then it defers its non-blocking poll of the netpoller.
+    ///
+    /// # The deferred poll
+    ///
+    /// A worker out of local work polls the netpoller without blocking before it steals
+    /// (step 5 of "How a worker finds work", `runtime/mod.rs`). If it then finds nothing and
+    /// parks, and the driver is free, it takes the driver and polls again, blocking — two
+    /// `epoll_wait`s per park, the first of which found nothing (a single-worker server parked
+    /// at every lull: 0.08–0.12 `epoll_wait` per keep-alive request against may_minihttp's
+    /// 0.04, `docs/net-bench.md`, "Fifth pass"). An `epoll_wait` that blocks returns at once
+    /// with the events that are ready, so the blocking poll alone sees what the non-blocking
+    /// one would have.
+    ///
+    /// So a worker that will not spin (`spin_for_work`: the only worker, or a spare) and finds
+    /// the driver free skips the non-blocking poll, and makes it up wherever it turns out not
+    /// to block in the driver after all:
+    /// 1. the search found a task: poll before running it (as before: a worker fed from
+    ///    outside never parks, and must not leave sockets to sysmon's 10 ms poll);
+    /// 2. `park` did not wait in the driver (it found work before it slept, was notified, or
+    ///    another thread took the driver meanwhile and this worker slept on its futex): poll
+    ///    after it.
+    ///
+    /// A worker that spins polls there, at each clock read, and keeps the poll in the loop.
+    /// The driver being free is only a hint (another thread may take it before this one
+    /// parks); either way, case 2 covers it.
+    fn parks_in_driver_next(&self) -> bool {
+        !self.spins() && !self.shared.driver.is_held()
+    }
+
+    /// Whether this worker spins before it parks (`spin_for_work`): not the only worker of a
+    /// `workers(1)` runtime, not a spare.
+    fn spins(&self) -> bool {
+        !self.remote().spare && self.shared.config.workers != 1
     }
 
     #[inline(always)] // into the loop, as before `switched` made it too large to inline
@@ -960,7 +1009,7 @@ impl WorkerCtx {
     fn spin_for_work(&self) -> bool {
         let shared = &self.shared;
         let remote = self.remote();
-        if remote.spare || shared.config.workers == 1 {
+        if !self.spins() {
             return false;
         }
         let searching = self.searching.get();
@@ -991,7 +1040,7 @@ impl WorkerCtx {
             std::thread::yield_now();
             // As the loop's own poll: the tasks it wakes go to the run queue, not one by one
             // through the next-task slot.
-            if shared.is_shutdown() || self.firing_timers(|| shared.driver.poll_io()) > 0 {
+            if shared.is_shutdown() || self.poll_io() > 0 {
                 return true;
             }
             if shared.next_timer() <= shared.now_ns() {
@@ -1057,8 +1106,9 @@ impl WorkerCtx {
         !shared.inject.is_empty() || shared.workers.iter().any(Remote::has_stealable_work)
     }
 
-    /// Step 6: sleep until there is work.
-    fn park(&self) {
+    /// Step 6: sleep until there is work. Returns whether this worker waited in the driver
+    /// (and so polled the netpoller; "The deferred poll").
+    fn park(&self) -> bool {
         let shared = &self.shared;
         let remote = self.remote();
         let was_searching = self.searching.replace(false);
@@ -1073,10 +1123,11 @@ impl WorkerCtx {
         }
         // Pairs with the fence in `Shared::notify_work`.
         std::sync::atomic::fence(Ordering::SeqCst);
+        let mut polled = false;
         if !self.has_work() {
             shared.metrics.parks.fetch_add(1, Ordering::Relaxed);
             remote.status.store(STATUS_IDLE, Ordering::Release);
-            self.sleep();
+            polled = self.sleep();
             remote.status.store(STATUS_RUNNING, Ordering::Release);
         }
         if !remote.spare && !shared.idle.unpark_worker_by_id(self.index) {
@@ -1084,6 +1135,7 @@ impl WorkerCtx {
             self.searching.set(true);
         }
         shared.sysmon.wake_if_sleeping();
+        polled
     }
 
     /// Whether any work is visible that this worker could run (re-check before sleeping).
@@ -1111,22 +1163,25 @@ impl WorkerCtx {
     }
 
     /// Sleeps in the driver (until the nearest timer) if it is free, else on the futex.
-    fn sleep(&self) {
+    /// Returns whether it waited in the driver.
+    fn sleep(&self) -> bool {
         let shared = &self.shared;
         let remote = self.remote();
         if shared.driver.try_acquire() {
             // A timer added after this read arms the driver itself (`Shared::timer_added`).
             shared.driver.arm_earlier(shared.next_timer());
-            remote.unparker.park_driver(&shared.driver);
+            let waited = remote.unparker.park_driver(&shared.driver);
             shared.driver.release();
             self.firing_timers(|| shared.fire_all_timers());
             self.pass_driver_on();
+            waited
         } else {
             // The holder must also wake for our timers.
             shared
                 .driver
                 .arm_earlier(remote.next_timer.load(Ordering::SeqCst));
             remote.unparker.park();
+            false
         }
     }
 
