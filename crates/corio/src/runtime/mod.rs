@@ -721,6 +721,13 @@ impl Handle {
                 .map(|w| counter(w).load(Ordering::Relaxed))
                 .sum()
         };
+        let each = |counter: fn(&worker::Remote) -> &std::sync::atomic::AtomicU64| -> Vec<u64> {
+            shared
+                .workers
+                .iter()
+                .map(|w| counter(w).load(Ordering::Relaxed))
+                .collect()
+        };
         Metrics {
             workers: shared.config.workers,
             spares_started: m.spares_started.load(Ordering::Relaxed),
@@ -741,6 +748,8 @@ impl Handle {
             preempt_signals_stray: sum(|w| &w.preempt_signal.stray),
             direct_switches: sum(|w| &w.direct_switches),
             direct_handoffs: sum(|w| &w.direct_handoffs),
+            worker_polls: each(|w| &w.ticks),
+            worker_inbox_pushes: each(|w| &w.inbox_pushes),
         }
     }
 
@@ -888,6 +897,11 @@ pub struct Metrics {
     /// it had woken into its worker's next-task slot, without going through the worker's loop
     /// (docs/scheduler.md, "The direct switch on a `block_on` suspension").
     pub direct_handoffs: u64,
+    /// Task polls per worker (the workers in order, then any spares sysmon started).
+    pub worker_polls: Vec<u64>,
+    /// Per worker, tasks other threads queued on it: cross-thread wake-ups of its coroutines
+    /// and coroutines placed there to start (same order as `worker_polls`).
+    pub worker_inbox_pushes: Vec<u64>,
 }
 
 /// The process-wide runtime used by `corio::go`/`corio::spawn`/`corio::run` outside any

@@ -1,5 +1,6 @@
 //! The GMP scheduler.
 
 pub(crate) mod inject;
+pub(crate) mod placement;
 pub(crate) mod queue;
 pub(crate) mod slot;
