@@ -945,13 +945,12 @@ impl WorkerCtx {
             || !core.yielded.is_empty()
             || remote.inbox_len.load(Ordering::Relaxed) != 0;
         let spawner = remote.current_id.load(Ordering::Relaxed);
-        let target = core.placement.choose(spawner, self.index, own_busy, || {
-            let now = shared.now_ns();
-            shared.workers[..workers]
-                .iter()
-                .map(|w| w.idle_until(now))
-                .collect()
-        });
+        let target = core
+            .placement
+            .choose(spawner, self.index, own_busy, |idle| {
+                let now = shared.now_ns();
+                idle.extend(shared.workers[..workers].iter().map(|w| w.idle_until(now)));
+            });
         if target == self.index {
             return Some(task);
         }

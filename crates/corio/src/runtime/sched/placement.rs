@@ -60,8 +60,11 @@ pub(crate) struct Placement {
     children: u64,
     /// Children placed on `target` since it last moved.
     run: u64,
-    /// Each worker's time out of work (ns) when the target last moved (`None`: not read yet).
-    idle_then: Option<Box<[u64]>>,
+    /// Each worker's time out of work (ns) when the target last moved (empty: not read yet
+    /// for this spawner).
+    idle_then: Vec<u64>,
+    /// Each worker's time out of work now (scratch space, kept to spare an allocation).
+    idle_now: Vec<u64>,
 }
 
 impl Placement {
@@ -72,38 +75,60 @@ impl Placement {
             target: usize::MAX,
             children: 0,
             run: 0,
-            idle_then: None,
+            idle_then: Vec::new(),
+            idle_now: Vec::new(),
         }
     }
 
     /// The worker a new task of `spawner`, spawned on worker `own`, starts on. `own_busy`:
     /// whether `own` has started coroutines to run other than the spawner; `idle` reads each
-    /// worker's total time out of work so far (called only when the target may move).
+    /// worker's total time out of work so far into the vector it is given, emptied (called
+    /// only when the target may move).
+    #[inline]
     pub(crate) fn choose(
         &mut self,
         spawner: u64,
         own: usize,
         own_busy: bool,
-        idle: impl FnOnce() -> Box<[u64]>,
+        idle: impl FnOnce(&mut Vec<u64>),
+    ) -> usize {
+        // The common case, inline: a spawner whose children stay home and whose worker has
+        // nothing else to run (spawn and join). Its children are not counted: a run is then
+        // measured in the children placed while the target could move.
+        if !own_busy && self.target == own && self.spawner == spawner {
+            return own;
+        }
+        self.choose_slow(spawner, own, own_busy, idle)
+    }
+
+    #[inline(never)]
+    fn choose_slow(
+        &mut self,
+        spawner: u64,
+        own: usize,
+        own_busy: bool,
+        idle: impl FnOnce(&mut Vec<u64>),
     ) -> usize {
         if self.spawner != spawner {
             self.spawner = spawner;
             self.target = own;
             self.children = 0;
             self.run = 0;
-            self.idle_then = None;
+            self.idle_then.clear();
         }
         self.children += 1;
         self.run += 1;
         if self.run < MIN_RUN.max(self.children / 8) || (self.target == own && !own_busy) {
             return self.target;
         }
-        let now = idle();
-        let Some(then) = self.idle_then.as_deref() else {
+        self.idle_now.clear();
+        idle(&mut self.idle_now);
+        if self.idle_then.len() != self.idle_now.len() {
             // The first look: what follows is measured from here.
-            self.idle_then = Some(now);
+            std::mem::swap(&mut self.idle_then, &mut self.idle_now);
             return self.target;
-        };
+        }
+        let (now, then) = (&self.idle_now, &self.idle_then);
         let since = |w: usize| now[w].saturating_sub(then[w]);
         let most_idle = (0..now.len())
             .filter(|&w| w != self.target)
@@ -113,7 +138,7 @@ impl Placement {
         {
             self.target = w;
             self.run = 0;
-            self.idle_then = Some(now);
+            std::mem::swap(&mut self.idle_then, &mut self.idle_now);
         }
         self.target
     }
@@ -130,7 +155,7 @@ mod tests {
         (0..n)
             .map(|_| {
                 idle[idle_worker] += MARGIN;
-                p.choose(7, 0, own_busy, || idle.into())
+                p.choose(7, 0, own_busy, |v| v.extend(idle))
             })
             .collect()
     }
@@ -173,7 +198,7 @@ mod tests {
                 if t < 2 {
                     idle[1 - t] += MARGIN;
                 }
-                p.choose(7, 0, true, || idle.into())
+                p.choose(7, 0, true, |v| v.extend(idle))
             })
             .collect();
         let boundaries = at.windows(2).filter(|w| w[0] != w[1]).count();
@@ -184,6 +209,6 @@ mod tests {
     fn another_spawner_starts_from_its_own_worker() {
         let mut p = Placement::new();
         place(&mut p, 100, true, 1);
-        assert_eq!(p.choose(8, 0, true, || [0, 0].into()), 0);
+        assert_eq!(p.choose(8, 0, true, |v| v.extend([0, 0])), 0);
     }
 }
