@@ -3,6 +3,10 @@
 //! that has been out of work for longer; so a chain of coroutines spawned by one spawner ends
 //! up split into a few contiguous pieces over the workers, not scattered.
 //!
+//! A spawner that joins each child keeps its children on its own thread even with the other
+//! worker idle (its worker has nothing else to run): `rt_spawn_slot.rs`,
+//! `a_spawner_that_blocks_at_once_runs_its_children_on_its_own_thread`.
+//!
 //! Observed through `std::thread::current().id()`: a started stackful coroutine never changes
 //! thread, so the thread it reports at its start is the one it runs on for life.
 
@@ -93,23 +97,4 @@ fn a_chain_on_one_worker_stays_on_its_thread() {
     let (prime, threads) = sieve_threads(1, 200);
     assert_eq!(prime, 1223, "the 200th prime");
     assert_eq!(boundaries(&threads), 0);
-}
-
-#[test]
-fn children_of_a_spawner_that_joins_each_stay_on_its_thread_while_the_other_worker_idles() {
-    // The spawner's worker has nothing else to run (the spawner joins each child at once), so
-    // its children are not sent to the idle worker: each would cost two cross-thread
-    // wake-ups (spawn + join on 2 workers, issue 11 part 4).
-    const CHILDREN: usize = 300;
-    let (main, threads) = within(EVENTUALLY, || {
-        rt(2).run(|| {
-            let main = std::thread::current().id();
-            let threads: Vec<ThreadId> = (0..CHILDREN)
-                .map(|_| corio::go(|| std::thread::current().id()).join().unwrap())
-                .collect();
-            (main, threads)
-        })
-    });
-    let elsewhere = threads.iter().filter(|&&t| t != main).count();
-    assert_eq!(elsewhere, 0, "{elsewhere} of {CHILDREN} children left home");
 }
