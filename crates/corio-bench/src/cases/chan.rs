@@ -438,4 +438,18 @@ fn corio_sieve(workers: usize, n: u64) -> Result<Duration, String> {
         child::emit("prime", p);
         d
     }))
+    .inspect(|_| emit_placement(&rt.metrics()))
+}
+
+/// Where the work ran: polls per worker and the tasks other threads queued on each (cross-
+/// thread wake-ups and placements), as `@polls_w<i>` / `@inbox_w<i>` lines.
+fn emit_placement(m: &corio::Metrics) {
+    let each = m.worker_polls.iter().zip(&m.worker_inbox_pushes);
+    for (i, (polls, inbox)) in each.enumerate() {
+        if i >= m.workers && *polls == 0 {
+            continue; // a spare that never ran
+        }
+        child::emit(&format!("polls_w{i}"), polls);
+        child::emit(&format!("inbox_w{i}"), inbox);
+    }
 }

@@ -17,6 +17,7 @@ use std::time::Duration;
 use super::Shared;
 use super::context;
 use super::park::Unparker;
+use super::sched::placement::Placement;
 use super::sched::queue::{self, Local, Steal};
 use super::sched::ring::Ring;
 use super::sched::slot::SpawnSlot;
@@ -113,6 +114,17 @@ pub(crate) struct Remote {
     /// Direct hand-offs from a coroutine blocking in `block_on` to the one in the next-task
     /// slot (`direct_block`; written by the owner only).
     pub(crate) direct_handoffs: AtomicU64,
+    /// Tasks other threads queued here (`push_inbox`): the cross-thread wake-ups and
+    /// placements this worker received (the `worker_inbox_pushes` metric).
+    pub(crate) inbox_pushes: AtomicU64,
+    /// Set while the worker's loop has run out of local work (it polls IO, searches, spins
+    /// or sleeps); cleared when it has a task again. Read by spawners choosing where a new
+    /// task starts (`sched/placement.rs`); a hint, never a correctness condition.
+    pub(crate) out_of_work: AtomicBool,
+    /// The runtime clock when `out_of_work` was last set (written by the owner only).
+    idle_since: AtomicU64,
+    /// Time out of work (ns) in the episodes that ended (written by the owner only).
+    idle_ns: AtomicU64,
 }
 
 impl Remote {
@@ -152,6 +164,10 @@ impl Remote {
             preempt_signal: Default::default(),
             direct_switches: AtomicU64::new(0),
             direct_handoffs: AtomicU64::new(0),
+            inbox_pushes: AtomicU64::new(0),
+            out_of_work: AtomicBool::new(false),
+            idle_since: AtomicU64::new(0),
+            idle_ns: AtomicU64::new(0),
         }
     }
 
@@ -168,6 +184,7 @@ impl Remote {
     fn push_inbox_entry(&self, entry: InboxEntry) {
         let mut inbox = self.inbox.lock().unwrap_or_else(|e| e.into_inner());
         inbox.push(entry);
+        self.inbox_pushes.fetch_add(1, Ordering::Relaxed);
         // Release: pairs with the Acquire load in `next_task`.
         self.inbox_len.store(inbox.len(), Ordering::Release);
     }
@@ -176,6 +193,17 @@ impl Remote {
         let mut inbox = self.inbox.lock().unwrap_or_else(|e| e.into_inner());
         into.extend(inbox.drain(..).map(|entry| entry.0));
         self.inbox_len.store(0, Ordering::Release);
+    }
+
+    /// Time out of work (ns of the runtime clock) up to `now`, the current episode included.
+    /// Racy by design (three owner-written fields read apart): a placement hint.
+    pub(crate) fn idle_until(&self, now: u64) -> u64 {
+        let ended = self.idle_ns.load(Ordering::Relaxed);
+        if self.out_of_work.load(Ordering::Relaxed) {
+            ended + now.saturating_sub(self.idle_since.load(Ordering::Relaxed))
+        } else {
+            ended
+        }
     }
 
     /// Work queued on this worker that another could run (for parking decisions).
@@ -295,6 +323,8 @@ struct Core {
     /// The runtime clock at the last timer check.
     now: u64,
     rng: u64,
+    /// Where the last spawner here starts its stackful children (`sched/placement.rs`).
+    placement: Placement,
 }
 
 impl Core {
@@ -375,6 +405,7 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
             global_countdown: GLOBAL_POLL_INTERVAL,
             now: 0,
             rng: 0x9e37_79b9_7f4a_7c15 ^ (index as u64 + 1).wrapping_mul(0xbf58_476d_1ce4_e5b9),
+            placement: Placement::new(),
         }),
         shared,
     };
@@ -428,9 +459,11 @@ impl WorkerCtx {
     fn run_loop(&self) {
         while !self.shared.is_shutdown() {
             if let Some(task) = self.next_task() {
+                self.set_out_of_work(false);
                 self.run_task(task);
                 continue;
             }
+            self.set_out_of_work(true);
             // Out of local work: sockets that became ready first, then stealing (Go's
             // `findRunnable` order). The tasks they wake go to the run queue, as timers' do.
             // A worker about to park in the driver defers the poll to there ("The deferred
@@ -933,6 +966,9 @@ impl WorkerCtx {
             self.shared.schedule_remote(task);
             return;
         };
+        let Some(task) = self.place_elsewhere(&mut core, task) else {
+            return;
+        };
         match self.remote().spawned.put(task) {
             Ok(()) => core.spawn_slot_used = true,
             Err(task) => core.run_queue.push_back(task, &self.shared.inject),
@@ -940,6 +976,55 @@ impl WorkerCtx {
         drop(core);
         // Work others could steal appeared: in the run queue now, in the slot after the grace.
         self.shared.notify_work();
+    }
+
+    /// Starts a new stackful coroutine on the worker its spawner's children go to now
+    /// (`sched/placement.rs`), if that is another worker; else gives it back.
+    fn place_elsewhere(&self, core: &mut Core, task: Notified) -> Option<Notified> {
+        let shared = &self.shared;
+        let workers = shared.config.workers;
+        if workers == 1 || !matches!(task.header().kind, Kind::Stackful { .. }) {
+            return Some(task);
+        }
+        let remote = self.remote();
+        // Started coroutines runnable here (not new tasks, which others may steal).
+        let own_busy = core.next.is_some()
+            || !core.pinned.is_empty()
+            || !core.yielded.is_empty()
+            || remote.inbox_len.load(Ordering::Relaxed) != 0;
+        let spawner = remote.current_id.load(Ordering::Relaxed);
+        let target = core
+            .placement
+            .choose(spawner, self.index, own_busy, |idle| {
+                let now = shared.now_ns();
+                idle.extend(shared.workers[..workers].iter().map(|w| w.idle_until(now)));
+            });
+        if target == self.index {
+            return Some(task);
+        }
+        let there = &shared.workers[target];
+        there.push_inbox(task);
+        there.unparker.unpark(&shared.driver);
+        None
+    }
+
+    /// Records whether the loop ran out of local work, and for how long (read by spawners on
+    /// other workers: `sched/placement.rs`). A clock read per change, none per task.
+    #[inline(always)]
+    fn set_out_of_work(&self, out: bool) {
+        let remote = self.remote();
+        if remote.out_of_work.load(Ordering::Relaxed) == out {
+            return;
+        }
+        let now = self.shared.now_ns();
+        if out {
+            remote.idle_since.store(now, Ordering::Relaxed);
+        } else {
+            let since = remote.idle_since.load(Ordering::Relaxed);
+            let total = remote.idle_ns.load(Ordering::Relaxed) + now.saturating_sub(since);
+            remote.idle_ns.store(total, Ordering::Relaxed);
+        }
+        remote.out_of_work.store(out, Ordering::Relaxed);
     }
 
     /// Step 5: steal, take from the global queue, run others' due timers.

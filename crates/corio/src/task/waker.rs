@@ -75,8 +75,7 @@ unsafe fn wake(ptr: *const ()) {
             // SAFETY: the waker's reference became a Notified's.
             header
                 .scheduler
-                .clone()
-                .schedule(unsafe { Notified::from_raw(nonnull(ptr)) });
+                .schedule_woken(unsafe { Notified::from_raw(nonnull(ptr)) });
         }
         TransitionToNotifiedByVal::Dealloc => {
             // SAFETY: the waker held the last reference.

@@ -1,0 +1,214 @@
+//! Where a spawner's new task starts: next to its previous child, moving to another worker
+//! only when that is where spare capacity has been for several spawns in a row.
+//!
+//! # The problem
+//!
+//! A stackful coroutine that has started never changes thread (DESIGN decision 2), so the
+//! worker that *starts* a coroutine runs it for life, and a chain of coroutines linked by
+//! channels — Go's prime sieve: the caller spawns one filter per prime and at once blocks on
+//! the new filter's channel — uses only the cores its coroutines started on. With the spawn
+//! slot alone (`slot.rs`) every filter starts on the spawner's worker: the spawner blocks a
+//! microsecond after each spawn and its worker takes the child first, every time, so a second
+//! worker never gets any of the chain (polls per worker 518,383 / 0 for the 1,000th prime).
+//!
+//! Two placements were tried and dropped before this one (`docs/chan.md`, "The sieve on 2
+//! workers"): spawning into the run queue for a searching worker to steal moved the whole
+//! chain at once, and sending a spawn to an idle worker whenever the spawner's worker had
+//! other work scattered the filters along the chain, so that numbers crossed threads at every
+//! other link (each crossing costs both sides a suspension and a cross-thread wake-up).
+//!
+//! # The rule
+//!
+//! Each worker remembers, for the task that spawned there last, the worker its children go
+//! to (the *target*; at first the spawner's own worker), how many children it has placed and
+//! how long each worker had spent out of work (its loop found nothing to run: it searched,
+//! spun or slept) when the target last moved. A child goes to the target. The target moves
+//! only after a *run* of children there — at least [`MIN_RUN`], and at least an eighth of all
+//! the spawner's children so far — and only to the worker that has been out of work
+//! [`MARGIN`] longer than the target since the target last moved. It leaves the spawner's
+//! own worker only while that worker has other started coroutines to run (it is saturated).
+//!
+//! So the children of one spawner form long runs of consecutive children per worker — for the
+//! sieve, a split of the chain into a few contiguous pieces, crossed by a number once per
+//! boundary it reaches — and spare capacity attracts new work. The runs grow with the
+//! spawner's family, so a chain of n children has O(log n) boundaries. A spawner that blocks
+//! on each child (spawn and join) leaves its worker with nothing else to run, so its children
+//! stay home, in the spawn slot, as before. On one worker nothing changes.
+//!
+//! The memory is one entry per worker, keyed by the spawner's task id: a spawner that shares
+//! its worker with another spawner starts again from home when the other one spawned in
+//! between. It costs no field in the task.
+//!
+//! Go does not need this: its goroutines move between Ps at every wake-up (`runnext` on the
+//! waker's P, stealing by an idle P), so its sieve spreads over both Ps whatever the spawn.
+
+/// The shortest run of children on one worker before the target may move.
+pub(crate) const MIN_RUN: u64 = 8;
+
+/// How much longer (ns) a worker must have been out of work than the target, since the
+/// target last moved, to become the target.
+pub(crate) const MARGIN: u64 = 200_000;
+
+/// One worker's memory of where its last spawner's children go.
+#[derive(Debug)]
+pub(crate) struct Placement {
+    /// The task id of the spawner this entry is about (0: none yet; task ids start at 1).
+    spawner: u64,
+    /// Where its children start.
+    target: usize,
+    /// Children placed since this entry is about `spawner`.
+    children: u64,
+    /// Children placed on `target` since it last moved.
+    run: u64,
+    /// Each worker's time out of work (ns) when the target last moved (empty: not read yet
+    /// for this spawner).
+    idle_then: Vec<u64>,
+    /// Each worker's time out of work now (scratch space, kept to spare an allocation).
+    idle_now: Vec<u64>,
+}
+
+impl Placement {
+    /// An empty memory.
+    pub(crate) const fn new() -> Placement {
+        Placement {
+            spawner: 0,
+            target: usize::MAX,
+            children: 0,
+            run: 0,
+            idle_then: Vec::new(),
+            idle_now: Vec::new(),
+        }
+    }
+
+    /// The worker a new task of `spawner`, spawned on worker `own`, starts on. `own_busy`:
+    /// whether `own` has started coroutines to run other than the spawner; `idle` reads each
+    /// worker's total time out of work so far into the vector it is given, emptied (called
+    /// only when the target may move).
+    #[inline]
+    pub(crate) fn choose(
+        &mut self,
+        spawner: u64,
+        own: usize,
+        own_busy: bool,
+        idle: impl FnOnce(&mut Vec<u64>),
+    ) -> usize {
+        // The common case, inline: a spawner whose children stay home and whose worker has
+        // nothing else to run (spawn and join). Its children are not counted: a run is then
+        // measured in the children placed while the target could move.
+        if !own_busy && self.target == own && self.spawner == spawner {
+            return own;
+        }
+        self.choose_slow(spawner, own, own_busy, idle)
+    }
+
+    #[inline(never)]
+    fn choose_slow(
+        &mut self,
+        spawner: u64,
+        own: usize,
+        own_busy: bool,
+        idle: impl FnOnce(&mut Vec<u64>),
+    ) -> usize {
+        if self.spawner != spawner {
+            self.spawner = spawner;
+            self.target = own;
+            self.children = 0;
+            self.run = 0;
+            self.idle_then.clear();
+        }
+        self.children += 1;
+        self.run += 1;
+        if self.run < MIN_RUN.max(self.children / 8) || (self.target == own && !own_busy) {
+            return self.target;
+        }
+        self.idle_now.clear();
+        idle(&mut self.idle_now);
+        if self.idle_then.len() != self.idle_now.len() {
+            // The first look: what follows is measured from here.
+            std::mem::swap(&mut self.idle_then, &mut self.idle_now);
+            return self.target;
+        }
+        let (now, then) = (&self.idle_now, &self.idle_then);
+        let since = |w: usize| now[w].saturating_sub(then[w]);
+        let most_idle = (0..now.len())
+            .filter(|&w| w != self.target)
+            .max_by_key(|&w| since(w));
+        if let Some(w) = most_idle
+            && since(w) >= since(self.target) + MARGIN
+        {
+            self.target = w;
+            self.run = 0;
+            std::mem::swap(&mut self.idle_then, &mut self.idle_now);
+        }
+        self.target
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// Places `n` children of spawner 7 from worker 0 of 2, worker `idle_worker` gaining
+    /// `MARGIN` of idle time per child; returns where each went.
+    fn place(p: &mut Placement, n: usize, own_busy: bool, idle_worker: usize) -> Vec<usize> {
+        let mut idle = [0u64; 2];
+        (0..n)
+            .map(|_| {
+                idle[idle_worker] += MARGIN;
+                p.choose(7, 0, own_busy, |v| v.extend(idle))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_spawner_whose_worker_has_nothing_else_keeps_its_children_home() {
+        let mut p = Placement::new();
+        assert!(place(&mut p, 1000, false, 1).iter().all(|&w| w == 0));
+    }
+
+    #[test]
+    fn children_move_to_an_idle_worker_in_one_contiguous_run() {
+        let mut p = Placement::new();
+        let at = place(&mut p, 100, true, 1);
+        let first_away = at
+            .iter()
+            .position(|&w| w == 1)
+            .expect("some children moved");
+        assert!(first_away >= MIN_RUN as usize, "{at:?}");
+        assert!(at[first_away..].iter().all(|&w| w == 1), "{at:?}");
+    }
+
+    #[test]
+    fn children_come_home_when_home_is_the_idle_one() {
+        let mut p = Placement::new();
+        place(&mut p, 100, true, 1);
+        let at = place(&mut p, 100, true, 0);
+        let home = at.iter().position(|&w| w == 0).expect("children came home");
+        assert!(at[home..].iter().all(|&w| w == 0), "{at:?}");
+    }
+
+    #[test]
+    fn runs_grow_with_the_family_so_boundaries_stay_few() {
+        let mut p = Placement::new();
+        let mut idle = [0u64; 2];
+        // The other worker is always the idle one: the target alternates as fast as allowed.
+        let at: Vec<usize> = (0..10_000)
+            .map(|_| {
+                let t = p.target;
+                if t < 2 {
+                    idle[1 - t] += MARGIN;
+                }
+                p.choose(7, 0, true, |v| v.extend(idle))
+            })
+            .collect();
+        let boundaries = at.windows(2).filter(|w| w[0] != w[1]).count();
+        assert!((2..=80).contains(&boundaries), "{boundaries} boundaries");
+    }
+
+    #[test]
+    fn another_spawner_starts_from_its_own_worker() {
+        let mut p = Placement::new();
+        place(&mut p, 100, true, 1);
+        assert_eq!(p.choose(8, 0, true, |v| v.extend([0, 0])), 0);
+    }
+}
