@@ -386,7 +386,16 @@ fn a_hog_inside_libc_is_not_preempted_there() {
         });
         let (signals, preempted) = during_sleep;
         assert!(signals >= 1, "sysmon did not signal the sleeping hog");
-        assert_eq!(preempted, 0, "preempted inside nanosleep");
+        // Sysmon signals the sleeping hog again and again (every retry interrupts `nanosleep`
+        // with EINTR). A handler that ignored the libc exclusion would preempt it at nearly
+        // every signal. The hog's own code between two calls (the retry loop, the `metrics()`
+        // that ends the phase) is ordinary code: a retry that lands there — the thread was
+        // descheduled just after an EINTR return, say — may preempt it, once in a while (seen
+        // once in a loaded run of the whole suite).
+        assert!(
+            preempted == 0 || (preempted == 1 && signals >= 4),
+            "preempted {preempted} times by {signals} signals, inside nanosleep"
+        );
         assert_eq!(during_copy, 0, "preempted inside memcpy");
         assert!(
             after >= 1,
