@@ -16,7 +16,7 @@
 //!
 //! | running | scope stack | why it is per task |
 //! |---|---|---|
-//! | a stackful coroutine | in its `StackfulCtx`, inside the task's cell | the context the worker publishes while the coroutine runs is the coroutine's own, and it is unpublished when the coroutine suspends: another coroutine of the thread sees its own stack |
+//! | a stackful coroutine | in its `StackfulCtx`, in the started coroutine's `Live` block | the context the worker publishes while the coroutine runs is the coroutine's own, and it is unpublished when the coroutine suspends: another coroutine of the thread sees its own stack |
 //! | an async task's poll, a plain thread, a blocking-pool closure | a thread-local | nothing else runs on the thread until the poll (or the thread's code) returns, and every entry pushed during a poll is popped before it returns |
 //!
 //! [`LocalKey::sync_scope`] keeps its value on the caller's stack (a coroutine's stack

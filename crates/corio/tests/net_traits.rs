@@ -165,6 +165,29 @@ fn futures_io_vectored_write_sends_two_buffers_whole_and_in_order() {
     });
 }
 
+/// More buffers than one `writev` takes (std passes at most 1,024): the first write takes
+/// 1,024 bytes of an empty send buffer, which is not a full one, so the next write must not
+/// wait for writability (an edge-triggered wait there never ends).
+#[test]
+fn futures_io_vectored_write_of_more_buffers_than_writev_takes_completes() {
+    within(EVENTUALLY, || {
+        for workers in support::FLAVOURS {
+            support::rt(workers).block_on(async {
+                use futures_io::AsyncWrite;
+                let (mut client, server) = pair().await;
+                let bytes: Vec<u8> = (0..2000u32).map(|i| i as u8).collect();
+                let mut bufs: Vec<_> = bytes.chunks(1).map(std::io::IoSlice::new).collect();
+                write_all_vectored(&mut bufs, |cx, bufs| {
+                    Pin::new(&mut client).poll_write_vectored(cx, bufs)
+                })
+                .await;
+                drop(client);
+                assert_eq!(read_to_end(&server).await, bytes);
+            });
+        }
+    });
+}
+
 #[test]
 fn futures_io_partial_vectored_write_is_continued_where_it_stopped() {
     within(EVENTUALLY, || {

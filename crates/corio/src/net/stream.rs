@@ -3,6 +3,10 @@
 //! `futures_io` (and, with the `tokio-io` feature, `tokio::io`) traits — written once as a
 //! macro over the type's `Shared` socket field.
 
+/// The most buffers one `writev(2)` takes on Linux (`IOV_MAX`; std's `write_vectored` passes
+/// no more).
+pub(crate) const IOV_MAX: usize = 1024;
+
 /// `futures_io::AsyncRead`/`AsyncWrite` for `$t` (a stream type or a reference to one).
 macro_rules! futures_io_face {
     ($t:ty) => {
@@ -191,7 +195,15 @@ macro_rules! stream_face {
                 bufs: &[std::io::IoSlice<'_>],
             ) -> std::task::Poll<std::io::Result<usize>> {
                 use std::io::Write;
-                let len = bufs.iter().map(|b| b.len()).sum();
+                // Only what one `writev` can take: std passes at most `IOV_MAX` (1,024 on
+                // Linux) buffers, and a write of all of those is not a short one — counting
+                // the rest would take it for a full send buffer and wait for an edge that
+                // never comes.
+                let len = bufs
+                    .iter()
+                    .take($crate::net::stream::IOV_MAX)
+                    .map(|b| b.len())
+                    .sum();
                 self.$sock.poll_stream(
                     $crate::io::registry::Direction::Write,
                     cx,

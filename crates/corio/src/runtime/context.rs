@@ -149,7 +149,7 @@ pub(crate) fn worker_here() -> *const WorkerCtx {
 pub(crate) fn pinned_stackful_here<'a>() -> Option<&'a StackfulCtx> {
     CONTEXT.with(|c| {
         // SAFETY: as in `here`: set only while the coroutine's poll is on this thread's
-        // stack, and the context lives in the task cell.
+        // stack, and the context lives in the started coroutine's `Live` block.
         let stackful = unsafe { c.stackful.get().as_ref() }?;
         stackful.is_pinned().then_some(stackful)
     })

@@ -183,13 +183,23 @@ impl Driver {
 
     /// The timer at `cancelled` was removed; if the timerfd was armed for it, re-arm it at
     /// `next()` (the nearest deadline left) — later, without waking the holder.
-    pub(crate) fn rearm_after_cancel(&self, cancelled: u64, next: impl FnOnce() -> u64) {
+    pub(crate) fn rearm_after_cancel(&self, cancelled: u64, next: impl Fn() -> u64) {
         if !self.is_held() || self.until.load(Ordering::SeqCst) != cancelled {
             return;
         }
         let _arm = self.arm_lock.lock().unwrap_or_else(|e| e.into_inner());
         if self.is_held() && self.until.load(Ordering::SeqCst) == cancelled {
-            self.set_timer(next());
+            let n = next();
+            self.set_timer(n);
+            // A timer added meanwhile on another heap that `next` did not see yet: its adder
+            // stores the heap's deadline, then (in `arm_earlier`) reads `until`, which still
+            // said `cancelled`, and left. Looking again after our store (all SeqCst: the
+            // adder's store and load against ours) means either it saw `n` and arms its
+            // earlier deadline itself, or we see its deadline here.
+            let m = next();
+            if m < n {
+                self.set_timer(m);
+            }
         }
     }
 

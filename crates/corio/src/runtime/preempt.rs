@@ -200,7 +200,7 @@ pub(crate) fn guard() -> NoPreempt {
 #[inline(never)]
 fn guard_slow() -> NoPreempt {
     // SAFETY: CURRENT is set only while the coroutine whose state it names is being resumed on
-    // this thread; the state lives in its task cell.
+    // this thread; the state lives in its `Live` block.
     match unsafe { THREAD.with(|t| t.current.get()).as_ref() } {
         Some(state) if on_stack(state) => state.no_preempt(),
         _ => NoPreempt::NONE,

@@ -195,6 +195,23 @@ impl Remote {
         self.inbox_len.store(0, Ordering::Release);
     }
 
+    /// [`take_inbox`](Self::take_inbox) for the loop: a movable task in the inbox — a new
+    /// coroutine a spawner on another worker started here (`WorkerCtx::place_elsewhere`) —
+    /// goes to the run queue instead of the pinned queue, so that other workers can still
+    /// steal it if this one gets stuck (a hog, a blocking call) before starting it.
+    fn take_inbox_routed(&self, core: &mut Core, inject: &super::sched::inject::Inject<Notified>) {
+        let mut inbox = self.inbox.lock().unwrap_or_else(|e| e.into_inner());
+        for entry in inbox.drain(..) {
+            match entry.0 {
+                Runnable::Notified(task) if task.is_movable() => {
+                    core.run_queue.push_back(task, inject);
+                }
+                runnable => core.pinned.push_back(runnable),
+            }
+        }
+        self.inbox_len.store(0, Ordering::Release);
+    }
+
     /// Time out of work (ns of the runtime clock) up to `now`, the current episode included.
     /// Racy by design (three owner-written fields read apart): a placement hint.
     pub(crate) fn idle_until(&self, now: u64) -> u64 {
@@ -282,7 +299,7 @@ impl Runnable {
 /// (`direct_yield`) reads the context here instead of through its task's vtable.
 struct Yielded {
     task: Running,
-    /// The coroutine's context (in its task's cell, alive while `task` is), or null.
+    /// The coroutine's context (in its `Live` block, alive while the started coroutine is), or null.
     ctx: *const StackfulCtx,
 }
 
@@ -291,7 +308,7 @@ impl Yielded {
     fn new(task: Running) -> Yielded {
         let ptr = std::ptr::NonNull::from(task.header());
         // SAFETY: a `Running` is owned as RUNNING by this thread's worker; the context lives
-        // in its cell.
+        // in its `Live` block.
         let ctx = unsafe { (task.header().vtable.stackful_ctx)(ptr) };
         Yielded { task, ctx }
     }
@@ -724,7 +741,7 @@ impl WorkerCtx {
             Some(unsafe { &*frame_ctx })
         } else {
             // SAFETY: we own `to` as RUNNING now (a started coroutine pinned here, not the
-            // frame's: no live borrow of its stage); the context lives in its cell.
+            // frame's: no live borrow of its stage); the context lives in its `Live` block.
             unsafe { (to.vtable.stackful_ctx)(to_ptr).as_ref() }
         };
         // As preemptible as `from` (the poll frame's guard clears what the last one set), and
@@ -879,7 +896,7 @@ impl WorkerCtx {
             }
             // Acquire: pairs with the Release store in `push_inbox`.
             if remote.inbox_len.load(Ordering::Acquire) > 0 {
-                remote.take_inbox(&mut core.pinned);
+                remote.take_inbox_routed(&mut core, &self.shared.inject);
             }
         }
         let next_timer = remote.next_timer.load(Ordering::Relaxed);
@@ -983,16 +1000,23 @@ impl WorkerCtx {
     fn place_elsewhere(&self, core: &mut Core, task: Notified) -> Option<Notified> {
         let shared = &self.shared;
         let workers = shared.config.workers;
-        if workers == 1 || !matches!(task.header().kind, Kind::Stackful { .. }) {
+        // A spare worker (its index is past the placement's per-worker view) keeps its
+        // spawners' children, as does a spawn made before this worker ran any task (no
+        // spawner id to remember).
+        let remote = self.remote();
+        let spawner = remote.current_id.load(Ordering::Relaxed);
+        if workers == 1
+            || self.index >= workers
+            || spawner == 0
+            || !matches!(task.header().kind, Kind::Stackful { .. })
+        {
             return Some(task);
         }
-        let remote = self.remote();
         // Started coroutines runnable here (not new tasks, which others may steal).
         let own_busy = core.next.is_some()
             || !core.pinned.is_empty()
             || !core.yielded.is_empty()
             || remote.inbox_len.load(Ordering::Relaxed) != 0;
-        let spawner = remote.current_id.load(Ordering::Relaxed);
         let target = core
             .placement
             .choose(spawner, self.index, own_busy, |idle| {
