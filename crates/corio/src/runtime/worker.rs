@@ -125,6 +125,9 @@ pub(crate) struct Remote {
     pub(crate) direct_handoffs: AtomicU64,
     /// Spins that lost a time slice (`spin_for_work`; written by the owner only).
     pub(crate) spin_slices_lost: AtomicU64,
+    /// Out-of-work episodes that skipped the spin after lost slices (written by the owner
+    /// only).
+    pub(crate) spins_skipped: AtomicU64,
     /// Tasks other threads queued here (`push_inbox`): the cross-thread wake-ups and
     /// placements this worker received (the `worker_inbox_pushes` metric).
     pub(crate) inbox_pushes: AtomicU64,
@@ -176,6 +179,7 @@ impl Remote {
             direct_switches: AtomicU64::new(0),
             direct_handoffs: AtomicU64::new(0),
             spin_slices_lost: AtomicU64::new(0),
+            spins_skipped: AtomicU64::new(0),
             inbox_pushes: AtomicU64::new(0),
             out_of_work: AtomicBool::new(false),
             idle_since: AtomicU64::new(0),
@@ -1134,6 +1138,8 @@ impl WorkerCtx {
         let skip = self.spin_skip.get();
         if skip > 0 {
             self.spin_skip.set(skip - 1);
+            let skipped = remote.spins_skipped.load(Ordering::Relaxed);
+            remote.spins_skipped.store(skipped + 1, Ordering::Relaxed);
             return false;
         }
         let searching = self.searching.get();
