@@ -47,10 +47,16 @@ fn go_on_the_other_worker<T: Send + 'static>(
 /// out of work: without spinning, that worker had parked, and nearly every hand-off cost a
 /// park and a futex wake (measured before the spin: see `docs/chan.md`). With it, the worker
 /// whose turn it is not spins on its inbox and takes the wake-up there.
+///
+/// That holds while the spinners keep their CPUs. After a spin lost a time slice to another
+/// thread of the machine (the CPUs are oversubscribed), its worker parks without spinning
+/// for a while, by design (`spin_for_work`, "When the CPUs are oversubscribed": spinning on
+/// then cost a scheduler tick per hand-off, `tests/chan_pair_hang.rs`); each such skipped
+/// spin (`Metrics::spins_skipped`) may cost one park more, and is allowed for.
 #[test]
 fn a_coroutine_woken_from_the_other_worker_while_its_home_spins_runs_without_a_park() {
     let rt = support::rt(2);
-    let parks = within(EVENTUALLY, move || {
+    let (parks, skipped, lost) = within(EVENTUALLY, move || {
         let measured = rt.run(|| {
             let (ping_tx, ping_rx) = corio::chan::bounded::<u64>(0);
             let (pong_tx, pong_rx) = corio::chan::bounded::<u64>(0);
@@ -62,23 +68,28 @@ fn a_coroutine_woken_from_the_other_worker_while_its_home_spins_runs_without_a_p
             // Warm up: both workers have run and parked at least once by now.
             ping_tx.send(0).expect("ping");
             assert_eq!(pong_rx.recv(), Ok(1));
-            let before = corio::Handle::current().metrics().parks;
+            let before = corio::Handle::current().metrics();
             for i in 0..ROUND_TRIPS {
                 ping_tx.send(i).expect("ping");
                 assert_eq!(pong_rx.recv(), Ok(i + 1));
             }
-            let during = corio::Handle::current().metrics().parks - before;
+            let after = corio::Handle::current().metrics();
             drop(ping_tx);
             echo.join().expect("echo");
-            during
+            (
+                after.parks - before.parks,
+                after.spins_skipped - before.spins_skipped,
+                after.spin_slices_lost - before.spin_slices_lost,
+            )
         });
         drop(rt);
         measured
     });
     // 2 × ROUND_TRIPS hand-offs; without the spin nearly each one parked a worker.
     assert!(
-        parks < ROUND_TRIPS / 4,
-        "{parks} parks in {ROUND_TRIPS} cross-worker round trips"
+        parks < ROUND_TRIPS / 4 + skipped,
+        "{parks} parks in {ROUND_TRIPS} cross-worker round trips ({skipped} spins skipped \
+         after {lost} lost time slices)"
     );
 }
 

@@ -772,6 +772,8 @@ impl Handle {
             preempt_signals_stray: sum(|w| &w.preempt_signal.stray),
             direct_switches: sum(|w| &w.direct_switches),
             direct_handoffs: sum(|w| &w.direct_handoffs),
+            spin_slices_lost: sum(|w| &w.spin_slices_lost),
+            spins_skipped: sum(|w| &w.spins_skipped),
             io_polls: shared.driver.polls.load(Ordering::Relaxed),
             worker_polls: each(|w| &w.ticks),
             worker_inbox_pushes: each(|w| &w.inbox_pushes),
@@ -922,6 +924,13 @@ pub struct Metrics {
     /// it had woken into its worker's next-task slot, without going through the worker's loop
     /// (docs/scheduler.md, "The direct switch on a `block_on` suspension").
     pub direct_handoffs: u64,
+    /// Spins of a worker out of work whose `sched_yield` lost the CPU to another thread for a
+    /// time slice: the CPUs were oversubscribed, and the worker parked without spinning for a
+    /// while after each (`runtime/worker.rs`, `spin_for_work`).
+    pub spin_slices_lost: u64,
+    /// Times a worker out of work went to park without spinning because its spins had been
+    /// losing time slices (each at most one park more than spinning would have made).
+    pub spins_skipped: u64,
     /// Netpoller polls (`epoll_wait` calls) so far, blocking or not, by any poller: a parked
     /// worker in the driver, a worker out of work, sysmon (`runtime/driver.rs`, "Netpoller").
     pub io_polls: u64,

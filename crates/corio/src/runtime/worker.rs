@@ -58,6 +58,15 @@ const GLOBAL_BATCH: usize = 128;
 /// work for a few microseconds at a time and parked thousands of times per run.
 const SPIN_BEFORE_PARK: Duration = Duration::from_micros(50);
 
+/// A spin whose `sched_yield` kept the thread off its CPU for this long lost a time slice to
+/// another thread of the machine: the CPUs are oversubscribed (`spin_for_work`, "When the
+/// CPUs are oversubscribed"). Far above a spin and a worker's turn, below a scheduler tick.
+const SPIN_LOST_SLICE: Duration = Duration::from_millis(1);
+
+/// The most out-of-work episodes a worker parks in without spinning after its spins kept
+/// losing slices (the back-off doubles per lost slice, from 1).
+const SPIN_SKIP_MAX: u32 = 1024;
+
 /// Looks at the queues between two clock reads while spinning (a clock read costs 20–85 ns
 /// here, a look a few loads).
 const SPIN_LOOKS_PER_CLOCK_READ: u32 = 32;
@@ -114,6 +123,11 @@ pub(crate) struct Remote {
     /// Direct hand-offs from a coroutine blocking in `block_on` to the one in the next-task
     /// slot (`direct_block`; written by the owner only).
     pub(crate) direct_handoffs: AtomicU64,
+    /// Spins that lost a time slice (`spin_for_work`; written by the owner only).
+    pub(crate) spin_slices_lost: AtomicU64,
+    /// Out-of-work episodes that skipped the spin after lost slices (written by the owner
+    /// only).
+    pub(crate) spins_skipped: AtomicU64,
     /// Tasks other threads queued here (`push_inbox`): the cross-thread wake-ups and
     /// placements this worker received (the `worker_inbox_pushes` metric).
     pub(crate) inbox_pushes: AtomicU64,
@@ -164,6 +178,8 @@ impl Remote {
             preempt_signal: Default::default(),
             direct_switches: AtomicU64::new(0),
             direct_handoffs: AtomicU64::new(0),
+            spin_slices_lost: AtomicU64::new(0),
+            spins_skipped: AtomicU64::new(0),
             inbox_pushes: AtomicU64::new(0),
             out_of_work: AtomicBool::new(false),
             idle_since: AtomicU64::new(0),
@@ -382,6 +398,10 @@ pub(crate) struct WorkerCtx {
     own_timer_wake: std::cell::Cell<bool>,
     /// Whether this worker counts as searching in `Idle`.
     searching: std::cell::Cell<bool>,
+    /// Out-of-work episodes in which `spin_for_work` parks at once, and the back-off it
+    /// starts from after its next lost slice ("When the CPUs are oversubscribed").
+    spin_skip: std::cell::Cell<u32>,
+    spin_backoff: std::cell::Cell<u32>,
     /// The task the last direct switch (`direct_yield`) started, if one happened during the
     /// task `run_task` runs: the one whose poll ended in its frame.
     switched: std::cell::Cell<Option<std::ptr::NonNull<crate::task::core::Header>>>,
@@ -408,6 +428,8 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
         firing: std::cell::Cell::new(false),
         own_timer_wake: std::cell::Cell::new(false),
         searching: std::cell::Cell::new(false),
+        spin_skip: std::cell::Cell::new(0),
+        spin_backoff: std::cell::Cell::new(0),
         switched: std::cell::Cell::new(None),
         frame_ctx: std::cell::Cell::new((ptr::null(), ptr::null())),
         core: RefCell::new(Core {
@@ -1115,10 +1137,33 @@ impl WorkerCtx {
     /// of a `workers(1)` runtime's CPU (a single-worker server's CPU is measured with the
     /// server: `corio-bench http`). Not for spares, which park as soon as they find nothing.
     /// Returns whether work may be there (the loop looks again); false: park.
+    ///
+    /// # When the CPUs are oversubscribed
+    ///
+    /// The spin waits for work without sleeping, and a thread that never sleeps gets no
+    /// wake-up preemption from the kernel: the `unpark` of a spinning worker is a swap that
+    /// the worker sees only when it next gets a CPU. With more runnable threads than CPUs
+    /// (another process's busy threads), its `sched_yield` hands the CPU to one of them for
+    /// the rest of a scheduler tick (4 ms here). Two workers in a cross-worker ping-pong then
+    /// fell into a lockstep in which both always spun and neither ever slept: each hand-off
+    /// waited for a busy thread's tick, 250 hand-offs a second instead of hundreds of
+    /// thousands (`tests/chan_pair_hang.rs`: 10,000 values took minutes, 1 run in 50-100
+    /// under load). A worker parked on its futex is woken by the `unpark` at once.
+    ///
+    /// So a spin whose yield lost a slice ([`SPIN_LOST_SLICE`]) makes the worker park without
+    /// spinning in its next out-of-work episodes, 1, 2, 4, .. up to [`SPIN_SKIP_MAX`] of them
+    /// as slices keep being lost; a spin that finds work without losing one resets that.
     fn spin_for_work(&self) -> bool {
         let shared = &self.shared;
         let remote = self.remote();
         if !self.spins() {
+            return false;
+        }
+        let skip = self.spin_skip.get();
+        if skip > 0 {
+            self.spin_skip.set(skip - 1);
+            let skipped = remote.spins_skipped.load(Ordering::Relaxed);
+            remote.spins_skipped.store(skipped + 1, Ordering::Relaxed);
             return false;
         }
         let searching = self.searching.get();
@@ -1137,6 +1182,7 @@ impl WorkerCtx {
             for _ in 0..SPIN_LOOKS_PER_CLOCK_READ {
                 if visible() {
                     remote.unparker.clear_notified();
+                    self.spin_backoff.set(0);
                     return true;
                 }
                 std::hint::spin_loop();
@@ -1155,7 +1201,16 @@ impl WorkerCtx {
             if shared.next_timer() <= shared.now_ns() {
                 return true;
             }
-            if start.elapsed() >= SPIN_BEFORE_PARK {
+            let spun = start.elapsed();
+            if spun >= SPIN_LOST_SLICE {
+                let backoff = (self.spin_backoff.get() * 2).clamp(1, SPIN_SKIP_MAX);
+                self.spin_backoff.set(backoff);
+                self.spin_skip.set(backoff);
+                let lost = remote.spin_slices_lost.load(Ordering::Relaxed);
+                remote.spin_slices_lost.store(lost + 1, Ordering::Relaxed);
+                return false;
+            }
+            if spun >= SPIN_BEFORE_PARK {
                 return false;
             }
         }
