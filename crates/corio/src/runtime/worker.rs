@@ -211,23 +211,6 @@ impl Remote {
         self.inbox_len.store(0, Ordering::Release);
     }
 
-    /// [`take_inbox`](Self::take_inbox) for the loop: a movable task in the inbox — a new
-    /// coroutine a spawner on another worker started here (`WorkerCtx::place_elsewhere`) —
-    /// goes to the run queue instead of the pinned queue, so that other workers can still
-    /// steal it if this one gets stuck (a hog, a blocking call) before starting it.
-    fn take_inbox_routed(&self, core: &mut Core, inject: &super::sched::inject::Inject<Notified>) {
-        let mut inbox = self.inbox.lock().unwrap_or_else(|e| e.into_inner());
-        for entry in inbox.drain(..) {
-            match entry.0 {
-                Runnable::Notified(task) if task.is_movable() => {
-                    core.run_queue.push_back(task, inject);
-                }
-                runnable => core.pinned.push_back(runnable),
-            }
-        }
-        self.inbox_len.store(0, Ordering::Release);
-    }
-
     /// Time out of work (ns of the runtime clock) up to `now`, the current episode included.
     /// Racy by design (three owner-written fields read apart): a placement hint.
     pub(crate) fn idle_until(&self, now: u64) -> u64 {
@@ -918,7 +901,7 @@ impl WorkerCtx {
             }
             // Acquire: pairs with the Release store in `push_inbox`.
             if remote.inbox_len.load(Ordering::Acquire) > 0 {
-                remote.take_inbox_routed(&mut core, &self.shared.inject);
+                remote.take_inbox(&mut core.pinned);
             }
         }
         let next_timer = remote.next_timer.load(Ordering::Relaxed);
