@@ -35,6 +35,18 @@
 //! The non-blocking pollers leave the eventfd and timerfd (level-triggered) unread: they are
 //! the holder's.
 //!
+//! # The holder wakes its own tasks
+//!
+//! The holder dispatches the events its `epoll_wait` returned while it still counts as parked
+//! (it is on the idle list until it leaves `park`). The second task it wakes is movable work
+//! behind the first, and "wake a parked worker" (`Shared::notify_work`) may pick the holder
+//! itself; with its park state still `PARKED_DRIVER`, that wake-up wrote the eventfd, and the
+//! holder's next `epoll_wait` returned at once for it: a `write`, a `read` and an empty park
+//! for nothing, after 4 in 10 of `hyper_hello`'s parks under `wrk` (`docs/net-bench.md`,
+//! "hyper, second pass"). So [`wait`] calls back as soon as `epoll_wait` returns, and the
+//! holder marks itself awake there (`Unparker::park_driver`): a wake-up from then on only
+//! leaves a `NOTIFIED` that the holder consumes on its way back to its queues.
+//!
 //! [`wait`]: Driver::wait
 //! [`poll_io`]: Driver::poll_io
 //! [`wake`]: Driver::wake
@@ -71,6 +83,8 @@ pub(crate) struct Driver {
     pub(crate) registry: Arc<Registry>,
     /// IO polls made so far (any poller); sysmon watches it move.
     pub(crate) polls: AtomicU64,
+    /// Times [`wake`](Driver::wake) interrupted the holder (eventfd writes), for `Metrics`.
+    pub(crate) wakes: AtomicU64,
 }
 
 fn owned(fd: libc::c_int) -> io::Result<OwnedFd> {
@@ -135,6 +149,7 @@ impl Driver {
             arm_lock: Mutex::new(()),
             registry: Arc::new(Registry::default()),
             polls: AtomicU64::new(0),
+            wakes: AtomicU64::new(0),
         })
     }
 
@@ -238,9 +253,11 @@ impl Driver {
     }
 
     /// Waits until `wake`, the armed deadline or IO readiness, and wakes the tasks waiting for
-    /// the sockets that became ready. Only the holder calls this.
-    pub(crate) fn wait(&self) {
-        self.poll(-1);
+    /// the sockets that became ready. Only the holder calls this; it calls `awake` as soon as
+    /// `epoll_wait` returns, before it wakes those tasks (see "The holder wakes its own
+    /// tasks").
+    pub(crate) fn wait(&self, awake: impl FnOnce()) {
+        self.poll(-1, awake);
     }
 
     /// Takes the IO events that are ready now, without blocking, if sockets are registered and
@@ -249,11 +266,12 @@ impl Driver {
         if self.registry.is_empty() || self.is_held() {
             return 0;
         }
-        self.poll(0)
+        self.poll(0, || {})
     }
 
-    /// One `epoll_wait` with `timeout_ms`; returns the number of socket events dispatched.
-    fn poll(&self, timeout_ms: libc::c_int) -> usize {
+    /// One `epoll_wait` with `timeout_ms`, then `awake`; returns the number of socket events
+    /// dispatched.
+    fn poll(&self, timeout_ms: libc::c_int, awake: impl FnOnce()) -> usize {
         let mut events = [libc::epoll_event { events: 0, u64: 0 }; EVENTS];
         // SAFETY: `events` is a valid buffer of EVENTS entries.
         let n = unsafe {
@@ -265,6 +283,7 @@ impl Driver {
             )
         };
         self.polls.fetch_add(1, Ordering::Relaxed);
+        awake();
         let events = &mut events[..n.max(0) as usize];
         let mut sockets = 0;
         for ev in events.iter() {
@@ -308,6 +327,7 @@ impl Driver {
 
     /// Interrupts the holder's wait (or makes its next wait return at once).
     pub(crate) fn wake(&self) {
+        self.wakes.fetch_add(1, Ordering::Relaxed);
         let one = 1u64;
         // SAFETY: writing 8 bytes to our eventfd.
         unsafe { libc::write(self.event.as_raw_fd(), (&raw const one).cast(), 8) };

@@ -775,6 +775,7 @@ impl Handle {
             spin_slices_lost: sum(|w| &w.spin_slices_lost),
             spins_skipped: sum(|w| &w.spins_skipped),
             io_polls: shared.driver.polls.load(Ordering::Relaxed),
+            driver_wakes: shared.driver.wakes.load(Ordering::Relaxed),
             worker_polls: each(|w| &w.ticks),
             worker_inbox_pushes: each(|w| &w.inbox_pushes),
         }
@@ -934,6 +935,9 @@ pub struct Metrics {
     /// Netpoller polls (`epoll_wait` calls) so far, blocking or not, by any poller: a parked
     /// worker in the driver, a worker out of work, sysmon (`runtime/driver.rs`, "Netpoller").
     pub io_polls: u64,
+    /// Times a thread interrupted the worker waiting in the driver (`epoll_wait`) to make it
+    /// look at new work: writes to the driver's eventfd (`runtime/driver.rs`).
+    pub driver_wakes: u64,
     /// Task polls per worker (the workers in order, then any spares sysmon started).
     pub worker_polls: Vec<u64>,
     /// Per worker, tasks other threads queued on it: cross-thread wake-ups of its coroutines

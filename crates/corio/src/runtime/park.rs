@@ -11,7 +11,9 @@
 //! 1. `park`: CAS `EMPTY → PARKED`; if the word was `NOTIFIED`, consume it and return. Then
 //!    `futex_wait` while the word is `PARKED`, and consume `NOTIFIED`.
 //! 2. `park_driver`: CAS `EMPTY → PARKED_DRIVER` (or consume `NOTIFIED` and return), wait in
-//!    the driver, then swap the word back to `EMPTY`.
+//!    the driver, swapping the word back to `EMPTY` as soon as `epoll_wait` returns (before
+//!    the driver wakes the ready sockets' tasks, which may `unpark` this very worker: it is
+//!    awake, and a `NOTIFIED` is all they need to leave), and again when the driver returns.
 //! 3. `unpark`: swap in `NOTIFIED`; if the old value was `PARKED`, `futex_wake`; if it was
 //!    `PARKED_DRIVER`, wake the driver (an `eventfd` write). A `NOTIFIED` left behind makes the
 //!    next park return at once: a wake-up is never lost, at worst one is spurious.
@@ -75,8 +77,13 @@ impl Unparker {
             self.state.store(EMPTY, Release);
             return false;
         }
-        driver.wait();
-        // Consume a NOTIFIED if one arrived; either way we are awake now.
+        // Awake as soon as `epoll_wait` returns: the tasks the driver then wakes from this
+        // thread must not write the eventfd to interrupt a wait that is over (step 2). The
+        // Acquire pairs with an `unpark`'s Release swap, as below.
+        driver.wait(|| {
+            self.state.swap(EMPTY, Acquire);
+        });
+        // Consume a NOTIFIED that arrived since; either way we are awake now.
         self.state.swap(EMPTY, Acquire);
         true
     }
