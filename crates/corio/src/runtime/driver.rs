@@ -20,9 +20,35 @@
 //!
 //! # Protocol
 //!
-//! `until` is the deadline the timerfd is armed at (`u64::MAX`: disarmed). Arming is
-//! serialised by `arm_lock` and only ever moves `until` to the minimum of what the callers
-//! asked for, except [`rearm_after_cancel`], which recomputes it from the workers' heaps.
+//! `until` is the deadline the timerfd is armed at (`u64::MAX`: disarmed); it may also have
+//! expired and not been read yet (the timerfd is then readable, and the next holder's
+//! `epoll_wait` returns at once). Every `timerfd_settime`, and the holder's read of an
+//! expiry, happen under `arm_lock`, so `until` always says what the timerfd holds: a read
+//! that finds an expiry sets it to `u64::MAX` (a one-shot timerfd is disarmed once it has
+//! fired). [`arm_earlier`] only ever moves `until` earlier; [`arm_for_wait`] (the holder,
+//! before it waits) and [`rearm_after_cancel`] may move it later, recomputing it from the
+//! workers' heaps.
+//!
+//! # The timerfd stays armed between waits
+//!
+//! The holder used to arm the timerfd at the nearest deadline before each wait and disarm it
+//! when it left the driver: two `timerfd_settime`s per park, 0.095 per request for
+//! `hyper_hello` under `wrk`, whose every request starts and cancels a 30 s header-read
+//! timeout, so the nearest deadline is a different one at each park (`docs/net-bench.md`,
+//! "hyper, second pass"). tokio passes its timeout to `epoll_wait` instead, which costs
+//! nothing but cannot be moved without waking the waiter, and has millisecond resolution.
+//! Now the timerfd is left as it is when the holder leaves, and the next holder sets it only
+//! when it must move ([`arm_for_wait`]):
+//!
+//! - earlier, always: a deadline before `until` would be missed;
+//! - later, only when the timerfd would otherwise wake the holder before half its real wait
+//!   has passed, or when no timer is left at all (then it is disarmed, so that an idle
+//!   runtime makes no wake-up). Otherwise it wakes the holder early at most once, and the
+//!   holder, finding nothing due, re-arms it then. For a server whose nearest deadline is
+//!   always about 30 s away, that is one `timerfd_settime` per 15 s instead of two per park.
+//!
+//! A timerfd left armed while nobody waits in the driver costs nothing when it fires: there
+//! is no waiter to wake, and the next holder reads the expiry.
 //!
 //! # Netpoller
 //!
@@ -51,6 +77,7 @@
 //! [`poll_io`]: Driver::poll_io
 //! [`wake`]: Driver::wake
 //! [`arm_earlier`]: Driver::arm_earlier
+//! [`arm_for_wait`]: Driver::arm_for_wait
 //! [`rearm_after_cancel`]: Driver::rearm_after_cancel
 
 use std::io;
@@ -85,6 +112,8 @@ pub(crate) struct Driver {
     pub(crate) polls: AtomicU64,
     /// Times [`wake`](Driver::wake) interrupted the holder (eventfd writes), for `Metrics`.
     pub(crate) wakes: AtomicU64,
+    /// Times the timerfd was armed or disarmed (`timerfd_settime` calls), for `Metrics`.
+    pub(crate) timer_sets: AtomicU64,
 }
 
 fn owned(fd: libc::c_int) -> io::Result<OwnedFd> {
@@ -103,6 +132,13 @@ fn monotonic_now_ns() -> u64 {
     // SAFETY: a valid out-pointer.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Whether a timerfd armed at `until` would wake a holder whose nearest deadline is `next`
+/// (later) before half its wait has passed (times on the runtime clock, `now` the present):
+/// then it is worth a `timerfd_settime` to move it ("The timerfd stays armed between waits").
+fn fires_too_early(until: u64, next: u64, now: u64) -> bool {
+    until.saturating_sub(now) < next.saturating_sub(now) / 2
 }
 
 impl Driver {
@@ -150,6 +186,7 @@ impl Driver {
             registry: Arc::new(Registry::default()),
             polls: AtomicU64::new(0),
             wakes: AtomicU64::new(0),
+            timer_sets: AtomicU64::new(0),
         })
     }
 
@@ -163,20 +200,10 @@ impl Driver {
                 .is_ok()
     }
 
-    /// Gives up the driver (and disarms the timerfd if it is armed).
-    ///
-    /// A timerfd that is not armed (`until` is `u64::MAX`: no timer was due while the holder
-    /// waited, as in a server that only waits for sockets) is left alone: that would be a
-    /// `timerfd_settime` per wake-up of an idle worker for nothing. `until` is only written
-    /// under `arm_lock`, so reading `u64::MAX` here means the timerfd is disarmed; an
-    /// `arm_earlier` racing with this release is the same race as one right after it (the
-    /// next holder's `epoll_wait` finds the timerfd readable).
+    /// Gives up the driver. The timerfd stays as it is ("The timerfd stays armed between
+    /// waits"): the next holder moves it if it must.
     pub(crate) fn release(&self) {
-        // SeqCst: as every access to `until` (it is read with `held` in `rearm_after_cancel`).
-        if self.until.load(Ordering::SeqCst) != u64::MAX {
-            let _arm = self.arm_lock.lock().unwrap_or_else(|e| e.into_inner());
-            self.set_timer(u64::MAX);
-        }
+        // SeqCst: as every access to `held` (it is read with `until` in `rearm_after_cancel`).
         self.held.store(false, Ordering::SeqCst);
     }
 
@@ -196,6 +223,22 @@ impl Driver {
         }
     }
 
+    /// The holder, before it waits: makes the timerfd wake it by `next()` (the nearest
+    /// deadline of any worker), moving it only when it must ("The timerfd stays armed between
+    /// waits"). `now` is the runtime clock, read only if the timerfd might move later.
+    pub(crate) fn arm_for_wait(&self, next: impl Fn() -> u64, now: impl FnOnce() -> u64) {
+        let n = next();
+        let until = self.until.load(Ordering::SeqCst);
+        if n < until {
+            self.arm_earlier(n);
+        } else if n > until && (n == u64::MAX || fires_too_early(until, n, now())) {
+            let _arm = self.arm_lock.lock().unwrap_or_else(|e| e.into_inner());
+            if self.until.load(Ordering::SeqCst) == until {
+                self.set_later(&next);
+            }
+        }
+    }
+
     /// The timer at `cancelled` was removed; if the timerfd was armed for it, re-arm it at
     /// `next()` (the nearest deadline left) — later, without waking the holder.
     pub(crate) fn rearm_after_cancel(&self, cancelled: u64, next: impl Fn() -> u64) {
@@ -204,22 +247,42 @@ impl Driver {
         }
         let _arm = self.arm_lock.lock().unwrap_or_else(|e| e.into_inner());
         if self.is_held() && self.until.load(Ordering::SeqCst) == cancelled {
-            let n = next();
-            self.set_timer(n);
-            // A timer added meanwhile on another heap that `next` did not see yet: its adder
-            // stores the heap's deadline, then (in `arm_earlier`) reads `until`, which still
-            // said `cancelled`, and left. Looking again after our store (all SeqCst: the
-            // adder's store and load against ours) means either it saw `n` and arms its
-            // earlier deadline itself, or we see its deadline here.
-            let m = next();
-            if m < n {
-                self.set_timer(m);
-            }
+            self.set_later(&next);
+        }
+    }
+
+    /// Arms the timerfd at `next()`, which may be later than `until`; the caller holds
+    /// `arm_lock`.
+    fn set_later(&self, next: &impl Fn() -> u64) {
+        let n = next();
+        self.set_timer(n);
+        // A timer added meanwhile on another heap that `next` did not see yet: its adder
+        // stores the heap's deadline, then (in `arm_earlier`) reads `until`, which still
+        // said the old deadline, and left. Looking again after our store (all SeqCst: the
+        // adder's store and load against ours) means either it saw `n` and arms its
+        // earlier deadline itself, or we see its deadline here.
+        let m = next();
+        if m < n {
+            self.set_timer(m);
+        }
+    }
+
+    /// The holder's `epoll_wait` found the timerfd readable: takes the expiry, after which
+    /// the one-shot timerfd is disarmed. Under `arm_lock`, so that a `timerfd_settime` made
+    /// after the expiry (which clears it: the read then finds nothing) is not mistaken for it.
+    fn take_timer_expiry(&self) {
+        let _arm = self.arm_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let mut expirations = 0u64;
+        // SAFETY: reading 8 bytes from our nonblocking timerfd into a u64.
+        let n = unsafe { libc::read(self.timer.as_raw_fd(), (&raw mut expirations).cast(), 8) };
+        if n == 8 {
+            self.until.store(u64::MAX, Ordering::SeqCst);
         }
     }
 
     /// Arms (or with `u64::MAX` disarms) the timerfd; the caller holds `arm_lock`.
     fn set_timer(&self, deadline: u64) {
+        self.timer_sets.fetch_add(1, Ordering::Relaxed);
         self.until.store(deadline, Ordering::SeqCst);
         let value = if deadline == u64::MAX {
             libc::timespec {
@@ -298,6 +361,10 @@ impl Driver {
             if timeout_ms == 0 {
                 continue; // the holder's (see "Netpoller")
             }
+            if ev.u64 == TIMER_TOKEN {
+                self.take_timer_expiry();
+                continue;
+            }
             let mut buf = 0u64;
             // SAFETY: reading 8 bytes from our nonblocking eventfd/timerfd into a u64.
             unsafe { libc::read(fd, (&raw mut buf).cast(), 8) };
@@ -356,21 +423,74 @@ mod tests {
         spec.it_value.tv_sec as u64 * 1_000_000_000 + spec.it_value.tv_nsec as u64
     }
 
+    const SECOND: u64 = 1_000_000_000;
+
     #[test]
     #[cfg_attr(miri, ignore)] // epoll and timerfd system calls
-    fn releasing_the_driver_disarms_a_timerfd_armed_by_its_holder() {
+    fn the_timerfd_stays_armed_when_the_holder_leaves_and_the_next_one_keeps_it() {
+        let driver = Driver::new(std::time::Instant::now()).unwrap();
+        assert!(driver.try_acquire());
+        driver.arm_for_wait(|| 60 * SECOND, || 0);
+        assert!(timerfd_left(&driver) > 0);
+        driver.release();
+        assert_eq!(driver.until.load(Ordering::SeqCst), 60 * SECOND);
+        assert!(timerfd_left(&driver) > 0);
+        // The next holder's nearest deadline is a little later: the timerfd would wake it
+        // early once, in a minute; not worth a `timerfd_settime` now.
+        let sets = driver.timer_sets.load(Ordering::Relaxed);
+        assert!(driver.try_acquire());
+        driver.arm_for_wait(|| 61 * SECOND, || SECOND);
+        assert_eq!(driver.timer_sets.load(Ordering::Relaxed), sets);
+        assert_eq!(driver.until.load(Ordering::SeqCst), 60 * SECOND);
+        // An earlier one always moves it.
+        driver.arm_for_wait(|| 30 * SECOND, || SECOND);
+        assert_eq!(driver.until.load(Ordering::SeqCst), 30 * SECOND);
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore)] // epoll and timerfd system calls
+    fn the_timerfd_moves_later_when_it_would_wake_the_holder_before_half_its_wait() {
+        let driver = Driver::new(std::time::Instant::now()).unwrap();
+        assert!(driver.try_acquire());
+        driver.arm_for_wait(|| 10 * SECOND, || 0);
+        driver.release();
+        assert!(driver.try_acquire());
+        // At 9 s, the nearest deadline is at 40 s: the timerfd would fire in 1 s of 31.
+        driver.arm_for_wait(|| 40 * SECOND, || 9 * SECOND);
+        assert_eq!(driver.until.load(Ordering::SeqCst), 40 * SECOND);
+        let left = timerfd_left(&driver);
+        assert!(left > 20 * SECOND, "{left} ns left");
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore)] // epoll and timerfd system calls
+    fn the_timerfd_is_disarmed_when_no_timer_is_left() {
+        let driver = Driver::new(std::time::Instant::now()).unwrap();
+        assert!(driver.try_acquire());
+        driver.arm_for_wait(|| 3600 * SECOND, || 0);
+        driver.release();
+        assert!(driver.try_acquire());
+        driver.arm_for_wait(|| u64::MAX, || unreachable!("no clock read needed"));
+        assert_eq!(driver.until.load(Ordering::SeqCst), u64::MAX);
+        assert_eq!(timerfd_left(&driver), 0);
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore)] // epoll and timerfd system calls
+    fn an_expiry_taken_by_the_holder_leaves_the_timerfd_disarmed_and_rearmable() {
         let epoch = std::time::Instant::now();
         let driver = Driver::new(epoch).unwrap();
         assert!(driver.try_acquire());
-        driver.arm_earlier(60_000_000_000); // a minute after the epoch
-        assert!(timerfd_left(&driver) > 0);
-        driver.release();
-        assert_eq!(timerfd_left(&driver), 0);
+        // Already due: the wait returns at once with the expiry.
+        driver.arm_for_wait(|| 1, || 0);
+        driver.wait(|| {});
         assert_eq!(driver.until.load(Ordering::SeqCst), u64::MAX);
-        // The next holder arms it again.
-        assert!(driver.try_acquire());
-        driver.arm_earlier(60_000_000_000);
-        assert!(timerfd_left(&driver) > 0);
+        // The same deadline again (a timer not fired yet, say) arms it again: a holder
+        // that kept a stale `until` would wait forever.
+        driver.arm_for_wait(|| 1, || 0);
+        assert_eq!(driver.until.load(Ordering::SeqCst), 1);
+        driver.wait(|| {});
+        assert_eq!(driver.until.load(Ordering::SeqCst), u64::MAX);
     }
 
     #[test]

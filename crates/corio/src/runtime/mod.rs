@@ -776,6 +776,7 @@ impl Handle {
             spins_skipped: sum(|w| &w.spins_skipped),
             io_polls: shared.driver.polls.load(Ordering::Relaxed),
             driver_wakes: shared.driver.wakes.load(Ordering::Relaxed),
+            timer_sets: shared.driver.timer_sets.load(Ordering::Relaxed),
             worker_polls: each(|w| &w.ticks),
             worker_inbox_pushes: each(|w| &w.inbox_pushes),
         }
@@ -938,6 +939,9 @@ pub struct Metrics {
     /// Times a thread interrupted the worker waiting in the driver (`epoll_wait`) to make it
     /// look at new work: writes to the driver's eventfd (`runtime/driver.rs`).
     pub driver_wakes: u64,
+    /// Times the driver's timer (a `timerfd`, the deadline of the worker waiting in the
+    /// driver) was armed, moved or disarmed: `timerfd_settime` calls (`runtime/driver.rs`).
+    pub timer_sets: u64,
     /// Task polls per worker (the workers in order, then any spares sysmon started).
     pub worker_polls: Vec<u64>,
     /// Per worker, tasks other threads queued on it: cross-thread wake-ups of its coroutines

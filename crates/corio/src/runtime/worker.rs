@@ -1316,7 +1316,9 @@ impl WorkerCtx {
         let remote = self.remote();
         if shared.driver.try_acquire() {
             // A timer added after this read arms the driver itself (`Shared::timer_added`).
-            shared.driver.arm_earlier(shared.next_timer());
+            shared
+                .driver
+                .arm_for_wait(|| shared.next_timer(), || shared.now_ns());
             let waited = remote.unparker.park_driver(&shared.driver);
             shared.driver.release();
             self.firing_timers(|| shared.fire_all_timers());
