@@ -103,7 +103,12 @@ rt_common! {
     }
 
     /// Go: TestSelectStress (N = 1e4, Go's short size). A `nil` channel (an arm switched
-    /// off) is a channel nobody ever uses.
+    /// off) is a channel nobody ever uses: one channel for the sending select's switched-off
+    /// arms and another for the receiving select's, each with its other end held and unused.
+    /// (With one channel for both, its two ends were the two selects' switched-off arms and
+    /// matched each other, something a Go `nil` channel never does: each select counted
+    /// operations that moved no value on the real channels, so some plain sender or receiver
+    /// was left without a partner and the test hung, 1 in ~3 runs under load.)
     #[test]
     fn go_test_select_stress() {
         let rt = rt();
@@ -112,7 +117,8 @@ rt_common! {
                 const N: usize = 10_000;
                 let chans: Vec<(Sender<i32>, Receiver<i32>)> =
                     [0, 0, 2, 3].into_iter().map(chan::bounded).collect();
-                let (never_tx, never_rx) = chan::bounded::<i32>(0);
+                let (never_tx, _never_tx_peer) = chan::bounded::<i32>(0);
+                let (_never_rx_peer, never_rx) = chan::bounded::<i32>(0);
                 let mut hs = Vec::new();
                 for (tx, rx) in &chans {
                     let (tx, rx) = (tx.clone(), rx.clone());
@@ -131,6 +137,7 @@ rt_common! {
                             send(c[1], 0) -> r => { r.unwrap(); 1 },
                         };
                         n[k] += 1;
+                        assert!(n[k] <= N, "arm {k} completed after it was switched off");
                         if n[k] == N {
                             c[k] = never.clone();
                         }
@@ -148,6 +155,7 @@ rt_common! {
                             recv(c[3]) -> v => { v.unwrap(); 3 },
                         };
                         n[k] += 1;
+                        assert!(n[k] <= N, "arm {k} completed after it was switched off");
                         if n[k] == N {
                             c[k] = never.clone();
                         }

@@ -18,6 +18,10 @@
 //! spinning for a while, and a parked worker is woken at once (`spin_for_work`, "When the CPUs
 //! are oversubscribed").
 //!
+//! (The select stress had a second cause of its own, found by a later hunt: its two selects'
+//! switched-off arms shared one channel and matched each other, which left a plain sender or
+//! receiver without a partner for good; fixed in that test.)
+//!
 //! What is asserted is that every run finishes within the generous `EVENTUALLY`, never a speed.
 
 mod support;
