@@ -17,7 +17,7 @@ use std::time::Duration;
 use super::Shared;
 use super::context;
 use super::park::Unparker;
-use super::sched::placement::Placement;
+use super::sched::placement::{Placement, Progress};
 use super::sched::queue::{self, Local, Steal};
 use super::sched::ring::Ring;
 use super::sched::slot::SpawnSlot;
@@ -1089,12 +1089,23 @@ impl WorkerCtx {
             || !core.pinned.is_empty()
             || !core.yielded.is_empty()
             || remote.inbox_len.load(Ordering::Relaxed) != 0;
-        let target = core
-            .placement
-            .choose(spawner, self.index, own_busy, |idle| {
+        let target = core.placement.choose(
+            spawner,
+            self.index,
+            own_busy,
+            |idle| {
                 let now = shared.now_ns();
                 idle.extend(shared.workers[..workers].iter().map(|w| w.idle_until(now)));
-            });
+            },
+            |target| {
+                let there = &shared.workers[target];
+                Progress {
+                    ticks: there.ticks.load(Ordering::Relaxed),
+                    waiting: there.inbox_len.load(Ordering::Relaxed) != 0,
+                    now: shared.now_ns(),
+                }
+            },
+        );
         if target == self.index {
             return Some(task);
         }
