@@ -12,8 +12,10 @@
 
 mod support;
 
+use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
 use std::thread::ThreadId;
+use std::time::{Duration, Instant};
 
 use corio::chan::{self, Receiver, Sender};
 use support::{EVENTUALLY, rt, within};
@@ -97,4 +99,146 @@ fn a_chain_on_one_worker_stays_on_its_thread() {
     let (prime, threads) = sieve_threads(1, 200);
     assert_eq!(prime, 1223, "the 200th prime");
     assert_eq!(boundaries(&threads), 0);
+}
+
+/// How the coroutine that first starts on the other worker keeps that worker from running
+/// its loop.
+#[derive(Clone, Copy, Debug)]
+enum Stuck {
+    /// A loop that never reaches a preemption point (a hog).
+    Spin,
+    /// A system call that sleeps in the kernel, not wrapped in `corio::blocking`.
+    Syscall,
+    /// The same inside `corio::blocking`, which hands the worker's queues off.
+    Blocking,
+}
+
+/// How long the stuck coroutine keeps its worker at most: the test fails if it got there.
+const STUCK_LIMIT: Duration = Duration::from_secs(20);
+
+/// One spawner on worker A keeps spawning coroutines while A has started coroutines to run
+/// and the other worker, B, sleeps, until the placement sends one to B
+/// (`sched/placement.rs`); the first to start on B keeps B stuck (`how`). The spawner then
+/// spawns one more, which the placement puts behind it on B (the target moves only after a
+/// run of 8), and waits for it on a channel. It must start elsewhere while B is stuck:
+/// it has not started, so it is not bound to B's thread.
+fn a_placed_coroutine_behind_a_stuck_target_starts_elsewhere(how: Stuck) {
+    // An attempt in which the stuck coroutine was stolen, not placed, shows nothing: again.
+    for _ in 0..5 {
+        if let Some(stuck_for) = placed_behind_stuck_target(how) {
+            assert!(
+                stuck_for < STUCK_LIMIT,
+                "{how:?}: the placed coroutine waited for its stuck target for {stuck_for:?}"
+            );
+            return;
+        }
+    }
+    panic!("{how:?}: in 5 attempts the stuck coroutine was stolen, never placed");
+}
+
+/// One attempt of the test above: how long the stuck coroutine was stuck, or `None` if it was
+/// not placed on its worker (stolen from the spawner's queues: the target did not move).
+fn placed_behind_stuck_target(how: Stuck) -> Option<Duration> {
+    within(EVENTUALLY + STUCK_LIMIT, move || {
+        rt(2).run(move || {
+            let home = std::thread::current().id();
+            let stop_busy = Arc::new(AtomicBool::new(false));
+            let stuck = Arc::new(AtomicBool::new(false));
+            let done = Arc::new(AtomicBool::new(false));
+            let stuck_for = Arc::new(Mutex::new(None));
+            let child = || {
+                let (stop_busy, stuck, done, stuck_for) = (
+                    stop_busy.clone(),
+                    stuck.clone(),
+                    done.clone(),
+                    stuck_for.clone(),
+                );
+                move || {
+                    if std::thread::current().id() == home {
+                        // Keeps A busy: its spawns may then go elsewhere.
+                        while !stop_busy.load(SeqCst) {
+                            corio::yield_now();
+                        }
+                        return;
+                    }
+                    if stuck.swap(true, SeqCst) {
+                        return;
+                    }
+                    let start = Instant::now();
+                    let wait = || {
+                        while !done.load(SeqCst) && start.elapsed() < STUCK_LIMIT {
+                            match how {
+                                Stuck::Spin => std::hint::spin_loop(),
+                                Stuck::Syscall | Stuck::Blocking => {
+                                    std::thread::sleep(Duration::from_millis(1))
+                                }
+                            }
+                        }
+                    };
+                    match how {
+                        Stuck::Blocking => corio::blocking(wait),
+                        Stuck::Spin | Stuck::Syscall => wait(),
+                    }
+                    *stuck_for.lock().unwrap() = Some(start.elapsed());
+                }
+            };
+            let deadline = Instant::now() + EVENTUALLY / 2;
+            while !stuck.load(SeqCst) {
+                assert!(
+                    Instant::now() < deadline,
+                    "no spawn was ever placed on the other worker"
+                );
+                corio::go(child());
+                // A turn of at least 1 ms for the started coroutines, while B sleeps.
+                let turn = Instant::now();
+                while turn.elapsed() < Duration::from_millis(1) {
+                    corio::yield_now();
+                }
+            }
+            let finish = || {
+                stop_busy.store(true, SeqCst);
+                done.store(true, SeqCst);
+                while stuck_for.lock().unwrap().is_none() {
+                    corio::yield_now();
+                }
+                stuck_for
+                    .lock()
+                    .unwrap()
+                    .expect("the stuck coroutine ended")
+            };
+            // B is stuck and, if a spawn was placed there (the only inbox pushes here), is
+            // the target: A never ran out of work, so the target stays.
+            let pushes: u64 = corio::Handle::current()
+                .metrics()
+                .worker_inbox_pushes
+                .iter()
+                .sum();
+            if pushes == 0 {
+                finish();
+                return None;
+            }
+            let (tx, rx) = chan::bounded::<ThreadId>(1);
+            corio::go(move || tx.send(std::thread::current().id()).unwrap());
+            stop_busy.store(true, SeqCst);
+            let started_on = rx.recv().expect("the placed coroutine ran");
+            let stuck_for = finish();
+            eprintln!("{how:?}: the placed coroutine started on {started_on:?} (A: {home:?})");
+            Some(stuck_for)
+        })
+    })
+}
+
+#[test]
+fn a_placed_coroutine_behind_a_hog_starts_elsewhere() {
+    a_placed_coroutine_behind_a_stuck_target_starts_elsewhere(Stuck::Spin);
+}
+
+#[test]
+fn a_placed_coroutine_behind_a_thread_asleep_in_a_system_call_starts_elsewhere() {
+    a_placed_coroutine_behind_a_stuck_target_starts_elsewhere(Stuck::Syscall);
+}
+
+#[test]
+fn a_placed_coroutine_behind_a_blocking_section_starts_elsewhere() {
+    a_placed_coroutine_behind_a_stuck_target_starts_elsewhere(Stuck::Blocking);
 }

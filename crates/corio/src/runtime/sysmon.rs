@@ -34,6 +34,10 @@
 //! A worker inside `corio::blocking` for longer than one tick with work waiting gets the same
 //! hand-off, without the report.
 //!
+//! Either way, the coroutines placed on the stuck worker to start there
+//! (`sched/placement.rs`) and not started yet go to the global queue first, so that they are
+//! part of the work handed off: not started, they are bound to no thread.
+//!
 //! A worker that has run one task since sysmon's previous tick reads the clock only between
 //! tasks, so sysmon fires its due timers (200 µs overdue), and sleeps no longer than until
 //! then: the back-off delay made a sleeper on a busy worker up to 10 ms late before its timer
@@ -368,14 +372,14 @@ impl Watch {
                     if stuck_for >= HAND_OFF_AFTER {
                         let helps = spare_would_help(remote, slice, now);
                         stuck += usize::from(helps);
-                        if work_waiting {
+                        if release_placed(shared, remote) || work_waiting {
                             hand_off = Some(helps || hand_off == Some(true));
                         }
                     }
                 }
                 STATUS_BLOCKING if stuck_for >= self.delay.max(MIN_DELAY) => {
                     stuck += 1;
-                    if work_waiting {
+                    if release_placed(shared, remote) || work_waiting {
                         hand_off = Some(true);
                     }
                 }
@@ -422,6 +426,19 @@ fn spare_would_help(remote: &Remote, slice: &mut Slice, now: Instant) -> bool {
     // whose holder the kernel descheduled is asleep too, and needs no spare.
     let since = *slice.blocked_since.get_or_insert(now);
     now - since >= TIME_SLICE
+}
+
+/// Sends the coroutines placed on a stuck worker and not started yet (`Remote::push_placed`)
+/// to the global queue: they are bound to no thread until they start, and the worker may not
+/// come back to them for a long time (a hog, a system call). Whether there were any.
+fn release_placed(shared: &Shared, remote: &Remote) -> bool {
+    let placed = remote.release_placed();
+    let any = !placed.is_empty();
+    for task in placed {
+        // Shutting down: the owned list cancels it.
+        let _ = shared.inject.push(task);
+    }
+    any
 }
 
 /// Spare workers looking for or running work now.

@@ -17,7 +17,7 @@ use std::time::Duration;
 use super::Shared;
 use super::context;
 use super::park::Unparker;
-use super::sched::placement::Placement;
+use super::sched::placement::{Placement, Progress};
 use super::sched::queue::{self, Local, Steal};
 use super::sched::ring::Ring;
 use super::sched::slot::SpawnSlot;
@@ -85,8 +85,9 @@ pub(crate) struct Remote {
     /// The owner's end of the run queue, until the worker thread takes it.
     local: Mutex<Option<Local<Notified>>>,
     /// Pinned coroutines of this worker woken on other threads (and, at shutdown, started
-    /// ones whose cancellation another thread won: `push_inbox_running`).
-    inbox: Mutex<Vec<InboxEntry>>,
+    /// ones whose cancellation another thread won: `push_inbox_running`), and the coroutines
+    /// placed here to start (`push_placed`).
+    inbox: Mutex<Inbox>,
     inbox_len: AtomicUsize,
     pub(crate) unparker: Unparker,
     /// Timers of tasks that slept on this worker.
@@ -160,7 +161,10 @@ impl Remote {
             steal,
             spawned: SpawnSlot::new(),
             local: Mutex::new(Some(local)),
-            inbox: Mutex::new(Vec::new()),
+            inbox: Mutex::new(Inbox {
+                entries: Vec::new(),
+                placed: VecDeque::new(),
+            }),
             inbox_len: AtomicUsize::new(0),
             unparker: Unparker::new(),
             timers: Mutex::new(TimerHeap::new()),
@@ -188,27 +192,52 @@ impl Remote {
     }
 
     pub(crate) fn push_inbox(&self, task: Notified) {
-        self.push_inbox_entry(InboxEntry(Runnable::Notified(task)));
+        self.push_inbox_entry(Pinned::Task(Runnable::Notified(task)), None);
     }
 
     /// Sends this worker a started coroutine of its own that another thread owns as RUNNING
     /// for its shutdown (`Shared::begin_shutdown`): only its home may cancel it.
     pub(crate) fn push_inbox_running(&self, task: Running) {
-        self.push_inbox_entry(InboxEntry(Runnable::Running(task)));
+        self.push_inbox_entry(Pinned::Task(Runnable::Running(task)), None);
     }
 
-    fn push_inbox_entry(&self, entry: InboxEntry) {
+    /// Sends this worker a new movable coroutine to start (`sched/placement.rs`). It waits in
+    /// the inbox, not in the owner's queues, until the owner picks its turn (the
+    /// `Pinned::Placed` entry queued with it), so that sysmon can still send it elsewhere if
+    /// this worker gets stuck first (`release_placed`).
+    pub(crate) fn push_placed(&self, task: Notified) {
+        self.push_inbox_entry(Pinned::Placed, Some(task));
+    }
+
+    fn push_inbox_entry(&self, entry: Pinned, placed: Option<Notified>) {
         let mut inbox = self.inbox.lock().unwrap_or_else(|e| e.into_inner());
-        inbox.push(entry);
+        inbox.entries.push(InboxEntry(entry));
+        inbox.placed.extend(placed);
         self.inbox_pushes.fetch_add(1, Ordering::Relaxed);
         // Release: pairs with the Acquire load in `next_task`.
-        self.inbox_len.store(inbox.len(), Ordering::Release);
+        self.inbox_len.store(inbox.entries.len(), Ordering::Release);
     }
 
-    fn take_inbox(&self, into: &mut VecDeque<Runnable>) {
+    fn take_inbox(&self, into: &mut VecDeque<Pinned>) {
         let mut inbox = self.inbox.lock().unwrap_or_else(|e| e.into_inner());
-        into.extend(inbox.drain(..).map(|entry| entry.0));
+        into.extend(inbox.entries.drain(..).map(|entry| entry.0));
         self.inbox_len.store(0, Ordering::Release);
+    }
+
+    /// The oldest coroutine placed here and still waiting (for the owner, at a
+    /// `Pinned::Placed` entry).
+    fn take_placed(&self) -> Option<Notified> {
+        let mut inbox = self.inbox.lock().unwrap_or_else(|e| e.into_inner());
+        inbox.placed.pop_front()
+    }
+
+    /// Takes every coroutine placed here and not started yet, for another worker to start:
+    /// called by sysmon when this worker has been stuck for a hand-off period, and by the
+    /// owner as it enters `corio::blocking`. They are new tasks, bound to no thread. Their
+    /// `Pinned::Placed` entries stay and find nothing.
+    pub(crate) fn release_placed(&self) -> VecDeque<Notified> {
+        let mut inbox = self.inbox.lock().unwrap_or_else(|e| e.into_inner());
+        std::mem::take(&mut inbox.placed)
     }
 
     /// Time out of work (ns of the runtime clock) up to `now`, the current episode included.
@@ -231,15 +260,18 @@ impl Remote {
     /// thread (`epoch` is the runtime clock's origin).
     pub(crate) fn drain(&self, epoch: std::time::Instant) {
         let mut inbox = self.inbox.lock().unwrap_or_else(|e| e.into_inner());
-        let entries = std::mem::take(&mut *inbox);
+        let entries = std::mem::take(&mut inbox.entries);
+        let placed = std::mem::take(&mut inbox.placed);
         self.inbox_len.store(0, Ordering::Relaxed);
         drop(inbox);
+        drop(placed);
         for entry in entries {
             match entry.0 {
-                Runnable::Notified(task) => drop(task),
+                Pinned::Task(Runnable::Notified(task)) => drop(task),
                 // Its home has exited (after its grace period) and this may be any thread: it
                 // cannot be cancelled here, only leaked.
-                Runnable::Running(task) => task.leak(),
+                Pinned::Task(Runnable::Running(task)) => task.leak(),
+                Pinned::Placed => {}
             }
         }
         drop(self.spawned.take());
@@ -260,13 +292,31 @@ impl Remote {
     }
 }
 
+/// A worker's inbox: what other threads send it.
+struct Inbox {
+    entries: Vec<InboxEntry>,
+    /// Coroutines placed on this worker, not started yet, oldest first. Each has a
+    /// `Pinned::Placed` entry, in `entries` or in the owner's pinned queue, at whose turn the
+    /// owner takes the oldest one still here; there are never fewer entries than coroutines
+    /// (a pick takes at most one, a release takes coroutines only), so none is left behind.
+    placed: VecDeque<Notified>,
+}
+
 /// A task in a worker's inbox, on its way to the worker.
-struct InboxEntry(Runnable);
+struct InboxEntry(Pinned);
 
 // SAFETY: a `Notified` is Send; a `Running` is put in an inbox only by
 // `push_inbox_running`, on its home worker's inbox, and leaves it only to be run by that
 // worker (`take_inbox`) or leaked without running (`drain`).
 unsafe impl Send for InboxEntry {}
+
+/// An entry of a worker's pinned queue.
+enum Pinned {
+    Task(Runnable),
+    /// The turn of a coroutine placed on this worker: the oldest still in the inbox
+    /// (`Inbox::placed`) runs, if sysmon has not sent them all elsewhere.
+    Placed,
+}
 
 /// A task a worker may run next.
 pub(crate) enum Runnable {
@@ -324,8 +374,8 @@ struct Core {
     /// Which queue the next pick from the local queues tries first: flipped at every such
     /// pick, so each queue gets every other pick whatever the pattern of rounds in between.
     pinned_first: bool,
-    /// Started coroutines pinned here, woken.
-    pinned: VecDeque<Runnable>,
+    /// Started coroutines pinned here, woken, and the turns of coroutines placed here.
+    pinned: VecDeque<Pinned>,
     /// Whether the spawn slot may hold a task (set when this worker fills it; a thief may
     /// have emptied it since). Spares the loop an atomic load of the slot on every round.
     spawn_slot_used: bool,
@@ -344,6 +394,27 @@ struct Core {
 }
 
 impl Core {
+    /// The front of the pinned queue, a placed coroutine's turn resolved to the oldest one
+    /// still waiting in the inbox (skipped if there is none: sysmon released them). Inline:
+    /// it is the loop's pick (out of line it cost ~10 instructions per pick).
+    #[inline(always)]
+    fn pop_pinned(&mut self, remote: &Remote) -> Option<Runnable> {
+        match self.pinned.pop_front()? {
+            Pinned::Task(task) => Some(task),
+            Pinned::Placed => self.pop_placed(remote),
+        }
+    }
+
+    /// `pop_pinned` at a placed coroutine's turn.
+    #[cold]
+    #[inline(never)]
+    fn pop_placed(&mut self, remote: &Remote) -> Option<Runnable> {
+        if let Some(task) = remote.take_placed() {
+            return Some(Runnable::Notified(task));
+        }
+        self.pop_pinned(remote)
+    }
+
     /// Whether step 1's periodic part (`maintenance`) is due in the round numbered `tick`,
     /// with the global queue's countdown at `countdown` after that round's step: the one
     /// condition `next_task` runs maintenance on and `direct_yield`/`direct_block` fall back
@@ -829,14 +900,13 @@ impl WorkerCtx {
         // fixed length landed every pick on the same queue (issue 8, bug 5).
         core.pinned_first = !core.pinned_first;
         let task = if core.pinned_first {
-            core.pinned
-                .pop_front()
+            core.pop_pinned(remote)
                 .or_else(|| core.run_queue.pop().map(Runnable::Notified))
         } else {
             core.run_queue
                 .pop()
                 .map(Runnable::Notified)
-                .or_else(|| core.pinned.pop_front())
+                .or_else(|| core.pop_pinned(remote))
         };
         if task.is_some() {
             return task;
@@ -874,10 +944,11 @@ impl WorkerCtx {
                 })
                 .map(Runnable::Notified)
         };
+        let remote = self.remote();
         let task = if core.pinned_first {
-            core.pinned.pop_front().or_else(|| movable(core))
+            core.pop_pinned(remote).or_else(|| movable(core))
         } else {
-            movable(core).or_else(|| core.pinned.pop_front())
+            movable(core).or_else(|| core.pop_pinned(remote))
         };
         task.or_else(|| core.yielded.pop_front().map(|y| Runnable::Running(y.task)))
     }
@@ -929,7 +1000,8 @@ impl WorkerCtx {
         if movable {
             core.run_queue.push_back(task, &self.shared.inject);
         } else {
-            core.pinned.push_back(Runnable::Notified(task));
+            core.pinned
+                .push_back(Pinned::Task(Runnable::Notified(task)));
         }
     }
 
@@ -1022,17 +1094,28 @@ impl WorkerCtx {
             || !core.pinned.is_empty()
             || !core.yielded.is_empty()
             || remote.inbox_len.load(Ordering::Relaxed) != 0;
-        let target = core
-            .placement
-            .choose(spawner, self.index, own_busy, |idle| {
+        let target = core.placement.choose(
+            spawner,
+            self.index,
+            own_busy,
+            |idle| {
                 let now = shared.now_ns();
                 idle.extend(shared.workers[..workers].iter().map(|w| w.idle_until(now)));
-            });
+            },
+            |target| {
+                let there = &shared.workers[target];
+                Progress {
+                    ticks: there.ticks.load(Ordering::Relaxed),
+                    waiting: there.inbox_len.load(Ordering::Relaxed) != 0,
+                    now: shared.now_ns(),
+                }
+            },
+        );
         if target == self.index {
             return Some(task);
         }
         let there = &shared.workers[target];
-        there.push_inbox(task);
+        there.push_placed(task);
         there.unparker.unpark(&shared.driver);
         None
     }
@@ -1359,6 +1442,15 @@ impl WorkerCtx {
             if let Some(task) = self.remote().spawned.take() {
                 self.push_back(&mut core, task);
             }
+            // Coroutines placed here and not started: others may start them meanwhile.
+            let placed = self.remote().release_placed();
+            if !placed.is_empty() {
+                for task in placed {
+                    self.push_back(&mut core, task);
+                }
+                drop(core);
+                self.shared.notify_work();
+            }
         }
         self.remote()
             .status
@@ -1421,7 +1513,7 @@ impl WorkerCtx {
         }
         // Yielded coroutines left (after a leak) are still RUNNING here: dropping their
         // `Running` cancels or leaks them on this thread (see `raw::Running`).
-        let (yielded, pinned): (Vec<Running>, Vec<Runnable>) = {
+        let (yielded, pinned): (Vec<Running>, Vec<Pinned>) = {
             let mut core = self.core.borrow_mut();
             core.next = None;
             (
@@ -1450,7 +1542,7 @@ impl WorkerCtx {
         {
             return Some(Runnable::Notified(task));
         }
-        if let Some(task) = core.pinned.pop_front() {
+        if let Some(task) = core.pop_pinned(remote) {
             return Some(task);
         }
         core.yielded.pop_front().map(|y| Runnable::Running(y.task))

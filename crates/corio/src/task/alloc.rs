@@ -234,10 +234,10 @@ mod pooled {
             for (class, list) in self.lists.iter_mut().enumerate() {
                 give_to_pool(class, std::mem::replace(list, List::EMPTY));
             }
-            let spare = SPARE.replace(Spare {
-                block: ptr::null_mut(),
-                class: 0,
-            });
+            // From here on a block freed on this thread (by a thread-local destroyed after
+            // this one) goes to the pool through `free`, and none is kept as the spare, which
+            // has no destructor: it would leak.
+            let spare = SPARE.replace(Spare::EXITED);
             if let Some(block) = NonNull::new(spare.block) {
                 let mut list = List::EMPTY;
                 // SAFETY: the spare is a free block of its class that nothing else holds.
@@ -367,6 +367,15 @@ mod pooled {
         class: usize,
     }
 
+    impl Spare {
+        /// The spare once the thread's lists are destroyed: not null, so `free_spare` does not
+        /// keep a block, and of no class, so `allocate_spare` never hands it out.
+        const EXITED: Spare = Spare {
+            block: NonNull::dangling().as_ptr(),
+            class: usize::MAX,
+        };
+    }
+
     thread_local! {
         static SPARE: std::cell::Cell<Spare> = const {
             std::cell::Cell::new(Spare {
@@ -392,7 +401,8 @@ mod pooled {
         allocate(class)
     }
 
-    /// Keeps `block` as the thread's spare if there is none, else frees it as `free` does.
+    /// Keeps `block` as the thread's spare if there is none, else frees it as `free` does
+    /// (always once the thread's lists are gone: `Spare::EXITED`).
     ///
     /// # Safety
     /// As for [`super::free`].
@@ -683,6 +693,40 @@ mod tests {
         assert_eq!(
             next, spare,
             "the exited thread's spare block was not reused"
+        );
+    }
+
+    /// A block freed as a thread's spare after the thread's lists were destroyed (by a
+    /// thread-local destroyed after them, as thread-locals go in the reverse order of their
+    /// first use) goes to the pool as well. (A class of its own, 432 bytes, that no other test
+    /// uses.)
+    #[test]
+    fn a_spare_freed_after_the_threads_lists_are_gone_goes_to_the_pool() {
+        const LAYOUT_432: Layout = match Layout::from_size_align(432, 16) {
+            Ok(layout) => layout,
+            Err(_) => panic!(),
+        };
+        thread_local! {
+            static HELD: std::cell::RefCell<Option<PoolBox<[u8; 432]>>> =
+                const { std::cell::RefCell::new(None) };
+        }
+        let freed_late = std::thread::spawn(|| {
+            // First used before the lists (which `PoolBox::new` uses first), so destroyed
+            // after them: the box is freed when the lists are gone.
+            HELD.with(|_| {});
+            let boxed = PoolBox::new([5u8; 432]);
+            let at = std::ptr::from_ref(&*boxed) as usize;
+            HELD.with(|held| *held.borrow_mut() = Some(boxed));
+            at
+        })
+        .join()
+        .unwrap();
+        let next = std::thread::spawn(|| allocate(LAYOUT_432).as_ptr() as usize)
+            .join()
+            .unwrap();
+        assert_eq!(
+            next, freed_late,
+            "the block freed after the thread's lists was not reused"
         );
     }
 

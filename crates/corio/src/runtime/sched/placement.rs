@@ -35,6 +35,15 @@
 //! on each child (spawn and join) leaves its worker with nothing else to run, so its children
 //! stay home, in the spawn slot, as before. On one worker nothing changes.
 //!
+//! **A target that stalls.** A split chain runs only as fast as the slower of its threads gets
+//! a CPU. When other processes' threads hold the CPUs, a target can go without running a task
+//! for whole scheduler ticks while what was sent to it waits in its inbox; then the children
+//! go home instead: the target moves back to the spawner's worker when, at a placement, it
+//! has run no task for [`STALL`] while its inbox held work (its task count, read at each
+//! placement there, is unchanged). On a machine with CPUs to spare a target takes its inbox
+//! within microseconds, so this does not move it; and a target stuck in a hog gets no more
+//! children either (those it has are released by sysmon, `docs/chan.md`).
+//!
 //! The memory is one entry per worker, keyed by the spawner's task id: a spawner that shares
 //! its worker with another spawner starts again from home when the other one spawned in
 //! between. It costs no field in the task.
@@ -48,6 +57,22 @@ pub(crate) const MIN_RUN: u64 = 8;
 /// How much longer (ns) a worker must have been out of work than the target, since the
 /// target last moved, to become the target.
 pub(crate) const MARGIN: u64 = 200_000;
+
+/// How long (ns) a target may run no task while its inbox holds work before its spawner's
+/// children go home instead (see "A target that stalls"): a few times a task's turn on a
+/// quiet machine, a fraction of a scheduler tick (4 ms here).
+pub(crate) const STALL: u64 = 1_000_000;
+
+/// What a placement reads of its target's progress (see "A target that stalls").
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Progress {
+    /// Tasks the target has run so far.
+    pub(crate) ticks: u64,
+    /// Whether its inbox holds work it has not taken.
+    pub(crate) waiting: bool,
+    /// The runtime clock now (ns).
+    pub(crate) now: u64,
+}
 
 /// One worker's memory of where its last spawner's children go.
 #[derive(Debug)]
@@ -65,6 +90,10 @@ pub(crate) struct Placement {
     idle_then: Vec<u64>,
     /// Each worker's time out of work now (scratch space, kept to spare an allocation).
     idle_now: Vec<u64>,
+    /// The target's task count at the last placement there (`u64::MAX`: not read yet).
+    target_ticks: u64,
+    /// The runtime clock when the target was last seen making progress.
+    progress_at: u64,
 }
 
 impl Placement {
@@ -77,13 +106,16 @@ impl Placement {
             run: 0,
             idle_then: Vec::new(),
             idle_now: Vec::new(),
+            target_ticks: u64::MAX,
+            progress_at: 0,
         }
     }
 
     /// The worker a new task of `spawner`, spawned on worker `own`, starts on. `own_busy`:
     /// whether `own` has started coroutines to run other than the spawner; `idle` reads each
     /// worker's total time out of work so far into the vector it is given, emptied (called
-    /// only when the target may move).
+    /// only when the target may move); `progress` reads a worker's progress (called only when
+    /// the target is another worker).
     #[inline]
     pub(crate) fn choose(
         &mut self,
@@ -91,6 +123,7 @@ impl Placement {
         own: usize,
         own_busy: bool,
         idle: impl FnOnce(&mut Vec<u64>),
+        progress: impl FnOnce(usize) -> Progress,
     ) -> usize {
         // The common case, inline: a spawner whose children stay home and whose worker has
         // nothing else to run (spawn and join). Its children are not counted: a run is then
@@ -98,7 +131,7 @@ impl Placement {
         if !own_busy && self.target == own && self.spawner == spawner {
             return own;
         }
-        self.choose_slow(spawner, own, own_busy, idle)
+        self.choose_slow(spawner, own, own_busy, idle, progress)
     }
 
     #[inline(never)]
@@ -108,13 +141,22 @@ impl Placement {
         own: usize,
         own_busy: bool,
         idle: impl FnOnce(&mut Vec<u64>),
+        progress: impl FnOnce(usize) -> Progress,
     ) -> usize {
         if self.spawner != spawner {
             self.spawner = spawner;
-            self.target = own;
+            self.move_to(own);
             self.children = 0;
-            self.run = 0;
-            self.idle_then.clear();
+        }
+        if self.target != own {
+            let seen = progress(self.target);
+            if seen.ticks != self.target_ticks || !seen.waiting {
+                self.target_ticks = seen.ticks;
+                self.progress_at = seen.now;
+            } else if seen.now.saturating_sub(self.progress_at) >= STALL {
+                // Stalled: home, and the idle times are measured afresh from here.
+                self.move_to(own);
+            }
         }
         self.children += 1;
         self.run += 1;
@@ -136,17 +178,33 @@ impl Placement {
         if let Some(w) = most_idle
             && since(w) >= since(self.target) + MARGIN
         {
-            self.target = w;
-            self.run = 0;
+            self.move_to(w);
             std::mem::swap(&mut self.idle_then, &mut self.idle_now);
         }
         self.target
+    }
+
+    /// Makes `target` the target, with a run of no children and its progress not read yet.
+    fn move_to(&mut self, target: usize) {
+        self.target = target;
+        self.run = 0;
+        self.idle_then.clear();
+        self.target_ticks = u64::MAX;
     }
 }
 
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+
+    /// A target whose inbox is empty: never stalled.
+    fn nothing_waits(_: usize) -> Progress {
+        Progress {
+            ticks: 0,
+            waiting: false,
+            now: 0,
+        }
+    }
 
     /// Places `n` children of spawner 7 from worker 0 of 2, worker `idle_worker` gaining
     /// `MARGIN` of idle time per child; returns where each went.
@@ -155,7 +213,7 @@ mod tests {
         (0..n)
             .map(|_| {
                 idle[idle_worker] += MARGIN;
-                p.choose(7, 0, own_busy, |v| v.extend(idle))
+                p.choose(7, 0, own_busy, |v| v.extend(idle), nothing_waits)
             })
             .collect()
     }
@@ -198,7 +256,7 @@ mod tests {
                 if t < 2 {
                     idle[1 - t] += MARGIN;
                 }
-                p.choose(7, 0, true, |v| v.extend(idle))
+                p.choose(7, 0, true, |v| v.extend(idle), nothing_waits)
             })
             .collect();
         let boundaries = at.windows(2).filter(|w| w[0] != w[1]).count();
@@ -209,6 +267,42 @@ mod tests {
     fn another_spawner_starts_from_its_own_worker() {
         let mut p = Placement::new();
         place(&mut p, 100, true, 1);
-        assert_eq!(p.choose(8, 0, true, |v| v.extend([0, 0])), 0);
+        assert_eq!(p.choose(8, 0, true, |v| v.extend([0, 0]), nothing_waits), 0);
+    }
+
+    #[test]
+    fn children_go_home_when_the_target_runs_nothing_while_work_waits_for_it() {
+        let mut p = Placement::new();
+        place(&mut p, 100, true, 1);
+        assert_eq!(p.target, 1, "the children moved to the idle worker");
+        // The target runs tasks: it keeps the children, whatever the time.
+        let mut ticks = 0;
+        for now in 0..20 {
+            ticks += 1;
+            let progress = |_| Progress {
+                ticks,
+                waiting: true,
+                now: now * STALL,
+            };
+            assert_eq!(p.choose(7, 0, true, |v| v.extend([0, 0]), progress), 1);
+        }
+        // Its task count stops while its inbox holds work: home once `STALL` has passed.
+        // (It last ran one at `19 * STALL`.)
+        let start = 19 * STALL;
+        let stalled = |now| {
+            move |_| Progress {
+                ticks,
+                waiting: true,
+                now,
+            }
+        };
+        assert_eq!(
+            p.choose(7, 0, true, |v| v.extend([0, 0]), stalled(start + STALL / 2)),
+            1
+        );
+        assert_eq!(
+            p.choose(7, 0, true, |v| v.extend([0, 0]), stalled(start + STALL)),
+            0
+        );
     }
 }
