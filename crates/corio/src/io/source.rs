@@ -141,7 +141,7 @@ impl<T: AsRawFd> Source<T> {
             return Poll::Ready(Err(e));
         }
         let io = match self.registration() {
-            Ok(registration) => &registration.io,
+            Ok(registration) => registration.io(),
             Err(e) => return Poll::Ready(Err(e)),
         };
         // The coop budget (tokio's `coop::poll_proceed`): a socket that is always ready (a
@@ -189,7 +189,7 @@ impl<T: AsRawFd> Source<T> {
         dir: Direction,
         op: &mut impl FnMut(&T) -> io::Result<R>,
         drained: &impl Fn(&R) -> bool,
-    ) -> Result<io::Result<R>, u32> {
+    ) -> Result<io::Result<R>, u64> {
         let state = io.state(dir);
         if !may_be_ready(state) {
             return Err(state);
@@ -282,11 +282,11 @@ impl<T: AsRawFd> Source<T> {
                     && self.check_open().is_ok()
                     && let Some(registration) = self.registration.get()
                 {
-                    match self.attempt(&registration.io, dir, &mut op, &drained) {
+                    match self.attempt(registration.io(), dir, &mut op, &drained) {
                         Ok(result) => return result,
                         // Not ready: the future's first poll queues the waker with this state
                         // at once (step 3), rather than repeat steps 1 and 2.
-                        Err(state) => waiting = Some((&registration.io, Some(state))),
+                        Err(state) => waiting = Some((registration.io(), Some(state))),
                     }
                 }
                 let fut = poll_fn(|cx| match &mut waiting {
@@ -368,7 +368,7 @@ impl<T: AsRawFd> Source<T> {
     fn close(&self) {
         self.closed.store(true, Ordering::Release);
         if let Some(registration) = self.registration.get() {
-            registration.io.close();
+            registration.io().close();
         }
         // SAFETY: the fd is open (we hold it); shutting down a socket that is not connected
         // fails harmlessly (ENOTCONN), which is ignored.
