@@ -292,10 +292,11 @@ impl ScheduledIo {
     fn reset(&self) {
         let generation = (self.generation() + (1 << GEN_SHIFT)) & GEN_MASK;
         for state in &self.state {
-            // Relaxed: the pollers' compare-and-swap reads this word itself, and nothing is
-            // published with it (the registry's lock hands the `ScheduledIo` to the next
-            // registration).
-            state.store(generation | READY, Ordering::Relaxed);
+            // A read-modify-write, so that a stale poller's compare-and-swap is ordered with
+            // it: before it (and overwritten) or after it (and failing its generation check).
+            // Relaxed: nothing is published with it (the registry's lock hands the
+            // `ScheduledIo` to the next registration).
+            state.swap(generation | READY, Ordering::Relaxed);
         }
         for slot in &self.slots {
             drop(slot.take());
