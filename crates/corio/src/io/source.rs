@@ -172,9 +172,7 @@ impl<T: AsRawFd> Source<T> {
                 Wait::Retry => continue,
                 Wait::Closed => {
                     self.check_open()?;
-                    return Poll::Ready(Err(io::Error::other(
-                        "the corio runtime this socket was registered with has shut down",
-                    )));
+                    return Poll::Ready(Err(shut_down()));
                 }
             }
         }
@@ -282,11 +280,16 @@ impl<T: AsRawFd> Source<T> {
                     && self.check_open().is_ok()
                     && let Some(registration) = self.registration.get()
                 {
-                    match self.attempt(registration.io(), dir, &mut op, &drained) {
+                    let io = registration.io();
+                    match self.attempt(io, dir, &mut op, &drained) {
                         Ok(result) => return result,
+                        // Not ready, and no timeout: wait without a future.
+                        Err(state) if timeout.is_none() => {
+                            return self.wait_stackful(ctx, io, dir, state, &mut op, &drained);
+                        }
                         // Not ready: the future's first poll queues the waker with this state
                         // at once (step 3), rather than repeat steps 1 and 2.
-                        Err(state) => waiting = Some((registration.io(), Some(state))),
+                        Err(state) => waiting = Some((io, Some(state))),
                     }
                 }
                 let fut = poll_fn(|cx| match &mut waiting {
@@ -321,6 +324,41 @@ impl<T: AsRawFd> Source<T> {
                  AsyncWrite traits) and `.await` it"
             ),
             Here::Thread => self.block_thread(dir, timeout, op),
+        }
+    }
+
+    /// A coroutine's wait for `dir` without a timeout, once the fast path in `block_drains`
+    /// found the socket not ready (`state`: the state to wait with): step 3 of the protocol,
+    /// suspending while the waker is queued, then steps 1 and 2 again, until the operation
+    /// completes. This is what `block_on_stackful` of `block_drains`'s future does (the same
+    /// calls in the same order, under the same no-preempt guard), without building, pinning
+    /// and polling a future and a `Context` around them. A coroutine that was over its budget
+    /// does not get here: it took the future's path, which yields first.
+    fn wait_stackful<R>(
+        &self,
+        ctx: &crate::task::stackful::StackfulCtx,
+        io: &ScheduledIo,
+        dir: Direction,
+        mut state: u64,
+        op: &mut impl FnMut(&T) -> io::Result<R>,
+        drained: &impl Fn(&R) -> bool,
+    ) -> io::Result<R> {
+        let _no_preempt = ctx.no_preempt();
+        loop {
+            match io.wait(dir, state, ctx.waker()) {
+                // Resumed by the wake-up (or spuriously): the protocol from step 1.
+                Wait::Queued => ctx.suspend_blocked(),
+                Wait::Retry => {}
+                Wait::Closed => {
+                    self.check_open()?;
+                    return Err(shut_down());
+                }
+            }
+            self.check_open()?;
+            match self.attempt(io, dir, op, drained) {
+                Ok(result) => return result,
+                Err(next) => state = next,
+            }
         }
     }
 
@@ -439,6 +477,11 @@ pub(crate) fn closed_error() -> io::Error {
         io::ErrorKind::NotConnected,
         "the socket was closed (another handle to it was dropped)",
     )
+}
+
+/// The error of an operation on a socket whose runtime shut down.
+fn shut_down() -> io::Error {
+    io::Error::other("the corio runtime this socket was registered with has shut down")
 }
 
 pub(crate) fn timed_out() -> io::Error {
