@@ -267,63 +267,67 @@ impl<T: AsRawFd> Source<T> {
         mut op: impl FnMut(&T) -> io::Result<R>,
         drained: impl Fn(&R) -> bool,
     ) -> io::Result<R> {
-        match context::here() {
-            Here::Stackful(ctx) => {
-                // A registered socket that is ready completes here, without building and
-                // polling a future under `block_on` (most writes, and reads after a wake-up).
-                // It takes a unit of the coop budget as the future would; with none left, the
-                // slow path below yields first (`block_on`'s preemption point).
-                // The registration and, until the future's first poll has used it, the state
-                // to wait with.
-                let mut waiting = None;
-                if context::budget_proceed()
-                    && self.check_open().is_ok()
-                    && let Some(registration) = self.registration.get()
-                {
-                    let io = registration.io();
-                    match self.attempt(io, dir, &mut op, &drained) {
-                        Ok(result) => return result,
-                        // Not ready, and no timeout: wait without a future.
-                        Err(state) if timeout.is_none() => {
-                            return self.wait_stackful(ctx, io, dir, state, &mut op, &drained);
-                        }
-                        // Not ready: the future's first poll queues the waker with this state
-                        // at once (step 3), rather than repeat steps 1 and 2.
-                        Err(state) => waiting = Some((io, Some(state))),
-                    }
+        // A coroutine with budget left, found with one thread-local access; else where this
+        // runs (a coroutine out of budget takes the future's path, which yields first).
+        let (ctx, budget) = match context::stackful_budget_proceed() {
+            Some(ctx) => (ctx, true),
+            None => match context::here() {
+                Here::Stackful(ctx) => (ctx, false),
+                Here::Stackless => panic!(
+                    "a blocking-style corio::net call (read, write, accept, connect...) inside an \
+                     async task would stall its worker: use the `_async` form (or the AsyncRead / \
+                     AsyncWrite traits) and `.await` it"
+                ),
+                Here::Thread => return self.block_thread(dir, timeout, op),
+            },
+        };
+        // A registered socket that is ready completes here, without building and
+        // polling a future under `block_on` (most writes, and reads after a wake-up).
+        // It takes a unit of the coop budget as the future would; with none left, the
+        // slow path below yields first (`block_on`'s preemption point).
+        // The registration and, until the future's first poll has used it, the state
+        // to wait with.
+        let mut waiting = None;
+        if budget
+            && self.check_open().is_ok()
+            && let Some(registration) = self.registration.get()
+        {
+            let io = registration.io();
+            match self.attempt(io, dir, &mut op, &drained) {
+                Ok(result) => return result,
+                // Not ready, and no timeout: wait without a future.
+                Err(state) if timeout.is_none() => {
+                    return self.wait_stackful(ctx, io, dir, state, &mut op, &drained);
                 }
-                let fut = poll_fn(|cx| match &mut waiting {
-                    Some((io, first)) => {
-                        if let Some(state) = first.take()
-                            && io.wait(dir, state, cx.waker()) == Wait::Queued
-                        {
-                            return Poll::Pending;
-                        }
-                        // A wake-up, a retry (an edge came after the attempt) or a closed
-                        // registration: the protocol from step 1, without the budget. A poll
-                        // after the first follows a resume, which starts the task's budget
-                        // afresh (`context::enter_task`), and the fast path above took this
-                        // operation's unit.
-                        if let Err(e) = self.check_open() {
-                            return Poll::Ready(Err(e));
-                        }
-                        self.poll_registered(io, dir, cx, &mut op, &drained)
-                    }
-                    // Not registered yet, or out of budget (`block_on_stackful` yields first;
-                    // the poll after the resume takes a unit of the new budget).
-                    None => self.poll_op_drains(dir, cx, &mut op, &drained),
-                });
-                match timeout {
-                    None => crate::block_on::block_on_stackful(ctx, fut),
-                    Some(d) => crate::time::timeout(d, fut).unwrap_or_else(|_| Err(timed_out())),
-                }
+                // Not ready: the future's first poll queues the waker with this state
+                // at once (step 3), rather than repeat steps 1 and 2.
+                Err(state) => waiting = Some((io, Some(state))),
             }
-            Here::Stackless => panic!(
-                "a blocking-style corio::net call (read, write, accept, connect...) inside an \
-                 async task would stall its worker: use the `_async` form (or the AsyncRead / \
-                 AsyncWrite traits) and `.await` it"
-            ),
-            Here::Thread => self.block_thread(dir, timeout, op),
+        }
+        let fut = poll_fn(|cx| match &mut waiting {
+            Some((io, first)) => {
+                if let Some(state) = first.take()
+                    && io.wait(dir, state, cx.waker()) == Wait::Queued
+                {
+                    return Poll::Pending;
+                }
+                // A wake-up, a retry (an edge came after the attempt) or a closed
+                // registration: the protocol from step 1, without the budget. A poll
+                // after the first follows a resume, which starts the task's budget
+                // afresh (`context::enter_task`), and the fast path above took this
+                // operation's unit.
+                if let Err(e) = self.check_open() {
+                    return Poll::Ready(Err(e));
+                }
+                self.poll_registered(io, dir, cx, &mut op, &drained)
+            }
+            // Not registered yet, or out of budget (`block_on_stackful` yields first;
+            // the poll after the resume takes a unit of the new budget).
+            None => self.poll_op_drains(dir, cx, &mut op, &drained),
+        });
+        match timeout {
+            None => crate::block_on::block_on_stackful(ctx, fut),
+            Some(d) => crate::time::timeout(d, fut).unwrap_or_else(|_| Err(timed_out())),
         }
     }
 
