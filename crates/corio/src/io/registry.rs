@@ -550,11 +550,17 @@ pub(crate) struct Registration {
 }
 
 // SAFETY: `io` points into the pool that `registry` (an `Arc`, `Send + Sync`) keeps alive, and
-// `ScheduledIo` is `Sync` (atomics, a mutex, `WaiterSlot`s that are `Sync`); only shared
-// references to it are made, from any thread, as the `Arc<ScheduledIo>` this replaced allowed.
+// `ScheduledIo` is `Send + Sync` (checked below); only shared references to it are made, from
+// any thread, as the `Arc<ScheduledIo>` this replaced allowed.
 unsafe impl Send for Registration {}
 // SAFETY: as above.
 unsafe impl Sync for Registration {}
+
+/// What the `unsafe impl`s above rely on, checked by the compiler.
+const _: () = {
+    const fn send_and_sync<T: Send + Sync>() {}
+    send_and_sync::<ScheduledIo>();
+};
 
 impl Registration {
     /// The epoll token of this registration.
