@@ -1,8 +1,8 @@
 //! Several waiters on one socket: the single-waiter slot in front of each direction's waker
 //! list (`io/slot.rs`) must serve the common case and hand every other waiter to the list —
 //! the two halves of one socket waiting at once, a second and third reader on one direction,
-//! a reader after one that gave up (its waker left in the slot), and a close while a slot
-//! waiter and list waiters wait together.
+//! a reader after one that gave up (its waker left in the slot: timed out, or aborted), and a
+//! close while a slot waiter and list waiters wait together.
 
 #[macro_use]
 mod support;
@@ -113,6 +113,34 @@ rt_common! {
                 assert!(matches!(e.kind(), ErrorKind::TimedOut | ErrorKind::WouldBlock));
                 client.set_read_timeout(None).unwrap(); // the timeout is the socket's
                 // Another coroutine waits on the same direction and must still be woken.
+                let second = corio::go(move || {
+                    let mut buf = [0u8; 5];
+                    (&*client).read_exact(&mut buf).map(|()| buf)
+                });
+                let_them_wait();
+                (&server).write_all(b"hello").unwrap();
+                assert_eq!(&second.join().unwrap().unwrap(), b"hello");
+            });
+        });
+    }
+
+    #[test]
+    fn a_reader_aborted_while_it_waits_leaves_the_socket_to_the_next_reader() {
+        // A read with no timeout waits in `Source::wait_stackful`, without a future: an abort
+        // must still unwind it, and the waker it leaves must not swallow the next reader's
+        // wake-up.
+        within(EVENTUALLY, || {
+            rt().run(|| {
+                let (client, server) = pair();
+                let client = shared(client);
+                let first = client.clone();
+                let aborted = corio::go(move || {
+                    let mut buf = [0u8; 1];
+                    (&*first).read(&mut buf).map(|_| ())
+                });
+                let_them_wait();
+                aborted.abort();
+                assert!(aborted.join().is_err(), "the aborted read returned");
                 let second = corio::go(move || {
                     let mut buf = [0u8; 5];
                     (&*client).read_exact(&mut buf).map(|()| buf)

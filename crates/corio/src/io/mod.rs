@@ -33,3 +33,4 @@
 pub(crate) mod registry;
 pub(crate) mod slot;
 pub(crate) mod source;
+pub(crate) mod sys;

@@ -3,14 +3,36 @@
 //! Each registered socket has a [`ScheduledIo`]: per direction (read, write) a readiness
 //! *sequence number* and a list of waiting wakers. The [`Registry`] maps an epoll token to it.
 //!
-//! # Tokens
+//! # Tokens, and the event for a socket dropped meanwhile
 //!
-//! An epoll event carries a `u64` chosen at `EPOLL_CTL_ADD`. corio's is a slab index (offset
-//! by [`TOKEN_BASE`], below which the driver's eventfd and timerfd tokens live) and, in the
-//! high 32 bits, the slot's generation: an event that a poller took from the kernel just
-//! before its socket was deregistered finds the generation changed and is ignored, so it can
-//! never wake the socket that reuses the slot. (A raw pointer as the token, as in Go's
-//! `pollDesc`, would need Go's type-stable allocation to be safe against exactly that race.)
+//! An epoll event carries a `u64` chosen at `EPOLL_CTL_ADD`. corio's is the index of the
+//! socket's `ScheduledIo` in the registry's pool (offset by [`TOKEN_BASE`], below which the
+//! driver's eventfd and timerfd tokens live) and, in the high 32 bits, the registration's
+//! *generation*. A poller turns a token into its `ScheduledIo` without a lock and without a
+//! reference count (`Registry::get`: one load of the bucket's address). This is Go's
+//! `pollDesc` scheme (type-stable memory, a sequence number in the descriptor); the previous
+//! design here, a slab under a mutex and an `Arc` clone per event, cost ~80 instructions per
+//! event to get the same safety. Two rules make it sound:
+//!
+//! 1. **The memory stays.** `ScheduledIo`s live in buckets that are allocated once and freed
+//!    only when the `Registry` is dropped; a released registration's `ScheduledIo` goes back
+//!    to the free list and is reused, never freed. A poller dispatches through `&Registry`
+//!    (the driver's `Arc`), and every `Registration` holds an `Arc<Registry>`, so neither an
+//!    event taken from the kernel just before its socket was dropped on another thread nor
+//!    the socket's own handle can outlive the memory.
+//! 2. **A stale event changes nothing.** The generation lives in the same atomic word as each
+//!    direction's readiness state (`ScheduledIo::state`), and releasing a registration bumps it
+//!    there. An edge is applied with a compare-and-swap that checks the token's generation
+//!    against the word's, so an event for a dropped socket can never make the socket that
+//!    reuses the `ScheduledIo` (or the fd number) look ready or closed. What a stale poller
+//!    can still do is what it was doing when its check passed: wake the waiter slot (or list)
+//!    it then finds. If the socket was dropped and its `ScheduledIo` reused in that window, the
+//!    new socket's waiter is woken once for nothing: it polls, finds its state unchanged and
+//!    waits again, as after any spurious wake-up (the protocol below allows them).
+//!
+//! The generation has 30 bits (the state word's low two bits are the ready and final bits):
+//! a stale event would have to be held across 2^30 reuses of one `ScheduledIo` within one
+//! `epoll_wait` batch to be taken for a live one.
 //!
 //! # Waiting without losing an edge (the protocol)
 //!
@@ -56,12 +78,13 @@
 //! list; the next edge wakes it for nothing and empties them (until then, a different task
 //! waiting on that direction finds the slot taken and uses the list).
 
-use std::sync::atomic::AtomicUsize;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicPtr, AtomicUsize};
 use std::sync::{Arc, Mutex};
 use std::task::Waker;
 
 use super::slot::{Register, WaiterSlot};
-use crate::loom::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use crate::loom::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 // The waker lists' lock: loom's under the model checker (a std lock held by a thread loom
 // switched away from would block the model for real), std's otherwise.
 #[cfg(loom)]
@@ -74,17 +97,21 @@ pub(crate) const TOKEN_BASE: u64 = 16;
 
 /// The ready bit of a direction's state: set by every edge, cleared when an operation finds
 /// the socket drained.
-const READY: u32 = 1;
+const READY: u64 = 1;
 /// The *final* bit: the direction is closed (`EPOLLRDHUP`, `EPOLLHUP`, `EPOLLERR`). Never
 /// cleared: a closed socket stays ready (its reads return 0 or the error) and closing sends no
-/// second edge. The bits above it count edges.
-const FINAL: u32 = 2;
+/// second edge. Bits 2 to 31 are the registration's generation ("Tokens"); the high 32 bits
+/// count edges (and wrap without touching the generation).
+const FINAL: u64 = 2;
+/// Where the generation starts in a state word, and its bits there.
+const GEN_SHIFT: u32 = 2;
+const GEN_MASK: u64 = 0xffff_fffc;
 /// What one edge adds to a direction's state.
-const EDGE: u32 = 4;
+const EDGE: u64 = 1 << 32;
 
 /// Whether an operation with direction state `state` should try its system call (step 2).
 #[inline]
-pub(crate) fn may_be_ready(state: u32) -> bool {
+pub(crate) fn may_be_ready(state: u64) -> bool {
     state & (READY | FINAL) != 0
 }
 
@@ -108,10 +135,10 @@ pub(crate) enum Wait {
 
 /// The readiness state and waiters of one registered socket.
 pub(crate) struct ScheduledIo {
-    /// Per direction (index: `Direction as usize`): edges seen times [`EDGE`], plus [`READY`]
-    /// while the socket may be ready. Moved (Release) by the poller before it takes `waiters`;
-    /// read (Acquire) by an operation before its system call.
-    state: [AtomicU32; 2],
+    /// Per direction (index: `Direction as usize`): edges seen times [`EDGE`], the generation,
+    /// and [`READY`] while the socket may be ready. Moved (Release) by the poller before it
+    /// takes `waiters`; read (Acquire) by an operation before its system call.
+    state: [AtomicU64; 2],
     /// Set when the registration ends while handles may still wait on it.
     closed: AtomicBool,
     /// Per direction: the first waiter's waker (`slot.rs`), taken without a lock.
@@ -127,7 +154,7 @@ pub(crate) struct ScheduledIo {
 impl ScheduledIo {
     fn new() -> ScheduledIo {
         ScheduledIo {
-            state: [AtomicU32::new(READY), AtomicU32::new(READY)],
+            state: [AtomicU64::new(READY), AtomicU64::new(READY)],
             closed: AtomicBool::new(false),
             slots: [WaiterSlot::new(), WaiterSlot::new()],
             waiting: [AtomicBool::new(false), AtomicBool::new(false)],
@@ -137,7 +164,7 @@ impl ScheduledIo {
 
     /// Step 1 of the protocol: the direction's state (test it with [`may_be_ready`]).
     #[inline]
-    pub(crate) fn state(&self, dir: Direction) -> u32 {
+    pub(crate) fn state(&self, dir: Direction) -> u64 {
         // Acquire: pairs with the Release update in `ready`, so the data the edge announced
         // is visible to the system call that follows.
         self.state[dir as usize].load(Ordering::Acquire)
@@ -146,7 +173,7 @@ impl ScheduledIo {
     /// Clears the ready bit of `dir` if its state is still `state` (no edge since it was
     /// read); returns the state to wait with.
     #[inline]
-    pub(crate) fn clear(&self, dir: Direction, state: u32) -> u32 {
+    pub(crate) fn clear(&self, dir: Direction, state: u64) -> u64 {
         let cleared = state & !READY;
         if state != cleared {
             // Relaxed: a failure means an edge moved the state, which `wait` then sees (under
@@ -165,7 +192,7 @@ impl ScheduledIo {
     /// state `clear` returned) — in the direction's slot, or in its list if another task's
     /// waker holds the slot.
     #[inline]
-    pub(crate) fn wait(&self, dir: Direction, state: u32, waker: &Waker) -> Wait {
+    pub(crate) fn wait(&self, dir: Direction, state: u64, waker: &Waker) -> Wait {
         match self.slots[dir as usize].register(waker) {
             Register::Stored => {
                 // Read-modify-writes that change nothing, AcqRel: each is ordered with the
@@ -189,7 +216,7 @@ impl ScheduledIo {
 
     /// `wait` for a second waiter on one direction: the waker list.
     #[inline(never)]
-    fn wait_in_list(&self, dir: Direction, state: u32, waker: &Waker) -> Wait {
+    fn wait_in_list(&self, dir: Direction, state: u64, waker: &Waker) -> Wait {
         let mut waiters = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
         if self.closed.load(Ordering::Acquire) {
             return Wait::Closed;
@@ -210,23 +237,28 @@ impl ScheduledIo {
         Wait::Queued
     }
 
-    /// An edge for `dir`: bump its sequence number, set its ready bit (and with `closed` its
-    /// final bit), and wake its waiters.
+    /// An edge for `dir` of the registration of generation `generation` (as in a state word):
+    /// bump its sequence number, set its ready bit (and with `closed` its final bit), and wake
+    /// its waiters. Does nothing if that registration has been released ("Tokens", rule 2).
     ///
     /// The wakers are woken under the lock, which keeps the list's capacity without a second
     /// lock round: corio's wakers (and `block_on`'s) only queue their task, never poll it, so
     /// nothing re-enters this lock. (An executor whose waker polled inline would deadlock
     /// here; none of the common ones does.)
     #[inline]
-    pub(crate) fn ready(&self, dir: Direction, closed: bool) {
+    pub(crate) fn ready(&self, dir: Direction, closed: bool, generation: u64) {
         let set = if closed { READY | FINAL } else { READY };
         // One update for both, so that no operation sees the new edge count without the ready
-        // bit. AcqRel: Release for the Acquire load in `state` and for `wait`'s re-check;
-        // Acquire for the slot's `FULL` and the `waiting` flag a waiter's re-check carried
-        // (see `wait`), which the loads below must see.
-        let _ = self.state[dir as usize].fetch_update(Ordering::AcqRel, Ordering::Relaxed, |s| {
-            Some(s.wrapping_add(EDGE) | set)
-        });
+        // bit, and only if the generation is the event's. AcqRel: Release for the Acquire load
+        // in `state` and for `wait`'s re-check; Acquire for the slot's `FULL` and the `waiting`
+        // flag a waiter's re-check carried (see `wait`), which the loads below must see.
+        let updated =
+            self.state[dir as usize].fetch_update(Ordering::AcqRel, Ordering::Relaxed, |s| {
+                (s & GEN_MASK == generation).then(|| s.wrapping_add(EDGE) | set)
+            });
+        if updated.is_err() {
+            return; // a stale event: whoever uses this `ScheduledIo` now is another socket
+        }
         // The slot first (its load pairs with the update above: `slot.rs`), then the list.
         self.slots[dir as usize].wake();
         if self.waiting[dir as usize].load(Ordering::Relaxed) {
@@ -246,115 +278,200 @@ impl ScheduledIo {
         }
     }
 
+    /// The generation of the current registration (as in a state word).
+    #[inline]
+    fn generation(&self) -> u64 {
+        self.state[0].load(Ordering::Relaxed) & GEN_MASK
+    }
+
+    /// Makes a released `ScheduledIo` ready for its next registration: a new generation (from
+    /// now on, events with the old one change nothing), the state of a new socket, and no
+    /// wakers (those left by waiters that gave up hold their tasks: they are dropped). Called
+    /// under the registry's lock once the socket's last handle is gone; stale pollers may still
+    /// be in `ready` or `wake_waiters` ("Tokens").
+    fn reset(&self) {
+        let generation = (self.generation() + (1 << GEN_SHIFT)) & GEN_MASK;
+        for state in &self.state {
+            // A read-modify-write, so that a stale poller's compare-and-swap is ordered with
+            // it: before it (and overwritten) or after it (and failing its generation check).
+            // Relaxed: nothing is published with it (the registry's lock hands the
+            // `ScheduledIo` to the next registration).
+            state.swap(generation | READY, Ordering::Relaxed);
+        }
+        for slot in &self.slots {
+            drop(slot.take());
+        }
+        // `try_lock`: the holder can only be a stale poller waking the lists (or a close),
+        // which empties them anyway — or this very thread, if a wake under the lock dropped
+        // the socket's last handle, where `lock` would deadlock. A waker left in a list then
+        // costs its task one spurious wake-up later, never a lost one.
+        if let Ok(mut waiters) = self.waiters.try_lock() {
+            for (list, waiting) in waiters.iter_mut().zip(&self.waiting) {
+                waiting.store(false, Ordering::Relaxed); // under the lock
+                list.clear();
+            }
+        }
+        self.closed.store(false, Ordering::Relaxed);
+    }
+
     /// Ends the registration: every waiter wakes and finds it closed.
     pub(crate) fn close(&self) {
+        for waker in self.close_take() {
+            waker.wake();
+        }
+    }
+
+    /// `close` without the wakes: sets `closed` and returns the wakers to wake, so that the
+    /// caller can wake them after releasing its own locks (a wake may drop a task and with it
+    /// a socket, whose release takes the registry's lock).
+    fn close_take(&self) -> Vec<Waker> {
         let mut waiters = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
         // A read-modify-write, AcqRel: Release for the list's waiters (their load under the
         // lock) and for a slot waiter's re-check of `closed`; Acquire for the `FULL` such a
-        // re-check carried, which the slots' loads below must see (`wait`).
+        // re-check carried, which the slots' `take` below must see (`wait`).
         self.closed.swap(true, Ordering::AcqRel);
-        for slot in &self.slots {
-            slot.wake();
-        }
+        let mut wakers: Vec<Waker> = self.slots.iter().filter_map(WaiterSlot::take).collect();
         for list in waiters.iter_mut() {
-            for waker in list.drain(..) {
-                waker.wake();
-            }
+            wakers.append(list);
         }
+        wakers
     }
 }
 
-struct Slot {
-    generation: u32,
-    io: Option<Arc<ScheduledIo>>,
+/// How many `ScheduledIo`s the first bucket of the pool holds; bucket `b` holds
+/// `FIRST << b`, so 27 buckets cover every 32-bit index.
+const FIRST: usize = 64;
+const BUCKETS: usize = 27;
+
+/// Bucket and offset of pool index `index`.
+#[inline]
+fn locate(index: u32) -> (usize, usize) {
+    let j = index as usize + FIRST;
+    let bucket = (usize::BITS - 1 - j.leading_zeros()) as usize - FIRST.trailing_zeros() as usize;
+    (bucket, j - (FIRST << bucket))
 }
 
+/// The pool's bookkeeping, under the registry's lock.
 #[derive(Default)]
-struct Slab {
-    slots: Vec<Slot>,
+struct Pool {
+    /// Indices handed out so far (every bucket they fall in is allocated).
+    len: u32,
+    /// Released indices, reused first.
     free: Vec<u32>,
+    /// Per index: registered now.
+    live: Vec<bool>,
 }
 
-/// Token → [`ScheduledIo`] for every socket registered with one driver.
-#[derive(Default)]
+/// Token → [`ScheduledIo`] for every socket registered with one driver: a pool of
+/// `ScheduledIo`s that are reused, never freed while the registry lives ("Tokens").
 pub(crate) struct Registry {
-    slab: Mutex<Slab>,
+    /// Registrations and releases (one per socket, not per event) take this lock.
+    pool: Mutex<Pool>,
+    /// Bucket `b`: `FIRST << b` `ScheduledIo`s, allocated (under the lock) when the first of
+    /// its indices is handed out, freed in `drop`; null before. Read without the lock by
+    /// pollers.
+    buckets: [AtomicPtr<ScheduledIo>; BUCKETS],
     /// Registered sockets (read without the lock by pollers deciding whether to poll).
     count: AtomicUsize,
 }
 
+impl Default for Registry {
+    fn default() -> Registry {
+        Registry {
+            pool: Mutex::default(),
+            buckets: std::array::from_fn(|_| AtomicPtr::new(std::ptr::null_mut())),
+            count: AtomicUsize::new(0),
+        }
+    }
+}
+
 impl Registry {
-    /// Adds a slot; returns its token and state (the caller then adds the fd to epoll).
-    pub(crate) fn insert(&self) -> (u64, Arc<ScheduledIo>) {
-        let io = Arc::new(ScheduledIo::new());
-        let mut slab = self.slab.lock().unwrap_or_else(|e| e.into_inner());
-        let index = match slab.free.pop() {
+    /// Registers a new socket: a `ScheduledIo` from the pool and its token (the caller then
+    /// adds the fd to epoll with [`Registration::token`]).
+    pub(crate) fn insert(self: &Arc<Self>) -> Registration {
+        let mut pool = self.pool.lock().unwrap_or_else(|e| e.into_inner());
+        let index = match pool.free.pop() {
             Some(index) => index,
             None => {
-                slab.slots.push(Slot {
-                    generation: 0,
-                    io: None,
-                });
-                (slab.slots.len() - 1) as u32
+                let index = pool.len;
+                assert!(
+                    u64::from(index) + TOKEN_BASE <= u64::from(u32::MAX),
+                    "too many sockets registered with one corio runtime"
+                );
+                let (bucket, offset) = locate(index);
+                if offset == 0 {
+                    let ios: Box<[ScheduledIo]> =
+                        (0..FIRST << bucket).map(|_| ScheduledIo::new()).collect();
+                    // Release: pairs with the Acquire in `get`, so a poller that finds the
+                    // bucket sees its `ScheduledIo`s initialised.
+                    self.buckets[bucket].store(Box::into_raw(ios).cast(), Ordering::Release);
+                }
+                pool.len += 1;
+                pool.live.push(false);
+                index
             }
         };
-        let slot = &mut slab.slots[index as usize];
-        slot.io = Some(io.clone());
-        let token = (u64::from(slot.generation) << 32) | (u64::from(index) + TOKEN_BASE);
+        pool.live[index as usize] = true;
         self.count.fetch_add(1, Ordering::Relaxed);
-        (token, io)
+        let io = self
+            .get(index)
+            .expect("a handed-out index is in an allocated bucket");
+        let token = ((io.generation() >> GEN_SHIFT) << 32) | (u64::from(index) + TOKEN_BASE);
+        Registration {
+            registry: self.clone(),
+            token,
+            io: NonNull::from(io),
+        }
     }
 
-    /// Removes the slot of `token` (a stale token is ignored).
-    pub(crate) fn remove(&self, token: u64) {
-        let mut slab = self.slab.lock().unwrap_or_else(|e| e.into_inner());
+    /// The `ScheduledIo` at pool index `index`, if its bucket is allocated.
+    #[inline]
+    fn get(&self, index: u32) -> Option<&ScheduledIo> {
+        let (bucket, offset) = locate(index);
+        // Acquire: pairs with the Release in `insert` that published the bucket.
+        let base = self.buckets.get(bucket)?.load(Ordering::Acquire);
+        if base.is_null() {
+            return None;
+        }
+        // SAFETY: a non-null bucket pointer came from `Box::into_raw` of `FIRST << bucket`
+        // initialised `ScheduledIo`s, and `offset < FIRST << bucket` (`locate`); the bucket is
+        // freed only in `drop`, so it outlives `&self`. Only shared references are ever made.
+        Some(unsafe { &*base.add(offset) })
+    }
+
+    /// Releases the registration of `token`: its `ScheduledIo` gets a new generation and goes
+    /// back to the pool (a stale token is ignored).
+    fn remove(&self, token: u64) {
         let (index, generation) = split(token);
-        if let Some(slot) = slab.slots.get_mut(index)
-            && slot.generation == generation
-            && slot.io.take().is_some()
+        let mut pool = self.pool.lock().unwrap_or_else(|e| e.into_inner());
+        if pool.live.get(index as usize) == Some(&true)
+            && let Some(io) = self.get(index)
+            && io.generation() == generation
         {
-            slot.generation = slot.generation.wrapping_add(1);
-            slab.free.push(index as u32);
+            io.reset();
+            pool.live[index as usize] = false;
+            pool.free.push(index);
             self.count.fetch_sub(1, Ordering::Relaxed);
         }
     }
 
     /// Delivers a batch of epoll events to their sockets; events with the driver's own tokens
-    /// (below [`TOKEN_BASE`]) and stale tokens are skipped. Overwrites the events' data.
+    /// (below [`TOKEN_BASE`]) are skipped, and stale ones change nothing ("Tokens").
     ///
-    /// The slab lock is taken once per batch, not once per event: under it each socket
-    /// event's token is replaced by a strong reference to its `ScheduledIo` (a raw `Arc`, 0
-    /// for none); then, with the lock released, each is delivered and released. The wakes run
-    /// without the slab lock held, because a wake can drop a task and with it a socket, whose
-    /// `Registration` takes the slab lock to remove itself.
-    pub(crate) fn dispatch(&self, events: &mut [libc::epoll_event]) {
-        {
-            let slab = self.slab.lock().unwrap_or_else(|e| e.into_inner());
-            for ev in events.iter_mut() {
-                let token = ev.u64;
+    /// No lock and no reference count: the `ScheduledIo`s outlive `&self`, and the wakes may
+    /// drop tasks and with them sockets, whose release takes the pool lock.
+    pub(crate) fn dispatch(&self, events: &[libc::epoll_event]) {
+        for ev in events {
+            let token = ev.u64;
+            if token as u32 as u64 >= TOKEN_BASE {
                 let (index, generation) = split(token);
-                ev.u64 = match slab.slots.get(index) {
-                    Some(Slot {
-                        generation: g,
-                        io: Some(io),
-                    }) if token >= TOKEN_BASE && *g == generation => {
-                        Arc::into_raw(io.clone()) as u64
-                    }
-                    _ => 0,
-                };
+                if let Some(io) = self.get(index) {
+                    deliver(io, ev.events, generation);
+                }
             }
-        }
-        for ev in events.iter() {
-            let (raw, bits) = (ev.u64, ev.events);
-            if raw == 0 {
-                continue;
-            }
-            // SAFETY: `raw` was made by `Arc::into_raw` in the loop above, and each is turned
-            // back into its `Arc` exactly once, here (it is released at the end of the body).
-            let io = unsafe { Arc::from_raw(raw as *const ScheduledIo) };
-            deliver(&io, bits);
         }
     }
+
     /// Whether any socket is registered.
     #[inline]
     pub(crate) fn is_empty(&self) -> bool {
@@ -362,76 +479,114 @@ impl Registry {
     }
 
     /// Closes every registration (runtime shutdown): waiters wake with an error, and the
-    /// wakers they left behind — which hold their tasks — are dropped.
+    /// wakers they left behind — which hold their tasks — are dropped. The registrations stay
+    /// (their sockets still use their `ScheduledIo`s, now closed) until the sockets drop.
     pub(crate) fn close_all(&self) {
-        let ios: Vec<Arc<ScheduledIo>> = {
-            let mut slab = self.slab.lock().unwrap_or_else(|e| e.into_inner());
-            let Slab { slots, free } = &mut *slab;
-            let mut ios = Vec::new();
-            for (index, slot) in slots.iter_mut().enumerate() {
-                if let Some(io) = slot.io.take() {
-                    slot.generation = slot.generation.wrapping_add(1);
-                    free.push(index as u32);
-                    ios.push(io);
-                }
-            }
-            self.count.store(0, Ordering::Relaxed);
-            ios
+        let wakers: Vec<Waker> = {
+            // Under the lock, so that no socket is released (and its `ScheduledIo` reset for
+            // the next one) while it is being closed.
+            let pool = self.pool.lock().unwrap_or_else(|e| e.into_inner());
+            (0..pool.len)
+                .filter(|&index| pool.live[index as usize])
+                .filter_map(|index| self.get(index))
+                .flat_map(ScheduledIo::close_take)
+                .collect()
         };
-        for io in ios {
-            io.close();
+        // Without it: a wake may drop a task and with it a socket, whose release takes it.
+        for waker in wakers {
+            waker.wake();
         }
     }
 }
 
-/// Delivers one epoll event (`events`: its `EPOLL*` bits) to `io`.
-fn deliver(io: &ScheduledIo, events: u32) {
+impl Drop for Registry {
+    fn drop(&mut self) {
+        for (bucket, base) in self.buckets.iter_mut().enumerate() {
+            let base = *base.get_mut();
+            if !base.is_null() {
+                let ios = std::ptr::slice_from_raw_parts_mut(base, FIRST << bucket);
+                // SAFETY: `base` is the `Box<[ScheduledIo]>` of `FIRST << bucket` elements that
+                // `insert` leaked; `&mut self`: no poller and no `Registration` (each holds an
+                // `Arc<Registry>`) refers to it any more.
+                drop(unsafe { Box::from_raw(ios) });
+            }
+        }
+    }
+}
+
+/// Delivers one epoll event (`events`: its `EPOLL*` bits) to `io`, if it is still the
+/// registration of `generation`.
+#[inline]
+fn deliver(io: &ScheduledIo, events: u32, generation: u64) {
     let hangup = (libc::EPOLLHUP | libc::EPOLLERR) as u32;
     let read_closed = libc::EPOLLRDHUP as u32 | hangup;
     if events & (libc::EPOLLIN as u32 | read_closed) != 0 {
-        io.ready(Direction::Read, events & read_closed != 0);
+        io.ready(Direction::Read, events & read_closed != 0, generation);
     }
     if events & (libc::EPOLLOUT as u32 | hangup) != 0 {
-        io.ready(Direction::Write, events & hangup != 0);
+        io.ready(Direction::Write, events & hangup != 0, generation);
     }
 }
 
-fn split(token: u64) -> (usize, u32) {
-    let low = token & 0xffff_ffff;
-    (low.wrapping_sub(TOKEN_BASE) as usize, (token >> 32) as u32)
+/// A socket token's pool index and generation (shifted as in a state word).
+#[inline]
+fn split(token: u64) -> (u32, u64) {
+    (
+        (token as u32).wrapping_sub(TOKEN_BASE as u32),
+        ((token >> 32) << GEN_SHIFT) & GEN_MASK,
+    )
 }
 
-/// A socket's registration with one runtime's driver: removed from the registry when dropped.
-/// (Closing the socket's fd removes it from the epoll set.) Holds the registry weakly, so that
-/// sockets outliving their runtime do not keep it alive.
+/// A socket's registration with one runtime's driver: released when dropped. (Closing the
+/// socket's fd removes it from the epoll set.) Holds the registry — the pool its
+/// `ScheduledIo` lives in, not the runtime — so that a socket outliving its runtime still has
+/// its (closed) `ScheduledIo`.
 pub(crate) struct Registration {
-    registry: std::sync::Weak<Registry>,
+    registry: Arc<Registry>,
     token: u64,
-    pub(crate) io: Arc<ScheduledIo>,
+    /// In `registry`'s pool: valid while `registry` is (rule 1 of "Tokens"), and this
+    /// registration's until it is dropped.
+    io: NonNull<ScheduledIo>,
 }
+
+// SAFETY: `io` points into the pool that `registry` (an `Arc`, `Send + Sync`) keeps alive, and
+// `ScheduledIo` is `Send + Sync` (checked below); only shared references to it are made, from
+// any thread, as the `Arc<ScheduledIo>` this replaced allowed.
+unsafe impl Send for Registration {}
+// SAFETY: as above.
+unsafe impl Sync for Registration {}
+
+/// What the `unsafe impl`s above rely on, checked by the compiler.
+const _: () = {
+    const fn send_and_sync<T: Send + Sync>() {}
+    send_and_sync::<ScheduledIo>();
+};
 
 impl Registration {
-    pub(crate) fn new(registry: &Arc<Registry>, token: u64, io: Arc<ScheduledIo>) -> Self {
-        Registration {
-            registry: Arc::downgrade(registry),
-            token,
-            io,
-        }
+    /// The epoll token of this registration.
+    pub(crate) fn token(&self) -> u64 {
+        self.token
+    }
+
+    /// The socket's readiness state and waiters.
+    #[inline]
+    pub(crate) fn io(&self) -> &ScheduledIo {
+        // SAFETY: the pool keeps it alive while `self.registry` lives (rule 1 of "Tokens"),
+        // and it is not reused before `self` is dropped (`Registry::remove`).
+        unsafe { self.io.as_ref() }
     }
 }
 
 impl Drop for Registration {
     fn drop(&mut self) {
-        if let Some(registry) = self.registry.upgrade() {
-            registry.remove(self.token);
-        }
+        self.registry.remove(self.token);
     }
 }
 
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use std::sync::atomic::AtomicUsize;
+    use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
     use std::task::Wake;
 
     /// A waker that counts its wakes.
@@ -443,35 +598,190 @@ mod tests {
         }
     }
 
-    fn event(token: u64) -> libc::epoll_event {
+    fn event(token: u64, events: libc::c_int) -> libc::epoll_event {
         libc::epoll_event {
-            events: libc::EPOLLIN as u32,
+            events: events as u32,
             u64: token,
         }
     }
 
-    #[test]
-    fn a_batch_wakes_its_sockets_and_skips_stale_and_driver_tokens() {
-        let registry = Registry::default();
-        let (old, _) = registry.insert();
-        registry.remove(old);
-        // The slot is reused with a new generation: the old token is stale.
-        let (token, io) = registry.insert();
-        assert_eq!(split(token).0, split(old).0);
+    /// Registers a socket and has a waiter wait for it to become readable; returns the waker's
+    /// count.
+    fn waiting(registration: &Registration) -> Arc<Count> {
+        let io = registration.io();
         let count = Arc::new(Count(AtomicUsize::new(0)));
         let waker = Waker::from(count.clone());
         let state = io.clear(Direction::Read, io.state(Direction::Read));
         assert_eq!(io.wait(Direction::Read, state, &waker), Wait::Queued);
+        count
+    }
 
-        registry.dispatch(&mut [event(old), event(1), event(2)]);
+    #[test]
+    fn a_batch_wakes_its_sockets_and_skips_stale_and_driver_tokens() {
+        let registry = Arc::new(Registry::default());
+        let old = registry.insert();
+        let old_token = old.token();
+        drop(old);
+        // The `ScheduledIo` is reused with a new generation: the old token is stale.
+        let new = registry.insert();
+        assert_eq!(split(new.token()).0, split(old_token).0);
+        assert_ne!(new.token(), old_token);
+        let count = waiting(&new);
+
+        registry.dispatch(&[
+            event(old_token, libc::EPOLLIN),
+            event(1, libc::EPOLLIN),
+            event(2, libc::EPOLLIN),
+        ]);
         assert_eq!(count.0.load(Ordering::SeqCst), 0, "a stale token woke");
-        assert!(!may_be_ready(io.state(Direction::Read)));
+        assert!(!may_be_ready(new.io().state(Direction::Read)));
 
-        registry.dispatch(&mut [event(1), event(old), event(token)]);
+        registry.dispatch(&[
+            event(1, libc::EPOLLIN),
+            event(old_token, libc::EPOLLIN),
+            event(new.token(), libc::EPOLLIN),
+        ]);
         assert_eq!(count.0.load(Ordering::SeqCst), 1);
-        assert!(may_be_ready(io.state(Direction::Read)));
-        // Every reference the batch took was given back.
-        assert_eq!(Arc::strong_count(&io), 2);
+        assert!(may_be_ready(new.io().state(Direction::Read)));
+    }
+
+    #[test]
+    fn a_stale_hang_up_never_closes_the_socket_that_reuses_the_registration() {
+        let registry = Arc::new(Registry::default());
+        let old = registry.insert();
+        let old_token = old.token();
+        drop(old);
+        let new = registry.insert();
+        let count = waiting(&new);
+        let hangup = libc::EPOLLIN | libc::EPOLLRDHUP | libc::EPOLLHUP | libc::EPOLLERR;
+        registry.dispatch(&[event(old_token, hangup)]);
+        for dir in [Direction::Read, Direction::Write] {
+            assert_eq!(
+                new.io().state(dir) & FINAL,
+                0,
+                "{dir:?} closed by a stale event"
+            );
+        }
+        assert!(!may_be_ready(new.io().state(Direction::Read)));
+        assert_eq!(count.0.load(Ordering::SeqCst), 0);
+        // The new registration's own hang-up does close it.
+        registry.dispatch(&[event(new.token(), hangup)]);
+        assert_ne!(new.io().state(Direction::Read) & FINAL, 0);
+        assert_eq!(count.0.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn a_released_registration_drops_the_wakers_left_in_it_and_starts_afresh() {
+        let registry = Arc::new(Registry::default());
+        let first = registry.insert();
+        let count = waiting(&first);
+        // A second waiter on the same direction goes to the list.
+        let other = Arc::new(Count(AtomicUsize::new(0)));
+        let io = first.io();
+        let state = io.state(Direction::Read);
+        assert_eq!(
+            io.wait(Direction::Read, state, &Waker::from(other.clone())),
+            Wait::Queued
+        );
+        assert_eq!(
+            (Arc::strong_count(&count), Arc::strong_count(&other)),
+            (2, 2)
+        );
+        drop(first);
+        // Dropped, not woken: their tasks gave up on a socket that is gone.
+        assert_eq!(
+            (Arc::strong_count(&count), Arc::strong_count(&other)),
+            (1, 1)
+        );
+        assert_eq!(
+            count.0.load(Ordering::SeqCst) + other.0.load(Ordering::SeqCst),
+            0
+        );
+        let second = registry.insert();
+        for dir in [Direction::Read, Direction::Write] {
+            assert_eq!(second.io().state(dir) & !GEN_MASK, READY, "{dir:?}");
+        }
+        assert!(registry.pool.lock().unwrap().len == 1, "the pool grew");
+    }
+
+    #[test]
+    fn registrations_beyond_the_first_bucket_are_found_by_their_tokens() {
+        let registry = Arc::new(Registry::default());
+        let all: Vec<Registration> = (0..3 * FIRST + 5).map(|_| registry.insert()).collect();
+        let counts: Vec<Arc<Count>> = all.iter().map(waiting).collect();
+        let events: Vec<_> = all
+            .iter()
+            .map(|r| event(r.token(), libc::EPOLLIN))
+            .collect();
+        registry.dispatch(&events);
+        assert!(counts.iter().all(|c| c.0.load(Ordering::SeqCst) == 1));
+        assert_eq!(locate(FIRST as u32), (1, 0));
+        assert_eq!(locate(3 * FIRST as u32 - 1), (1, 2 * FIRST - 1));
+        assert_eq!(locate(3 * FIRST as u32), (2, 0));
+        drop(all);
+        assert!(registry.is_empty());
+    }
+
+    /// The race the tokens are built for: events for a socket that another thread drops (and
+    /// whose `ScheduledIo` a new socket takes at once) while a poller is delivering them.
+    /// Under Miri this also checks that no event touches freed memory:
+    /// `cargo +nightly miri test -p corio --lib registry`.
+    #[test]
+    fn events_racing_with_a_socket_drop_never_change_the_socket_that_reuses_it() {
+        let rounds = if cfg!(miri) { 60 } else { 20_000 };
+        let registry = Arc::new(Registry::default());
+        // The token the poller may send hang-ups to: a registration that is live when
+        // published, and is dropped while the poller still sends to it.
+        let current = Arc::new(AtomicU64::new(0));
+        let done = Arc::new(AtomicBool::new(false));
+        let poller = {
+            let (registry, current, done) = (registry.clone(), current.clone(), done.clone());
+            std::thread::spawn(move || {
+                let hangup = libc::EPOLLIN | libc::EPOLLOUT | libc::EPOLLRDHUP | libc::EPOLLHUP;
+                while !done.load(Ordering::Relaxed) {
+                    let token = current.load(Ordering::Relaxed);
+                    if token != 0 {
+                        registry.dispatch(&[event(token, hangup), event(token, hangup)]);
+                    }
+                    std::hint::spin_loop();
+                }
+            })
+        };
+        for round in 0..rounds {
+            let registration = registry.insert();
+            if round % 2 == 0 {
+                // This one the poller may close: publish it, let it race with the drop.
+                current.store(registration.token(), Ordering::Relaxed);
+                for _ in 0..round % 7 {
+                    std::thread::yield_now();
+                }
+                drop(registration);
+                continue;
+            }
+            // Reuses the `ScheduledIo` just released, while the poller still sends hang-ups
+            // for the released one: nothing may reach this socket.
+            let io = registration.io();
+            let state = io.clear(Direction::Read, io.state(Direction::Read));
+            let waker = Waker::from(Arc::new(Count(AtomicUsize::new(0))));
+            assert_eq!(io.wait(Direction::Read, state, &waker), Wait::Queued);
+            for _ in 0..3 {
+                std::thread::yield_now();
+            }
+            // (A wake-up for nothing is allowed — a poller past its check when the socket
+            // was dropped — but not a change of state.)
+            assert_eq!(
+                io.state(Direction::Read),
+                state,
+                "round {round}: read state changed"
+            );
+            assert_eq!(
+                io.state(Direction::Write) & !GEN_MASK,
+                READY,
+                "round {round}: write state changed"
+            );
+        }
+        done.store(true, Ordering::Relaxed);
+        poller.join().unwrap();
     }
 }
 
@@ -525,7 +835,7 @@ mod loom_tests {
             let io = Arc::new(ScheduledIo::new());
             let poller = {
                 let io = io.clone();
-                loom::thread::spawn(move || io.ready(Direction::Read, false))
+                loom::thread::spawn(move || io.ready(Direction::Read, false, 0))
             };
             assert_eq!(wait_for_edge(&io), Ok(()));
             poller.join().unwrap();
@@ -543,7 +853,7 @@ mod loom_tests {
             };
             let poller = {
                 let io = io.clone();
-                loom::thread::spawn(move || io.ready(Direction::Read, false))
+                loom::thread::spawn(move || io.ready(Direction::Read, false, 0))
             };
             assert_eq!(wait_for_edge(&io), Ok(()));
             assert_eq!(other.join().unwrap(), Ok(()));
@@ -565,12 +875,37 @@ mod loom_tests {
     }
 
     #[test]
+    fn loom_a_stale_hang_up_racing_with_a_release_never_reaches_the_next_registration() {
+        // A poller took a hang-up for the socket of generation 0 from the kernel; the socket is
+        // dropped (its `ScheduledIo` reset) and the next one waits on it, woken by its own
+        // edge (generation 1). It must see that edge, and never the stale hang-up.
+        model(|| {
+            let io = Arc::new(ScheduledIo::new());
+            let stale = {
+                let io = io.clone();
+                loom::thread::spawn(move || io.ready(Direction::Read, true, 0))
+            };
+            io.reset();
+            let generation = io.generation();
+            assert_ne!(generation, 0);
+            let poller = {
+                let io = io.clone();
+                loom::thread::spawn(move || io.ready(Direction::Read, false, generation))
+            };
+            assert_eq!(wait_for_edge(&io), Ok(()));
+            stale.join().unwrap();
+            poller.join().unwrap();
+            assert_eq!(io.state(Direction::Read) & FINAL, 0);
+        });
+    }
+
+    #[test]
     fn loom_an_edge_and_a_close_racing_with_a_wait_end_it() {
         model(|| {
             let io = Arc::new(ScheduledIo::new());
             let poller = {
                 let io = io.clone();
-                loom::thread::spawn(move || io.ready(Direction::Read, false))
+                loom::thread::spawn(move || io.ready(Direction::Read, false, 0))
             };
             let closer = {
                 let io = io.clone();

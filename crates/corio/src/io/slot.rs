@@ -189,20 +189,35 @@ impl WaiterSlot {
 
     #[inline(never)]
     fn wake_slow(&self) {
+        if let Some(waker) = self.take_slow() {
+            waker.wake();
+        }
+        // Else a registering waiter will see `WAKING` and retry, or another poller is waking.
+    }
+
+    /// Takes the stored waker without waking it, as `wake` would take it (a released
+    /// registration drops the waker of a waiter that gave up: `ScheduledIo::reset`).
+    pub(crate) fn take(&self) -> Option<Waker> {
+        if self.state.load(Acquire) == 0 {
+            return None;
+        }
+        self.take_slow()
+    }
+
+    #[inline]
+    fn take_slow(&self) -> Option<Waker> {
         // AcqRel: Acquire pairs with `register`'s releasing CAS (the stored waker is visible);
         // Release pairs with the Acquire of `register`'s CASes, so a waiter that sees `WAKING`
         // sees the edge this poller published before.
         let prev = self.state.fetch_or(WAKING, AcqRel);
-        if prev & (REGISTERING | WAKING) == 0 {
-            // SAFETY: our `fetch_or` set `WAKING` on a state without `REGISTERING` or `WAKING`:
-            // the cell is ours until we clear `WAKING`.
-            let waker = self.waker.with_mut(|cell| unsafe { (*cell).take() });
-            // Release: hands the emptied cell to the next owner (`register`'s first CAS).
-            self.state.fetch_and(!(WAKING | FULL), Release);
-            if let Some(waker) = waker {
-                waker.wake();
-            }
+        if prev & (REGISTERING | WAKING) != 0 {
+            return None;
         }
-        // Else a registering waiter will see `WAKING` and retry, or another poller is waking.
+        // SAFETY: our `fetch_or` set `WAKING` on a state without `REGISTERING` or `WAKING`:
+        // the cell is ours until we clear `WAKING`.
+        let waker = self.waker.with_mut(|cell| unsafe { (*cell).take() });
+        // Release: hands the emptied cell to the next owner (`register`'s first CAS).
+        self.state.fetch_and(!(WAKING | FULL), Release);
+        waker
     }
 }

@@ -141,7 +141,7 @@ impl<T: AsRawFd> Source<T> {
             return Poll::Ready(Err(e));
         }
         let io = match self.registration() {
-            Ok(registration) => &registration.io,
+            Ok(registration) => registration.io(),
             Err(e) => return Poll::Ready(Err(e)),
         };
         // The coop budget (tokio's `coop::poll_proceed`): a socket that is always ready (a
@@ -172,9 +172,7 @@ impl<T: AsRawFd> Source<T> {
                 Wait::Retry => continue,
                 Wait::Closed => {
                     self.check_open()?;
-                    return Poll::Ready(Err(io::Error::other(
-                        "the corio runtime this socket was registered with has shut down",
-                    )));
+                    return Poll::Ready(Err(shut_down()));
                 }
             }
         }
@@ -189,7 +187,7 @@ impl<T: AsRawFd> Source<T> {
         dir: Direction,
         op: &mut impl FnMut(&T) -> io::Result<R>,
         drained: &impl Fn(&R) -> bool,
-    ) -> Result<io::Result<R>, u32> {
+    ) -> Result<io::Result<R>, u64> {
         let state = io.state(dir);
         if !may_be_ready(state) {
             return Err(state);
@@ -269,58 +267,102 @@ impl<T: AsRawFd> Source<T> {
         mut op: impl FnMut(&T) -> io::Result<R>,
         drained: impl Fn(&R) -> bool,
     ) -> io::Result<R> {
-        match context::here() {
-            Here::Stackful(ctx) => {
-                // A registered socket that is ready completes here, without building and
-                // polling a future under `block_on` (most writes, and reads after a wake-up).
-                // It takes a unit of the coop budget as the future would; with none left, the
-                // slow path below yields first (`block_on`'s preemption point).
-                // The registration and, until the future's first poll has used it, the state
-                // to wait with.
-                let mut waiting = None;
-                if context::budget_proceed()
-                    && self.check_open().is_ok()
-                    && let Some(registration) = self.registration.get()
-                {
-                    match self.attempt(&registration.io, dir, &mut op, &drained) {
-                        Ok(result) => return result,
-                        // Not ready: the future's first poll queues the waker with this state
-                        // at once (step 3), rather than repeat steps 1 and 2.
-                        Err(state) => waiting = Some((&registration.io, Some(state))),
-                    }
+        // A coroutine with budget left, found with one thread-local access; else where this
+        // runs (a coroutine out of budget takes the future's path, which yields first).
+        let (ctx, budget) = match context::stackful_budget_proceed() {
+            Some(ctx) => (ctx, true),
+            None => match context::here() {
+                Here::Stackful(ctx) => (ctx, false),
+                Here::Stackless => panic!(
+                    "a blocking-style corio::net call (read, write, accept, connect...) inside an \
+                     async task would stall its worker: use the `_async` form (or the AsyncRead / \
+                     AsyncWrite traits) and `.await` it"
+                ),
+                Here::Thread => return self.block_thread(dir, timeout, op),
+            },
+        };
+        // A registered socket that is ready completes here, without building and
+        // polling a future under `block_on` (most writes, and reads after a wake-up).
+        // It takes a unit of the coop budget as the future would; with none left, the
+        // slow path below yields first (`block_on`'s preemption point).
+        // The registration and, until the future's first poll has used it, the state
+        // to wait with.
+        let mut waiting = None;
+        if budget
+            && self.check_open().is_ok()
+            && let Some(registration) = self.registration.get()
+        {
+            let io = registration.io();
+            match self.attempt(io, dir, &mut op, &drained) {
+                Ok(result) => return result,
+                // Not ready, and no timeout: wait without a future.
+                Err(state) if timeout.is_none() => {
+                    return self.wait_stackful(ctx, io, dir, state, &mut op, &drained);
                 }
-                let fut = poll_fn(|cx| match &mut waiting {
-                    Some((io, first)) => {
-                        if let Some(state) = first.take()
-                            && io.wait(dir, state, cx.waker()) == Wait::Queued
-                        {
-                            return Poll::Pending;
-                        }
-                        // A wake-up, a retry (an edge came after the attempt) or a closed
-                        // registration: the protocol from step 1, without the budget. A poll
-                        // after the first follows a resume, which starts the task's budget
-                        // afresh (`context::enter_task`), and the fast path above took this
-                        // operation's unit.
-                        if let Err(e) = self.check_open() {
-                            return Poll::Ready(Err(e));
-                        }
-                        self.poll_registered(io, dir, cx, &mut op, &drained)
-                    }
-                    // Not registered yet, or out of budget (`block_on_stackful` yields first;
-                    // the poll after the resume takes a unit of the new budget).
-                    None => self.poll_op_drains(dir, cx, &mut op, &drained),
-                });
-                match timeout {
-                    None => crate::block_on::block_on_stackful(ctx, fut),
-                    Some(d) => crate::time::timeout(d, fut).unwrap_or_else(|_| Err(timed_out())),
+                // Not ready: the future's first poll queues the waker with this state
+                // at once (step 3), rather than repeat steps 1 and 2.
+                Err(state) => waiting = Some((io, Some(state))),
+            }
+        }
+        let fut = poll_fn(|cx| match &mut waiting {
+            Some((io, first)) => {
+                if let Some(state) = first.take()
+                    && io.wait(dir, state, cx.waker()) == Wait::Queued
+                {
+                    return Poll::Pending;
+                }
+                // A wake-up, a retry (an edge came after the attempt) or a closed
+                // registration: the protocol from step 1, without the budget. A poll
+                // after the first follows a resume, which starts the task's budget
+                // afresh (`context::enter_task`), and the fast path above took this
+                // operation's unit.
+                if let Err(e) = self.check_open() {
+                    return Poll::Ready(Err(e));
+                }
+                self.poll_registered(io, dir, cx, &mut op, &drained)
+            }
+            // Not registered yet, or out of budget (`block_on_stackful` yields first;
+            // the poll after the resume takes a unit of the new budget).
+            None => self.poll_op_drains(dir, cx, &mut op, &drained),
+        });
+        match timeout {
+            None => crate::block_on::block_on_stackful(ctx, fut),
+            Some(d) => crate::time::timeout(d, fut).unwrap_or_else(|_| Err(timed_out())),
+        }
+    }
+
+    /// A coroutine's wait for `dir` without a timeout, once the fast path in `block_drains`
+    /// found the socket not ready (`state`: the state to wait with): step 3 of the protocol,
+    /// suspending while the waker is queued, then steps 1 and 2 again, until the operation
+    /// completes. This is what `block_on_stackful` of `block_drains`'s future does (the same
+    /// calls in the same order, under the same no-preempt guard), without building, pinning
+    /// and polling a future and a `Context` around them. A coroutine that was over its budget
+    /// does not get here: it took the future's path, which yields first.
+    fn wait_stackful<R>(
+        &self,
+        ctx: &crate::task::stackful::StackfulCtx,
+        io: &ScheduledIo,
+        dir: Direction,
+        mut state: u64,
+        op: &mut impl FnMut(&T) -> io::Result<R>,
+        drained: &impl Fn(&R) -> bool,
+    ) -> io::Result<R> {
+        let _no_preempt = ctx.no_preempt();
+        loop {
+            match io.wait(dir, state, ctx.waker()) {
+                // Resumed by the wake-up (or spuriously): the protocol from step 1.
+                Wait::Queued => ctx.suspend_blocked(),
+                Wait::Retry => {}
+                Wait::Closed => {
+                    self.check_open()?;
+                    return Err(shut_down());
                 }
             }
-            Here::Stackless => panic!(
-                "a blocking-style corio::net call (read, write, accept, connect...) inside an \
-                 async task would stall its worker: use the `_async` form (or the AsyncRead / \
-                 AsyncWrite traits) and `.await` it"
-            ),
-            Here::Thread => self.block_thread(dir, timeout, op),
+            self.check_open()?;
+            match self.attempt(io, dir, op, drained) {
+                Ok(result) => return result,
+                Err(next) => state = next,
+            }
         }
     }
 
@@ -368,7 +410,7 @@ impl<T: AsRawFd> Source<T> {
     fn close(&self) {
         self.closed.store(true, Ordering::Release);
         if let Some(registration) = self.registration.get() {
-            registration.io.close();
+            registration.io().close();
         }
         // SAFETY: the fd is open (we hold it); shutting down a socket that is not connected
         // fails harmlessly (ENOTCONN), which is ignored.
@@ -439,6 +481,11 @@ pub(crate) fn closed_error() -> io::Error {
         io::ErrorKind::NotConnected,
         "the socket was closed (another handle to it was dropped)",
     )
+}
+
+/// The error of an operation on a socket whose runtime shut down.
+fn shut_down() -> io::Error {
+    io::Error::other("the corio runtime this socket was registered with has shut down")
 }
 
 pub(crate) fn timed_out() -> io::Error {

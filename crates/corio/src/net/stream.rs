@@ -63,23 +63,28 @@ macro_rules! stream_face {
             /// Reads into `buf`, suspending the task until data arrives (`Ok(0)`: the peer
             /// closed its side).
             pub async fn read_async(&self, buf: &mut [u8]) -> std::io::Result<usize> {
-                use std::io::Read;
                 let len = buf.len();
                 self.$sock
                     .stream_async($crate::io::registry::Direction::Read, len, |s: &$std| {
-                        (&*s).read(buf)
+                        // SAFETY: `buf` is writable for `len` bytes, borrowed for this call.
+                        unsafe {
+                            $crate::io::sys::recv(
+                                std::os::fd::AsRawFd::as_raw_fd(s),
+                                buf.as_mut_ptr(),
+                                len,
+                            )
+                        }
                     })
                     .await
             }
 
             /// Writes some of `buf`, suspending the task until the socket can take data.
             pub async fn write_async(&self, buf: &[u8]) -> std::io::Result<usize> {
-                use std::io::Write;
                 self.$sock
                     .stream_async(
                         $crate::io::registry::Direction::Write,
                         buf.len(),
-                        |s: &$std| (&*s).write(buf),
+                        |s: &$std| $crate::io::sys::send(std::os::fd::AsRawFd::as_raw_fd(s), buf),
                     )
                     .await
             }
@@ -223,7 +228,14 @@ macro_rules! stream_face {
                 let len = buf.len();
                 self.$sock
                     .block_stream($crate::io::registry::Direction::Read, len, |s: &$std| {
-                        (&*s).read(buf)
+                        // SAFETY: `buf` is writable for `len` bytes, borrowed for this call.
+                        unsafe {
+                            $crate::io::sys::recv(
+                                std::os::fd::AsRawFd::as_raw_fd(s),
+                                buf.as_mut_ptr(),
+                                len,
+                            )
+                        }
                     })
             }
         }
@@ -239,7 +251,7 @@ macro_rules! stream_face {
                 self.$sock.block_stream(
                     $crate::io::registry::Direction::Write,
                     buf.len(),
-                    |s: &$std| (&*s).write(buf),
+                    |s: &$std| $crate::io::sys::send(std::os::fd::AsRawFd::as_raw_fd(s), buf),
                 )
             }
 

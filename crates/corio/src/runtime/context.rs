@@ -261,24 +261,46 @@ impl Drop for WorkerGuard {
 /// asked to preempt it by sysmon): the caller should yield before continuing.
 #[inline(never)]
 pub(crate) fn budget_proceed() -> bool {
+    CONTEXT.with(take_budget)
+}
+
+/// [`budget_proceed`]'s body, on this thread's context.
+#[inline(always)]
+fn take_budget(c: &Context) -> bool {
+    let budget = c.budget.get();
+    if budget == UNCONSTRAINED {
+        return true;
+    }
+    if budget == 0 {
+        return false;
+    }
+    c.budget.set(budget - 1);
+    let worker = c.worker.get();
+    // SAFETY: as in `with_worker`.
+    match unsafe { worker.as_ref() } {
+        Some(w) if w.preempt_requested() => {
+            c.budget.set(0);
+            false
+        }
+        _ => true,
+    }
+}
+
+/// The running stackful coroutine's context, having taken a unit of its budget: [`here`] is
+/// `Stackful` and [`budget_proceed`] true, in one call (one thread-local access instead of
+/// two). `None` if no coroutine runs here or it must yield first (its budget is then
+/// spent, as after `budget_proceed`). For the blocking-style socket calls' fast path
+/// (`io/source.rs`).
+#[inline(never)]
+pub(crate) fn stackful_budget_proceed<'a>() -> Option<&'a StackfulCtx> {
     CONTEXT.with(|c| {
-        let budget = c.budget.get();
-        if budget == UNCONSTRAINED {
-            return true;
+        let stackful = c.stackful.get();
+        if stackful.is_null() || !take_budget(c) {
+            return None;
         }
-        if budget == 0 {
-            return false;
-        }
-        c.budget.set(budget - 1);
-        let worker = c.worker.get();
-        // SAFETY: as in `with_worker`.
-        match unsafe { worker.as_ref() } {
-            Some(w) if w.preempt_requested() => {
-                c.budget.set(0);
-                false
-            }
-            _ => true,
-        }
+        // SAFETY: as in `here`: set only while the coroutine's poll is on this thread's
+        // stack, and the context lives in the task's `Live` block.
+        Some(unsafe { &*stackful })
     })
 }
 

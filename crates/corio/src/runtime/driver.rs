@@ -377,11 +377,10 @@ impl Driver {
 
     /// Registers `fd` (a nonblocking socket) edge-triggered for reading and writing.
     pub(crate) fn register(&self, fd: libc::c_int) -> io::Result<Registration> {
-        let (token, io) = self.registry.insert();
-        let registration = Registration::new(&self.registry, token, io);
+        let registration = self.registry.insert();
         let mut ev = libc::epoll_event {
             events: (libc::EPOLLIN | libc::EPOLLOUT | libc::EPOLLRDHUP | libc::EPOLLET) as u32,
-            u64: token,
+            u64: registration.token(),
         };
         // SAFETY: a valid epoll fd; `fd` is the caller's open socket; `ev` is a valid event.
         let r =
