@@ -150,7 +150,9 @@ impl StackfulCtx {
     #[inline(always)]
     pub(crate) fn yield_known(&self, pinned: bool) {
         debug_assert_eq!(pinned, self.pinned);
-        let _no_preempt = self.no_preempt();
+        // Lowered through `self`, which the switch keeps anyway: a `NoPreempt` guard would be
+        // one more value kept (spilled and reloaded) across it.
+        let _no_preempt = self.no_preempt_here();
         // Refuse a nested coroutine before leaving any trace of the yield (a set flag or a
         // wake would resume the task spuriously at its next real suspension).
         let yielder = self.check_own_stack();
@@ -239,6 +241,16 @@ impl StackfulCtx {
             Some(state) => state.no_preempt(),
             None => NoPreempt::NONE,
         }
+    }
+
+    /// [`no_preempt`](Self::no_preempt) for a frame that keeps `self` across its switch
+    /// anyway: the guard finds the counter through the context when it drops.
+    #[inline(always)]
+    fn no_preempt_here(&self) -> NoPreemptHere<'_> {
+        if let Some(state) = &self.preempt {
+            state.enter();
+        }
+        NoPreemptHere(self)
     }
 
     /// Yields for the preemption trampoline (`runtime/preempt.rs`): as `yield_now`, but never
@@ -359,6 +371,21 @@ impl StackfulCtx {
             resume_unwind(Box::new(Cancelled {
                 unwinding: Some(flag),
             }));
+        }
+    }
+}
+
+/// The guard of [`StackfulCtx::no_preempt_here`]: lowers the coroutine's no-preempt counter,
+/// if it is preemptible, when it drops.
+struct NoPreemptHere<'a>(&'a StackfulCtx);
+
+impl Drop for NoPreemptHere<'_> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        if let Some(state) = &self.0.preempt {
+            // The counter `no_preempt_here` raised on this coroutine (its `NoPreempt` guard,
+            // forgotten, would lower the same one).
+            drop(state.adopt());
         }
     }
 }
