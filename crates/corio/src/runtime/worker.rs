@@ -596,16 +596,16 @@ impl WorkerCtx {
 
     /// The checks both direct paths begin with: not shutting down; `run_task`'s end for the
     /// leaving coroutine (the slice bookkeeping of a preempt request is the loop's) and start
-    /// for the next one (no searching to stop); `next_task`'s round with no maintenance due,
+    /// for the next one (no searching to stop: never while a task runs); `next_task`'s round with no maintenance due,
     /// the slice not over and the spawn slot (which goes first) unused. Returns the core,
     /// borrowed, and the round's number, or `None` to leave it to the loop.
     #[inline(always)]
     fn direct_round(&self) -> Option<(std::cell::RefMut<'_, Core>, u32)> {
         let remote = self.remote();
-        if self.shared.is_shutdown()
-            || self.searching.get()
-            || remote.preempt.load(Ordering::Relaxed)
-        {
+        // Not searching: `run_task` stopped the search before it ran the task that called
+        // this, and only the loop's `search` and `park`, never a task, start one.
+        debug_assert!(!self.searching.get());
+        if self.shared.is_shutdown() || remote.preempt.load(Ordering::Relaxed) {
             return None;
         }
         let core = self.core.try_borrow_mut().ok()?;
