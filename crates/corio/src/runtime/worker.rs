@@ -667,7 +667,7 @@ impl WorkerCtx {
         drop(core);
         // `run_task`'s start for `to`: its poll reference is now the frame's.
         std::mem::forget(to);
-        Some(self.start_switched(to_ptr, to_ctx, &remote.direct_switches))
+        Some(self.start_switched(remote, to_ptr, to_ctx, &remote.direct_switches))
     }
 
     /// Records `from` as the poll frame's coroutine if no direct switch has happened in this
@@ -684,15 +684,16 @@ impl WorkerCtx {
 
     /// The end of both direct paths: `run_task`'s start for `to` (whose poll reference the
     /// frame now holds: `switched`), one more on the path's `counter`, and `to`'s poll
-    /// thread-local state. Returns `to`'s switch state.
+    /// thread-local state. Returns `to`'s switch state. `remote` is this worker's, as the
+    /// caller read it (read again here, it was reloaded: the core's stores may alias it).
     #[inline(always)]
     fn start_switched(
         &self,
+        remote: &Remote,
         to_ptr: std::ptr::NonNull<crate::task::core::Header>,
         to_ctx: &StackfulCtx,
         counter: &AtomicU64,
     ) -> *mut RawCoroutine {
-        let remote = self.remote();
         // Owner-only counters: a plain store is enough (sysmon and metrics only read).
         remote
             .ticks
@@ -703,7 +704,8 @@ impl WorkerCtx {
             .store(unsafe { to_ptr.as_ref() }.id, Ordering::Relaxed);
         counter.store(counter.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
         self.switched.set(Some(to_ptr));
-        to_ctx.enter_direct(self.index)
+        // SAFETY: `to_ptr` is `to_ctx`'s task (the caller's `to`), alive as above.
+        to_ctx.enter_direct(unsafe { to_ptr.as_ref() }, self.index)
     }
 
     /// A direct hand-off (docs/scheduler.md, "The direct switch on a `block_on` suspension"):
@@ -777,7 +779,7 @@ impl WorkerCtx {
         drop(core);
         let inherited = remote.inherited.load(Ordering::Relaxed);
         remote.inherited.store(inherited + 1, Ordering::Relaxed);
-        Some(self.start_switched(to_ptr, to_ctx, &remote.direct_handoffs))
+        Some(self.start_switched(remote, to_ptr, to_ctx, &remote.direct_handoffs))
     }
 
     /// The next task from this worker's own queues (steps 1–4 of the loop).

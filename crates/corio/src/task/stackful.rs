@@ -209,15 +209,15 @@ impl StackfulCtx {
         unsafe { NonNull::new_unchecked(self.waker.data().cast::<Header>().cast_mut()) }
     }
 
-    /// Makes this coroutine the running task of this thread, as its poll's guards do, for a
-    /// direct switch to it by `worker` (the index of this thread's worker; the guards of the
-    /// poll frame it will switch back to restore the thread's values). Returns its switch
-    /// state.
+    /// Makes this coroutine, whose task is `header`, the running task of this thread, as its
+    /// poll's guards do, for a direct switch to it by `worker` (the index of this thread's
+    /// worker; the guards of the poll frame it will switch back to restore the thread's
+    /// values). Returns its switch state.
     #[inline(always)] // into the yield, like `WorkerCtx::direct_yield`
-    pub(crate) fn enter_direct(&self, worker: usize) -> *mut RawCoroutine {
-        // SAFETY: the context lives in a `Live` block that its task's cell owns, so the task is
-        // alive.
-        let header = unsafe { self.header_ptr().as_ref() };
+    pub(crate) fn enter_direct(&self, header: &Header, worker: usize) -> *mut RawCoroutine {
+        // The caller's pointer to the task, which it read from the queue: reading it again
+        // from the waker would cost a load.
+        debug_assert_eq!(self.header_ptr(), NonNull::from(header));
         // The home check of every resume, against the index of the worker that runs this (a
         // direct switch reaches only pinned coroutines; their home was stored by this thread).
         debug_assert!(self.pinned);
