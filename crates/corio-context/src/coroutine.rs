@@ -29,7 +29,8 @@
 //! came back, and hands the switch to that one's [`Coroutine::claim`]: the values that cross
 //! are typed per coroutine, so only the one that switched back can read its message. The
 //! per-context word moves with the turn: the leaving coroutine keeps its own value, the
-//! arriving one takes over the resumer's.
+//! arriving one's is installed, and the resumer's waits in the frame (`resume_detached` keeps
+//! it in the [`Detached`] it returns) until `claim` puts it back.
 //!
 //! A pointer of 0 instead of an input means "unwind": [`Yielder::suspend`] then starts a
 //! panic with a private payload, [`ForcedUnwind`], that runs every destructor on the stack and
@@ -187,7 +188,8 @@ pub struct RawCoroutine {
     /// The coroutine's value of the per-context word (see [`crate::local`]) while it is not
     /// running; swapped with the resumer's around every switch by `resume`.
     local: u64,
-    /// The resumer's value of the word while the coroutine runs.
+    /// The resumer's value of the word while the coroutine runs, when `resume` resumed it
+    /// (`resume_detached` keeps it in its frame instead: see [`Detached`]).
     outer: u64,
 }
 
@@ -198,6 +200,9 @@ pub struct RawCoroutine {
 pub struct Detached {
     arg: usize,
     sp: Option<StackPointer>,
+    /// The frame's value of the per-context word, for whichever coroutine claims this: a
+    /// transfer passes the turn on without carrying it from handle to handle.
+    outer: u64,
 }
 
 /// The handle a coroutine's closure uses to suspend itself.
@@ -456,7 +461,9 @@ impl<Input, Yield, Return> Coroutine<Input, Yield, Return> {
             self.resume_misuse()
         };
         let input = ManuallyDrop::new(input);
-        self.raw.outer = crate::local::replace(self.raw.local);
+        // The frame's word stays here, for `claim`, not in the handle (`outer`): the coroutine
+        // that comes back may be another one, and a transfer then need not move it.
+        let outer = crate::local::replace(self.raw.local);
         // SAFETY: as in `resume`. The handle's address goes to the switch as well, so the
         // compiler assumes the switch may read and write it: a transfer from this coroutine
         // writes its stack pointer and word into it while this frame waits.
@@ -468,7 +475,7 @@ impl<Input, Yield, Return> Coroutine<Input, Yield, Return> {
                 ptr::from_mut(&mut self.raw).cast(),
             )
         };
-        Detached { arg, sp }
+        Detached { arg, sp, outer }
     }
 
     /// Takes what [`resume_detached`](Coroutine::resume_detached) returned, as `resume` does
@@ -484,7 +491,7 @@ impl<Input, Yield, Return> Coroutine<Input, Yield, Return> {
     /// With the coroutine's own panic if it panicked.
     #[inline(always)]
     pub unsafe fn claim(&mut self, back: Detached) -> CoroutineResult<Yield, Return> {
-        self.raw.local = crate::local::replace(self.raw.outer);
+        self.raw.local = crate::local::replace(back.outer);
         match back.sp {
             Some(sp) => {
                 self.raw.sp = Some(sp);
@@ -684,8 +691,8 @@ impl<Input, Yield> Yielder<Input, Yield> {
         let Some(to_sp) = to.sp.take() else {
             panic!("corio: transferred to a coroutine that is running or finished")
         };
-        // `to` inherits the resumer's word that `from` holds; `from` keeps its own.
-        to.outer = from.outer;
+        // `from` keeps its own word and `to`'s is installed. The resumer's waits in its frame
+        // (`Detached`): a coroutine resumed by `resume_detached` needs no `outer`.
         from.local = crate::local::replace(to.local);
         let input = ManuallyDrop::new(input);
         // SAFETY: we run on `from`'s stack with its link (per the contract), `to_sp` and

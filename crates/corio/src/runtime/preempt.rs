@@ -160,6 +160,13 @@ impl PreemptState {
         self.enter();
         NoPreempt(self)
     }
+
+    /// The guard of a count raised earlier with [`enter`](Self::enter) (by a caller that keeps
+    /// its own guard, `StackfulCtx::no_preempt_here`): lowers the counter when it drops.
+    #[inline]
+    pub(crate) fn adopt(&self) -> NoPreempt {
+        NoPreempt(self)
+    }
 }
 
 /// Keeps the running coroutine from being preempted while it lives (see "The rule").

@@ -667,16 +667,16 @@ impl WorkerCtx {
 
     /// The checks both direct paths begin with: not shutting down; `run_task`'s end for the
     /// leaving coroutine (the slice bookkeeping of a preempt request is the loop's) and start
-    /// for the next one (no searching to stop); `next_task`'s round with no maintenance due,
+    /// for the next one (no searching to stop: never while a task runs); `next_task`'s round with no maintenance due,
     /// the slice not over and the spawn slot (which goes first) unused. Returns the core,
     /// borrowed, and the round's number, or `None` to leave it to the loop.
     #[inline(always)]
     fn direct_round(&self) -> Option<(std::cell::RefMut<'_, Core>, u32)> {
         let remote = self.remote();
-        if self.shared.is_shutdown()
-            || self.searching.get()
-            || remote.preempt.load(Ordering::Relaxed)
-        {
+        // Not searching: `run_task` stopped the search before it ran the task that called
+        // this, and only the loop's `search` and `park`, never a task, start one.
+        debug_assert!(!self.searching.get());
+        if self.shared.is_shutdown() || remote.preempt.load(Ordering::Relaxed) {
             return None;
         }
         let core = self.core.try_borrow_mut().ok()?;
@@ -738,7 +738,7 @@ impl WorkerCtx {
         drop(core);
         // `run_task`'s start for `to`: its poll reference is now the frame's.
         std::mem::forget(to);
-        Some(self.start_switched(to_ptr, to_ctx, &remote.direct_switches))
+        Some(self.start_switched(remote, to_ptr, to_ctx, &remote.direct_switches))
     }
 
     /// Records `from` as the poll frame's coroutine if no direct switch has happened in this
@@ -755,15 +755,16 @@ impl WorkerCtx {
 
     /// The end of both direct paths: `run_task`'s start for `to` (whose poll reference the
     /// frame now holds: `switched`), one more on the path's `counter`, and `to`'s poll
-    /// thread-local state. Returns `to`'s switch state.
+    /// thread-local state. Returns `to`'s switch state. `remote` is this worker's, as the
+    /// caller read it (read again here, it was reloaded: the core's stores may alias it).
     #[inline(always)]
     fn start_switched(
         &self,
+        remote: &Remote,
         to_ptr: std::ptr::NonNull<crate::task::core::Header>,
         to_ctx: &StackfulCtx,
         counter: &AtomicU64,
     ) -> *mut RawCoroutine {
-        let remote = self.remote();
         // Owner-only counters: a plain store is enough (sysmon and metrics only read).
         remote
             .ticks
@@ -774,7 +775,8 @@ impl WorkerCtx {
             .store(unsafe { to_ptr.as_ref() }.id, Ordering::Relaxed);
         counter.store(counter.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
         self.switched.set(Some(to_ptr));
-        to_ctx.enter_direct(self.index)
+        // SAFETY: `to_ptr` is `to_ctx`'s task (the caller's `to`), alive as above.
+        to_ctx.enter_direct(unsafe { to_ptr.as_ref() }, self.index)
     }
 
     /// A direct hand-off (docs/scheduler.md, "The direct switch on a `block_on` suspension"):
@@ -848,7 +850,7 @@ impl WorkerCtx {
         drop(core);
         let inherited = remote.inherited.load(Ordering::Relaxed);
         remote.inherited.store(inherited + 1, Ordering::Relaxed);
-        Some(self.start_switched(to_ptr, to_ctx, &remote.direct_handoffs))
+        Some(self.start_switched(remote, to_ptr, to_ctx, &remote.direct_handoffs))
     }
 
     /// The next task from this worker's own queues (steps 1–4 of the loop).

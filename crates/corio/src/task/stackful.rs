@@ -150,7 +150,9 @@ impl StackfulCtx {
     #[inline(always)]
     pub(crate) fn yield_known(&self, pinned: bool) {
         debug_assert_eq!(pinned, self.pinned);
-        let _no_preempt = self.no_preempt();
+        // Lowered through `self`, which the switch keeps anyway: a `NoPreempt` guard would be
+        // one more value kept (spilled and reloaded) across it.
+        let _no_preempt = self.no_preempt_here();
         // Refuse a nested coroutine before leaving any trace of the yield (a set flag or a
         // wake would resume the task spuriously at its next real suspension).
         let yielder = self.check_own_stack();
@@ -207,15 +209,15 @@ impl StackfulCtx {
         unsafe { NonNull::new_unchecked(self.waker.data().cast::<Header>().cast_mut()) }
     }
 
-    /// Makes this coroutine the running task of this thread, as its poll's guards do, for a
-    /// direct switch to it by `worker` (the index of this thread's worker; the guards of the
-    /// poll frame it will switch back to restore the thread's values). Returns its switch
-    /// state.
+    /// Makes this coroutine, whose task is `header`, the running task of this thread, as its
+    /// poll's guards do, for a direct switch to it by `worker` (the index of this thread's
+    /// worker; the guards of the poll frame it will switch back to restore the thread's
+    /// values). Returns its switch state.
     #[inline(always)] // into the yield, like `WorkerCtx::direct_yield`
-    pub(crate) fn enter_direct(&self, worker: usize) -> *mut RawCoroutine {
-        // SAFETY: the context lives in a `Live` block that its task's cell owns, so the task is
-        // alive.
-        let header = unsafe { self.header_ptr().as_ref() };
+    pub(crate) fn enter_direct(&self, header: &Header, worker: usize) -> *mut RawCoroutine {
+        // The caller's pointer to the task, which it read from the queue: reading it again
+        // from the waker would cost a load.
+        debug_assert_eq!(self.header_ptr(), NonNull::from(header));
         // The home check of every resume, against the index of the worker that runs this (a
         // direct switch reaches only pinned coroutines; their home was stored by this thread).
         debug_assert!(self.pinned);
@@ -239,6 +241,16 @@ impl StackfulCtx {
             Some(state) => state.no_preempt(),
             None => NoPreempt::NONE,
         }
+    }
+
+    /// [`no_preempt`](Self::no_preempt) for a frame that keeps `self` across its switch
+    /// anyway: the guard finds the counter through the context when it drops.
+    #[inline(always)]
+    fn no_preempt_here(&self) -> NoPreemptHere<'_> {
+        if let Some(state) = &self.preempt {
+            state.enter();
+        }
+        NoPreemptHere(self)
     }
 
     /// Yields for the preemption trampoline (`runtime/preempt.rs`): as `yield_now`, but never
@@ -359,6 +371,21 @@ impl StackfulCtx {
             resume_unwind(Box::new(Cancelled {
                 unwinding: Some(flag),
             }));
+        }
+    }
+}
+
+/// The guard of [`StackfulCtx::no_preempt_here`]: lowers the coroutine's no-preempt counter,
+/// if it is preemptible, when it drops.
+struct NoPreemptHere<'a>(&'a StackfulCtx);
+
+impl Drop for NoPreemptHere<'_> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        if let Some(state) = &self.0.preempt {
+            // The counter `no_preempt_here` raised on this coroutine (its `NoPreempt` guard,
+            // forgotten, would lower the same one).
+            drop(state.adopt());
         }
     }
 }

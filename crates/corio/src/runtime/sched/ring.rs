@@ -9,9 +9,10 @@
 //!
 //! [`Ring`] keeps the capacity a power of two and its `head` always a physical index below
 //! it, so the front is `buf[head]` with no arithmetic at all, and a position `i` places back
-//! is `(head + i) & (cap - 1)`. Its one special operation is [`Ring::rotate`]: the front out
-//! and a new element in at the back in one step, which never grows the ring (the length stays
-//! the same; with a full ring the back's slot *is* the front's, read before it is written).
+//! is `(head + i) & mask` (`mask = cap - 1`, a field). Its one special operation is
+//! [`Ring::rotate`]: the front out and a new element in at the back in one step, which never
+//! grows the ring (the length stays the same; with a full ring the back's slot *is* the
+//! front's, read before it is written).
 //!
 //! The slots are `MaybeUninit`: exactly the `len` slots from `head` on (modulo the capacity)
 //! hold values. The unit tests below run under Miri (`cargo +nightly miri test -p corio --lib
@@ -27,6 +28,9 @@ pub(crate) struct Ring<T> {
     head: usize,
     /// How many slots from `head` on hold values.
     len: usize,
+    /// The capacity minus one (0 while it is 0): `slot`'s mask, kept so that the hot path
+    /// does not compute it from the capacity at each use.
+    mask: usize,
 }
 
 impl<T> Ring<T> {
@@ -36,6 +40,7 @@ impl<T> Ring<T> {
             buf: Box::new([]),
             head: 0,
             len: 0,
+            mask: 0,
         }
     }
 
@@ -55,7 +60,7 @@ impl<T> Ring<T> {
     /// slot). The capacity must not be 0.
     #[inline(always)]
     fn slot(&self, i: usize) -> usize {
-        (self.head + i) & (self.buf.len() - 1)
+        (self.head + i) & self.mask
     }
 
     /// The front element.
@@ -131,6 +136,7 @@ impl<T> Ring<T> {
         }
         self.buf = buf;
         self.head = 0;
+        self.mask = cap - 1;
     }
 }
 
