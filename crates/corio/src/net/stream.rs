@@ -140,23 +140,18 @@ macro_rules! stream_face {
                 cx: &mut std::task::Context<'_>,
                 buf: &mut [std::mem::MaybeUninit<u8>],
             ) -> std::task::Poll<std::io::Result<usize>> {
-                use std::os::fd::AsRawFd;
                 let len = buf.len();
-                let ptr = buf.as_mut_ptr().cast::<libc::c_void>();
+                let ptr = buf.as_mut_ptr().cast::<u8>();
                 self.$sock.poll_stream(
                     $crate::io::registry::Direction::Read,
                     cx,
                     len,
                     |s: &$std| {
                         // SAFETY: `ptr` is valid for writes of `len` bytes (it is `buf`,
-                        // borrowed mutably for this call); `read(2)` only writes into it, and
-                        // only its first `n` bytes, which the caller may then treat as
-                        // initialised. The fd is the socket's own, open while `s` lives.
-                        let n = unsafe { libc::read(s.as_raw_fd(), ptr, len) };
-                        if n < 0 {
-                            Err(std::io::Error::last_os_error())
-                        } else {
-                            Ok(n as usize)
+                        // borrowed mutably for this call); `recv` writes only its first `n`
+                        // bytes, which the caller may then treat as initialised.
+                        unsafe {
+                            $crate::io::sys::recv(std::os::fd::AsRawFd::as_raw_fd(s), ptr, len)
                         }
                     },
                 )
@@ -167,13 +162,21 @@ macro_rules! stream_face {
                 cx: &mut std::task::Context<'_>,
                 buf: &mut [u8],
             ) -> std::task::Poll<std::io::Result<usize>> {
-                use std::io::Read;
                 let len = buf.len();
                 self.$sock.poll_stream(
                     $crate::io::registry::Direction::Read,
                     cx,
                     len,
-                    |s: &$std| (&*s).read(buf),
+                    |s: &$std| {
+                        // SAFETY: `buf` is writable for `len` bytes, borrowed for this call.
+                        unsafe {
+                            $crate::io::sys::recv(
+                                std::os::fd::AsRawFd::as_raw_fd(s),
+                                buf.as_mut_ptr(),
+                                len,
+                            )
+                        }
+                    },
                 )
             }
 
@@ -182,12 +185,11 @@ macro_rules! stream_face {
                 cx: &mut std::task::Context<'_>,
                 buf: &[u8],
             ) -> std::task::Poll<std::io::Result<usize>> {
-                use std::io::Write;
                 self.$sock.poll_stream(
                     $crate::io::registry::Direction::Write,
                     cx,
                     buf.len(),
-                    |s: &$std| (&*s).write(buf),
+                    |s: &$std| $crate::io::sys::send(std::os::fd::AsRawFd::as_raw_fd(s), buf),
                 )
             }
 
