@@ -301,10 +301,12 @@ impl ScheduledIo {
         for slot in &self.slots {
             drop(slot.take());
         }
-        // `try_lock`: the holder can only be a stale poller waking the lists (or a close),
-        // which empties them anyway — or this very thread, if a wake under the lock dropped
-        // the socket's last handle, where `lock` would deadlock. A waker left in a list then
-        // costs its task one spurious wake-up later, never a lost one.
+        // `try_lock`: the holder can only be a stale poller waking one direction's list (or a
+        // close) — or this very thread, if a wake under the lock dropped the socket's last
+        // handle, where `lock` would deadlock. The other direction's wakers then stay: if the
+        // `ScheduledIo` is reused, its first edge that way wakes them once for nothing (never
+        // a lost wake-up); if it is not, `close_all` drops them at shutdown (each holds its
+        // task and with it the runtime: left in place they would keep the driver's fds open).
         if let Ok(mut waiters) = self.waiters.try_lock() {
             for (list, waiting) in waiters.iter_mut().zip(&self.waiting) {
                 waiting.store(false, Ordering::Relaxed); // under the lock
@@ -312,6 +314,17 @@ impl ScheduledIo {
             }
         }
         self.closed.store(false, Ordering::Relaxed);
+    }
+
+    /// The wakers a `reset` could not clear from this released `ScheduledIo` (see there).
+    fn take_stale(&self) -> Vec<Waker> {
+        let mut waiters = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
+        let mut wakers = Vec::new();
+        for (list, waiting) in waiters.iter_mut().zip(&self.waiting) {
+            waiting.store(false, Ordering::Relaxed); // under the lock
+            wakers.append(list);
+        }
+        wakers
     }
 
     /// Ends the registration: every waiter wakes and finds it closed.
@@ -479,17 +492,25 @@ impl Registry {
     }
 
     /// Closes every registration (runtime shutdown): waiters wake with an error, and the
-    /// wakers they left behind — which hold their tasks — are dropped. The registrations stay
+    /// wakers they left behind — which hold their tasks — are dropped, also those a `reset`
+    /// could not clear from a released `ScheduledIo`. The registrations stay
     /// (their sockets still use their `ScheduledIo`s, now closed) until the sockets drop.
     pub(crate) fn close_all(&self) {
         let wakers: Vec<Waker> = {
             // Under the lock, so that no socket is released (and its `ScheduledIo` reset for
             // the next one) while it is being closed.
             let pool = self.pool.lock().unwrap_or_else(|e| e.into_inner());
+            // Every `ScheduledIo`, released ones too: `reset` may have left wakers in one
+            // (taken without closing it: it is free for a next registration).
             (0..pool.len)
-                .filter(|&index| pool.live[index as usize])
-                .filter_map(|index| self.get(index))
-                .flat_map(ScheduledIo::close_take)
+                .filter_map(|index| Some((pool.live[index as usize], self.get(index)?)))
+                .flat_map(|(live, io)| {
+                    if live {
+                        io.close_take()
+                    } else {
+                        io.take_stale()
+                    }
+                })
                 .collect()
         };
         // Without it: a wake may drop a task and with it a socket, whose release takes it.
@@ -614,6 +635,50 @@ mod tests {
         let state = io.clear(Direction::Read, io.state(Direction::Read));
         assert_eq!(io.wait(Direction::Read, state, &waker), Wait::Queued);
         count
+    }
+
+    /// The review's leak: a stale poller holds a `ScheduledIo`'s list lock (waking one
+    /// direction) while the socket's last handle drops on another thread, so `reset` cannot
+    /// clear the other direction's list. `close_all` must still drop those wakers: each holds
+    /// its task and with it the runtime (before: it visited only live registrations, and the
+    /// waker stayed for ever).
+    #[test]
+    fn close_all_drops_the_wakers_a_reset_could_not_clear() {
+        let registry = Arc::new(Registry::default());
+        let registration = registry.insert();
+        let (index, _) = split(registration.token());
+        let io = registration.io();
+        // Two writers: the first waits in the slot, the second in the list.
+        let mut counts = Vec::new();
+        for _ in 0..2 {
+            let count = Arc::new(Count(AtomicUsize::new(0)));
+            let waker = Waker::from(count.clone());
+            let state = io.clear(Direction::Write, io.state(Direction::Write));
+            assert_eq!(io.wait(Direction::Write, state, &waker), Wait::Queued);
+            counts.push(count);
+        }
+        let listed = counts.pop().unwrap();
+        assert_eq!(
+            Arc::strong_count(&listed),
+            2,
+            "the list holds the second waker"
+        );
+        {
+            // The stale poller's lock, held while the release resets the `ScheduledIo`.
+            let _poller = registry.get(index).unwrap().waiters.lock().unwrap();
+            drop(registration);
+        }
+        assert_eq!(
+            Arc::strong_count(&listed),
+            2,
+            "reset could not clear the list"
+        );
+        registry.close_all();
+        assert_eq!(
+            Arc::strong_count(&listed),
+            1,
+            "close_all left a released ScheduledIo's waker in place"
+        );
     }
 
     #[test]

@@ -366,7 +366,8 @@ impl Driver {
                 continue;
             }
             let mut buf = 0u64;
-            // SAFETY: reading 8 bytes from our nonblocking eventfd/timerfd into a u64.
+            // SAFETY: reading 8 bytes from our nonblocking eventfd into a u64 (the timerfd is read
+            // by `take_timer_expiry` above).
             unsafe { libc::read(fd, (&raw mut buf).cast(), 8) };
         }
         if sockets > 0 {

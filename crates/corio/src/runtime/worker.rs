@@ -409,10 +409,17 @@ impl Core {
     #[cold]
     #[inline(never)]
     fn pop_placed(&mut self, remote: &Remote) -> Option<Runnable> {
-        if let Some(task) = remote.take_placed() {
-            return Some(Runnable::Notified(task));
+        // A loop, not a recursion through `pop_pinned`: a target stuck for a while can have
+        // thousands of markers whose coroutines sysmon released, one frame each otherwise.
+        loop {
+            if let Some(task) = remote.take_placed() {
+                return Some(Runnable::Notified(task));
+            }
+            match self.pinned.pop_front()? {
+                Pinned::Task(task) => return Some(task),
+                Pinned::Placed => {}
+            }
         }
-        self.pop_pinned(remote)
     }
 
     /// Whether step 1's periodic part (`maintenance`) is due in the round numbered `tick`,
