@@ -828,7 +828,15 @@ mod tests {
             let io = registration.io();
             let state = io.clear(Direction::Read, io.state(Direction::Read));
             let waker = Waker::from(Arc::new(Count(AtomicUsize::new(0))));
-            assert_eq!(io.wait(Direction::Read, state, &waker), Wait::Queued);
+            // `Retry` is the wake-up for nothing allowed below, met while
+            // registering: a stale poller that passed its check before the drop set the
+            // slot's `WAKING` (seen once in ~20,000 rounds in a loaded debug run). `Closed`
+            // would be a stale hang-up reaching this socket.
+            let wait = io.wait(Direction::Read, state, &waker);
+            assert!(
+                matches!(wait, Wait::Queued | Wait::Retry),
+                "round {round}: {wait:?}"
+            );
             for _ in 0..3 {
                 std::thread::yield_now();
             }
