@@ -15,7 +15,8 @@
 //! stat -e syscalls:*` see what they saw before. The write passes `MSG_NOSIGNAL`, as `std`'s
 //! `TcpStream` does: a peer that has gone away is `EPIPE`, never `SIGPIPE` (for a Unix stream
 //! too, where `std` uses `write(2)` and relies on Rust ignoring `SIGPIPE`). `EINTR` is returned
-//! as `ErrorKind::Interrupted`, which the callers' loops retry, as before.
+//! as `ErrorKind::Interrupted`, which the callers' loops retry, as before. Under Miri, which
+//! cannot run inline assembly, the libc functions are used.
 
 use std::io;
 use std::os::fd::RawFd;
@@ -28,7 +29,7 @@ use std::os::fd::RawFd;
 /// bytes of a successful `Ok(n)` are written).
 #[inline]
 pub(crate) unsafe fn recv(fd: RawFd, buf: *mut u8, len: usize) -> io::Result<usize> {
-    #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+    #[cfg(all(target_os = "linux", target_arch = "x86_64", not(miri)))]
     {
         // SAFETY: recvfrom(fd, buf, len, 0, NULL, NULL) writes at most `len` bytes to `buf`,
         // which the caller guarantees writable; a bad fd is an error, not undefined behaviour.
@@ -45,7 +46,7 @@ pub(crate) unsafe fn recv(fd: RawFd, buf: *mut u8, len: usize) -> io::Result<usi
         };
         result(ret)
     }
-    #[cfg(not(all(target_os = "linux", target_arch = "x86_64")))]
+    #[cfg(not(all(target_os = "linux", target_arch = "x86_64", not(miri))))]
     {
         // SAFETY: as above, through libc.
         let ret = unsafe { libc::recv(fd, buf.cast(), len, 0) };
@@ -60,7 +61,7 @@ pub(crate) unsafe fn recv(fd: RawFd, buf: *mut u8, len: usize) -> io::Result<usi
 /// `send(fd, buf, len, MSG_NOSIGNAL)`: writes some of `buf`.
 #[inline]
 pub(crate) fn send(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
-    #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+    #[cfg(all(target_os = "linux", target_arch = "x86_64", not(miri)))]
     {
         // SAFETY: sendto(fd, buf, len, MSG_NOSIGNAL, NULL, 0) only reads `buf`'s `len` bytes,
         // borrowed for this call; a bad fd is an error, not undefined behaviour.
@@ -77,7 +78,7 @@ pub(crate) fn send(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
         };
         result(ret)
     }
-    #[cfg(not(all(target_os = "linux", target_arch = "x86_64")))]
+    #[cfg(not(all(target_os = "linux", target_arch = "x86_64", not(miri))))]
     {
         // SAFETY: as above, through libc.
         let ret = unsafe { libc::send(fd, buf.as_ptr().cast(), buf.len(), libc::MSG_NOSIGNAL) };
@@ -90,7 +91,7 @@ pub(crate) fn send(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
 }
 
 /// A raw system call's return: a count, or `-errno` (the kernel's convention: -4095..-1).
-#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+#[cfg(all(target_os = "linux", target_arch = "x86_64", not(miri)))]
 #[inline]
 fn result(ret: isize) -> io::Result<usize> {
     if ret < 0 {
@@ -107,7 +108,7 @@ fn result(ret: isize) -> io::Result<usize> {
 ///
 /// The system call `n` with these arguments must be sound: any memory it reads or writes
 /// through them must be valid for that access.
-#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+#[cfg(all(target_os = "linux", target_arch = "x86_64", not(miri)))]
 #[inline]
 unsafe fn syscall6(
     n: usize,
@@ -149,6 +150,7 @@ mod tests {
     use std::os::unix::net::UnixStream;
 
     #[test]
+    #[cfg_attr(miri, ignore)] // sockets with flags: beyond what Miri's shims model
     fn send_and_recv_move_bytes_and_report_errors_as_errno() {
         let (a, mut b) = UnixStream::pair().unwrap();
         assert_eq!(send(a.as_raw_fd(), b"hello").unwrap(), 5);
