@@ -308,10 +308,7 @@ impl ScheduledIo {
         // a lost wake-up); if it is not, `close_all` drops them at shutdown (each holds its
         // task and with it the runtime: left in place they would keep the driver's fds open).
         if let Ok(mut waiters) = self.waiters.try_lock() {
-            for (list, waiting) in waiters.iter_mut().zip(&self.waiting) {
-                waiting.store(false, Ordering::Relaxed); // under the lock
-                list.clear();
-            }
+            drop(self.take_lists(&mut waiters));
         }
         self.closed.store(false, Ordering::Relaxed);
     }
@@ -319,6 +316,11 @@ impl ScheduledIo {
     /// The wakers a `reset` could not clear from this released `ScheduledIo` (see there).
     fn take_stale(&self) -> Vec<Waker> {
         let mut waiters = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
+        self.take_lists(&mut waiters)
+    }
+
+    /// Empties both directions' lists, whose lock the caller holds (`waiters` is its guard).
+    fn take_lists(&self, waiters: &mut [Vec<Waker>; 2]) -> Vec<Waker> {
         let mut wakers = Vec::new();
         for (list, waiting) in waiters.iter_mut().zip(&self.waiting) {
             waiting.store(false, Ordering::Relaxed); // under the lock

@@ -49,12 +49,7 @@ pub(crate) unsafe fn recv(fd: RawFd, buf: *mut u8, len: usize) -> io::Result<usi
     #[cfg(not(all(target_os = "linux", target_arch = "x86_64", not(miri))))]
     {
         // SAFETY: as above, through libc.
-        let ret = unsafe { libc::recv(fd, buf.cast(), len, 0) };
-        if ret < 0 {
-            Err(io::Error::last_os_error())
-        } else {
-            Ok(ret as usize)
-        }
+        libc_result(unsafe { libc::recv(fd, buf.cast(), len, 0) })
     }
 }
 
@@ -81,12 +76,18 @@ pub(crate) fn send(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
     #[cfg(not(all(target_os = "linux", target_arch = "x86_64", not(miri))))]
     {
         // SAFETY: as above, through libc.
-        let ret = unsafe { libc::send(fd, buf.as_ptr().cast(), buf.len(), libc::MSG_NOSIGNAL) };
-        if ret < 0 {
-            Err(io::Error::last_os_error())
-        } else {
-            Ok(ret as usize)
-        }
+        libc_result(unsafe { libc::send(fd, buf.as_ptr().cast(), buf.len(), libc::MSG_NOSIGNAL) })
+    }
+}
+
+/// A libc call's return: a count, or -1 with `errno` set.
+#[cfg(not(all(target_os = "linux", target_arch = "x86_64", not(miri))))]
+#[inline]
+fn libc_result(ret: isize) -> io::Result<usize> {
+    if ret < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(ret as usize)
     }
 }
 
