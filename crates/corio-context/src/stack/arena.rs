@@ -154,6 +154,19 @@ struct Guards {
     max_map_count: usize,
 }
 
+/// Takes one unit of `budget` if any is left (a compare-exchange loop rather than
+/// `fetch_update`, deprecated on nightly for `try_update`, which is newer than the MSRV).
+fn take_one(budget: &AtomicUsize) -> bool {
+    let mut n = budget.load(Ordering::Relaxed);
+    while n > 0 {
+        match budget.compare_exchange_weak(n, n - 1, Ordering::Relaxed, Ordering::Relaxed) {
+            Ok(_) => return true,
+            Err(now) => n = now,
+        }
+    }
+    false
+}
+
 fn guards() -> &'static Guards {
     static GUARDS: OnceLock<Guards> = OnceLock::new();
     GUARDS.get_or_init(|| {
@@ -325,15 +338,10 @@ impl SizeClass {
             }
             GuardMode::Mprotect => {
                 for (done, &base) in bases.iter().enumerate() {
-                    let budget =
-                        guards
-                            .budget
-                            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |b| {
-                                b.checked_sub(1)
-                            });
-                    let result = match budget {
-                        Ok(_) => os::guard_mprotect(base, self.guard_size),
-                        Err(_) => Err(io::Error::from_raw_os_error(libc::ENOMEM)),
+                    let result = if take_one(&guards.budget) {
+                        os::guard_mprotect(base, self.guard_size)
+                    } else {
+                        Err(io::Error::from_raw_os_error(libc::ENOMEM))
                     };
                     if let Err(e) = result {
                         if done > 0 {

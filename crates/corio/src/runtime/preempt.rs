@@ -684,9 +684,19 @@ mod imp {
     }
 
     fn take_pending(slot: &WorkerSlot) -> bool {
-        slot.pending
-            .fetch_update(Ordering::Acquire, Ordering::Relaxed, |n| n.checked_sub(1))
-            .is_ok()
+        // A compare-exchange loop rather than `fetch_update` (deprecated on nightly for
+        // `try_update`, which is newer than the crate's MSRV).
+        let mut n = slot.pending.load(Ordering::Relaxed);
+        while n > 0 {
+            match slot
+                .pending
+                .compare_exchange_weak(n, n - 1, Ordering::Acquire, Ordering::Relaxed)
+            {
+                Ok(_) => return true,
+                Err(now) => n = now,
+            }
+        }
+        false
     }
 
     /// The checks and the redirection, for a signal that is corio's.
