@@ -6,6 +6,16 @@
 //! or to serve is not run again: the failure is a property of the implementation, and its rows
 //! say why. The closure returns named values (`requests_per_sec@64`); [`NetRuns::row`] turns
 //! one name's values over the rounds into a table row.
+//!
+//! A case that measures several things per server (`http`: 16, 64 and 256 connections, then
+//! pipelined) calls them *cells* and uses [`cell_rounds`]: all rounds of one cell, servers
+//! interleaved round by round (A B C D E, B C D E A, ...), before the next cell, each
+//! measurement in a fresh server process. The alternative, every cell of one server back to
+//! back before the next server, puts one server's 40 s against another's: a burst of load on a
+//! shared machine (a neighbour's build) then lands on all of one server's rows and decides
+//! them. Interleaved, the runs of one cell lie within a minute or so of each other and a burst
+//! hits one run of each of a few servers; the median of each cell's runs drops it and the
+//! table's min – max shows it happened. [`schedule`] is that order, tested on its own.
 
 use std::collections::HashMap;
 
@@ -41,31 +51,64 @@ pub fn rounds(
     runs: usize,
     mut measure: impl FnMut(usize, &mut Server, &mut HashMap<String, String>) -> Result<Values, String>,
 ) -> NetRuns {
+    cell_rounds(subjects, 1, runs, |_, i, server, notes| {
+        measure(i, server, notes)
+    })
+}
+
+/// The order of [`cell_rounds`]' measurements, as (cell, round, subject): cell by cell, and
+/// within a cell `runs` rounds that each visit every subject once, in [`run_order`]'s
+/// rotation (continued from one cell to the next, so no subject always opens a cell).
+///
+/// [`run_order`]: super::run_order
+pub fn schedule(cells: usize, runs: usize, subjects: usize) -> Vec<(usize, usize, usize)> {
+    let mut order = Vec::with_capacity(cells * runs * subjects);
+    for cell in 0..cells {
+        for round in 0..runs {
+            order.extend(super::run_order(cell * runs + round, subjects).map(|i| (cell, round, i)));
+        }
+    }
+    order
+}
+
+/// Runs `runs` rounds of each of `cells` measurements over `subjects`, in [`schedule`]'s order,
+/// starting a fresh server for each and measuring it with `measure(cell, subject, server,
+/// notes)`. Round `r`'s values of every cell end up in one map per subject, so
+/// [`NetRuns::row`] reads a cell's value over the rounds by its name.
+pub fn cell_rounds(
+    subjects: &[Launch],
+    cells: usize,
+    runs: usize,
+    mut measure: impl FnMut(
+        usize,
+        usize,
+        &mut Server,
+        &mut HashMap<String, String>,
+    ) -> Result<Values, String>,
+) -> NetRuns {
     let mut per_subject: Vec<Result<Vec<HashMap<String, f64>>, Outcome>> = subjects
         .iter()
         .map(|s| match s {
-            Ok(_) => Ok(Vec::new()),
+            Ok(_) => Ok(vec![HashMap::new(); runs]),
             Err(why) => Err(why.clone()),
         })
         .collect();
     let mut notes = vec![HashMap::new(); subjects.len()];
-    for round in 0..runs {
-        for i in super::run_order(round, subjects.len()) {
-            let (Ok(done), Ok(command)) = (&mut per_subject[i], &subjects[i]) else {
-                continue;
-            };
-            let result = Server::start(command).and_then(|mut server| {
-                let values = measure(i, &mut server, &mut notes[i])?;
-                if server.alive() {
-                    Ok(values)
-                } else {
-                    Err("the server died under load".into())
-                }
-            });
-            match result {
-                Ok(values) => done.push(values.into_iter().collect()),
-                Err(why) => per_subject[i] = Err(Outcome::Failed(why)),
+    for (cell, round, i) in schedule(cells, runs, subjects.len()) {
+        let (Ok(done), Ok(command)) = (&mut per_subject[i], &subjects[i]) else {
+            continue;
+        };
+        let result = Server::start(command).and_then(|mut server| {
+            let values = measure(cell, i, &mut server, &mut notes[i])?;
+            if server.alive() {
+                Ok(values)
+            } else {
+                Err("the server died under load".into())
             }
+        });
+        match result {
+            Ok(values) => done[round].extend(values),
+            Err(why) => per_subject[i] = Err(Outcome::Failed(why)),
         }
     }
     NetRuns { per_subject, notes }
@@ -99,5 +142,56 @@ impl NetRuns {
     /// The note subject `i` left under `key` in its last round, if any.
     pub fn note(&self, i: usize, key: &str) -> Option<&str> {
         self.notes[i].get(key).map(String::as_str)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::schedule;
+
+    #[test]
+    fn each_cell_runs_all_its_rounds_with_the_servers_interleaved_before_the_next_cell() {
+        let order = schedule(2, 3, 3);
+        assert_eq!(
+            order,
+            vec![
+                (0, 0, 0),
+                (0, 0, 1),
+                (0, 0, 2),
+                (0, 1, 1),
+                (0, 1, 2),
+                (0, 1, 0),
+                (0, 2, 2),
+                (0, 2, 0),
+                (0, 2, 1),
+                (1, 0, 0),
+                (1, 0, 1),
+                (1, 0, 2),
+                (1, 1, 1),
+                (1, 1, 2),
+                (1, 1, 0),
+                (1, 2, 2),
+                (1, 2, 0),
+                (1, 2, 1),
+            ]
+        );
+    }
+
+    #[test]
+    fn every_subject_is_measured_once_per_round_of_every_cell() {
+        let (cells, runs, subjects) = (4, 5, 5);
+        let order = schedule(cells, runs, subjects);
+        assert_eq!(order.len(), cells * runs * subjects);
+        let mut seen = std::collections::HashSet::new();
+        for &m in &order {
+            assert!(seen.insert(m), "{m:?} measured twice");
+        }
+        // No subject opens two consecutive rounds of a cell.
+        for cell in 0..cells {
+            let firsts: Vec<usize> = (0..runs)
+                .map(|r| order[(cell * runs + r) * subjects].2)
+                .collect();
+            assert!(firsts.windows(2).all(|w| w[0] != w[1]), "{firsts:?}");
+        }
     }
 }
