@@ -119,20 +119,24 @@ fn run(opts: &Opts) -> Vec<Measurement> {
             .as_deref()
             .expect("servers start only when wrk is installed");
         let url = format!("http://{}/plaintext", srv.addr);
+        let label = cells[cell].map_or("pipelined".to_string(), |c| format!("c={c}"));
+        let wrk_run = |conns, secs, script| {
+            wrk_run(wrk, &url, conns, secs, script).map_err(|e| format!("{label}: {e}"))
+        };
         if warmup {
-            wrk_run(wrk, &url, 64, 1, None)?;
+            wrk_run(64, 1, None)?;
         }
         let mut values: Values = Vec::new();
         let mut problems = Vec::new();
         match cells[cell] {
             Some(c) => {
-                let r = wrk_run(wrk, &url, c, secs, None)?;
+                let r = wrk_run(c, secs, None)?;
                 values.push((format!("rps@{c}"), r.rps));
                 values.push((format!("p99@{c}"), r.p99_us));
                 problems.extend(r.errors.map(|e| format!("c={c}: {e}")));
             }
             None => {
-                let r = wrk_run(wrk, &url, piped_conns, secs, Some(&script))?;
+                let r = wrk_run(piped_conns, secs, Some(&script))?;
                 values.push(("rps@piped".into(), r.rps));
                 // Not wrk's pipelined percentile (see the module doc): the batches' own p99.
                 match batch_p99_us(&r.text, piped_conns) {
@@ -159,6 +163,9 @@ fn run(opts: &Opts) -> Vec<Measurement> {
             let mut full = format!("{note}; {what}; {}", server::pin_note());
             if let Some(e) = results.note(i, "errors") {
                 full = format!("{full}; wrk saw {e}");
+            }
+            if let Some(r) = results.note(i, netrun::RETRIED) {
+                full = format!("{full}; {r}");
             }
             out.push(
                 results
@@ -235,7 +242,7 @@ fn wrk_run(
     let out = ChildCommand::program(wrk)
         .wrapper(server::pinned(LOAD_CPU))
         .args(args)
-        .timeout(Duration::from_secs(secs + 60))
+        .timeout(Duration::from_secs(secs + 20))
         .run()
         .map_err(|e| format!("could not run wrk: {e}"))?;
     if !out.success() {
