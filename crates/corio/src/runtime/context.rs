@@ -367,19 +367,6 @@ pub(crate) fn constrain(budget: u32) {
     CONTEXT.with(|c| c.budget.set(budget));
 }
 
-/// Runs `f` with this thread's worker if the task being polled here, if any, is its runtime's
-/// (so that [`current_shared`] would return the worker's runtime): one thread-local lookup
-/// for a timer's registration, which needs both the runtime and the worker. Not inlined, as
-/// every accessor coroutine code can call ("Fresh addresses after a switch").
-#[inline(never)]
-pub(crate) fn with_own_worker<R>(f: impl FnOnce(Option<&WorkerCtx>) -> R) -> R {
-    CONTEXT.with(|c| {
-        // SAFETY: as in `with_worker` and `current_task`.
-        let (worker, task) = unsafe { (c.worker.get().as_ref(), c.task.get().as_ref()) };
-        f(worker.filter(|w| task.is_none_or(|t| Arc::ptr_eq(&t.scheduler, w.shared()))))
-    })
-}
-
 /// The runtime that `spawn` and timers use from this thread: the running task's, this
 /// worker's, or the one entered with `Runtime::enter`.
 #[inline(never)]

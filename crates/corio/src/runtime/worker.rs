@@ -535,14 +535,6 @@ impl WorkerCtx {
         &self.shared
     }
 
-    /// The runtime clock at this worker's last timer check (never later than the present),
-    /// or `None` while the loop holds its core. A timer registered from a task compares its
-    /// deadline with it before reading the clock (`time/sleep.rs`, "The first poll").
-    #[inline]
-    pub(crate) fn last_clock_reading(&self) -> Option<u64> {
-        self.core.try_borrow().ok().map(|core| core.now)
-    }
-
     #[inline]
     fn remote(&self) -> &Remote {
         // SAFETY: `remote` points into `self.shared.workers`, which the `Arc` in `self` keeps

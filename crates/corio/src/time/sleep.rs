@@ -6,19 +6,6 @@
 //! driver until the nearest deadline — fires it, which wakes the task. Dropping a `Sleep`
 //! before it fires removes its entry, so cancelled timers (the usual fate of a timeout) leave
 //! nothing behind.
-//!
-//! # The first poll
-//!
-//! A deadline that has passed completes the first poll at once; any other is registered. To
-//! tell them apart, the first poll on a worker compares the deadline with the worker's last
-//! reading of the clock (taken at its last timer check, every few rounds) before reading the
-//! clock itself: a deadline more than 1 ms past that reading is registered without a clock
-//! read. A server's timeouts (hyper's header-read timer, now + 30 s, started and cancelled
-//! for every request) are all of this kind, and a clock read costs 20–85 ns on a VM. The
-//! reading is never later than the present, so a deadline it calls passed has passed; one it
-//! calls ahead may, if the worker has not checked its timers for over a millisecond (a long
-//! poll), have just passed: it is then registered as due and fires at the worker's next timer
-//! check, as every timer of tokio's does (which compares with its driver's cached time).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -67,42 +54,17 @@ impl Sleep {
         Instant::now() >= self.deadline
     }
 
-    /// The first poll: `Ready` if the deadline has passed, else the timer is registered (with
-    /// `cx`'s waker) and `Pending`.
-    fn first_poll(&mut self, cx: &mut Context<'_>) -> Poll<()> {
-        // On a worker of the polling task's runtime: that runtime, this worker's heap, and the
-        // worker's last clock reading, in one thread-local lookup.
-        let home = context::with_own_worker(|w| {
-            let w = w.filter(|w| !w.shared().is_shutdown())?;
-            Some((w.shared().clone(), w.index(), w.last_clock_reading()))
-        });
-        let (shared, index, last_reading) = match home {
-            Some(home) => home,
-            None => match context::current_shared().filter(|s| !s.is_shutdown()) {
-                Some(shared) => {
-                    let index = context::with_worker(|w| match w {
-                        Some(w) if Arc::ptr_eq(w.shared(), &shared) => w.index(),
-                        _ => 0,
-                    });
-                    (shared, index, None)
-                }
-                None if Instant::now() >= self.deadline => return Poll::Ready(()),
-                None => {
-                    let entry = fallback::register(self.deadline, cx.waker());
-                    self.timer = Some(Registered::Fallback(entry));
-                    return Poll::Pending;
-                }
-            },
+    fn register(&mut self, cx: &mut Context<'_>) {
+        let Some(shared) = context::current_shared().filter(|s| !s.is_shutdown()) else {
+            let entry = fallback::register(self.deadline, cx.waker());
+            self.timer = Some(Registered::Fallback(entry));
+            return;
         };
+        let index = context::with_worker(|w| match w {
+            Some(w) if Arc::ptr_eq(w.shared(), &shared) => w.index(),
+            _ => 0,
+        });
         let deadline = super::nanos_since(shared.epoch, self.deadline);
-        if !clearly_ahead(deadline, last_reading) && shared.now_ns() >= deadline {
-            return Poll::Ready(());
-        }
-        self.register(cx, shared, index, deadline);
-        Poll::Pending
-    }
-
-    fn register(&mut self, cx: &mut Context<'_>, shared: Arc<Shared>, index: usize, deadline: u64) {
         let entry = TimerEntry::new_reusing(deadline);
         entry.register(cx.waker());
         let earliest = {
@@ -132,17 +94,6 @@ impl Sleep {
     }
 }
 
-/// How far past the worker's last clock reading a deadline must be for the first poll to
-/// register it without reading the clock (see "The first poll" in the module doc).
-const CLEARLY_AHEAD_NS: u64 = 1_000_000;
-
-/// Whether `deadline` is certainly still ahead, or ahead unless the worker's `last_reading`
-/// of the clock is more than [`CLEARLY_AHEAD_NS`] old: then the first poll need not read the
-/// clock. `false` also when the reading is before `deadline` by less, or there is none.
-fn clearly_ahead(deadline: u64, last_reading: Option<u64>) -> bool {
-    last_reading.is_some_and(|now| deadline > now.saturating_add(CLEARLY_AHEAD_NS))
-}
-
 impl Future for Sleep {
     type Output = ();
 
@@ -164,7 +115,11 @@ impl Sleep {
             Some(Registered::Runtime { entry, .. } | Registered::Fallback(entry)) => {
                 entry.poll_elapsed(cx)
             }
-            None => self.first_poll(cx),
+            None if Instant::now() >= self.deadline => Poll::Ready(()),
+            None => {
+                self.register(cx);
+                Poll::Pending
+            }
         }
     }
 }
@@ -244,24 +199,5 @@ impl std::fmt::Debug for Sleep {
         f.debug_struct("Sleep")
             .field("deadline", &self.deadline)
             .finish_non_exhaustive()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{CLEARLY_AHEAD_NS, clearly_ahead};
-
-    #[test]
-    fn only_a_deadline_well_past_the_last_clock_reading_skips_the_clock() {
-        let now = 5_000_000_000;
-        assert!(clearly_ahead(now + CLEARLY_AHEAD_NS + 1, Some(now)));
-        assert!(clearly_ahead(now + 30_000_000_000, Some(now)));
-        // Near the reading, before it, or with no reading: the clock decides.
-        assert!(!clearly_ahead(now + CLEARLY_AHEAD_NS, Some(now)));
-        assert!(!clearly_ahead(now, Some(now)));
-        assert!(!clearly_ahead(now - 1, Some(now)));
-        assert!(!clearly_ahead(u64::MAX, None));
-        // A reading at the end of the clock's range does not wrap around.
-        assert!(!clearly_ahead(u64::MAX, Some(u64::MAX - 1)));
     }
 }
