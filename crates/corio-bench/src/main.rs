@@ -46,7 +46,8 @@ fn usage() -> String {
          corio-bench table [--json] [--quick] [--runs N]\n  corio-bench list\n\n\
          options:\n  --json       one JSON object per measurement per line, instead of tables\n  \
          --quick      smaller problem sizes (same number of runs, except slow cases)\n  \
-         --runs N     repeat each measurement N times (default 5; mem --quick: 3)\n  \
+         --runs N     repeat each measurement N times (default 5; mem --quick: 3; http, echo, c10k: 3, \
+         --quick 1, servers interleaved run by run)\n  \
          --callgrind  also count instructions under valgrind (switch, create, yield; `table` does it \
          when valgrind is on PATH)\n\ncases:\n",
     );

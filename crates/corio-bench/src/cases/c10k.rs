@@ -94,6 +94,7 @@ fn run(opts: &Opts) -> Vec<Measurement> {
             let parts = [
                 Some(*note),
                 results.note(i, "last"),
+                results.note(i, netrun::RETRIED),
                 Some(server::pin_note()),
             ];
             let full: Vec<&str> = parts.into_iter().flatten().collect();

@@ -87,9 +87,13 @@ fn run(opts: &Opts) -> Vec<Measurement> {
                     "mps",
                 )
                 .with_note(format!(
-                    "{note}; {CLIENTS} clients × {MESSAGE} B for {} s; {}",
+                    "{note}; {CLIENTS} clients × {MESSAGE} B for {} s; {}{}",
                     ms as f64 / 1e3,
-                    server::pin_note()
+                    server::pin_note(),
+                    results
+                        .note(i, netrun::RETRIED)
+                        .map(|r| format!("; {r}"))
+                        .unwrap_or_default()
                 ))
         })
         .collect()

@@ -3,9 +3,9 @@
 //! Every server runs in its own process pinned to CPU 0 with one worker thread; `wrk` runs
 //! pinned to CPU 1 (`taskset`), one thread, keep-alive, against `GET /plaintext`
 //! (`Hello, World!`), at 16, 64 and 256 connections for 10 s (`--quick`: 64 connections for
-//! 1 s), after a discarded 1 s warm-up (none under `--quick`). Then a pipelined run: 256
-//! connections (`--quick`: 64), each sending 16 requests per round trip, through a wrk Lua
-//! script this case writes to a temporary file. wrk's `--latency` distribution gives the p99
+//! 1 s), each after a discarded 1 s warm-up at 64 connections (none under `--quick`). Then a
+//! pipelined run: 256 connections (`--quick`: 64), each sending 16 requests per round trip,
+//! through a wrk Lua script this case writes to a temporary file. wrk's `--latency` distribution gives the p99
 //! of the keep-alive runs. With pipelining the p99 is of a batch of 16 (wrk records one
 //! latency per batch, when the connection's 16th response arrives), computed here from the
 //! histogram the script's `done` prints, because wrk's own pipelined percentiles are wrong:
@@ -22,6 +22,12 @@
 //! The copies come from the original counts only, so [`batch_p99_us`] undoes the correction
 //! exactly (from the largest latency down) and takes the p99 of the batches as recorded; the
 //! total it recovers equals wrk's responses / 16.
+//!
+//! Every (connection count, server) cell is measured `--runs` times (default 3, `--quick` 1),
+//! each run in a fresh server process after its own warm-up, and the rounds of one connection
+//! count interleave the servers (A B C D E, B C D E A, C D E A B) before the next count starts
+//! (`netrun.rs`'s module doc says why); the table gives each cell's median requests/s and
+//! median p99, with min – max over the runs beside them.
 //!
 //! | row | server |
 //! |---|---|
@@ -102,34 +108,51 @@ fn run(opts: &Opts) -> Vec<Measurement> {
         })
         .collect();
     let script_ok = std::fs::write(&script, PIPELINE_LUA).is_ok();
-    let results = netrun::rounds(&launches, runs, |_, srv, notes| {
+    // The cells: each keep-alive connection count, then the pipelined run (if its script
+    // could be written). Each cell's rounds interleave the servers (netrun's module doc).
+    let mut cells: Vec<Option<u64>> = conns.iter().map(|&c| Some(c)).collect();
+    if script_ok {
+        cells.push(None);
+    }
+    let results = netrun::cell_rounds(&launches, cells.len(), runs, |cell, _, srv, notes| {
         let wrk = wrk
             .as_deref()
             .expect("servers start only when wrk is installed");
         let url = format!("http://{}/plaintext", srv.addr);
+        let label = cells[cell].map_or("pipelined".to_string(), |c| format!("c={c}"));
+        let wrk_run = |conns, secs, script| {
+            wrk_run(wrk, &url, conns, secs, script).map_err(|e| format!("{label}: {e}"))
+        };
         if warmup {
-            wrk_run(wrk, &url, 64, 1, None)?;
+            wrk_run(64, 1, None)?;
         }
         let mut values: Values = Vec::new();
         let mut problems = Vec::new();
-        for &c in &conns {
-            let r = wrk_run(wrk, &url, c, secs, None)?;
-            values.push((format!("rps@{c}"), r.rps));
-            values.push((format!("p99@{c}"), r.p99_us));
-            problems.extend(r.errors.map(|e| format!("c={c}: {e}")));
-        }
-        if script_ok {
-            let r = wrk_run(wrk, &url, piped_conns, secs, Some(&script))?;
-            values.push(("rps@piped".into(), r.rps));
-            // Not wrk's pipelined percentile (see the module doc): the batches' own p99.
-            match batch_p99_us(&r.text, piped_conns) {
-                Ok(p99) => values.push(("p99@piped".into(), p99)),
-                Err(e) => problems.push(format!("pipelined p99: {e}")),
+        match cells[cell] {
+            Some(c) => {
+                let r = wrk_run(c, secs, None)?;
+                values.push((format!("rps@{c}"), r.rps));
+                values.push((format!("p99@{c}"), r.p99_us));
+                problems.extend(r.errors.map(|e| format!("c={c}: {e}")));
             }
-            problems.extend(r.errors.map(|e| format!("pipelined: {e}")));
+            None => {
+                let r = wrk_run(piped_conns, secs, Some(&script))?;
+                values.push(("rps@piped".into(), r.rps));
+                // Not wrk's pipelined percentile (see the module doc): the batches' own p99.
+                match batch_p99_us(&r.text, piped_conns) {
+                    Ok(p99) => values.push(("p99@piped".into(), p99)),
+                    Err(e) => problems.push(format!("pipelined p99: {e}")),
+                }
+                problems.extend(r.errors.map(|e| format!("pipelined: {e}")));
+            }
         }
         if !problems.is_empty() {
-            notes.insert("errors".into(), problems.join("; "));
+            // Every cell's and round's problems, not only the last one's.
+            let all = notes.entry("errors".into()).or_default();
+            if !all.is_empty() {
+                all.push_str("; ");
+            }
+            all.push_str(&problems.join("; "));
         }
         Ok(values)
     });
@@ -140,6 +163,9 @@ fn run(opts: &Opts) -> Vec<Measurement> {
             let mut full = format!("{note}; {what}; {}", server::pin_note());
             if let Some(e) = results.note(i, "errors") {
                 full = format!("{full}; wrk saw {e}");
+            }
+            if let Some(r) = results.note(i, netrun::RETRIED) {
+                full = format!("{full}; {r}");
             }
             out.push(
                 results
@@ -216,7 +242,7 @@ fn wrk_run(
     let out = ChildCommand::program(wrk)
         .wrapper(server::pinned(LOAD_CPU))
         .args(args)
-        .timeout(Duration::from_secs(secs + 60))
+        .timeout(Duration::from_secs(secs + 20))
         .run()
         .map_err(|e| format!("could not run wrk: {e}"))?;
     if !out.success() {
