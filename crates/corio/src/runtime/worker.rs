@@ -383,6 +383,12 @@ struct Core {
     /// everything else runnable here, as Go's `Gosched` puts a goroutine behind the local
     /// queue, except every 61st round (step 1), so a busy run queue cannot starve them.
     yielded: Ring<Yielded>,
+    /// Set by a round that picked from the yielded queue with everything `next_task` looks at
+    /// before it empty (`only_yielded_left`); cleared by every producer of local work and at
+    /// the start of every round. While set, the direct yield's next round is a plain
+    /// yielded-queue pick as far as the core's own queues, slots and slice go (docs/scheduler.md,
+    /// "The yield toward 150, fourth pass"): one load instead of five tests.
+    only_yielded: bool,
     tick: u32,
     /// Rounds until the global queue is looked at first.
     global_countdown: u32,
@@ -420,6 +426,17 @@ impl Core {
                 Pinned::Placed => {}
             }
         }
+    }
+
+    /// Whether `next_task` would find nothing before the yielded queue: the next-task slot,
+    /// the pinned and run queues empty, the spawn slot unused, the slice not over. What
+    /// `only_yielded` stands for.
+    fn only_yielded_left(&self) -> bool {
+        self.next.is_none()
+            && self.pinned.is_empty()
+            && self.run_queue.is_empty()
+            && !self.spawn_slot_used
+            && self.lifo_polls != SLICE_OVER
     }
 
     /// Whether step 1's periodic part (`maintenance`) is due in the round numbered `tick`,
@@ -501,6 +518,7 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
             pinned: VecDeque::new(),
             spawn_slot_used: false,
             yielded: Ring::new(),
+            only_yielded: false,
             tick: 0,
             global_countdown: GLOBAL_POLL_INTERVAL,
             now: 0,
@@ -674,9 +692,9 @@ impl WorkerCtx {
 
     /// The checks both direct paths begin with: not shutting down; `run_task`'s end for the
     /// leaving coroutine (the slice bookkeeping of a preempt request is the loop's) and start
-    /// for the next one (no searching to stop: never while a task runs); `next_task`'s round with no maintenance due,
-    /// the slice not over and the spawn slot (which goes first) unused. Returns the core,
-    /// borrowed, and the round's number, or `None` to leave it to the loop.
+    /// for the next one (no searching to stop: never while a task runs); `next_task`'s round
+    /// with no maintenance due. Returns the core, borrowed, and the round's number, or `None`
+    /// to leave it to the loop. (The slice and the spawn slot are each path's own checks.)
     #[inline(always)]
     fn direct_round(&self) -> Option<(std::cell::RefMut<'_, Core>, u32)> {
         let remote = self.remote();
@@ -688,10 +706,7 @@ impl WorkerCtx {
         }
         let core = self.core.try_borrow_mut().ok()?;
         let tick = core.tick.wrapping_add(1);
-        if core.maintenance_due(remote, tick, core.global_countdown.saturating_sub(1))
-            || core.lifo_polls == SLICE_OVER
-            || core.spawn_slot_used
-        {
+        if core.maintenance_due(remote, tick, core.global_countdown.saturating_sub(1)) {
             return None;
         }
         Some((core, tick))
@@ -709,11 +724,14 @@ impl WorkerCtx {
         self.note_frame(from);
         let remote = self.remote();
         let (mut core, tick) = self.direct_round()?;
-        // ... the next-task slot and the queues `next_task` looks at before the yielded queue
-        // empty, and the front of the yielded queue...
-        if core.next.is_some() || !core.pinned.is_empty() || !core.run_queue.is_empty() {
+        // ... the slice not over, the spawn slot unused, the next-task slot and the queues
+        // `next_task` looks at before the yielded queue empty (what `only_yielded` says: set
+        // by the last round's yielded pick, cleared by any local work since), and the front
+        // of the yielded queue...
+        if !core.only_yielded {
             return None;
         }
+        debug_assert!(core.only_yielded_left());
         // ... a started coroutine like `from` (both preemptible or neither: the poll frame's
         // guard clears what the last one set), not cancelled (the loop cancels it instead).
         let to = core.yielded.front()?;
@@ -807,7 +825,11 @@ impl WorkerCtx {
         self.note_frame(from);
         let remote = self.remote();
         let (mut core, tick) = self.direct_round()?;
-        // ... and a started coroutine pinned here in the next-task slot.
+        // ... the slice not over, the spawn slot (which goes first) unused, and a started
+        // coroutine pinned here in the next-task slot.
+        if core.lifo_polls == SLICE_OVER || core.spawn_slot_used {
+            return None;
+        }
         let to = core.next.as_ref()?.header();
         if to.kind != (Kind::Stackful { migratable: false }) || to.pinned_home() != Some(self.index)
         {
@@ -865,6 +887,7 @@ impl WorkerCtx {
     fn next_task(&self) -> Option<Runnable> {
         let remote = self.remote();
         let mut core = self.core.borrow_mut();
+        core.only_yielded = false;
         core.tick = core.tick.wrapping_add(1);
         core.global_countdown -= 1;
         if core.maintenance_due(remote, core.tick, core.global_countdown) {
@@ -921,6 +944,9 @@ impl WorkerCtx {
             return task;
         }
         if let Some(yielded) = core.yielded.pop_front() {
+            // Step 3 found every queue empty (with the slots, as above).
+            debug_assert!(core.only_yielded_left());
+            core.only_yielded = true;
             return Some(Runnable::Running(yielded.task));
         }
         drop(core);
@@ -983,6 +1009,10 @@ impl WorkerCtx {
             if remote.inbox_len.load(Ordering::Acquire) > 0 {
                 remote.take_inbox(&mut core.pinned);
             }
+            // A yielded pick, with the inbox taken (the timers' wakes below clear it again).
+            if matches!(first, Some(Runnable::Running(_))) {
+                core.only_yielded = core.only_yielded_left();
+            }
         }
         let next_timer = remote.next_timer.load(Ordering::Relaxed);
         if next_timer != u64::MAX {
@@ -1006,6 +1036,7 @@ impl WorkerCtx {
 
     /// `push_back` for a task whose movability the caller already knows.
     fn push_back_known(&self, core: &mut Core, task: Notified, movable: bool) {
+        core.only_yielded = false;
         if movable {
             core.run_queue.push_back(task, &self.shared.inject);
         } else {
@@ -1036,6 +1067,7 @@ impl WorkerCtx {
         // together the first runs next and the rest keep their order: a sleeper is late by one
         // turn, not by a turn of every task queued ahead of it (Go's `ready` puts it in
         // `runnext`). Other firings (while searching, parking, shutting down) queue at the back.
+        core.only_yielded = false;
         let to_back = self.firing.get() && !(self.own_timer_wake.get() && core.next.is_none());
         let (pushed, movable) = if is_yield || to_back {
             (task, home.is_none())
@@ -1072,6 +1104,7 @@ impl WorkerCtx {
         let Some(task) = self.place_elsewhere(&mut core, task) else {
             return;
         };
+        core.only_yielded = false;
         match self.remote().spawned.put(task) {
             Ok(()) => core.spawn_slot_used = true,
             Err(task) => core.run_queue.push_back(task, &self.shared.inject),
