@@ -384,10 +384,12 @@ struct Core {
     /// queue, except every 61st round (step 1), so a busy run queue cannot starve them.
     yielded: Ring<Yielded>,
     /// Set by a round that picked from the yielded queue with everything `next_task` looks at
-    /// before it empty (`only_yielded_left`); cleared by every producer of local work and at
-    /// the start of every round. While set, the direct yield's next round is a plain
-    /// yielded-queue pick as far as the core's own queues, slots and slice go (docs/scheduler.md,
-    /// "The yield toward 150, fourth pass"): one load instead of five tests.
+    /// before it empty (`only_yielded_left`) and another coroutine left in `yielded`; cleared
+    /// by every producer of local work and at the start of every round. While set, the direct
+    /// yield's next round is a plain pick of `yielded`'s front as far as the core's own
+    /// queues, slots and slice go (docs/scheduler.md, "The yield toward 150, fourth pass"):
+    /// one load instead of six tests. (Only the loop takes from `yielded`; a direct yield
+    /// rotates it, keeping its length.)
     only_yielded: bool,
     tick: u32,
     /// Rounds until the global queue is looked at first.
@@ -725,16 +727,17 @@ impl WorkerCtx {
         let remote = self.remote();
         let (mut core, tick) = self.direct_round()?;
         // ... the slice not over, the spawn slot unused, the next-task slot and the queues
-        // `next_task` looks at before the yielded queue empty (what `only_yielded` says: set
-        // by the last round's yielded pick, cleared by any local work since), and the front
-        // of the yielded queue...
+        // `next_task` looks at before the yielded queue empty and a coroutine in that queue
+        // (what `only_yielded` says: set by the last round's yielded pick, cleared by any
+        // local work since), and the front of the yielded queue...
         if !core.only_yielded {
             return None;
         }
         debug_assert!(core.only_yielded_left());
         // ... a started coroutine like `from` (both preemptible or neither: the poll frame's
         // guard clears what the last one set), not cancelled (the loop cancels it instead).
-        let to = core.yielded.front()?;
+        // SAFETY: not empty, as `only_yielded` says.
+        let to = unsafe { core.yielded.front_unchecked() };
         let to_ptr = std::ptr::NonNull::from(to.task.header());
         if to.task.header().state.load().is_cancelled() {
             return None;
@@ -946,7 +949,7 @@ impl WorkerCtx {
         if let Some(yielded) = core.yielded.pop_front() {
             // Step 3 found every queue empty (with the slots, as above).
             debug_assert!(core.only_yielded_left());
-            core.only_yielded = true;
+            core.only_yielded = !core.yielded.is_empty();
             return Some(Runnable::Running(yielded.task));
         }
         drop(core);
@@ -1011,7 +1014,7 @@ impl WorkerCtx {
             }
             // A yielded pick, with the inbox taken (the timers' wakes below clear it again).
             if matches!(first, Some(Runnable::Running(_))) {
-                core.only_yielded = core.only_yielded_left();
+                core.only_yielded = core.only_yielded_left() && !core.yielded.is_empty();
             }
         }
         let next_timer = remote.next_timer.load(Ordering::Relaxed);
