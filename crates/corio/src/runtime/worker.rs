@@ -431,14 +431,15 @@ impl Core {
     }
 
     /// Whether `next_task` would find nothing before the yielded queue: the next-task slot,
-    /// the pinned and run queues empty, the spawn slot unused, the slice not over. What
+    /// the pinned and run queues empty, the spawn slot unused, and a slice started by a
+    /// pick from a queue (`lifo_polls` 0: not over, and nothing to reset). What
     /// `only_yielded` stands for.
     fn only_yielded_left(&self) -> bool {
         self.next.is_none()
             && self.pinned.is_empty()
             && self.run_queue.is_empty()
             && !self.spawn_slot_used
-            && self.lifo_polls != SLICE_OVER
+            && self.lifo_polls == 0
     }
 
     /// Whether step 1's periodic part (`maintenance`) is due in the round numbered `tick`,
@@ -748,10 +749,11 @@ impl WorkerCtx {
         if to_ctx.is_preemptible() != from.is_preemptible() {
             return None;
         }
-        // Commit: the same changes as the loop's, in its order.
+        // Commit: the same changes as the loop's, in its order. (`lifo_polls` is 0 already,
+        // as `only_yielded` says: only a direct hand-off raises it without a round, and a
+        // hand-off needs the next-task slot filled, which cleared `only_yielded`.)
         core.tick = tick;
         core.global_countdown -= 1;
-        core.lifo_polls = 0;
         core.pinned_first = !core.pinned_first;
         let from_running = Yielded {
             // SAFETY: `from` is RUNNING, owned by this worker, and the reference its poll
