@@ -40,8 +40,11 @@ const GLOBAL_POLL_INTERVAL: u32 = 61;
 /// worker beside a pair whose turns are long, Go's `TestPingPongHog`.)
 const SLICE_OVER: u32 = u32::MAX;
 
-/// Every this many rounds a worker reads the clock to fire its due timers (a clock read costs
+/// At most this many rounds apart a worker reads the clock to fire its due timers: in the
+/// rounds that leave the global queue's countdown at a multiple of it (a clock read costs
 /// 20–85 ns on the VMs corio is measured on; sysmon fires timers a busy worker is late on).
+/// Counted on the countdown, which every round updates anyway, not on a round number of its
+/// own (one load, increment and store less per round and per direct switch).
 const TIMER_CHECK_INTERVAL: u32 = 16;
 
 /// How long a worker keeps running the coroutines it cancels at shutdown (their destructors
@@ -391,7 +394,6 @@ struct Core {
     /// one load instead of six tests. (Only the loop takes from `yielded`; a direct yield
     /// rotates it, keeping its length.)
     only_yielded: bool,
-    tick: u32,
     /// Rounds until the global queue is looked at first.
     global_countdown: u32,
     /// The runtime clock at the last timer check.
@@ -442,18 +444,18 @@ impl Core {
             && self.lifo_polls == 0
     }
 
-    /// Whether step 1's periodic part (`maintenance`) is due in the round numbered `tick`,
-    /// with the global queue's countdown at `countdown` after that round's step: the one
-    /// condition `next_task` runs maintenance on and `direct_yield`/`direct_block` fall back
-    /// to the loop on. The timer check of every `TIMER_CHECK_INTERVAL`th round is due only
-    /// when this worker has a timer: without one, `maintenance` would do nothing in it.
+    /// Whether step 1's periodic part (`maintenance`) is due in the round that leaves the
+    /// global queue's countdown at `countdown`: the one condition `next_task` runs maintenance
+    /// on and `direct_yield`/`direct_block` fall back to the loop on. The timer check of a
+    /// round whose countdown is a multiple of `TIMER_CHECK_INTERVAL` is due only when this
+    /// worker has a timer: without one, `maintenance` would do nothing in it.
     #[inline(always)]
-    fn maintenance_due(&self, remote: &Remote, tick: u32, countdown: u32) -> bool {
+    fn maintenance_due(&self, remote: &Remote, countdown: u32) -> bool {
         let next_timer = remote.next_timer.load(Ordering::Relaxed);
         // Both timer conditions in one comparison: a timer is due by the last clock reading
         // (`next_timer <= now`), or, in a timer-check round, there is one at all (`next_timer
         // != u64::MAX`, that is `<= u64::MAX - 1`; the clock never reaches that value).
-        let timer_limit = if tick.is_multiple_of(TIMER_CHECK_INTERVAL) {
+        let timer_limit = if countdown.is_multiple_of(TIMER_CHECK_INTERVAL) {
             u64::MAX - 1
         } else {
             self.now
@@ -522,7 +524,6 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
             spawn_slot_used: false,
             yielded: Ring::new(),
             only_yielded: false,
-            tick: 0,
             global_countdown: GLOBAL_POLL_INTERVAL,
             now: 0,
             rng: 0x9e37_79b9_7f4a_7c15 ^ (index as u64 + 1).wrapping_mul(0xbf58_476d_1ce4_e5b9),
@@ -696,10 +697,10 @@ impl WorkerCtx {
     /// The checks both direct paths begin with: not shutting down; `run_task`'s end for the
     /// leaving coroutine (the slice bookkeeping of a preempt request is the loop's) and start
     /// for the next one (no searching to stop: never while a task runs); `next_task`'s round
-    /// with no maintenance due. Returns the core, borrowed, and the round's number, or `None`
-    /// to leave it to the loop. (The slice and the spawn slot are each path's own checks.)
+    /// with no maintenance due. Returns the core, borrowed, or `None` to leave it to the loop.
+    /// (The slice and the spawn slot are each path's own checks.)
     #[inline(always)]
-    fn direct_round(&self) -> Option<(std::cell::RefMut<'_, Core>, u32)> {
+    fn direct_round(&self) -> Option<std::cell::RefMut<'_, Core>> {
         let remote = self.remote();
         // Not searching: `run_task` stopped the search before it ran the task that called
         // this, and only the loop's `search` and `park`, never a task, start one.
@@ -708,11 +709,12 @@ impl WorkerCtx {
             return None;
         }
         let core = self.core.try_borrow_mut().ok()?;
-        let tick = core.tick.wrapping_add(1);
-        if core.maintenance_due(remote, tick, core.global_countdown.saturating_sub(1)) {
+        // The countdown is at least 1 between rounds: the round that takes it to 0 runs
+        // `maintenance`, which sets it again (and the direct paths never take it to 0).
+        if core.maintenance_due(remote, core.global_countdown - 1) {
             return None;
         }
-        Some((core, tick))
+        Some(core)
     }
 
     /// A direct switch (docs/scheduler.md, "Yield path"): called by the pinned coroutine
@@ -726,7 +728,7 @@ impl WorkerCtx {
     pub(crate) fn direct_yield(&self, from: &StackfulCtx) -> Option<*mut RawCoroutine> {
         self.note_frame(from);
         let remote = self.remote();
-        let (mut core, tick) = self.direct_round()?;
+        let mut core = self.direct_round()?;
         // ... the slice not over, the spawn slot unused, the next-task slot and the queues
         // `next_task` looks at before the yielded queue empty and a coroutine in that queue
         // (what `only_yielded` says: set by the last round's yielded pick, cleared by any
@@ -752,7 +754,6 @@ impl WorkerCtx {
         // Commit: the same changes as the loop's, in its order. (`lifo_polls` is 0 already,
         // as `only_yielded` says: only a direct hand-off raises it without a round, and a
         // hand-off needs the next-task slot filled, which cleared `only_yielded`.)
-        core.tick = tick;
         core.global_countdown -= 1;
         core.pinned_first = !core.pinned_first;
         let from_running = Yielded {
@@ -829,7 +830,7 @@ impl WorkerCtx {
     pub(crate) fn direct_block(&self, from: &StackfulCtx) -> Option<*mut RawCoroutine> {
         self.note_frame(from);
         let remote = self.remote();
-        let (mut core, tick) = self.direct_round()?;
+        let mut core = self.direct_round()?;
         // ... the slice not over, the spawn slot (which goes first) unused, and a started
         // coroutine pinned here in the next-task slot.
         if core.lifo_polls == SLICE_OVER || core.spawn_slot_used {
@@ -878,7 +879,6 @@ impl WorkerCtx {
         // Commit: the loop's changes, in its order. `to`'s `Notified` reference is now its
         // poll's, which the frame `from` was resumed by owns (`switched`).
         std::mem::forget(core.next.take());
-        core.tick = tick;
         core.global_countdown -= 1;
         core.lifo_polls += 1;
         drop(core);
@@ -893,9 +893,8 @@ impl WorkerCtx {
         let remote = self.remote();
         let mut core = self.core.borrow_mut();
         core.only_yielded = false;
-        core.tick = core.tick.wrapping_add(1);
         core.global_countdown -= 1;
-        if core.maintenance_due(remote, core.tick, core.global_countdown) {
+        if core.maintenance_due(remote, core.global_countdown) {
             drop(core);
             if let Some(task) = self.maintenance() {
                 return Some(task);
@@ -994,8 +993,8 @@ impl WorkerCtx {
     }
 
     /// The periodic part of step 1: the global queue every 61 rounds, the inbox, due timers
-    /// (the clock is read every `TIMER_CHECK_INTERVAL` rounds: on this kind of machine a clock
-    /// read costs as much as a task switch).
+    /// (the clock is read at most every `TIMER_CHECK_INTERVAL` rounds: on this kind of machine
+    /// a clock read costs as much as a task switch).
     #[cold]
     #[inline(never)]
     fn maintenance(&self) -> Option<Runnable> {
