@@ -725,7 +725,12 @@ impl WorkerCtx {
     /// and its poll's thread-local state — and returns the next one's switch state, for
     /// `from` to transfer to. `None`: nothing was changed, `from` yields to the loop.
     #[inline(always)] // into the yield, whose switch saves the callee-saved registers anyway
-    pub(crate) fn direct_yield(&self, from: &StackfulCtx) -> Option<*mut RawCoroutine> {
+    /// `preemptible` is `from.is_preemptible()`, as the caller knows it (a constant).
+    pub(crate) fn direct_yield(
+        &self,
+        from: &StackfulCtx,
+        preemptible: bool,
+    ) -> Option<*mut RawCoroutine> {
         self.note_frame(from);
         let remote = self.remote();
         let mut core = self.direct_round()?;
@@ -748,7 +753,7 @@ impl WorkerCtx {
         // SAFETY: a yielded task is this worker's, owned as RUNNING; the context lives in its
         // cell.
         let to_ctx = unsafe { to.ctx.as_ref() }?;
-        if to_ctx.is_preemptible() != from.is_preemptible() {
+        if to_ctx.is_preemptible() != preemptible {
             return None;
         }
         // Commit: the same changes as the loop's, in its order. (`lifo_polls` is 0 already,
@@ -769,7 +774,7 @@ impl WorkerCtx {
         drop(core);
         // `run_task`'s start for `to`: its poll reference is now the frame's.
         std::mem::forget(to);
-        Some(self.start_switched(remote, to_ptr, to_ctx, &remote.direct_switches))
+        Some(self.start_switched(remote, to_ptr, to_ctx, preemptible, &remote.direct_switches))
     }
 
     /// Records `from` as the poll frame's coroutine if no direct switch has happened in this
@@ -787,13 +792,15 @@ impl WorkerCtx {
     /// The end of both direct paths: `run_task`'s start for `to` (whose poll reference the
     /// frame now holds: `switched`), one more on the path's `counter`, and `to`'s poll
     /// thread-local state. Returns `to`'s switch state. `remote` is this worker's, as the
-    /// caller read it (read again here, it was reloaded: the core's stores may alias it).
+    /// caller read it (read again here, it was reloaded: the core's stores may alias it);
+    /// `preemptible` is `to_ctx.is_preemptible()`, as the caller knows it.
     #[inline(always)]
     fn start_switched(
         &self,
         remote: &Remote,
         to_ptr: std::ptr::NonNull<crate::task::core::Header>,
         to_ctx: &StackfulCtx,
+        preemptible: bool,
         counter: &AtomicU64,
     ) -> *mut RawCoroutine {
         // Owner-only counters: a plain store is enough (sysmon and metrics only read).
@@ -807,7 +814,7 @@ impl WorkerCtx {
         counter.store(counter.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
         self.switched.set(Some(to_ptr));
         // SAFETY: `to_ptr` is `to_ctx`'s task (the caller's `to`), alive as above.
-        to_ctx.enter_direct(unsafe { to_ptr.as_ref() }, self.index)
+        to_ctx.enter_direct(unsafe { to_ptr.as_ref() }, self.index, preemptible)
     }
 
     /// A direct hand-off (docs/scheduler.md, "The direct switch on a `block_on` suspension"):
@@ -884,7 +891,8 @@ impl WorkerCtx {
         drop(core);
         let inherited = remote.inherited.load(Ordering::Relaxed);
         remote.inherited.store(inherited + 1, Ordering::Relaxed);
-        Some(self.start_switched(remote, to_ptr, to_ctx, &remote.direct_handoffs))
+        let preemptible = to_ctx.is_preemptible();
+        Some(self.start_switched(remote, to_ptr, to_ctx, preemptible, &remote.direct_handoffs))
     }
 
     /// The next task from this worker's own queues (steps 1–4 of the loop).
