@@ -235,7 +235,9 @@ pub(crate) fn park_thread_on<F: Future>(fut: F) -> F::Output {
 /// });
 /// assert_eq!(order, ["other", "main"]);
 /// ```
-#[track_caller]
+// Not `#[track_caller]`: the caller's location would be passed and kept on every yield (two
+// instructions) for the misuse panics alone, whose messages name `corio::yield_now()`; they
+// point into corio, and a backtrace shows the call.
 #[inline(never)] // never into the caller's code: see below
 pub fn yield_now() {
     // A pinned coroutine's yield, the common case, reads the thread's context inline (see
@@ -252,7 +254,6 @@ pub fn yield_now() {
 /// [`yield_now`] for all but a pinned coroutine: its own function, so that the thread-local
 /// address `here` reads is never reused after a switch of a coroutine that may come back on
 /// another thread.
-#[track_caller]
 #[inline(never)]
 fn yield_now_general() {
     match context::here() {

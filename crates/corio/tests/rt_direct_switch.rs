@@ -552,3 +552,104 @@ fn dropping_the_runtime_during_direct_hand_offs_cancels_every_coroutine() {
         assert_eq!(dropped.load(SeqCst), 4);
     });
 }
+
+/// Local work a yielder makes during a yield chain — a wake into the next-task slot, a second
+/// wake that pushes the first into the pinned queue, a spawn into the spawn slot, a second one
+/// into the run queue, an async task — runs before the chain goes on to the other yielder, as
+/// the loop would run it (`next_task` looks at all of it before the yielded queue). The direct
+/// yield learns of it from one flag (`Core::only_yielded`) that every producer of local work
+/// clears: a producer that forgot would let the chain switch past the work.
+#[test]
+fn local_work_made_during_a_yield_chain_runs_before_the_chain_goes_on() {
+    within(EVENTUALLY, || {
+        const ROUNDS: u32 = 40;
+        let rt = one_worker();
+        let log = rt.run(|| {
+            let log = Arc::new(Mutex::new(Vec::<(&'static str, u32)>::new()));
+            let receiver = |name: &'static str| {
+                let (tx, rx) = corio::chan::bounded::<u32>(1);
+                let log = log.clone();
+                let handle = corio::go(move || {
+                    while let Ok(round) = rx.recv() {
+                        log.lock().unwrap().push((name, round));
+                    }
+                });
+                (tx, handle)
+            };
+            let (tx1, r1) = receiver("woken 1");
+            let (tx2, r2) = receiver("woken 2");
+            // Both receivers wait in `recv` before the chain starts.
+            corio::sleep(Duration::from_millis(1));
+            let l = log.clone();
+            let a = corio::go(move || {
+                let log = l;
+                let mut spawned = Vec::new();
+                for round in 0..ROUNDS {
+                    log.lock().unwrap().push(("A", round));
+                    let spawn = |name: &'static str| {
+                        let log = log.clone();
+                        corio::go(move || log.lock().unwrap().push((name, round)))
+                    };
+                    match round {
+                        5 => tx1.send(round).unwrap(),
+                        10 => {
+                            tx1.send(round).unwrap();
+                            tx2.send(round).unwrap();
+                        }
+                        15 => spawned.push(spawn("spawned 1")),
+                        20 => {
+                            spawned.push(spawn("spawned 2"));
+                            spawned.push(spawn("spawned 3"));
+                        }
+                        25 => {
+                            let log = log.clone();
+                            let task = corio::spawn(async move {
+                                log.lock().unwrap().push(("async", round));
+                            });
+                            spawned.push(corio::go(move || task.join().unwrap()));
+                        }
+                        _ => {}
+                    }
+                    corio::yield_now();
+                }
+                drop((tx1, tx2)); // the receivers end
+                for handle in spawned {
+                    handle.join().unwrap();
+                }
+            });
+            let l = log.clone();
+            let b = corio::go(move || {
+                for round in 0..ROUNDS {
+                    l.lock().unwrap().push(("B", round));
+                    corio::yield_now();
+                }
+            });
+            a.join().unwrap();
+            b.join().unwrap();
+            r1.join().unwrap();
+            r2.join().unwrap();
+            Arc::try_unwrap(log).unwrap().into_inner().unwrap()
+        });
+        let at = |entry: (&str, u32)| {
+            log.iter()
+                .position(|&e| e == entry)
+                .unwrap_or_else(|| panic!("{entry:?} never ran: {log:?}"))
+        };
+        for (work, round) in [
+            ("woken 1", 5),
+            ("woken 1", 10),
+            ("woken 2", 10),
+            ("spawned 1", 15),
+            ("spawned 2", 20),
+            ("spawned 3", 20),
+            ("async", 25),
+        ] {
+            let ran = at((work, round));
+            assert!(
+                at(("A", round)) < ran && ran < at(("B", round)),
+                "{work} made in round {round} did not run between A's and B's turns: {log:?}"
+            );
+        }
+        assert!(rt.metrics().direct_switches > 0);
+    });
+}

@@ -82,7 +82,7 @@ fn a_started_coroutine_never_changes_thread_while_work_is_stolen_around_it() {
                         corio::yield_now_async().await;
                         if n % 16 == i % 16 {
                             let _ = corio::spawn(async { corio::yield_now_async().await }).await;
-                            let _ = corio::go(|| corio::yield_now()).await;
+                            let _ = corio::go(corio::yield_now).await;
                         }
                         n += 1;
                     }

@@ -709,3 +709,61 @@ fn channels_and_a_mutex_shared_with_an_ordinary_coroutine_survive_continuous_pre
         assert_eq!(locked, 2 * rounds);
     });
 }
+
+/// One worker: two preemptible coroutines yield to each other (direct switches, which make the
+/// arriving one the thread's preemptible coroutine as its poll would: `enter_direct`), then one
+/// of them, reached by such a switch, spins until a sleeper on the same thread has woken, which
+/// it can only do if the spinner is preempted (the other keeps yielding meanwhile: suspended
+/// in `yield_now`, it refuses preemption). Several yield counts, so that the spinner is reached
+/// by a direct switch both in its own poll frame and in its partner's.
+#[test]
+fn a_preemptible_coroutine_reached_by_direct_switches_is_still_preempted() {
+    let rt = runtime(1);
+    for yields in 3..=8u32 {
+        let r = rt.clone();
+        within(EVENTUALLY, move || {
+            let switches = r.metrics().direct_switches;
+            let ran = r.run(move || {
+                let flag = Arc::new(AtomicBool::new(false));
+                let f = flag.clone();
+                let sleeper = corio::go(move || {
+                    corio::sleep(Duration::from_millis(1));
+                    f.store(true, SeqCst);
+                });
+                // The sleeper waits on its timer before the pair starts.
+                corio::yield_now();
+                // The partner yields until the sleeper has woken: the spinner's turns start
+                // with a direct switch from it.
+                let f = flag.clone();
+                let a = preemptible()
+                    .spawn(move || {
+                        while !f.load(SeqCst) {
+                            corio::yield_now();
+                        }
+                    })
+                    .unwrap();
+                let f = flag.clone();
+                let b = preemptible()
+                    .spawn(move || {
+                        for _ in 0..yields {
+                            corio::yield_now();
+                        }
+                        spin_until(&f)
+                    })
+                    .unwrap();
+                a.join().unwrap();
+                let ran = b.join().unwrap();
+                sleeper.join().unwrap();
+                ran
+            });
+            assert!(
+                ran,
+                "{yields} yields: the spinner was not preempted within {CAP:?}"
+            );
+            assert!(
+                r.metrics().direct_switches > switches,
+                "{yields} yields: no direct switch"
+            );
+        });
+    }
+}

@@ -40,8 +40,11 @@ const GLOBAL_POLL_INTERVAL: u32 = 61;
 /// worker beside a pair whose turns are long, Go's `TestPingPongHog`.)
 const SLICE_OVER: u32 = u32::MAX;
 
-/// Every this many rounds a worker reads the clock to fire its due timers (a clock read costs
+/// At most this many rounds apart a worker reads the clock to fire its due timers: in the
+/// rounds that leave the global queue's countdown at a multiple of it (a clock read costs
 /// 20–85 ns on the VMs corio is measured on; sysmon fires timers a busy worker is late on).
+/// Counted on the countdown, which every round updates anyway, not on a round number of its
+/// own (one load, increment and store less per round and per direct switch).
 const TIMER_CHECK_INTERVAL: u32 = 16;
 
 /// How long a worker keeps running the coroutines it cancels at shutdown (their destructors
@@ -383,7 +386,14 @@ struct Core {
     /// everything else runnable here, as Go's `Gosched` puts a goroutine behind the local
     /// queue, except every 61st round (step 1), so a busy run queue cannot starve them.
     yielded: Ring<Yielded>,
-    tick: u32,
+    /// Set by a round that picked from the yielded queue with everything `next_task` looks at
+    /// before it empty (`only_yielded_left`) and another coroutine left in `yielded`; cleared
+    /// by every producer of local work and at the start of every round. While set, the direct
+    /// yield's next round is a plain pick of `yielded`'s front as far as the core's own
+    /// queues, slots and slice go (docs/scheduler.md, "The yield toward 150, fourth pass"):
+    /// one load instead of six tests. (Only the loop takes from `yielded`; a direct yield
+    /// rotates it, keeping its length.)
+    only_yielded: bool,
     /// Rounds until the global queue is looked at first.
     global_countdown: u32,
     /// The runtime clock at the last timer check.
@@ -422,18 +432,30 @@ impl Core {
         }
     }
 
-    /// Whether step 1's periodic part (`maintenance`) is due in the round numbered `tick`,
-    /// with the global queue's countdown at `countdown` after that round's step: the one
-    /// condition `next_task` runs maintenance on and `direct_yield`/`direct_block` fall back
-    /// to the loop on. The timer check of every `TIMER_CHECK_INTERVAL`th round is due only
-    /// when this worker has a timer: without one, `maintenance` would do nothing in it.
+    /// Whether `next_task` would find nothing before the yielded queue: the next-task slot,
+    /// the pinned and run queues empty, the spawn slot unused, and a slice started by a
+    /// pick from a queue (`lifo_polls` 0: not over, and nothing to reset). What
+    /// `only_yielded` stands for.
+    fn only_yielded_left(&self) -> bool {
+        self.next.is_none()
+            && self.pinned.is_empty()
+            && self.run_queue.is_empty()
+            && !self.spawn_slot_used
+            && self.lifo_polls == 0
+    }
+
+    /// Whether step 1's periodic part (`maintenance`) is due in the round that leaves the
+    /// global queue's countdown at `countdown`: the one condition `next_task` runs maintenance
+    /// on and `direct_yield`/`direct_block` fall back to the loop on. The timer check of a
+    /// round whose countdown is a multiple of `TIMER_CHECK_INTERVAL` is due only when this
+    /// worker has a timer: without one, `maintenance` would do nothing in it.
     #[inline(always)]
-    fn maintenance_due(&self, remote: &Remote, tick: u32, countdown: u32) -> bool {
+    fn maintenance_due(&self, remote: &Remote, countdown: u32) -> bool {
         let next_timer = remote.next_timer.load(Ordering::Relaxed);
         // Both timer conditions in one comparison: a timer is due by the last clock reading
         // (`next_timer <= now`), or, in a timer-check round, there is one at all (`next_timer
         // != u64::MAX`, that is `<= u64::MAX - 1`; the clock never reaches that value).
-        let timer_limit = if tick.is_multiple_of(TIMER_CHECK_INTERVAL) {
+        let timer_limit = if countdown.is_multiple_of(TIMER_CHECK_INTERVAL) {
             u64::MAX - 1
         } else {
             self.now
@@ -501,7 +523,7 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
             pinned: VecDeque::new(),
             spawn_slot_used: false,
             yielded: Ring::new(),
-            tick: 0,
+            only_yielded: false,
             global_countdown: GLOBAL_POLL_INTERVAL,
             now: 0,
             rng: 0x9e37_79b9_7f4a_7c15 ^ (index as u64 + 1).wrapping_mul(0xbf58_476d_1ce4_e5b9),
@@ -674,11 +696,11 @@ impl WorkerCtx {
 
     /// The checks both direct paths begin with: not shutting down; `run_task`'s end for the
     /// leaving coroutine (the slice bookkeeping of a preempt request is the loop's) and start
-    /// for the next one (no searching to stop: never while a task runs); `next_task`'s round with no maintenance due,
-    /// the slice not over and the spawn slot (which goes first) unused. Returns the core,
-    /// borrowed, and the round's number, or `None` to leave it to the loop.
+    /// for the next one (no searching to stop: never while a task runs); `next_task`'s round
+    /// with no maintenance due. Returns the core, borrowed, or `None` to leave it to the loop.
+    /// (The slice and the spawn slot are each path's own checks.)
     #[inline(always)]
-    fn direct_round(&self) -> Option<(std::cell::RefMut<'_, Core>, u32)> {
+    fn direct_round(&self) -> Option<std::cell::RefMut<'_, Core>> {
         let remote = self.remote();
         // Not searching: `run_task` stopped the search before it ran the task that called
         // this, and only the loop's `search` and `park`, never a task, start one.
@@ -687,14 +709,12 @@ impl WorkerCtx {
             return None;
         }
         let core = self.core.try_borrow_mut().ok()?;
-        let tick = core.tick.wrapping_add(1);
-        if core.maintenance_due(remote, tick, core.global_countdown.saturating_sub(1))
-            || core.lifo_polls == SLICE_OVER
-            || core.spawn_slot_used
-        {
+        // The countdown is at least 1 between rounds: the round that takes it to 0 runs
+        // `maintenance`, which sets it again (and the direct paths never take it to 0).
+        if core.maintenance_due(remote, core.global_countdown - 1) {
             return None;
         }
-        Some((core, tick))
+        Some(core)
     }
 
     /// A direct switch (docs/scheduler.md, "Yield path"): called by the pinned coroutine
@@ -705,18 +725,27 @@ impl WorkerCtx {
     /// and its poll's thread-local state — and returns the next one's switch state, for
     /// `from` to transfer to. `None`: nothing was changed, `from` yields to the loop.
     #[inline(always)] // into the yield, whose switch saves the callee-saved registers anyway
-    pub(crate) fn direct_yield(&self, from: &StackfulCtx) -> Option<*mut RawCoroutine> {
+    /// `preemptible` is `from.is_preemptible()`, as the caller knows it (a constant).
+    pub(crate) fn direct_yield(
+        &self,
+        from: &StackfulCtx,
+        preemptible: bool,
+    ) -> Option<*mut RawCoroutine> {
         self.note_frame(from);
         let remote = self.remote();
-        let (mut core, tick) = self.direct_round()?;
-        // ... the next-task slot and the queues `next_task` looks at before the yielded queue
-        // empty, and the front of the yielded queue...
-        if core.next.is_some() || !core.pinned.is_empty() || !core.run_queue.is_empty() {
+        let mut core = self.direct_round()?;
+        // ... the slice not over, the spawn slot unused, the next-task slot and the queues
+        // `next_task` looks at before the yielded queue empty and a coroutine in that queue
+        // (what `only_yielded` says: set by the last round's yielded pick, cleared by any
+        // local work since), and the front of the yielded queue...
+        if !core.only_yielded {
             return None;
         }
+        debug_assert!(core.only_yielded_left());
         // ... a started coroutine like `from` (both preemptible or neither: the poll frame's
         // guard clears what the last one set), not cancelled (the loop cancels it instead).
-        let to = core.yielded.front()?;
+        // SAFETY: not empty, as `only_yielded` says.
+        let to = unsafe { core.yielded.front_unchecked() };
         let to_ptr = std::ptr::NonNull::from(to.task.header());
         if to.task.header().state.load().is_cancelled() {
             return None;
@@ -724,13 +753,13 @@ impl WorkerCtx {
         // SAFETY: a yielded task is this worker's, owned as RUNNING; the context lives in its
         // cell.
         let to_ctx = unsafe { to.ctx.as_ref() }?;
-        if to_ctx.is_preemptible() != from.is_preemptible() {
+        if to_ctx.is_preemptible() != preemptible {
             return None;
         }
-        // Commit: the same changes as the loop's, in its order.
-        core.tick = tick;
+        // Commit: the same changes as the loop's, in its order. (`lifo_polls` is 0 already,
+        // as `only_yielded` says: only a direct hand-off raises it without a round, and a
+        // hand-off needs the next-task slot filled, which cleared `only_yielded`.)
         core.global_countdown -= 1;
-        core.lifo_polls = 0;
         core.pinned_first = !core.pinned_first;
         let from_running = Yielded {
             // SAFETY: `from` is RUNNING, owned by this worker, and the reference its poll
@@ -745,7 +774,7 @@ impl WorkerCtx {
         drop(core);
         // `run_task`'s start for `to`: its poll reference is now the frame's.
         std::mem::forget(to);
-        Some(self.start_switched(remote, to_ptr, to_ctx, &remote.direct_switches))
+        Some(self.start_switched(remote, to_ptr, to_ctx, preemptible, &remote.direct_switches))
     }
 
     /// Records `from` as the poll frame's coroutine if no direct switch has happened in this
@@ -763,13 +792,15 @@ impl WorkerCtx {
     /// The end of both direct paths: `run_task`'s start for `to` (whose poll reference the
     /// frame now holds: `switched`), one more on the path's `counter`, and `to`'s poll
     /// thread-local state. Returns `to`'s switch state. `remote` is this worker's, as the
-    /// caller read it (read again here, it was reloaded: the core's stores may alias it).
+    /// caller read it (read again here, it was reloaded: the core's stores may alias it);
+    /// `preemptible` is `to_ctx.is_preemptible()`, as the caller knows it.
     #[inline(always)]
     fn start_switched(
         &self,
         remote: &Remote,
         to_ptr: std::ptr::NonNull<crate::task::core::Header>,
         to_ctx: &StackfulCtx,
+        preemptible: bool,
         counter: &AtomicU64,
     ) -> *mut RawCoroutine {
         // Owner-only counters: a plain store is enough (sysmon and metrics only read).
@@ -783,7 +814,7 @@ impl WorkerCtx {
         counter.store(counter.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
         self.switched.set(Some(to_ptr));
         // SAFETY: `to_ptr` is `to_ctx`'s task (the caller's `to`), alive as above.
-        to_ctx.enter_direct(unsafe { to_ptr.as_ref() }, self.index)
+        to_ctx.enter_direct(unsafe { to_ptr.as_ref() }, self.index, preemptible)
     }
 
     /// A direct hand-off (docs/scheduler.md, "The direct switch on a `block_on` suspension"):
@@ -806,8 +837,12 @@ impl WorkerCtx {
     pub(crate) fn direct_block(&self, from: &StackfulCtx) -> Option<*mut RawCoroutine> {
         self.note_frame(from);
         let remote = self.remote();
-        let (mut core, tick) = self.direct_round()?;
-        // ... and a started coroutine pinned here in the next-task slot.
+        let mut core = self.direct_round()?;
+        // ... the slice not over, the spawn slot (which goes first) unused, and a started
+        // coroutine pinned here in the next-task slot.
+        if core.lifo_polls == SLICE_OVER || core.spawn_slot_used {
+            return None;
+        }
         let to = core.next.as_ref()?.header();
         if to.kind != (Kind::Stackful { migratable: false }) || to.pinned_home() != Some(self.index)
         {
@@ -851,13 +886,13 @@ impl WorkerCtx {
         // Commit: the loop's changes, in its order. `to`'s `Notified` reference is now its
         // poll's, which the frame `from` was resumed by owns (`switched`).
         std::mem::forget(core.next.take());
-        core.tick = tick;
         core.global_countdown -= 1;
         core.lifo_polls += 1;
         drop(core);
         let inherited = remote.inherited.load(Ordering::Relaxed);
         remote.inherited.store(inherited + 1, Ordering::Relaxed);
-        Some(self.start_switched(remote, to_ptr, to_ctx, &remote.direct_handoffs))
+        let preemptible = to_ctx.is_preemptible();
+        Some(self.start_switched(remote, to_ptr, to_ctx, preemptible, &remote.direct_handoffs))
     }
 
     /// The next task from this worker's own queues (steps 1–4 of the loop).
@@ -865,9 +900,9 @@ impl WorkerCtx {
     fn next_task(&self) -> Option<Runnable> {
         let remote = self.remote();
         let mut core = self.core.borrow_mut();
-        core.tick = core.tick.wrapping_add(1);
+        core.only_yielded = false;
         core.global_countdown -= 1;
-        if core.maintenance_due(remote, core.tick, core.global_countdown) {
+        if core.maintenance_due(remote, core.global_countdown) {
             drop(core);
             if let Some(task) = self.maintenance() {
                 return Some(task);
@@ -921,6 +956,9 @@ impl WorkerCtx {
             return task;
         }
         if let Some(yielded) = core.yielded.pop_front() {
+            // Step 3 found every queue empty (with the slots, as above).
+            debug_assert!(core.only_yielded_left());
+            core.only_yielded = !core.yielded.is_empty();
             return Some(Runnable::Running(yielded.task));
         }
         drop(core);
@@ -963,8 +1001,8 @@ impl WorkerCtx {
     }
 
     /// The periodic part of step 1: the global queue every 61 rounds, the inbox, due timers
-    /// (the clock is read every `TIMER_CHECK_INTERVAL` rounds: on this kind of machine a clock
-    /// read costs as much as a task switch).
+    /// (the clock is read at most every `TIMER_CHECK_INTERVAL` rounds: on this kind of machine
+    /// a clock read costs as much as a task switch).
     #[cold]
     #[inline(never)]
     fn maintenance(&self) -> Option<Runnable> {
@@ -982,6 +1020,10 @@ impl WorkerCtx {
             // Acquire: pairs with the Release store in `push_inbox`.
             if remote.inbox_len.load(Ordering::Acquire) > 0 {
                 remote.take_inbox(&mut core.pinned);
+            }
+            // A yielded pick, with the inbox taken (the timers' wakes below clear it again).
+            if matches!(first, Some(Runnable::Running(_))) {
+                core.only_yielded = core.only_yielded_left() && !core.yielded.is_empty();
             }
         }
         let next_timer = remote.next_timer.load(Ordering::Relaxed);
@@ -1006,6 +1048,7 @@ impl WorkerCtx {
 
     /// `push_back` for a task whose movability the caller already knows.
     fn push_back_known(&self, core: &mut Core, task: Notified, movable: bool) {
+        core.only_yielded = false;
         if movable {
             core.run_queue.push_back(task, &self.shared.inject);
         } else {
@@ -1036,6 +1079,7 @@ impl WorkerCtx {
         // together the first runs next and the rest keep their order: a sleeper is late by one
         // turn, not by a turn of every task queued ahead of it (Go's `ready` puts it in
         // `runnext`). Other firings (while searching, parking, shutting down) queue at the back.
+        core.only_yielded = false;
         let to_back = self.firing.get() && !(self.own_timer_wake.get() && core.next.is_none());
         let (pushed, movable) = if is_yield || to_back {
             (task, home.is_none())
@@ -1072,6 +1116,7 @@ impl WorkerCtx {
         let Some(task) = self.place_elsewhere(&mut core, task) else {
             return;
         };
+        core.only_yielded = false;
         match self.remote().spawned.put(task) {
             Ok(()) => core.spawn_slot_used = true,
             Err(task) => core.run_queue.push_back(task, &self.shared.inject),

@@ -149,15 +149,30 @@ impl StackfulCtx {
     /// first across the stack check's branches.
     #[inline(always)]
     pub(crate) fn yield_known(&self, pinned: bool) {
+        // The yield's code twice, for a preemptible coroutine and for one that is not: the
+        // guard's end and the direct switch then know it without testing `preempt` again
+        // (after the switch, which the compiler assumes may have changed it).
+        if self.preempt.is_some() {
+            self.yield_as::<true>(pinned);
+        } else {
+            self.yield_as::<false>(pinned);
+        }
+    }
+
+    /// [`yield_known`](Self::yield_known) for a coroutine that is preemptible (`PREEMPTIBLE`,
+    /// which must be `self.is_preemptible()`) or not.
+    #[inline(always)]
+    fn yield_as<const PREEMPTIBLE: bool>(&self, pinned: bool) {
         debug_assert_eq!(pinned, self.pinned);
+        debug_assert_eq!(PREEMPTIBLE, self.is_preemptible());
         // Lowered through `self`, which the switch keeps anyway: a `NoPreempt` guard would be
         // one more value kept (spilled and reloaded) across it.
-        let _no_preempt = self.no_preempt_here();
+        let _no_preempt = self.no_preempt_here::<PREEMPTIBLE>();
         // Refuse a nested coroutine before leaving any trace of the yield (a set flag or a
         // wake would resume the task spuriously at its next real suspension).
         let yielder = self.check_own_stack();
         if pinned {
-            if let Some(to) = self.direct_yield_target() {
+            if let Some(to) = self.direct_yield_target(PREEMPTIBLE) {
                 // SAFETY: the worker has done the bookkeeping of ending our turn and starting
                 // `to`'s (see `WorkerCtx::direct_yield`): `to` is a suspended coroutine of
                 // this thread taking a `Signal`, we run on our own stack (checked above) and
@@ -180,13 +195,14 @@ impl StackfulCtx {
     /// Asks this thread's worker for a direct switch to the coroutine it would run next (see
     /// `WorkerCtx::direct_yield`); `None` when the loop must decide instead. Never for a
     /// coroutine that is being cancelled: its poll frame expects it back.
+    /// `preemptible` is `self.is_preemptible()`.
     #[inline(always)] // as `yield_now`
-    fn direct_yield_target(&self) -> Option<*mut RawCoroutine> {
+    fn direct_yield_target(&self, preemptible: bool) -> Option<*mut RawCoroutine> {
         if self.cancel_requested.get() {
             return None;
         }
         // SAFETY: this thread's worker, if it is one, outlives its tasks' runs.
-        unsafe { context::worker_here().as_ref() }?.direct_yield(self)
+        unsafe { context::worker_here().as_ref() }?.direct_yield(self, preemptible)
     }
 
     /// Whether the coroutine is pinned to its worker (never changes thread).
@@ -212,9 +228,17 @@ impl StackfulCtx {
     /// Makes this coroutine, whose task is `header`, the running task of this thread, as its
     /// poll's guards do, for a direct switch to it by `worker` (the index of this thread's
     /// worker; the guards of the poll frame it will switch back to restore the thread's
-    /// values). Returns its switch state.
+    /// values). Returns its switch state. `preemptible` is `self.is_preemptible()`, which the
+    /// caller has compared and passes as it knows it (a constant on the yield's path): when
+    /// it is false, `preempt` is not tested again.
     #[inline(always)] // into the yield, like `WorkerCtx::direct_yield`
-    pub(crate) fn enter_direct(&self, header: &Header, worker: usize) -> *mut RawCoroutine {
+    pub(crate) fn enter_direct(
+        &self,
+        header: &Header,
+        worker: usize,
+        preemptible: bool,
+    ) -> *mut RawCoroutine {
+        debug_assert_eq!(preemptible, self.is_preemptible());
         // The caller's pointer to the task, which it read from the queue: reading it again
         // from the waker would cost a load.
         debug_assert_eq!(self.header_ptr(), NonNull::from(header));
@@ -226,7 +250,7 @@ impl StackfulCtx {
             check_home(header.id, home, Some(worker));
         }
         context::switch_task(header, self);
-        if let Some(state) = &self.preempt {
+        if preemptible && let Some(state) = &self.preempt {
             // The guard's drop is the poll frame's own (it clears the same two fields).
             std::mem::forget(preempt::enter_resume(state));
         }
@@ -244,10 +268,12 @@ impl StackfulCtx {
     }
 
     /// [`no_preempt`](Self::no_preempt) for a frame that keeps `self` across its switch
-    /// anyway: the guard finds the counter through the context when it drops.
+    /// anyway: the guard finds the counter through the context when it drops. `PREEMPTIBLE`
+    /// is `self.is_preemptible()`: when it is false, neither end tests `preempt`.
     #[inline(always)]
-    fn no_preempt_here(&self) -> NoPreemptHere<'_> {
-        if let Some(state) = &self.preempt {
+    fn no_preempt_here<const PREEMPTIBLE: bool>(&self) -> NoPreemptHere<'_, PREEMPTIBLE> {
+        debug_assert_eq!(PREEMPTIBLE, self.is_preemptible());
+        if let (true, Some(state)) = (PREEMPTIBLE, &self.preempt) {
             state.enter();
         }
         NoPreemptHere(self)
@@ -376,13 +402,13 @@ impl StackfulCtx {
 }
 
 /// The guard of [`StackfulCtx::no_preempt_here`]: lowers the coroutine's no-preempt counter,
-/// if it is preemptible, when it drops.
-struct NoPreemptHere<'a>(&'a StackfulCtx);
+/// if it is preemptible (`PREEMPTIBLE`, which is its `is_preemptible()`), when it drops.
+struct NoPreemptHere<'a, const PREEMPTIBLE: bool>(&'a StackfulCtx);
 
-impl Drop for NoPreemptHere<'_> {
+impl<const PREEMPTIBLE: bool> Drop for NoPreemptHere<'_, PREEMPTIBLE> {
     #[inline(always)]
     fn drop(&mut self) {
-        if let Some(state) = &self.0.preempt {
+        if PREEMPTIBLE && let Some(state) = &self.0.preempt {
             // The counter `no_preempt_here` raised on this coroutine (its `NoPreempt` guard,
             // forgotten, would lower the same one).
             drop(state.adopt());

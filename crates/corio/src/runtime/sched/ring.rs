@@ -64,13 +64,26 @@ impl<T> Ring<T> {
     }
 
     /// The front element.
-    #[inline]
+    #[cfg(test)]
     pub(crate) fn front(&self) -> Option<&T> {
         if self.len == 0 {
             return None;
         }
         // SAFETY: `head` is below the capacity and, with `len > 0`, its slot holds a value.
         Some(unsafe { self.buf.get_unchecked(self.head).assume_init_ref() })
+    }
+
+    /// The front element, for a caller that knows the ring is not empty.
+    ///
+    /// # Safety
+    ///
+    /// The ring must not be empty.
+    #[inline]
+    pub(crate) unsafe fn front_unchecked(&self) -> &T {
+        debug_assert!(self.len != 0);
+        // SAFETY: `head` is below the capacity and, with `len > 0` (the caller's promise), its
+        // slot holds a value.
+        unsafe { self.buf.get_unchecked(self.head).assume_init_ref() }
     }
 
     /// Adds `value` at the back, growing the ring if it is full.
@@ -201,6 +214,8 @@ mod tests {
                 assert_eq!(Some(*out), expected.pop_front());
                 assert_eq!(ring.len(), len);
                 assert_eq!(ring.front().map(|v| **v), expected.front().copied());
+                // SAFETY: as above.
+                assert_eq!(**unsafe { ring.front_unchecked() }, expected[0]);
             }
             let rest: Vec<usize> = std::iter::from_fn(|| ring.pop_front().map(|v| *v)).collect();
             assert_eq!(rest, Vec::from(expected));
