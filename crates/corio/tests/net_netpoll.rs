@@ -7,6 +7,12 @@
 //! `epoll_wait` per park. These tests check that a server's worker makes about one poll per park,
 //! and that the poll it skips is not missed: a coroutine whose socket becomes ready is woken
 //! while other coroutines, or tasks sent from outside, keep the worker from parking.
+//!
+//! While its sockets are busy, that worker first watches them for a moment without blocking
+//! (`runtime/worker.rs`, "The only worker spins while its sockets are busy"): a client that
+//! answers quickly finds it awake, and it parks about once per lull instead of once per
+//! request. Those polls are counted apart (`Metrics::io_spin_polls`); once its sockets go
+//! quiet, or when only timers wake it, it parks without them.
 
 #[macro_use]
 mod support;
@@ -66,7 +72,9 @@ fn a_single_worker_that_runs_out_of_work_polls_the_netpoller_about_once_per_park
         server.join().unwrap();
         let after = rt.metrics();
         let parks = after.parks - before.parks;
-        let polls = after.io_polls - before.io_polls;
+        // The polls of the watch for the next request before a park are counted apart.
+        let polls =
+            (after.io_polls - before.io_polls) - (after.io_spin_polls - before.io_spin_polls);
         // Each park polls once, blocking, in the driver. A few more polls are allowed: a
         // park that found work before it slept and polled afterwards, sysmon's, the
         // connection's. A non-blocking poll before every park would make `polls >= 2 * parks`.
@@ -74,6 +82,128 @@ fn a_single_worker_that_runs_out_of_work_polls_the_netpoller_about_once_per_park
             polls <= parks + parks / 4 + 16,
             "{polls} netpoller polls for {parks} parks in {ROUND_TRIPS} round trips"
         );
+    });
+}
+
+/// A plain-thread client like [`ping_pong_client`] that waits for each answer without
+/// sleeping: a nonblocking read in a loop that yields the CPU (so that, sharing a CPU with the
+/// server's worker, it lets the worker run). It answers in microseconds, as a load generator
+/// does.
+fn busy_ping_pong_client(addr: std::net::SocketAddr, rounds: usize) {
+    let mut peer = std::net::TcpStream::connect(addr).unwrap();
+    peer.set_nodelay(true).unwrap();
+    peer.set_nonblocking(true).unwrap();
+    for i in 0..rounds {
+        peer.write_all(&[i as u8]).unwrap();
+        let mut answer = [0u8; 1];
+        loop {
+            match peer.read(&mut answer) {
+                Ok(1) => break,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::thread::yield_now(),
+                other => panic!("round {i}: {other:?}"),
+            }
+        }
+        assert_eq!(answer[0], (i as u8).wrapping_add(1));
+    }
+}
+
+/// Round trips of the busy-client tests.
+const BUSY_ROUND_TRIPS: u64 = 2_000;
+
+#[test]
+fn a_single_worker_whose_client_answers_at_once_waits_for_it_without_parking() {
+    within(EVENTUALLY, || {
+        let rt = support::rt(1);
+        let (listener, addr) = listener();
+        let server = rt.go(move || ping_pong_server(listener));
+        std::thread::sleep(Duration::from_millis(50));
+        let before = rt.metrics();
+        busy_ping_pong_client(addr, BUSY_ROUND_TRIPS as usize);
+        server.join().unwrap();
+        let after = rt.metrics();
+        let parks = after.parks - before.parks;
+        // Without the watch, the worker ran dry and parked in the driver after each answer:
+        // one park (and one wake-up by the client's write) per round trip. With it, a park
+        // only when the client took longer than the watch (it lost its CPU, or the worker
+        // backed off after losing its own): a few per time slice of a loaded machine.
+        assert!(
+            parks < BUSY_ROUND_TRIPS / 2,
+            "{parks} parks in {BUSY_ROUND_TRIPS} round trips with a client that answers at once"
+        );
+        assert!(after.io_spin_polls > before.io_spin_polls);
+    });
+}
+
+#[test]
+fn a_single_worker_stops_watching_its_sockets_once_they_are_quiet() {
+    within(EVENTUALLY, || {
+        let rt = support::rt(1);
+        let (listener, addr) = listener();
+        // The connection stays open and idle after the round trips.
+        let server = rt.go(move || ping_pong_server(listener));
+        let mut peer = std::net::TcpStream::connect(addr).unwrap();
+        for i in 0..100u8 {
+            peer.write_all(&[i]).unwrap();
+            let mut answer = [0u8; 1];
+            peer.read_exact(&mut answer).unwrap();
+        }
+        // The worker watches for at most a watch's length after the last answer, then parks;
+        // from then on it neither polls nor wakes while the socket stays quiet (a loaded
+        // machine may delay the park, so look until the counters stand still).
+        let mut quiet = rt.metrics();
+        support::wait_until("the worker parks for good", || {
+            std::thread::sleep(Duration::from_millis(100));
+            let now = rt.metrics();
+            let still = now.io_polls == quiet.io_polls && now.parks == quiet.parks;
+            quiet = now;
+            still
+        });
+        std::thread::sleep(Duration::from_millis(300));
+        let after = rt.metrics();
+        assert_eq!(
+            after.io_polls, quiet.io_polls,
+            "polls while the socket was quiet"
+        );
+        assert_eq!(after.io_spin_polls, quiet.io_spin_polls);
+        assert_eq!(
+            after.parks, quiet.parks,
+            "wake-ups while the socket was quiet"
+        );
+        drop(peer);
+        server.join().unwrap();
+    });
+}
+
+#[test]
+fn a_single_worker_woken_only_by_timers_does_not_watch_its_sockets() {
+    within(EVENTUALLY, || {
+        let rt = support::rt(1);
+        let (listener, addr) = listener();
+        // A registered socket that stays quiet (its coroutine waits to read), beside a
+        // coroutine woken by its timer 50 times.
+        let server = rt.go(move || ping_pong_server(listener));
+        let peer = std::net::TcpStream::connect(addr).unwrap();
+        // The accept was socket traffic: let the watch that follows it end.
+        std::thread::sleep(Duration::from_millis(100));
+        let before = rt.metrics();
+        rt.go(|| {
+            for _ in 0..50 {
+                corio::sleep(Duration::from_millis(1));
+            }
+        })
+        .join()
+        .unwrap();
+        let after = rt.metrics();
+        assert!(
+            after.parks - before.parks >= 50,
+            "the sleeps parked the worker"
+        );
+        assert_eq!(
+            after.io_spin_polls, before.io_spin_polls,
+            "the worker watched quiet sockets after timer wake-ups"
+        );
+        drop(peer);
+        server.join().unwrap();
     });
 }
 

@@ -110,6 +110,9 @@ pub(crate) struct Driver {
     pub(crate) registry: Arc<Registry>,
     /// IO polls made so far (any poller); sysmon watches it move.
     pub(crate) polls: AtomicU64,
+    /// Socket events dispatched so far (any poller): the only worker of a `workers(1)`
+    /// runtime spins before it parks only while this moves (`WorkerCtx::spins`).
+    pub(crate) socket_events: AtomicU64,
     /// Times [`wake`](Driver::wake) interrupted the holder (eventfd writes), for `Metrics`.
     pub(crate) wakes: AtomicU64,
     /// Times the timerfd was armed or disarmed (`timerfd_settime` calls), for `Metrics`.
@@ -185,6 +188,7 @@ impl Driver {
             arm_lock: Mutex::new(()),
             registry: Arc::new(Registry::default()),
             polls: AtomicU64::new(0),
+            socket_events: AtomicU64::new(0),
             wakes: AtomicU64::new(0),
             timer_sets: AtomicU64::new(0),
         })
@@ -371,6 +375,8 @@ impl Driver {
             unsafe { libc::read(fd, (&raw mut buf).cast(), 8) };
         }
         if sockets > 0 {
+            self.socket_events
+                .fetch_add(sockets as u64, Ordering::Relaxed);
             self.registry.dispatch(events);
         }
         sockets
