@@ -35,21 +35,56 @@ fn listener() -> (TcpListener, std::net::SocketAddr) {
     (listener, addr)
 }
 
+/// How a [`ping_pong_client`] waits.
+#[derive(Clone, Copy)]
+enum Pace {
+    /// A blocking read for each answer, and this pause before each request.
+    Pause(Duration),
+    /// A nonblocking read in a loop that yields the CPU (so that, sharing a CPU with the
+    /// server's worker, it lets the worker run): it answers in microseconds, as a load
+    /// generator does.
+    Busy,
+}
+
 /// A plain-thread client: `rounds` one-byte round trips with the server at `addr`, each waiting
-/// for the answer before the next (a keep-alive client, one request in flight), and `pause`
-/// before each request.
-fn ping_pong_client(addr: std::net::SocketAddr, rounds: usize, pause: Duration) {
+/// for the answer before the next (a keep-alive client, one request in flight), at `pace`.
+fn ping_pong_client(addr: std::net::SocketAddr, rounds: usize, pace: Pace) {
     let mut peer = std::net::TcpStream::connect(addr).unwrap();
     peer.set_nodelay(true).unwrap();
+    peer.set_nonblocking(matches!(pace, Pace::Busy)).unwrap();
     for i in 0..rounds {
-        if !pause.is_zero() {
+        if let Pace::Pause(pause) = pace
+            && !pause.is_zero()
+        {
             std::thread::sleep(pause);
         }
         peer.write_all(&[i as u8]).unwrap();
         let mut answer = [0u8; 1];
-        peer.read_exact(&mut answer).unwrap();
+        loop {
+            match peer.read(&mut answer) {
+                Ok(1) => break,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::thread::yield_now(),
+                other => panic!("round {i}: {other:?}"),
+            }
+        }
         assert_eq!(answer[0], (i as u8).wrapping_add(1));
     }
+}
+
+/// Runs `client` against [`ping_pong_server`] on a one-worker runtime; the runtime's metrics
+/// before and after the client's round trips.
+fn single_worker_ping_pong(
+    client: impl FnOnce(std::net::SocketAddr),
+) -> (corio::Metrics, corio::Metrics) {
+    let rt = support::rt(1);
+    let (listener, addr) = listener();
+    let server = rt.go(move || ping_pong_server(listener));
+    // Let the worker settle (park in the driver, waiting for the connection).
+    std::thread::sleep(Duration::from_millis(50));
+    let before = rt.metrics();
+    client(addr);
+    server.join().unwrap();
+    (before, rt.metrics())
 }
 
 /// Serves one connection of [`ping_pong_client`] in a coroutine: answers each byte with the
@@ -66,17 +101,11 @@ fn ping_pong_server(listener: TcpListener) {
 #[test]
 fn a_single_worker_that_runs_out_of_work_polls_the_netpoller_about_once_per_park() {
     within(EVENTUALLY, || {
-        let rt = support::rt(1);
-        let (listener, addr) = listener();
-        let server = rt.go(move || ping_pong_server(listener));
-        // Let the worker settle (park in the driver, waiting for the connection).
-        std::thread::sleep(Duration::from_millis(50));
-        let before = rt.metrics();
         // A client slower than the worker's watch for the next request: each lull ends in a
         // park (the watch's polls are counted apart, below).
-        ping_pong_client(addr, ROUND_TRIPS, Duration::from_micros(500));
-        server.join().unwrap();
-        let after = rt.metrics();
+        let (before, after) = single_worker_ping_pong(|addr| {
+            ping_pong_client(addr, ROUND_TRIPS, Pace::Pause(Duration::from_micros(500)))
+        });
         let parks = after.parks - before.parks;
         // The polls of the watch for the next request before a park are counted apart.
         let polls =
@@ -93,42 +122,15 @@ fn a_single_worker_that_runs_out_of_work_polls_the_netpoller_about_once_per_park
     });
 }
 
-/// A plain-thread client like [`ping_pong_client`] that waits for each answer without
-/// sleeping: a nonblocking read in a loop that yields the CPU (so that, sharing a CPU with the
-/// server's worker, it lets the worker run). It answers in microseconds, as a load generator
-/// does.
-fn busy_ping_pong_client(addr: std::net::SocketAddr, rounds: usize) {
-    let mut peer = std::net::TcpStream::connect(addr).unwrap();
-    peer.set_nodelay(true).unwrap();
-    peer.set_nonblocking(true).unwrap();
-    for i in 0..rounds {
-        peer.write_all(&[i as u8]).unwrap();
-        let mut answer = [0u8; 1];
-        loop {
-            match peer.read(&mut answer) {
-                Ok(1) => break,
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::thread::yield_now(),
-                other => panic!("round {i}: {other:?}"),
-            }
-        }
-        assert_eq!(answer[0], (i as u8).wrapping_add(1));
-    }
-}
-
 /// Round trips of the busy-client tests.
 const BUSY_ROUND_TRIPS: u64 = 2_000;
 
 #[test]
 fn a_single_worker_whose_client_answers_at_once_waits_for_it_without_parking() {
     within(EVENTUALLY, || {
-        let rt = support::rt(1);
-        let (listener, addr) = listener();
-        let server = rt.go(move || ping_pong_server(listener));
-        std::thread::sleep(Duration::from_millis(50));
-        let before = rt.metrics();
-        busy_ping_pong_client(addr, BUSY_ROUND_TRIPS as usize);
-        server.join().unwrap();
-        let after = rt.metrics();
+        let (before, after) = single_worker_ping_pong(|addr| {
+            ping_pong_client(addr, BUSY_ROUND_TRIPS as usize, Pace::Busy)
+        });
         let parks = after.parks - before.parks;
         // Without the watch, the worker ran dry and parked in the driver after each answer:
         // one park (and one wake-up by the client's write) per round trip. With it, a park
@@ -239,7 +241,7 @@ rt_common! {
             support::wait_until("the busy coroutines run", || {
                 spins.load(Ordering::Relaxed) > 1_000
             });
-            ping_pong_client(addr, 20, Duration::ZERO);
+            ping_pong_client(addr, 20, Pace::Pause(Duration::ZERO));
             reader.join().unwrap();
             stop.store(true, Ordering::Relaxed);
             for b in busy {
@@ -272,7 +274,7 @@ rt_common! {
                 })
             };
             support::wait_until("the fed tasks run", || ran.load(Ordering::Relaxed) > 100);
-            ping_pong_client(addr, 20, Duration::ZERO);
+            ping_pong_client(addr, 20, Pace::Pause(Duration::ZERO));
             reader.join().unwrap();
             stop.store(true, Ordering::Relaxed);
             feeder.join().unwrap();
