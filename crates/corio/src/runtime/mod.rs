@@ -40,7 +40,8 @@
 //!    workers search at once (`idle.rs`). A worker that will park without spinning, in a free
 //!    driver, polls there instead (`WorkerCtx::parks_in_driver_next`).
 //! 6. With two or more workers, spin up to 50 µs watching the inbox (and, as a searcher, the
-//!    queues) before parking (`WorkerCtx::spin_for_work`).
+//!    queues) before parking (`WorkerCtx::spin_for_work`); with one, up to 50 µs polling its
+//!    sockets, only while they are busy (`WorkerCtx::spin_on_io`).
 //! 7. Park: at most one worker sleeps in the driver (`driver.rs`) until the nearest timer of
 //!    any worker; the others sleep on a futex. No timeouts otherwise: an idle runtime makes no
 //!    wake-ups.
