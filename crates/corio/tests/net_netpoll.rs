@@ -7,6 +7,12 @@
 //! `epoll_wait` per park. These tests check that a server's worker makes about one poll per park,
 //! and that the poll it skips is not missed: a coroutine whose socket becomes ready is woken
 //! while other coroutines, or tasks sent from outside, keep the worker from parking.
+//!
+//! While its sockets are busy, that worker first watches them for a moment without blocking
+//! (`runtime/worker.rs`, "The only worker spins while its sockets are busy"): a client that
+//! answers quickly finds it awake, and it parks about once per lull instead of once per
+//! request. Those polls are counted apart (`Metrics::io_spin_polls`); once its sockets go
+//! quiet, or when only timers wake it, it parks without them.
 
 #[macro_use]
 mod support;
@@ -29,17 +35,56 @@ fn listener() -> (TcpListener, std::net::SocketAddr) {
     (listener, addr)
 }
 
+/// How a [`ping_pong_client`] waits.
+#[derive(Clone, Copy)]
+enum Pace {
+    /// A blocking read for each answer, and this pause before each request.
+    Pause(Duration),
+    /// A nonblocking read in a loop that yields the CPU (so that, sharing a CPU with the
+    /// server's worker, it lets the worker run): it answers in microseconds, as a load
+    /// generator does.
+    Busy,
+}
+
 /// A plain-thread client: `rounds` one-byte round trips with the server at `addr`, each waiting
-/// for the answer before the next (a keep-alive client, one request in flight).
-fn ping_pong_client(addr: std::net::SocketAddr, rounds: usize) {
+/// for the answer before the next (a keep-alive client, one request in flight), at `pace`.
+fn ping_pong_client(addr: std::net::SocketAddr, rounds: usize, pace: Pace) {
     let mut peer = std::net::TcpStream::connect(addr).unwrap();
     peer.set_nodelay(true).unwrap();
+    peer.set_nonblocking(matches!(pace, Pace::Busy)).unwrap();
     for i in 0..rounds {
+        if let Pace::Pause(pause) = pace
+            && !pause.is_zero()
+        {
+            std::thread::sleep(pause);
+        }
         peer.write_all(&[i as u8]).unwrap();
         let mut answer = [0u8; 1];
-        peer.read_exact(&mut answer).unwrap();
+        loop {
+            match peer.read(&mut answer) {
+                Ok(1) => break,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::thread::yield_now(),
+                other => panic!("round {i}: {other:?}"),
+            }
+        }
         assert_eq!(answer[0], (i as u8).wrapping_add(1));
     }
+}
+
+/// Runs `client` against [`ping_pong_server`] on a one-worker runtime; the runtime's metrics
+/// before and after the client's round trips.
+fn single_worker_ping_pong(
+    client: impl FnOnce(std::net::SocketAddr),
+) -> (corio::Metrics, corio::Metrics) {
+    let rt = support::rt(1);
+    let (listener, addr) = listener();
+    let server = rt.go(move || ping_pong_server(listener));
+    // Let the worker settle (park in the driver, waiting for the connection).
+    std::thread::sleep(Duration::from_millis(50));
+    let before = rt.metrics();
+    client(addr);
+    server.join().unwrap();
+    (before, rt.metrics())
 }
 
 /// Serves one connection of [`ping_pong_client`] in a coroutine: answers each byte with the
@@ -56,24 +101,119 @@ fn ping_pong_server(listener: TcpListener) {
 #[test]
 fn a_single_worker_that_runs_out_of_work_polls_the_netpoller_about_once_per_park() {
     within(EVENTUALLY, || {
-        let rt = support::rt(1);
-        let (listener, addr) = listener();
-        let server = rt.go(move || ping_pong_server(listener));
-        // Let the worker settle (park in the driver, waiting for the connection).
-        std::thread::sleep(Duration::from_millis(50));
-        let before = rt.metrics();
-        ping_pong_client(addr, ROUND_TRIPS);
-        server.join().unwrap();
-        let after = rt.metrics();
+        // A client slower than the worker's watch for the next request: each lull ends in a
+        // park (the watch's polls are counted apart, below).
+        let (before, after) = single_worker_ping_pong(|addr| {
+            ping_pong_client(addr, ROUND_TRIPS, Pace::Pause(Duration::from_micros(500)))
+        });
         let parks = after.parks - before.parks;
-        let polls = after.io_polls - before.io_polls;
+        // The polls of the watch for the next request before a park are counted apart.
+        let polls =
+            (after.io_polls - before.io_polls) - (after.io_spin_polls - before.io_spin_polls);
         // Each park polls once, blocking, in the driver. A few more polls are allowed: a
         // park that found work before it slept and polled afterwards, sysmon's, the
         // connection's. A non-blocking poll before every park would make `polls >= 2 * parks`.
         assert!(
             polls <= parks + parks / 4 + 16,
-            "{polls} netpoller polls for {parks} parks in {ROUND_TRIPS} round trips"
+            "{polls} netpoller polls for {parks} parks in {ROUND_TRIPS} round trips ({} more \
+             while watching for the next request)",
+            after.io_spin_polls - before.io_spin_polls
         );
+    });
+}
+
+/// Round trips of the busy-client tests.
+const BUSY_ROUND_TRIPS: u64 = 2_000;
+
+#[test]
+fn a_single_worker_whose_client_answers_at_once_waits_for_it_without_parking() {
+    within(EVENTUALLY, || {
+        let (before, after) = single_worker_ping_pong(|addr| {
+            ping_pong_client(addr, BUSY_ROUND_TRIPS as usize, Pace::Busy)
+        });
+        let parks = after.parks - before.parks;
+        // Without the watch, the worker ran dry and parked in the driver after each answer:
+        // one park (and one wake-up by the client's write) per round trip. With it, a park
+        // only when the client took longer than the watch (it lost its CPU, or the worker
+        // backed off after losing its own): a few per time slice of a loaded machine.
+        assert!(
+            parks < BUSY_ROUND_TRIPS / 2,
+            "{parks} parks in {BUSY_ROUND_TRIPS} round trips with a client that answers at once"
+        );
+        assert!(after.io_spin_polls > before.io_spin_polls);
+    });
+}
+
+#[test]
+fn a_single_worker_stops_watching_its_sockets_once_they_are_quiet() {
+    within(EVENTUALLY, || {
+        let rt = support::rt(1);
+        let (listener, addr) = listener();
+        // The connection stays open and idle after the round trips.
+        let server = rt.go(move || ping_pong_server(listener));
+        let mut peer = std::net::TcpStream::connect(addr).unwrap();
+        for i in 0..100u8 {
+            peer.write_all(&[i]).unwrap();
+            let mut answer = [0u8; 1];
+            peer.read_exact(&mut answer).unwrap();
+        }
+        // The worker watches for at most a watch's length after the last answer, then parks;
+        // from then on it neither polls nor wakes while the socket stays quiet (a loaded
+        // machine may delay the park, so look until the counters stand still).
+        let mut quiet = rt.metrics();
+        support::wait_until("the worker parks for good", || {
+            std::thread::sleep(Duration::from_millis(100));
+            let now = rt.metrics();
+            let still = now.io_polls == quiet.io_polls && now.parks == quiet.parks;
+            quiet = now;
+            still
+        });
+        std::thread::sleep(Duration::from_millis(300));
+        let after = rt.metrics();
+        assert_eq!(
+            after.io_polls, quiet.io_polls,
+            "polls while the socket was quiet"
+        );
+        assert_eq!(after.io_spin_polls, quiet.io_spin_polls);
+        assert_eq!(
+            after.parks, quiet.parks,
+            "wake-ups while the socket was quiet"
+        );
+        drop(peer);
+        server.join().unwrap();
+    });
+}
+
+#[test]
+fn a_single_worker_woken_only_by_timers_does_not_watch_its_sockets() {
+    within(EVENTUALLY, || {
+        let rt = support::rt(1);
+        let (listener, addr) = listener();
+        // A registered socket that stays quiet (its coroutine waits to read), beside a
+        // coroutine woken by its timer 50 times.
+        let server = rt.go(move || ping_pong_server(listener));
+        let peer = std::net::TcpStream::connect(addr).unwrap();
+        // The accept was socket traffic: let the watch that follows it end.
+        std::thread::sleep(Duration::from_millis(100));
+        let before = rt.metrics();
+        rt.go(|| {
+            for _ in 0..50 {
+                corio::sleep(Duration::from_millis(1));
+            }
+        })
+        .join()
+        .unwrap();
+        let after = rt.metrics();
+        assert!(
+            after.parks - before.parks >= 50,
+            "the sleeps parked the worker"
+        );
+        assert_eq!(
+            after.io_spin_polls, before.io_spin_polls,
+            "the worker watched quiet sockets after timer wake-ups"
+        );
+        drop(peer);
+        server.join().unwrap();
     });
 }
 
@@ -101,7 +241,7 @@ rt_common! {
             support::wait_until("the busy coroutines run", || {
                 spins.load(Ordering::Relaxed) > 1_000
             });
-            ping_pong_client(addr, 20);
+            ping_pong_client(addr, 20, Pace::Pause(Duration::ZERO));
             reader.join().unwrap();
             stop.store(true, Ordering::Relaxed);
             for b in busy {
@@ -134,7 +274,7 @@ rt_common! {
                 })
             };
             support::wait_until("the fed tasks run", || ran.load(Ordering::Relaxed) > 100);
-            ping_pong_client(addr, 20);
+            ping_pong_client(addr, 20, Pace::Pause(Duration::ZERO));
             reader.join().unwrap();
             stop.store(true, Ordering::Relaxed);
             feeder.join().unwrap();

@@ -40,7 +40,8 @@
 //!    workers search at once (`idle.rs`). A worker that will park without spinning, in a free
 //!    driver, polls there instead (`WorkerCtx::parks_in_driver_next`).
 //! 6. With two or more workers, spin up to 50 µs watching the inbox (and, as a searcher, the
-//!    queues) before parking (`WorkerCtx::spin_for_work`).
+//!    queues) before parking (`WorkerCtx::spin_for_work`); with one, up to 50 µs polling its
+//!    sockets, only while they are busy (`WorkerCtx::spin_on_io`).
 //! 7. Park: at most one worker sleeps in the driver (`driver.rs`) until the nearest timer of
 //!    any worker; the others sleep on a futex. No timeouts otherwise: an idle runtime makes no
 //!    wake-ups.
@@ -774,6 +775,7 @@ impl Handle {
             direct_handoffs: sum(|w| &w.direct_handoffs),
             spin_slices_lost: sum(|w| &w.spin_slices_lost),
             spins_skipped: sum(|w| &w.spins_skipped),
+            io_spin_polls: sum(|w| &w.io_spin_polls),
             io_polls: shared.driver.polls.load(Ordering::Relaxed),
             driver_wakes: shared.driver.wakes.load(Ordering::Relaxed),
             timer_sets: shared.driver.timer_sets.load(Ordering::Relaxed),
@@ -933,6 +935,10 @@ pub struct Metrics {
     /// Times a worker out of work went to park without spinning because its spins had been
     /// losing time slices (each at most one park more than spinning would have made).
     pub spins_skipped: u64,
+    /// Netpoller polls the only worker of a `workers(1)` runtime made while it watched its
+    /// busy sockets for a moment before blocking in the driver (`runtime/worker.rs`, "The
+    /// only worker spins while its sockets are busy"); also counted in `io_polls`.
+    pub io_spin_polls: u64,
     /// Netpoller polls (`epoll_wait` calls) so far, blocking or not, by any poller: a parked
     /// worker in the driver, a worker out of work, sysmon (`runtime/driver.rs`, "Netpoller").
     pub io_polls: u64,

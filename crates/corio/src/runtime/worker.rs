@@ -132,6 +132,9 @@ pub(crate) struct Remote {
     /// Out-of-work episodes that skipped the spin after lost slices (written by the owner
     /// only).
     pub(crate) spins_skipped: AtomicU64,
+    /// Netpoller polls the only worker of a `workers(1)` runtime made while it watched its
+    /// busy sockets before parking (`spin_on_io`; written by the owner only).
+    pub(crate) io_spin_polls: AtomicU64,
     /// Tasks other threads queued here (`push_inbox`): the cross-thread wake-ups and
     /// placements this worker received (the `worker_inbox_pushes` metric).
     pub(crate) inbox_pushes: AtomicU64,
@@ -187,6 +190,7 @@ impl Remote {
             direct_handoffs: AtomicU64::new(0),
             spin_slices_lost: AtomicU64::new(0),
             spins_skipped: AtomicU64::new(0),
+            io_spin_polls: AtomicU64::new(0),
             inbox_pushes: AtomicU64::new(0),
             out_of_work: AtomicBool::new(false),
             idle_since: AtomicU64::new(0),
@@ -485,6 +489,9 @@ pub(crate) struct WorkerCtx {
     /// starts from after its next lost slice ("When the CPUs are oversubscribed").
     spin_skip: std::cell::Cell<u32>,
     spin_backoff: std::cell::Cell<u32>,
+    /// The driver's count of socket events when this worker's last `spin_on_io` ended with
+    /// nothing found: it watches its sockets again only once more have been ready since.
+    io_spin_mark: std::cell::Cell<u64>,
     /// The task the last direct switch (`direct_yield`) started, if one happened during the
     /// task `run_task` runs: the one whose poll ended in its frame.
     switched: std::cell::Cell<Option<std::ptr::NonNull<crate::task::core::Header>>>,
@@ -513,6 +520,7 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
         searching: std::cell::Cell::new(false),
         spin_skip: std::cell::Cell::new(0),
         spin_backoff: std::cell::Cell::new(0),
+        io_spin_mark: std::cell::Cell::new(0),
         switched: std::cell::Cell::new(None),
         frame_ctx: std::cell::Cell::new((ptr::null(), ptr::null())),
         core: RefCell::new(Core {
@@ -601,7 +609,7 @@ impl WorkerCtx {
                 self.run_task(task);
                 continue;
             }
-            if self.spin_for_work() {
+            if self.spin_for_work() || (deferred && self.spin_on_io()) {
                 continue;
             }
             if !self.park() && deferred {
@@ -1255,7 +1263,8 @@ impl WorkerCtx {
     ///
     /// Not with one worker: only other threads could wake it, and its thread is the whole
     /// of a `workers(1)` runtime's CPU (a single-worker server's CPU is measured with the
-    /// server: `corio-bench http`). Not for spares, which park as soon as they find nothing.
+    /// server: `corio-bench http`); it watches only its sockets, and only while they are busy
+    /// (`spin_on_io`). Not for spares, which park as soon as they find nothing.
     /// Returns whether work may be there (the loop looks again); false: park.
     ///
     /// # When the CPUs are oversubscribed
@@ -1279,11 +1288,7 @@ impl WorkerCtx {
         if !self.spins() {
             return false;
         }
-        let skip = self.spin_skip.get();
-        if skip > 0 {
-            self.spin_skip.set(skip - 1);
-            let skipped = remote.spins_skipped.load(Ordering::Relaxed);
-            remote.spins_skipped.store(skipped + 1, Ordering::Relaxed);
+        if self.skip_spin() {
             return false;
         }
         let searching = self.searching.get();
@@ -1323,14 +1328,91 @@ impl WorkerCtx {
             }
             let spun = start.elapsed();
             if spun >= SPIN_LOST_SLICE {
-                let backoff = (self.spin_backoff.get() * 2).clamp(1, SPIN_SKIP_MAX);
-                self.spin_backoff.set(backoff);
-                self.spin_skip.set(backoff);
-                let lost = remote.spin_slices_lost.load(Ordering::Relaxed);
-                remote.spin_slices_lost.store(lost + 1, Ordering::Relaxed);
+                self.lost_slice();
                 return false;
             }
             if spun >= SPIN_BEFORE_PARK {
+                return false;
+            }
+        }
+    }
+
+    /// A spin's `sched_yield` lost a time slice: park without spinning in the next 1, 2, 4,
+    /// .. out-of-work episodes ("When the CPUs are oversubscribed").
+    fn lost_slice(&self) {
+        let remote = self.remote();
+        let backoff = (self.spin_backoff.get() * 2).clamp(1, SPIN_SKIP_MAX);
+        self.spin_backoff.set(backoff);
+        self.spin_skip.set(backoff);
+        let lost = remote.spin_slices_lost.load(Ordering::Relaxed);
+        remote.spin_slices_lost.store(lost + 1, Ordering::Relaxed);
+    }
+
+    /// Whether this worker should skip this out-of-work episode's spin after lost slices
+    /// (and count it); written by the owner only.
+    fn skip_spin(&self) -> bool {
+        let skip = self.spin_skip.get();
+        if skip == 0 {
+            return false;
+        }
+        self.spin_skip.set(skip - 1);
+        let remote = self.remote();
+        let skipped = remote.spins_skipped.load(Ordering::Relaxed);
+        remote.spins_skipped.store(skipped + 1, Ordering::Relaxed);
+        true
+    }
+
+    /// Step 5½ for a worker that does not spin (`spin_for_work`) and is about to wait in the
+    /// driver: while its sockets are busy, keeps polling them without blocking for up to
+    /// [`SPIN_BEFORE_PARK`] before it blocks in `epoll_wait`. Returns whether it found work
+    /// (the loop looks again); false: park.
+    ///
+    /// # The only worker spins while its sockets are busy
+    ///
+    /// A `workers(1)` server under `wrk` ran dry between batches of requests and blocked in
+    /// `epoll_wait` ~0.03 times per request (1.7 times as often as may_minihttp); the next
+    /// request then had to wake it, on the client's CPU (`docs/net-bench.md`, "Seventh
+    /// pass"). Polling for the next request a few tens of microseconds, as Go's spinning M
+    /// does for other workers' work, answers it without a sleep and a wake-up.
+    ///
+    /// Only while sockets are busy: when a spin ends with nothing found, the worker records
+    /// the driver's count of socket events ([`Driver::socket_events`]) and spins again only
+    /// once that count has moved, i.e. after a socket was ready. An idle runtime therefore
+    /// spins at most once after its last IO and then sleeps without wake-ups; a runtime
+    /// without sockets never spins. Each round polls, then looks at the queues other threads
+    /// feed (inbox, global queue) and at the timers, then yields the CPU as `spin_for_work`
+    /// does (and backs off the same way when the CPUs are oversubscribed).
+    ///
+    /// [`Driver::socket_events`]: super::driver::Driver::socket_events
+    fn spin_on_io(&self) -> bool {
+        let shared = &self.shared;
+        let remote = self.remote();
+        let events = || shared.driver.socket_events.load(Ordering::Relaxed);
+        if remote.spare || events() == self.io_spin_mark.get() || self.skip_spin() {
+            return false;
+        }
+        let start = std::time::Instant::now();
+        loop {
+            let found = self.poll_io();
+            let polls = remote.io_spin_polls.load(Ordering::Relaxed);
+            remote.io_spin_polls.store(polls + 1, Ordering::Relaxed);
+            if found > 0
+                || shared.is_shutdown()
+                || remote.inbox_len.load(Ordering::Relaxed) != 0
+                || !shared.inject.is_empty()
+                || shared.next_timer() <= shared.now_ns()
+            {
+                remote.unparker.clear_notified();
+                self.spin_backoff.set(0);
+                return true;
+            }
+            std::thread::yield_now();
+            let spun = start.elapsed();
+            if spun >= SPIN_LOST_SLICE {
+                self.lost_slice();
+            }
+            if spun >= SPIN_BEFORE_PARK {
+                self.io_spin_mark.set(events());
                 return false;
             }
         }
