@@ -42,7 +42,15 @@ async fn answer(stream: corio::net::TcpStream, first: bool) {
 #[test]
 fn the_holder_does_not_write_the_eventfd_for_tasks_it_wakes_itself() {
     within(EVENTUALLY, || {
-        let rt = support::rt(1);
+        // Without the single worker's watch of its busy sockets (`Builder::io_spin`): the
+        // watch would take the batch with a non-blocking poll before the worker parks, and the
+        // holder's `epoll_wait` this test is about would never return it.
+        let rt = corio::Runtime::builder()
+            .workers(1)
+            .hog_report(false)
+            .io_spin(false)
+            .build()
+            .unwrap();
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let server = rt.spawn(async move {
@@ -87,6 +95,10 @@ fn the_holder_does_not_write_the_eventfd_for_tasks_it_wakes_itself() {
         // holder never needs interrupting. A few are allowed (sysmon's netpoll, if a round's
         // first task kept the worker from polling for 10 ms on a loaded machine, wakes the
         // tasks from its own thread).
+        assert_eq!(
+            after.io_spin_polls, 0,
+            "the worker watched its sockets although the runtime was built without the watch"
+        );
         let wakes = after.driver_wakes - before.driver_wakes;
         assert!(
             wakes <= (ROUNDS / 10) as u64,

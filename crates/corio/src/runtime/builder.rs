@@ -27,6 +27,7 @@ pub struct Builder {
     hog_report: Option<bool>,
     hooks: ThreadHooks,
     preemptible: bool,
+    io_spin: bool,
 }
 
 /// A user callback kept by the builder and the runtime (`Debug` without showing the closure).
@@ -100,6 +101,7 @@ impl Builder {
             hog_report: None,
             hooks: ThreadHooks::default(),
             preemptible: false,
+            io_spin: true,
         }
     }
 
@@ -198,6 +200,23 @@ impl Builder {
         self
     }
 
+    /// Whether the only worker of a one-worker runtime, out of work while its sockets are
+    /// busy, polls them for up to 50 µs before it sleeps (default: yes). The watch answers a
+    /// client's next request without the sleep and the wake-up it would cost on the client's
+    /// CPU (`docs/net-bench.md`, "Seventh pass"); it spends up to 50 µs of the worker's CPU
+    /// per lull, and only after socket activity: an idle runtime still makes no wake-ups.
+    /// Turn it off where that CPU time matters more than latency (many runtimes sharing a
+    /// CPU). Runtimes with more workers search for work as before either way.
+    ///
+    /// ```
+    /// let rt = corio::Runtime::builder().workers(1).io_spin(false).build().unwrap();
+    /// assert_eq!(rt.block_on(async { 1 + 1 }), 2);
+    /// ```
+    pub fn io_spin(&mut self, on: bool) -> &mut Builder {
+        self.io_spin = on;
+        self
+    }
+
     /// Makes every stackful coroutine of this runtime preemptible by signal unless it is
     /// `migratable`: as if each were spawned with
     /// [`TaskBuilder::preemptible`](crate::Builder::preemptible). Has no effect where signal
@@ -273,6 +292,7 @@ impl Builder {
             hog_report,
             hooks: self.hooks.clone(),
             preemptible: self.preemptible && super::preempt::enable(),
+            io_spin: self.io_spin,
         })
     }
 }

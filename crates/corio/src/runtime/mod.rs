@@ -107,6 +107,9 @@ pub(crate) struct Config {
     pub(crate) hooks: builder::ThreadHooks,
     /// Whether coroutines are preemptible unless spawned otherwise (`preempt.rs`).
     pub(crate) preemptible: bool,
+    /// Whether a single worker watches its busy sockets before it sleeps
+    /// (`WorkerCtx::spin_on_io`).
+    pub(crate) io_spin: bool,
 }
 
 /// Everything the workers, tasks and handles of one runtime share.

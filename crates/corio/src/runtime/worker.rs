@@ -395,8 +395,8 @@ struct Core {
     /// by every producer of local work and at the start of every round. While set, the direct
     /// yield's next round is a plain pick of `yielded`'s front as far as the core's own
     /// queues, slots and slice go (docs/scheduler.md, "The yield toward 150, fourth pass"):
-    /// one load instead of six tests. (Only the loop takes from `yielded`; a direct yield
-    /// rotates it, keeping its length.)
+    /// one load instead of six tests. (Only the loop and shutdown take from `yielded`, and
+    /// shutdown clears the flag first; a direct yield rotates it, keeping its length.)
     only_yielded: bool,
     /// Rounds until the global queue is looked at first.
     global_countdown: u32,
@@ -732,8 +732,8 @@ impl WorkerCtx {
     /// of `from`'s run (`run_task`), the round of `next_task`, the start of the next one's run
     /// and its poll's thread-local state — and returns the next one's switch state, for
     /// `from` to transfer to. `None`: nothing was changed, `from` yields to the loop.
-    #[inline(always)] // into the yield, whose switch saves the callee-saved registers anyway
     /// `preemptible` is `from.is_preemptible()`, as the caller knows it (a constant).
+    #[inline(always)] // into the yield, whose switch saves the callee-saved registers anyway
     pub(crate) fn direct_yield(
         &self,
         from: &StackfulCtx,
@@ -1388,15 +1388,32 @@ impl WorkerCtx {
         let shared = &self.shared;
         let remote = self.remote();
         let events = || shared.driver.socket_events.load(Ordering::Relaxed);
-        if remote.spare || events() == self.io_spin_mark.get() || self.skip_spin() {
+        let no_sockets = || shared.driver.registry.is_empty();
+        if !shared.config.io_spin
+            || remote.spare
+            || events() == self.io_spin_mark.get()
+            || no_sockets()
+            || self.skip_spin()
+        {
             return false;
         }
         let start = std::time::Instant::now();
         loop {
+            if no_sockets() {
+                // The last socket closed (its hang-up moved the count): nothing to watch.
+                self.io_spin_mark.set(events());
+                return false;
+            }
+            let polled = !shared.driver.is_held();
             let found = self.poll_io();
-            let polls = remote.io_spin_polls.load(Ordering::Relaxed);
-            remote.io_spin_polls.store(polls + 1, Ordering::Relaxed);
-            if found > 0
+            if polled {
+                let polls = remote.io_spin_polls.load(Ordering::Relaxed);
+                remote.io_spin_polls.store(polls + 1, Ordering::Relaxed);
+            }
+            // Events that woke only other threads (a `block_on` on the main thread, say) do
+            // not end the watch, nor restart its budget: a stream of them would otherwise
+            // keep this worker from ever sleeping while it has nothing to run.
+            if (found > 0 && self.has_local_work())
                 || shared.is_shutdown()
                 || remote.inbox_len.load(Ordering::Relaxed) != 0
                 || !shared.inject.is_empty()
@@ -1504,6 +1521,16 @@ impl WorkerCtx {
         polled
     }
 
+    /// Whether this worker's own queues hold anything to run.
+    fn has_local_work(&self) -> bool {
+        let core = self.core.borrow();
+        core.next.is_some()
+            || !self.remote().spawned.is_empty()
+            || !core.pinned.is_empty()
+            || !core.yielded.is_empty()
+            || !core.run_queue.is_empty()
+    }
+
     /// Whether any work is visible that this worker could run (re-check before sleeping).
     fn has_work(&self) -> bool {
         let shared = &self.shared;
@@ -1511,16 +1538,8 @@ impl WorkerCtx {
         if shared.is_shutdown() || remote.inbox_len.load(Ordering::SeqCst) > 0 {
             return true;
         }
-        {
-            let core = self.core.borrow();
-            if core.next.is_some()
-                || !remote.spawned.is_empty()
-                || !core.pinned.is_empty()
-                || !core.yielded.is_empty()
-                || !core.run_queue.is_empty()
-            {
-                return true;
-            }
+        if self.has_local_work() {
+            return true;
         }
         if remote.spare {
             return false;
@@ -1605,6 +1624,9 @@ impl WorkerCtx {
     /// blocks. Movable work is cancelled by `Shared::finish_shutdown`.
     fn shut_down(&self) {
         let shared = &self.shared;
+        // Shutdown takes from `yielded` outside a round: the direct paths also refuse once
+        // shutdown is set, but the flag must not outlive what it says either way.
+        self.core.borrow_mut().only_yielded = false;
         let mine = |h: &crate::task::core::Header| h.pinned_home() == Some(self.index);
         for task in shared.owned.close_and_collect(mine) {
             let ptr = task.header_ptr();

@@ -117,8 +117,9 @@ impl<T> Ring<T> {
     ///
     /// # Safety
     ///
-    /// The ring must not be empty (the caller has seen its [`front`](Self::front): the length
-    /// is not read again, which an atomic load between the two would otherwise force).
+    /// The ring must not be empty (the caller has seen its front, through
+    /// [`front_unchecked`](Self::front_unchecked): the length is not read again, which an
+    /// atomic load between the two would otherwise force).
     #[inline]
     pub(crate) unsafe fn rotate(&mut self, back: T) -> T {
         debug_assert!(self.len != 0);
