@@ -243,14 +243,20 @@ impl Driver {
         }
     }
 
-    /// The timer at `cancelled` was removed; if the timerfd was armed for it, re-arm it at
-    /// `next()` (the nearest deadline left) — later, without waking the holder.
+    /// The timer at `cancelled` was removed; if the timerfd was armed for it, or is armed for
+    /// a deadline already gone while no timer is left, re-arm it at `next()` (the nearest
+    /// deadline left) — later, without waking the holder. The second case: a deadline whose
+    /// timer was cancelled while the driver was free stays in the timerfd, and a holder whose
+    /// nearest deadline is a little later keeps it ("The timerfd stays armed between waits");
+    /// when that last timer goes too, the holder would wake at the stale deadline for nothing
+    /// (an idle runtime's wake-up, and sysmon's ~60 after it: `docs/flake-hunt.md`).
     pub(crate) fn rearm_after_cancel(&self, cancelled: u64, next: impl Fn() -> u64) {
-        if !self.is_held() || self.until.load(Ordering::SeqCst) != cancelled {
+        let stale = |until: u64| until == cancelled || (until != u64::MAX && next() == u64::MAX);
+        if !self.is_held() || !stale(self.until.load(Ordering::SeqCst)) {
             return;
         }
         let _arm = self.arm_lock.lock().unwrap_or_else(|e| e.into_inner());
-        if self.is_held() && self.until.load(Ordering::SeqCst) == cancelled {
+        if self.is_held() && stale(self.until.load(Ordering::SeqCst)) {
             self.set_later(&next);
         }
     }
@@ -486,6 +492,29 @@ mod tests {
         driver.release();
         assert!(driver.try_acquire());
         driver.arm_for_wait(|| u64::MAX, || unreachable!("no clock read needed"));
+        assert_eq!(driver.until.load(Ordering::SeqCst), u64::MAX);
+        assert_eq!(timerfd_left(&driver), 0);
+    }
+
+    /// The flake of `rt_idle`'s `two_workers::cancelled_timers_leave_no_wake_ups_behind`: the
+    /// timerfd kept a deadline whose timer was cancelled while nobody held the driver; the next
+    /// holder kept it (its own nearest deadline was a little later); that last timer was then
+    /// cancelled on the other worker while the holder waited: no timer left, and the holder
+    /// woke at the stale deadline anyway (and the wake-up woke sysmon: ~60 more switches).
+    #[test]
+    #[cfg_attr(miri, ignore)] // epoll and timerfd system calls
+    fn the_timerfd_is_disarmed_when_the_last_timer_is_cancelled_under_a_stale_deadline() {
+        let driver = Driver::new(std::time::Instant::now()).unwrap();
+        assert!(driver.try_acquire());
+        driver.arm_for_wait(|| 10 * SECOND, || 0);
+        driver.release();
+        // Cancelled while the driver is free: the timerfd stays at 10 s.
+        driver.rearm_after_cancel(10 * SECOND, || 11 * SECOND);
+        assert!(driver.try_acquire());
+        driver.arm_for_wait(|| 11 * SECOND, || 0);
+        assert_eq!(driver.until.load(Ordering::SeqCst), 10 * SECOND);
+        // The last timer, at 11 s, cancelled while the holder waits.
+        driver.rearm_after_cancel(11 * SECOND, || u64::MAX);
         assert_eq!(driver.until.load(Ordering::SeqCst), u64::MAX);
         assert_eq!(timerfd_left(&driver), 0);
     }
