@@ -252,12 +252,18 @@ impl ScheduledIo {
         // bit, and only if the generation is the event's. AcqRel: Release for the Acquire load
         // in `state` and for `wait`'s re-check; Acquire for the slot's `FULL` and the `waiting`
         // flag a waiter's re-check carried (see `wait`), which the loads below must see.
-        let updated =
-            self.state[dir as usize].fetch_update(Ordering::AcqRel, Ordering::Relaxed, |s| {
-                (s & GEN_MASK == generation).then(|| s.wrapping_add(EDGE) | set)
-            });
-        if updated.is_err() {
-            return; // a stale event: whoever uses this `ScheduledIo` now is another socket
+        // (A compare-exchange loop rather than `fetch_update`, deprecated on nightly.)
+        let state = &self.state[dir as usize];
+        let mut s = state.load(Ordering::Relaxed);
+        loop {
+            if s & GEN_MASK != generation {
+                return; // a stale event: whoever uses this `ScheduledIo` now is another socket
+            }
+            let new = s.wrapping_add(EDGE) | set;
+            match state.compare_exchange_weak(s, new, Ordering::AcqRel, Ordering::Relaxed) {
+                Ok(_) => break,
+                Err(now) => s = now,
+            }
         }
         // The slot first (its load pairs with the update above: `slot.rs`), then the list.
         self.slots[dir as usize].wake();
