@@ -111,7 +111,7 @@ pub(crate) struct Driver {
     /// IO polls made so far (any poller); sysmon watches it move.
     pub(crate) polls: AtomicU64,
     /// Socket events dispatched so far (any poller): the only worker of a `workers(1)`
-    /// runtime spins before it parks only while this moves (`WorkerCtx::spins`).
+    /// runtime spins before it parks only while this moves (`WorkerCtx::spin_on_io`).
     pub(crate) socket_events: AtomicU64,
     /// Times [`wake`](Driver::wake) interrupted the holder (eventfd writes), for `Metrics`.
     pub(crate) wakes: AtomicU64,
