@@ -322,3 +322,39 @@ fn a_worker_parking_for_short_spells_does_not_wake_sysmon_at_each_wake_up() {
         "sysmon was switched in {sysmon} times while the worker parked {parks} times"
     );
 }
+
+/// A rare wake-up of an otherwise idle runtime (a timer firing every 150 ms) costs sysmon a
+/// few ticks, not the ~60 it took to back off from 20 µs ticks for 20 ms before it slept
+/// again (`sysmon.rs`, "Back to sleep after a rare wake-up"): before, ~60 sysmon switches per
+/// firing; now 2–3.
+#[test]
+fn a_rare_wake_up_costs_sysmon_a_few_ticks_not_a_back_off() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    const FIRINGS: u64 = 6;
+    let rt = corio::Runtime::builder()
+        .workers(1)
+        .hog_report(false)
+        .thread_name("rare")
+        .build()
+        .unwrap();
+    let sysmon_switches = |counters: &HashMap<u32, u64>| -> u64 {
+        support::threads_named("rare")
+            .iter()
+            .filter(|t| t.comm.ends_with("-sysmon"))
+            .map(|t| counters.get(&t.tid).map_or(t.switches, |&c| t.switches - c))
+            .sum()
+    };
+    rt.run(|| corio::sleep(Duration::from_millis(1)));
+    let before = within(EVENTUALLY, || settled("rare"));
+    rt.run(|| {
+        for _ in 0..FIRINGS {
+            corio::sleep(Duration::from_millis(150));
+        }
+    });
+    let sysmon = sysmon_switches(&before);
+    assert!(
+        sysmon <= FIRINGS * 10,
+        "sysmon was switched in {sysmon} times for {FIRINGS} timer firings 150 ms apart on an \
+         otherwise idle runtime"
+    );
+}

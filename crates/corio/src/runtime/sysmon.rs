@@ -54,6 +54,15 @@
 //! its 20 µs ticks: 2,662 sysmon context switches in a 3 s `http` run (`docs/net-bench.md`).
 //! Through a short idle spell sysmon keeps ticking at its backed-off delay instead, and the
 //! worker's wake-up costs it one load.
+//!
+//! # Back to sleep after a rare wake-up
+//!
+//! That hysteresis made a rare wake-up expensive: a timer firing once a second on an idle
+//! runtime, or one spurious wake-up of the driver's holder, woke sysmon, which then ticked
+//! for 20 ms from 20 µs ticks backing off, ~60 ticks for one event. A wake-up after a deep
+//! sleep of at least [`RARE_WAKE_UP`] is taken as rare: sysmon sleeps again as soon as two
+//! looks a tick apart find every worker idle with no task run between them, 2–3 ticks per
+//! event. A deep sleep shorter than that (a server between requests) restores the 20 ms.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -90,6 +99,11 @@ const QUIET_TICKS: u32 = 50;
 /// must be woken by the next worker that wakes). Before that it keeps ticking, backing off as
 /// usual: from 20 µs ticks to 10 ms ones this takes ~60 ticks.
 const DEEP_SLEEP_AFTER: Duration = Duration::from_millis(20);
+/// A deep sleep at least this long ended in a rare wake-up: sysmon goes back to deep sleep
+/// as soon as two looks a tick apart find every worker idle with no task run between them
+/// ("Back to sleep after a rare wake-up"). Five times `DEEP_SLEEP_AFTER`: a worker woken more
+/// often than that keeps the hysteresis that spares its wake-ups a sysmon wake each.
+const RARE_WAKE_UP: Duration = Duration::from_millis(100);
 
 pub(crate) struct Sysmon {
     event: Event,
@@ -148,6 +162,9 @@ pub(crate) fn start(shared: &Arc<Shared>) -> std::io::Result<()> {
         // run so far, then): a worker that woke, ran and parked again between two looks
         // restarts it.
         let mut quiet_since: Option<(Instant, u64)> = None;
+        // How long every worker must stay idle before the next deep sleep: `DEEP_SLEEP_AFTER`,
+        // or a tick after a rare wake-up ("Back to sleep after a rare wake-up").
+        let mut deep_sleep_after = DEEP_SLEEP_AFTER;
         while !sysmon.stop.load(Ordering::SeqCst) {
             let ran = tasks_run(&shared);
             if !is_quiet(&shared) || quiet_since.is_some_and(|(_, then)| then != ran) {
@@ -155,12 +172,18 @@ pub(crate) fn start(shared: &Arc<Shared>) -> std::io::Result<()> {
             } else if quiet_since.is_none() {
                 quiet_since = Some((Instant::now(), ran));
             }
-            if quiet_since.is_some_and(|(since, _)| since.elapsed() >= DEEP_SLEEP_AFTER) {
+            if quiet_since.is_some_and(|(since, _)| since.elapsed() >= deep_sleep_after) {
                 quiet_since = None;
                 sysmon.sleeping.store(true, Ordering::SeqCst);
                 // Re-check after publishing `sleeping` (pairs with `wake_if_sleeping`).
                 if is_quiet(&shared) && !sysmon.stop.load(Ordering::SeqCst) {
+                    let slept_from = Instant::now();
                     sysmon.event.wait(None);
+                    deep_sleep_after = if slept_from.elapsed() >= RARE_WAKE_UP {
+                        MIN_DELAY
+                    } else {
+                        DEEP_SLEEP_AFTER
+                    };
                     watch.delay = MIN_DELAY;
                     watch.sleep = MIN_DELAY;
                     watch.quiet = 0;
