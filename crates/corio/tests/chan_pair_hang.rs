@@ -6,7 +6,7 @@
 //! through the home worker's inbox; rendezvous (capacity 0) and buffered (capacity 2) alike.
 //!
 //! What it was: not a lost wake-up but a scheduling lockstep. A worker out of work spins on
-//! its inbox before it parks (`runtime/worker.rs`, `spin_for_work`), yielding its thread
+//! its inbox before it parks (`runtime/worker.rs`, `spin`), yielding its thread
 //! (`sched_yield`) between looks. With more runnable threads than CPUs, both workers ended up
 //! taking turns on one CPU with a busy thread, both always spinning, neither ever asleep: the
 //! `unpark` of a spinning worker wakes nothing, and a thread that never sleeps gets no wake-up
@@ -15,7 +15,7 @@
 //! tick and then found the work). 10,000 values took minutes instead of milliseconds; the
 //! counts moved about 75 a second. Before the fix this test failed 2 runs of its 20 in most
 //! invocations under load; a spin that loses a slice now makes its worker park without
-//! spinning for a while, and a parked worker is woken at once (`spin_for_work`, "When the CPUs
+//! spinning for a while, and a parked worker is woken at once (`spin`, "When the CPUs
 //! are oversubscribed").
 //!
 //! (The select stress had a second cause of its own, found by a later hunt: its two selects'

@@ -1,5 +1,5 @@
 //! A worker out of work spins for a moment before it parks (Go's spinning M; `worker.rs`,
-//! `spin_for_work`): work that appears in that moment is run without the worker going to
+//! `spin`): work that appears in that moment is run without the worker going to
 //! sleep and without its waker's futex wake, and a runtime with nothing to do still goes to
 //! sleep. The park count is `Metrics::parks` (times a worker went to sleep).
 //!
@@ -50,7 +50,7 @@ fn go_on_the_other_worker<T: Send + 'static>(
 ///
 /// That holds while the spinners keep their CPUs. After a spin lost a time slice to another
 /// thread of the machine (the CPUs are oversubscribed), its worker parks without spinning
-/// for a while, by design (`spin_for_work`, "When the CPUs are oversubscribed": spinning on
+/// for a while, by design (`spin`, "When the CPUs are oversubscribed": spinning on
 /// then cost a scheduler tick per hand-off, `tests/chan_pair_hang.rs`); each such skipped
 /// spin (`Metrics::spins_skipped`) may cost one park more, and is allowed for.
 #[test]

@@ -47,7 +47,7 @@ fn a_server_whose_requests_start_and_cancel_a_long_timeout_rarely_sets_the_drive
         std::thread::sleep(Duration::from_millis(50));
         let before = rt.metrics();
         for i in 0..ROUND_TRIPS {
-            // Slower than the worker's watch for the next request (`spin_on_io`, 50 µs), so
+            // Slower than the worker's watch for the next request (`spin`, 50 µs), so
             // that it parks between the round trips.
             std::thread::sleep(Duration::from_micros(500));
             peer.write_all(&[i as u8]).unwrap();

@@ -111,7 +111,7 @@ pub(crate) struct Driver {
     /// IO polls made so far (any poller); sysmon watches it move.
     pub(crate) polls: AtomicU64,
     /// Socket events dispatched so far (any poller): the only worker of a `workers(1)`
-    /// runtime spins before it parks only while this moves (`WorkerCtx::spin_on_io`).
+    /// runtime spins before it parks only while this moves (`WorkerCtx::spin`).
     pub(crate) socket_events: AtomicU64,
     /// Times [`wake`](Driver::wake) interrupted the holder (eventfd writes), for `Metrics`.
     pub(crate) wakes: AtomicU64,
@@ -347,7 +347,7 @@ impl Driver {
     fn poll(&self, timeout_ms: libc::c_int, awake: impl FnOnce()) -> usize {
         // Uninitialised: the kernel writes the entries it returns, and zeroing 1.5 KiB per
         // poll cost more than the rest of an empty poll's user-space work (a spinning
-        // single worker polls about once per request: `WorkerCtx::spin_on_io`).
+        // single worker polls about once per request: `WorkerCtx::spin`).
         let mut events = [const { std::mem::MaybeUninit::<libc::epoll_event>::uninit() }; EVENTS];
         // SAFETY: `events` is a writable buffer of EVENTS entries; the kernel only writes it.
         let n = unsafe {

@@ -11,7 +11,7 @@
 //! - A worker may start searching only while fewer than half the unparked workers search, so
 //!   an idle runtime does not burn every core spinning.
 //! - A searcher that finds nothing spins for a moment before parking (`worker.rs`,
-//!   `spin_for_work`) and stays counted as searching meanwhile, so work that appears then
+//!   `spin`) and stays counted as searching meanwhile, so work that appears then
 //!   wakes nobody: the spinner takes it.
 //! - A worker that stops searching because it found work, and was the last searcher, wakes
 //!   another if movable work is queued somewhere (more may be behind what it found).

@@ -39,9 +39,9 @@
 //!    of a random victim's run queue; run due timers of any worker. At most half the busy
 //!    workers search at once (`idle.rs`). A worker that will park without spinning, in a free
 //!    driver, polls there instead (`WorkerCtx::parks_in_driver_next`).
-//! 6. With two or more workers, spin up to 50 µs watching the inbox (and, as a searcher, the
-//!    queues) before parking (`WorkerCtx::spin_for_work`); with one, up to 50 µs polling its
-//!    sockets, only while they are busy (`WorkerCtx::spin_on_io`).
+//! 6. Spin up to 50 µs before parking (`WorkerCtx::spin`): with two or more workers,
+//!    watching the inbox (and, as a searcher, the queues) and polling the sockets; with one,
+//!    only while its sockets are busy.
 //! 7. Park: at most one worker sleeps in the driver (`driver.rs`) until the nearest timer of
 //!    any worker; the others sleep on a futex. No timeouts otherwise: an idle runtime makes no
 //!    wake-ups.
@@ -108,7 +108,7 @@ pub(crate) struct Config {
     /// Whether coroutines are preemptible unless spawned otherwise (`preempt.rs`).
     pub(crate) preemptible: bool,
     /// Whether a single worker watches its busy sockets before it sleeps
-    /// (`WorkerCtx::spin_on_io`).
+    /// (`WorkerCtx::spin`).
     pub(crate) io_spin: bool,
 }
 
@@ -933,14 +933,15 @@ pub struct Metrics {
     pub direct_handoffs: u64,
     /// Spins of a worker out of work whose `sched_yield` lost the CPU to another thread for a
     /// time slice: the CPUs were oversubscribed, and the worker parked without spinning for a
-    /// while after each (`runtime/worker.rs`, `spin_for_work`).
+    /// while after each (`runtime/worker.rs`, `spin`).
     pub spin_slices_lost: u64,
     /// Times a worker out of work went to park without spinning because its spins had been
     /// losing time slices (each at most one park more than spinning would have made).
     pub spins_skipped: u64,
-    /// Netpoller polls the only worker of a `workers(1)` runtime made while it watched its
-    /// busy sockets for a moment before blocking in the driver (`runtime/worker.rs`, "The
-    /// only worker spins while its sockets are busy"); also counted in `io_polls`.
+    /// Netpoller polls made by workers spinning for a moment before they park: the spin of
+    /// a multi-worker runtime's workers, and the only worker of a `workers(1)` runtime
+    /// watching its busy sockets (`runtime/worker.rs`, `spin`, "The only worker spins while
+    /// its sockets are busy"); also counted in `io_polls`.
     pub io_spin_polls: u64,
     /// Netpoller polls (`epoll_wait` calls) so far, blocking or not, by any poller: a parked
     /// worker in the driver, a worker out of work, sysmon (`runtime/driver.rs`, "Netpoller").

@@ -89,7 +89,7 @@ impl Unparker {
     }
 
     /// Consumes a pending `NOTIFIED` (owner only, awake): called when the owner found the
-    /// work it was notified of without sleeping (`WorkerCtx::spin_for_work`) and is about to
+    /// work it was notified of without sleeping (`WorkerCtx::spin`) and is about to
     /// look at its queues, so that its next park does not return at once for a wake-up it
     /// has already taken. A wake-up whose `NOTIFIED` this consumes published its work before
     /// (the Release swap in `unpark`, this Acquire), so the look that follows sees that work.

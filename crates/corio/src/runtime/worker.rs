@@ -56,13 +56,13 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 const GLOBAL_BATCH: usize = 128;
 
 /// How long a worker out of work keeps watching for some before it parks (Go's spinning M;
-/// `spin_for_work`). A futex sleep and wake-up cost the sleeper and its waker 5–50 µs
+/// `spin`). A futex sleep and wake-up cost the sleeper and its waker 5–50 µs
 /// between them on the VMs corio is measured on; 2-worker channel programs ran out of local
 /// work for a few microseconds at a time and parked thousands of times per run.
 const SPIN_BEFORE_PARK: Duration = Duration::from_micros(50);
 
 /// A spin whose `sched_yield` kept the thread off its CPU for this long lost a time slice to
-/// another thread of the machine: the CPUs are oversubscribed (`spin_for_work`, "When the
+/// another thread of the machine: the CPUs are oversubscribed (`spin`, "When the
 /// CPUs are oversubscribed"). Far above a spin and a worker's turn, below a scheduler tick.
 const SPIN_LOST_SLICE: Duration = Duration::from_millis(1);
 
@@ -73,6 +73,15 @@ const SPIN_SKIP_MAX: u32 = 1024;
 /// Looks at the queues between two clock reads while spinning (a clock read costs 20–85 ns
 /// here, a look a few loads).
 const SPIN_LOOKS_PER_CLOCK_READ: u32 = 32;
+
+/// Which spin a worker out of work makes before it parks (`WorkerCtx::spin`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum SpinKind {
+    /// A worker of a runtime with more than one: watches for work other threads make.
+    Worker,
+    /// The only worker of a `workers(1)` runtime, while its sockets are busy.
+    OnlyWorker,
+}
 
 /// What a worker is doing, for sysmon.
 pub(crate) const STATUS_IDLE: u8 = 0;
@@ -127,13 +136,12 @@ pub(crate) struct Remote {
     /// Direct hand-offs from a coroutine blocking in `block_on` to the one in the next-task
     /// slot (`direct_block`; written by the owner only).
     pub(crate) direct_handoffs: AtomicU64,
-    /// Spins that lost a time slice (`spin_for_work`; written by the owner only).
+    /// Spins that lost a time slice (`spin`; written by the owner only).
     pub(crate) spin_slices_lost: AtomicU64,
     /// Out-of-work episodes that skipped the spin after lost slices (written by the owner
     /// only).
     pub(crate) spins_skipped: AtomicU64,
-    /// Netpoller polls the only worker of a `workers(1)` runtime made while it watched its
-    /// busy sockets before parking (`spin_on_io`; written by the owner only).
+    /// Netpoller polls made while spinning before a park (`spin`; written by the owner only).
     pub(crate) io_spin_polls: AtomicU64,
     /// Tasks other threads queued here (`push_inbox`): the cross-thread wake-ups and
     /// placements this worker received (the `worker_inbox_pushes` metric).
@@ -485,11 +493,11 @@ pub(crate) struct WorkerCtx {
     own_timer_wake: std::cell::Cell<bool>,
     /// Whether this worker counts as searching in `Idle`.
     searching: std::cell::Cell<bool>,
-    /// Out-of-work episodes in which `spin_for_work` parks at once, and the back-off it
+    /// Out-of-work episodes in which `spin` parks at once, and the back-off it
     /// starts from after its next lost slice ("When the CPUs are oversubscribed").
     spin_skip: std::cell::Cell<u32>,
     spin_backoff: std::cell::Cell<u32>,
-    /// The driver's count of socket events when this worker's last `spin_on_io` ended with
+    /// The driver's count of socket events when this worker's last `spin` ended with
     /// nothing found: it watches its sockets again only once more have been ready since.
     io_spin_mark: std::cell::Cell<u64>,
     /// The task the last direct switch (`direct_yield`) started, if one happened during the
@@ -609,7 +617,7 @@ impl WorkerCtx {
                 self.run_task(task);
                 continue;
             }
-            if self.spin_for_work() || (deferred && self.spin_on_io()) {
+            if self.spin(deferred) {
                 continue;
             }
             if !self.park() && deferred {
@@ -637,7 +645,7 @@ impl WorkerCtx {
     /// with the events that are ready, so the blocking poll alone sees what the non-blocking
     /// one would have.
     ///
-    /// So a worker that will not spin (`spin_for_work`: the only worker, or a spare) and finds
+    /// So a worker that will not spin (`spin`: the only worker, or a spare) and finds
     /// the driver free skips the non-blocking poll, and makes it up wherever it turns out not
     /// to block in the driver after all:
     /// 1. the search found a task: poll before running it (as before: a worker fed from
@@ -653,7 +661,7 @@ impl WorkerCtx {
         !self.spins() && !self.shared.driver.is_held()
     }
 
-    /// Whether this worker spins before it parks (`spin_for_work`): not the only worker of a
+    /// Whether this worker spins before it parks (`spin`): not the only worker of a
     /// `workers(1)` runtime, not a spare.
     fn spins(&self) -> bool {
         !self.remote().spare && self.shared.config.workers != 1
@@ -1244,8 +1252,15 @@ impl WorkerCtx {
 
     /// Step 5½, between finding nothing and parking: keeps watching for work for up to
     /// [`SPIN_BEFORE_PARK`], as Go's spinning M does, so that work that appears a moment
-    /// later costs neither this worker a sleep nor its waker a futex wake (`unpark` of a
-    /// worker that is not parked is one swap). What it watches:
+    /// later costs neither this worker a sleep nor its waker a wake-up (`unpark` of a worker
+    /// that is not parked is one swap). `deferred`: this worker skipped its non-blocking poll
+    /// ("The deferred poll"), so the spin polls first. Returns whether work may be there (the
+    /// loop looks again); false: park.
+    ///
+    /// Which workers spin ([`SpinKind`]): every worker of a runtime with more than one, and
+    /// the only worker of a `workers(1)` runtime while its sockets are busy ("The only worker
+    /// spins while its sockets are busy"). Not spares, which park as soon as they find
+    /// nothing. What a spin watches:
     ///
     /// - its inbox, always: a pinned coroutine of this worker woken on another thread can run
     ///   nowhere else, and its waker unparks this worker unconditionally. This is why a
@@ -1255,17 +1270,33 @@ impl WorkerCtx {
     ///   wake-up) and parked — 2 parks and 2 futex wakes per round trip (`tests/rt_spin.rs`).
     ///   Watching its own inbox reads one line of its own, so the spinners do not contend
     ///   with each other, which is what the half rule is for;
-    /// - if it counts as searching (`Idle`: at most half the unparked workers do), also the
-    ///   global queue and the other workers' run queues: while it searches, `notify_work`
-    ///   wakes nobody, so a searcher that spins is what saves the futex wake of a parked
-    ///   worker for movable work;
-    /// - due timers and ready sockets, at each clock read.
+    /// - if it counts as searching (`Idle`: at most half the unparked workers do), or is the
+    ///   only worker, also the global queue and the other workers' run queues: while it
+    ///   searches, `notify_work` wakes nobody, so a searcher that spins is what saves the
+    ///   futex wake of a parked worker for movable work;
+    /// - due timers and ready sockets, at each clock read. Sockets end the spin only when
+    ///   their events gave this worker something to run: events that woke only other threads
+    ///   (a coroutine pinned elsewhere, a `block_on` on the main thread) neither end the spin
+    ///   nor restart its budget, or a stream of them would keep this worker from ever
+    ///   sleeping while it has nothing to run (and make sysmon report its last task as a hog).
     ///
-    /// Not with one worker: only other threads could wake it, and its thread is the whole
-    /// of a `workers(1)` runtime's CPU (a single-worker server's CPU is measured with the
-    /// server: `corio-bench http`); it watches only its sockets, and only while they are busy
-    /// (`spin_on_io`). Not for spares, which park as soon as they find nothing.
-    /// Returns whether work may be there (the loop looks again); false: park.
+    /// # The only worker spins while its sockets are busy
+    ///
+    /// The only worker of a `workers(1)` runtime does not spin for other threads' work: only
+    /// other threads could make it, and its thread is the whole of the runtime's CPU (a
+    /// single-worker server's CPU is measured with the server: `corio-bench http`). But a
+    /// `workers(1)` server under `wrk` ran dry between batches of requests and blocked in
+    /// `epoll_wait` ~0.03 times per request (1.7 times as often as may_minihttp); the next
+    /// request then had to wake it, on the client's CPU (`docs/net-bench.md`, "Seventh
+    /// pass"). Polling for the next request a few tens of microseconds answers it without a
+    /// sleep and a wake-up.
+    ///
+    /// Only while sockets are busy: when such a spin ends with nothing found, the worker
+    /// records the driver's count of socket events ([`Driver::socket_events`]) and spins
+    /// again only once that count has moved, i.e. after a socket was ready. An idle runtime
+    /// therefore spins at most once after its last IO and then sleeps without wake-ups; a
+    /// runtime without sockets never spins, and neither does one whose driver another thread
+    /// holds (its polls would find nothing). `Builder::io_spin(false)` turns it off.
     ///
     /// # When the CPUs are oversubscribed
     ///
@@ -1282,19 +1313,18 @@ impl WorkerCtx {
     /// So a spin whose yield lost a slice ([`SPIN_LOST_SLICE`]) makes the worker park without
     /// spinning in its next out-of-work episodes, 1, 2, 4, .. up to [`SPIN_SKIP_MAX`] of them
     /// as slices keep being lost; a spin that finds work without losing one resets that.
-    fn spin_for_work(&self) -> bool {
+    ///
+    /// [`Driver::socket_events`]: super::driver::Driver::socket_events
+    fn spin(&self, deferred: bool) -> bool {
+        let Some(kind) = self.spin_kind(deferred) else {
+            return false;
+        };
         let shared = &self.shared;
         let remote = self.remote();
-        if !self.spins() {
-            return false;
-        }
-        if self.skip_spin() {
-            return false;
-        }
-        let searching = self.searching.get();
+        let others = kind == SpinKind::OnlyWorker || self.searching.get();
         let visible = || {
             remote.inbox_len.load(Ordering::Relaxed) != 0
-                || (searching
+                || (others
                     && (!shared.inject.is_empty()
                         || shared
                             .workers
@@ -1302,15 +1332,32 @@ impl WorkerCtx {
                             .enumerate()
                             .any(|(i, w)| i != self.index && !w.steal.is_empty())))
         };
+        let found = || {
+            remote.unparker.clear_notified();
+            self.spin_backoff.set(0);
+            true
+        };
         let start = std::time::Instant::now();
+        let mut poll_now = deferred;
         loop {
+            if poll_now {
+                if kind == SpinKind::OnlyWorker && shared.driver.registry.is_empty() {
+                    // The last socket closed (its hang-up moved the count): nothing to watch.
+                    return self.spin_ends(kind);
+                }
+                if self.spin_poll() > 0 && self.has_local_work() {
+                    return found();
+                }
+            }
+            poll_now = true;
             for _ in 0..SPIN_LOOKS_PER_CLOCK_READ {
                 if visible() {
-                    remote.unparker.clear_notified();
-                    self.spin_backoff.set(0);
-                    return true;
+                    return found();
                 }
                 std::hint::spin_loop();
+            }
+            if shared.is_shutdown() || shared.next_timer() <= shared.now_ns() {
+                return true;
             }
             // Lets a thread waiting for this CPU run: the kernel tends to queue a thread woken
             // by this one on this one's CPU (wake-affine), and a spinner that kept the CPU kept
@@ -1318,25 +1365,60 @@ impl WorkerCtx {
             // ping-pong on a loaded machine fell into a lockstep of spins that expired and
             // futex wakes (2 parks per round trip, `tests/rt_spin.rs`); with it, none.
             std::thread::yield_now();
-            // As the loop's own poll: the tasks it wakes go to the run queue, not one by one
-            // through the next-task slot.
-            if shared.is_shutdown() || self.poll_io() > 0 {
-                return true;
-            }
-            if shared.next_timer() <= shared.now_ns() {
-                return true;
-            }
             let spun = start.elapsed();
             if spun >= SPIN_LOST_SLICE {
                 self.lost_slice();
-                return false;
+                return self.spin_ends(kind);
             }
             if spun >= SPIN_BEFORE_PARK {
-                return false;
+                return self.spin_ends(kind);
             }
         }
     }
 
+    /// Whether and how this worker spins before it parks (`spin`, "Which workers spin").
+    fn spin_kind(&self, deferred: bool) -> Option<SpinKind> {
+        let shared = &self.shared;
+        let kind = if self.spins() {
+            SpinKind::Worker
+        } else if !self.remote().spare
+            && deferred
+            && shared.config.io_spin
+            && shared.driver.socket_events.load(Ordering::Relaxed) != self.io_spin_mark.get()
+            && !shared.driver.registry.is_empty()
+        {
+            SpinKind::OnlyWorker
+        } else {
+            return None;
+        };
+        // Last, so that only an episode that would have spun counts as skipped.
+        (!self.skip_spin()).then_some(kind)
+    }
+
+    /// A spin found nothing: the only worker remembers the socket events it has seen, so
+    /// that it spins again only after more (`spin`). Returns false (park).
+    fn spin_ends(&self, kind: SpinKind) -> bool {
+        if kind == SpinKind::OnlyWorker {
+            let events = self.shared.driver.socket_events.load(Ordering::Relaxed);
+            self.io_spin_mark.set(events);
+        }
+        false
+    }
+
+    /// A spin's non-blocking poll of the netpoller: the tasks it wakes go to the run queue, as
+    /// the loop's own poll's do, not one by one through the next-task slot. Counted in
+    /// `io_spin_polls` if it polled (another thread may hold the driver). How many sockets
+    /// were ready.
+    fn spin_poll(&self) -> usize {
+        let polled = !self.shared.driver.is_held();
+        let ready = self.poll_io();
+        if polled {
+            let remote = self.remote();
+            let polls = remote.io_spin_polls.load(Ordering::Relaxed);
+            remote.io_spin_polls.store(polls + 1, Ordering::Relaxed);
+        }
+        ready
+    }
     /// A spin's `sched_yield` lost a time slice: park without spinning in the next 1, 2, 4,
     /// .. out-of-work episodes ("When the CPUs are oversubscribed").
     fn lost_slice(&self) {
@@ -1360,79 +1442,6 @@ impl WorkerCtx {
         let skipped = remote.spins_skipped.load(Ordering::Relaxed);
         remote.spins_skipped.store(skipped + 1, Ordering::Relaxed);
         true
-    }
-
-    /// Step 5½ for a worker that does not spin (`spin_for_work`) and is about to wait in the
-    /// driver: while its sockets are busy, keeps polling them without blocking for up to
-    /// [`SPIN_BEFORE_PARK`] before it blocks in `epoll_wait`. Returns whether it found work
-    /// (the loop looks again); false: park.
-    ///
-    /// # The only worker spins while its sockets are busy
-    ///
-    /// A `workers(1)` server under `wrk` ran dry between batches of requests and blocked in
-    /// `epoll_wait` ~0.03 times per request (1.7 times as often as may_minihttp); the next
-    /// request then had to wake it, on the client's CPU (`docs/net-bench.md`, "Seventh
-    /// pass"). Polling for the next request a few tens of microseconds, as Go's spinning M
-    /// does for other workers' work, answers it without a sleep and a wake-up.
-    ///
-    /// Only while sockets are busy: when a spin ends with nothing found, the worker records
-    /// the driver's count of socket events ([`Driver::socket_events`]) and spins again only
-    /// once that count has moved, i.e. after a socket was ready. An idle runtime therefore
-    /// spins at most once after its last IO and then sleeps without wake-ups; a runtime
-    /// without sockets never spins. Each round polls, then looks at the queues other threads
-    /// feed (inbox, global queue) and at the timers, then yields the CPU as `spin_for_work`
-    /// does (and backs off the same way when the CPUs are oversubscribed).
-    ///
-    /// [`Driver::socket_events`]: super::driver::Driver::socket_events
-    fn spin_on_io(&self) -> bool {
-        let shared = &self.shared;
-        let remote = self.remote();
-        let events = || shared.driver.socket_events.load(Ordering::Relaxed);
-        let no_sockets = || shared.driver.registry.is_empty();
-        if !shared.config.io_spin
-            || remote.spare
-            || events() == self.io_spin_mark.get()
-            || no_sockets()
-            || self.skip_spin()
-        {
-            return false;
-        }
-        let start = std::time::Instant::now();
-        loop {
-            if no_sockets() {
-                // The last socket closed (its hang-up moved the count): nothing to watch.
-                self.io_spin_mark.set(events());
-                return false;
-            }
-            let polled = !shared.driver.is_held();
-            let found = self.poll_io();
-            if polled {
-                let polls = remote.io_spin_polls.load(Ordering::Relaxed);
-                remote.io_spin_polls.store(polls + 1, Ordering::Relaxed);
-            }
-            // Events that woke only other threads (a `block_on` on the main thread, say) do
-            // not end the watch, nor restart its budget: a stream of them would otherwise
-            // keep this worker from ever sleeping while it has nothing to run.
-            if (found > 0 && self.has_local_work())
-                || shared.is_shutdown()
-                || remote.inbox_len.load(Ordering::Relaxed) != 0
-                || !shared.inject.is_empty()
-                || shared.next_timer() <= shared.now_ns()
-            {
-                remote.unparker.clear_notified();
-                self.spin_backoff.set(0);
-                return true;
-            }
-            std::thread::yield_now();
-            let spun = start.elapsed();
-            if spun >= SPIN_LOST_SLICE {
-                self.lost_slice();
-            }
-            if spun >= SPIN_BEFORE_PARK {
-                self.io_spin_mark.set(events());
-                return false;
-            }
-        }
     }
 
     /// The last resort of step 5: a task left in another worker's spawn slot while that
