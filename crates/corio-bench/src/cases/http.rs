@@ -78,10 +78,14 @@ const DEPTH: usize = 16;
 const PIPELINE_LUA: &str = "-- written by corio-bench: 16 pipelined GET /plaintext per round trip\n\
 init = function(args)\n  local r = {}\n  for i = 1, 16 do r[i] = wrk.format(nil, \"/plaintext\") end\n  \
 req = table.concat(r)\nend\nrequest = function() return req end\n\
--- the histogram as wrk left it (see batch_p99_us in corio-bench's http.rs)\n\
+-- the histogram as wrk left it (see batch_p99_us in corio-bench's http.rs), unless reading it\n\
+-- back would take too long: latency(i) walks the histogram from its minimum at every call\n\
 done = function(summary, latency, requests)\n  \
 io.write(string.format(\"@wrk duration %d responses %d\\n\", summary.duration, summary.requests))\n  \
-for i = 1, #latency do\n    local v, c = latency(i)\n    io.write(string.format(\"@lat %d %d\\n\", v, c))\n  end\nend\n";
+local n, span = #latency, latency.max - latency.min\n  \
+if n * span > 8e9 then\n    \
+io.write(string.format(\"@lat-too-wide %d %d\\n\", n, span))\n    return\n  end\n  \
+for i = 1, n do\n    local v, c = latency(i)\n    io.write(string.format(\"@lat %d %d\\n\", v, c))\n  end\nend\n";
 
 /// The path of `wrk` if it is on `PATH`.
 fn wrk_tool() -> Option<std::path::PathBuf> {
@@ -291,6 +295,14 @@ fn parse_wrk(text: &str) -> Result<WrkResult, String> {
 /// at `m + E`, `m + 2E`, ...: going down from the largest latency, each original count is the
 /// histogram's minus the running sum of the originals already recovered in its residue class
 /// modulo `E`. The copies below the histogram's minimum are not printed, and not needed.
+///
+/// wrk's script API reads the histogram one entry at a time, and each `latency(i)` walks it
+/// from its minimum to the `i`-th entry: reading it all is quadratic. A server whose batches
+/// spread over hundreds of milliseconds (Go's net/http, 137,000 entries over 259 ms) kept
+/// wrk printing for 17 s after a 10 s run, past the bench's timeout, which failed the run
+/// ("wrk failed: timed out, killed"). The script prints `@lat-too-wide` for such a
+/// histogram instead (more than 8·10⁹ entries × µs, a few seconds), and the p99 is reported
+/// as not measured, with the reason.
 fn batch_p99_us(text: &str, conns: u64) -> Result<f64, String> {
     let mut header = None;
     let mut hist: Vec<(u64, u64)> = Vec::new();
@@ -300,6 +312,15 @@ fn batch_p99_us(text: &str, conns: u64) -> Result<f64, String> {
         match words.first() {
             Some(&"@wrk") => header = num(2).zip(num(4)),
             Some(&"@lat") => hist.push(num(1).zip(num(2)).ok_or("a bad @lat line")?),
+            Some(&"@lat-too-wide") => {
+                return Err(format!(
+                    "not read back: wrk's histogram holds {} latencies over {} us, and its \
+                     `latency(i)` walks the histogram from its minimum at every call (the \
+                     script skips a histogram that would take seconds)",
+                    words.get(1).unwrap_or(&"?"),
+                    words.get(2).unwrap_or(&"?")
+                ));
+            }
             _ => {}
         }
     }
@@ -441,6 +462,20 @@ mod tests {
             }
         }
         assert_eq!(batch_p99_us(&text, conns), Ok(p99_true));
+    }
+
+    #[test]
+    fn a_histogram_too_wide_to_read_back_has_no_p99_and_says_why() {
+        let text = "@wrk duration 10020826 responses 33429927\n@lat-too-wide 137123 259100\n";
+        let why = batch_p99_us(text, 256).unwrap_err();
+        assert!(why.contains("137123 latencies over 259100 us"), "{why}");
+    }
+
+    #[test]
+    fn the_pipelined_script_guards_its_histogram_read_back() {
+        // The guard is what keeps wrk from printing for longer than its run (Go's histogram).
+        assert!(PIPELINE_LUA.contains("if n * span > 8e9 then"));
+        assert!(PIPELINE_LUA.contains("@lat-too-wide"));
     }
 
     #[test]

@@ -3,8 +3,11 @@
 //! Each round starts every server once (a fresh process, pinned to the server CPU), in the
 //! rotating order of [`run_order`](super::run_order), lets the case measure it with a closure
 //! (wrk, a load client, 10,000 idle connections), and kills it. A server that fails to start
-//! or to serve is not run again: the failure is a property of the implementation, and its rows
-//! say why. The closure returns named values (`requests_per_sec@64`); [`NetRuns::row`] turns
+//! or to serve a measurement twice in a row is not run again for that measurement (the
+//! failure is a property of the implementation, and the rows it would have filled say why);
+//! its other measurements go on, as they would have without it: one cell's fault (wrk could
+//! not read back a wide pipelined histogram in time, `http.rs`) no longer empties a server's
+//! whole table. The closure returns named values (`requests_per_sec@64`); [`NetRuns::row`] turns
 //! one name's values over the rounds into a table row.
 //!
 //! A case that measures several things per server (`http`: 16, 64 and 256 connections, then
@@ -44,6 +47,8 @@ pub type Values = Vec<(String, f64)>;
 /// What the rounds produced for every subject: one map per round, or why there is none.
 pub struct NetRuns {
     per_subject: Vec<Result<Vec<HashMap<String, f64>>, Outcome>>,
+    /// Per subject, why each cell it failed in failed (after its second chance), by cell.
+    failed: Vec<Vec<(usize, String)>>,
     notes: Vec<HashMap<String, String>>,
 }
 
@@ -97,10 +102,14 @@ pub fn cell_rounds(
         })
         .collect();
     let mut notes = vec![HashMap::new(); subjects.len()];
+    let mut failed: Vec<Vec<(usize, String)>> = vec![Vec::new(); subjects.len()];
     for (cell, round, i) in schedule(cells, runs, subjects.len()) {
         let (Ok(done), Ok(command)) = (&mut per_subject[i], &subjects[i]) else {
             continue;
         };
+        if failed[i].iter().any(|&(c, _)| c == cell) {
+            continue;
+        }
         let mut once = |notes: &mut HashMap<String, String>| {
             Server::start(command).and_then(|mut server| {
                 let values = measure(cell, i, &mut server, notes)?;
@@ -126,10 +135,14 @@ pub fn cell_rounds(
         });
         match result {
             Ok(values) => done[round].extend(values),
-            Err(why) => per_subject[i] = Err(Outcome::Failed(why)),
+            Err(why) => failed[i].push((cell, why)),
         }
     }
-    NetRuns { per_subject, notes }
+    NetRuns {
+        per_subject,
+        failed,
+        notes,
+    }
 }
 
 impl NetRuns {
@@ -147,6 +160,10 @@ impl NetRuns {
                 let v: Vec<f64> = rounds.iter().filter_map(|r| r.get(key).copied()).collect();
                 if v.len() == rounds.len() && !v.is_empty() {
                     Measurement::new(case, imp, metric, unit, n, &v)
+                } else if !self.failed[i].is_empty() {
+                    // Not every cell's failure is this key's, but each says which cell it was.
+                    let why: Vec<&str> = self.failed[i].iter().map(|(_, w)| w.as_str()).collect();
+                    Measurement::failed(case, imp, metric, unit, n, why.join("; "))
                 } else {
                     Measurement::failed(case, imp, metric, unit, n, format!("no `{key}` measured"))
                 }
@@ -199,15 +216,21 @@ mod tests {
     }
 
     #[test]
-    fn a_measurement_that_fails_twice_fails_the_server_for_the_remaining_cells() {
-        let mut calls = 0;
-        let runs = cell_rounds(&[fake_server()], 2, 2, |_, _, _, _| {
-            calls += 1;
-            Err("it broke".into())
+    fn a_cell_that_fails_twice_is_not_measured_again_and_the_other_cells_go_on() {
+        let mut calls = [0; 2];
+        // Cell 0 always fails; cell 1 always works.
+        let runs = cell_rounds(&[fake_server()], 2, 2, |cell, _, _, _| {
+            calls[cell] += 1;
+            match cell {
+                0 => Err("c=16: it broke".into()),
+                _ => Ok(vec![("rps@64".into(), 5.0)]),
+            }
         });
-        assert_eq!(calls, 2, "measured again after failing twice");
+        assert_eq!(calls, [2, 2], "cell 0 measured again after failing twice");
         let row = runs.row(0, "http", "x", ("requests_per_sec", "req/s", 16), "rps@16");
-        assert!(matches!(row.outcome, Outcome::Failed(ref why) if why == "it broke"));
+        assert!(matches!(row.outcome, Outcome::Failed(ref why) if why == "c=16: it broke"));
+        let row = runs.row(0, "http", "x", ("requests_per_sec", "req/s", 64), "rps@64");
+        assert_eq!(row.median(), Some(5.0));
     }
 
     #[test]
