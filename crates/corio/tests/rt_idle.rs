@@ -353,7 +353,9 @@ fn a_rare_wake_up_costs_sysmon_a_few_ticks_not_a_back_off() {
     });
     let sysmon = sysmon_switches(&before);
     assert!(
-        sysmon <= FIRINGS * 10,
+        // 2–3 per firing expected; the slack is for a worker thread descheduled while it
+        // runs, during which sysmon keeps ticking (a 4 ms slice at 20–70 µs ticks: ~50).
+        sysmon <= FIRINGS * 25,
         "sysmon was switched in {sysmon} times for {FIRINGS} timer firings 150 ms apart on an \
          otherwise idle runtime"
     );

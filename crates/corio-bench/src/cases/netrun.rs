@@ -3,9 +3,9 @@
 //! Each round starts every server once (a fresh process, pinned to the server CPU), in the
 //! rotating order of [`run_order`](super::run_order), lets the case measure it with a closure
 //! (wrk, a load client, 10,000 idle connections), and kills it. A server that fails to start
-//! or to serve a measurement twice in a row is not run again for that measurement (the
-//! failure is a property of the implementation, and the rows it would have filled say why);
-//! its other measurements go on, as they would have without it: one cell's fault (wrk could
+//! is not started again; one that fails a measurement twice in a row is not run again for
+//! that measurement (the failure is a property of the implementation, and the rows it would
+//! have filled say why), and its other measurements go on: one cell's fault (wrk once could
 //! not read back a wide pipelined histogram in time, `http.rs`) no longer empties a server's
 //! whole table. The closure returns named values (`requests_per_sec@64`); [`NetRuns::row`] turns
 //! one name's values over the rounds into a table row.
@@ -110,32 +110,39 @@ pub fn cell_rounds(
         if failed[i].iter().any(|&(c, _)| c == cell) {
             continue;
         }
-        let mut once = |notes: &mut HashMap<String, String>| {
-            Server::start(command).and_then(|mut server| {
-                let values = measure(cell, i, &mut server, notes)?;
-                if server.alive() {
-                    Ok(values)
-                } else {
-                    Err("the server died under load".into())
-                }
-            })
-        };
+        // `Ok(Err(why))`: the measurement failed; `Err(why)`: the server did not start.
+        let mut once =
+            |notes: &mut HashMap<String, String>| -> Result<Result<Values, String>, String> {
+                let mut server = Server::start(command)?;
+                Ok(measure(cell, i, &mut server, notes).and_then(|values| {
+                    if server.alive() {
+                        Ok(values)
+                    } else {
+                        Err("the server died under load".into())
+                    }
+                }))
+            };
         // A second chance, in a fresh process, before a failure counts: on a shared machine
         // the load generator itself has been seen to hang past its timeout (wrk, 70 s for a
         // 10 s run, twice in one `http` run, for two different servers), and one such fault
-        // would otherwise fail every row of that server. The first failure stays in the notes.
+        // would otherwise fail that cell of that server. The first failure stays in the notes.
         let notes = &mut notes[i];
-        let result = once(notes).or_else(|first| {
-            let retried = format!("cell {cell} round {round} retried after: {first}");
-            notes
-                .entry(RETRIED.into())
-                .and_modify(|n| *n = format!("{n}; {retried}"))
-                .or_insert(retried);
-            once(notes)
-        });
+        let result = match once(notes) {
+            Ok(Ok(values)) => Ok(Ok(values)),
+            Ok(Err(first)) | Err(first) => {
+                let retried = format!("cell {cell} round {round} retried after: {first}");
+                notes
+                    .entry(RETRIED.into())
+                    .and_modify(|n| *n = format!("{n}; {retried}"))
+                    .or_insert(retried);
+                once(notes)
+            }
+        };
         match result {
-            Ok(values) => done[round].extend(values),
-            Err(why) => failed[i].push((cell, why)),
+            Ok(Ok(values)) => done[round].extend(values),
+            Ok(Err(why)) => failed[i].push((cell, format!("cell {cell}: {why}"))),
+            // A server that does not start is not started again, for any cell.
+            Err(why) => per_subject[i] = Err(Outcome::Failed(why)),
         }
     }
     NetRuns {
@@ -161,7 +168,7 @@ impl NetRuns {
                 if v.len() == rounds.len() && !v.is_empty() {
                     Measurement::new(case, imp, metric, unit, n, &v)
                 } else if !self.failed[i].is_empty() {
-                    // Not every cell's failure is this key's, but each says which cell it was.
+                    // Not every cell's failure is this key's; each names its cell.
                     let why: Vec<&str> = self.failed[i].iter().map(|(_, w)| w.as_str()).collect();
                     Measurement::failed(case, imp, metric, unit, n, why.join("; "))
                 } else {
@@ -172,6 +179,20 @@ impl NetRuns {
             Err(Outcome::Failed(why)) => Measurement::failed(case, imp, metric, unit, n, why),
             Err(Outcome::Value(_)) => unreachable!("a subject fails without a value"),
         }
+    }
+
+    /// Value `key` of subject `a` divided by subject `b`'s, round by round, over the rounds
+    /// in which both measured it. The two runs of a round lie within a minute or so of each
+    /// other, so a slow drift of the machine's load divides out of the ratio, where it would
+    /// stay in a ratio of medians taken over the whole case.
+    pub fn ratios(&self, a: usize, b: usize, key: &str) -> Vec<f64> {
+        let (Ok(ra), Ok(rb)) = (&self.per_subject[a], &self.per_subject[b]) else {
+            return Vec::new();
+        };
+        ra.iter()
+            .zip(rb)
+            .filter_map(|(x, y)| Some(x.get(key)? / y.get(key)?))
+            .collect()
     }
 
     /// The note subject `i` left under `key` in its last round, if any.
@@ -228,9 +249,43 @@ mod tests {
         });
         assert_eq!(calls, [2, 2], "cell 0 measured again after failing twice");
         let row = runs.row(0, "http", "x", ("requests_per_sec", "req/s", 16), "rps@16");
-        assert!(matches!(row.outcome, Outcome::Failed(ref why) if why == "c=16: it broke"));
+        assert!(matches!(row.outcome, Outcome::Failed(ref why) if why == "cell 0: c=16: it broke"));
         let row = runs.row(0, "http", "x", ("requests_per_sec", "req/s", 64), "rps@64");
         assert_eq!(row.median(), Some(5.0));
+    }
+
+    #[test]
+    fn a_server_that_does_not_start_is_tried_twice_and_fails_every_cell() {
+        let broken: Launch = Ok(ChildCommand::program("sh").args(["-c", "echo no >&2; exit 3"]));
+        let mut calls = 0;
+        let runs = cell_rounds(&[broken], 3, 2, |_, _, _, _| {
+            calls += 1;
+            Ok(vec![])
+        });
+        assert_eq!(calls, 0);
+        for key in ["rps@16", "rps@64"] {
+            let row = runs.row(0, "http", "x", ("requests_per_sec", "req/s", 16), key);
+            assert!(matches!(row.outcome, Outcome::Failed(_)), "{key}");
+        }
+        let retried = runs.note(0, RETRIED).unwrap_or_default();
+        assert_eq!(retried.matches("retried").count(), 1, "{retried}");
+    }
+
+    #[test]
+    fn ratios_pair_the_runs_of_one_round_and_skip_rounds_that_lack_either() {
+        let mut calls = 0;
+        // Two subjects, two rounds; subject 1's second run measured nothing under `rps@16`.
+        let runs = cell_rounds(&[fake_server(), fake_server()], 1, 2, |_, i, _, _| {
+            calls += 1;
+            Ok(match (i, calls) {
+                (0, _) => vec![("rps@16".into(), 30.0 * calls as f64)],
+                (1, 1..=2) => vec![("rps@16".into(), 10.0)],
+                _ => vec![],
+            })
+        });
+        // Order: round 0 is (0, 1), round 1 is (1, 0): subject 0 ran 1st and 4th.
+        assert_eq!(runs.ratios(0, 1, "rps@16"), vec![3.0]);
+        assert!(runs.ratios(0, 1, "p99@16").is_empty());
     }
 
     #[test]

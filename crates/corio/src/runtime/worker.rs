@@ -497,8 +497,9 @@ pub(crate) struct WorkerCtx {
     /// starts from after its next lost slice ("When the CPUs are oversubscribed").
     spin_skip: std::cell::Cell<u32>,
     spin_backoff: std::cell::Cell<u32>,
-    /// The driver's count of socket events when this worker's last `spin` ended with
-    /// nothing found: it watches its sockets again only once more have been ready since.
+    /// The driver's count of socket events when this worker's last `spin` as the only
+    /// worker ([`SpinKind::OnlyWorker`]) ended with nothing found: it watches its sockets
+    /// again only once more have been ready since. Unused by other workers.
     io_spin_mark: std::cell::Cell<u64>,
     /// The task the last direct switch (`direct_yield`) started, if one happened during the
     /// task `run_task` runs: the one whose poll ended in its frame.
@@ -645,24 +646,27 @@ impl WorkerCtx {
     /// with the events that are ready, so the blocking poll alone sees what the non-blocking
     /// one would have.
     ///
-    /// So a worker that will not spin (`spin`: the only worker, or a spare) and finds
-    /// the driver free skips the non-blocking poll, and makes it up wherever it turns out not
-    /// to block in the driver after all:
+    /// So a worker that does not spin for other threads' work (`spins`: the only worker, or
+    /// a spare) and finds the driver free skips the non-blocking poll, and makes it up
+    /// wherever it turns out not to block in the driver after all:
     /// 1. the search found a task: poll before running it (as before: a worker fed from
     ///    outside never parks, and must not leave sockets to sysmon's 10 ms poll);
     /// 2. `park` did not wait in the driver (it found work before it slept, was notified, or
     ///    another thread took the driver meanwhile and this worker slept on its futex): poll
-    ///    after it.
+    ///    after it;
+    /// 3. the only worker watches its busy sockets before it parks (`spin`,
+    ///    [`SpinKind::OnlyWorker`]): its spin polls first.
     ///
-    /// A worker that spins polls there, at each clock read, and keeps the poll in the loop.
+    /// A worker that spins for other threads' work polls in its spin, at each clock read,
+    /// and keeps the poll in the loop.
     /// The driver being free is only a hint (another thread may take it before this one
     /// parks); either way, case 2 covers it.
     fn parks_in_driver_next(&self) -> bool {
         !self.spins() && !self.shared.driver.is_held()
     }
 
-    /// Whether this worker spins before it parks (`spin`): not the only worker of a
-    /// `workers(1)` runtime, not a spare.
+    /// Whether this worker spins for other threads' work before it parks (`spin`,
+    /// [`SpinKind::Worker`]): not the only worker of a `workers(1)` runtime, not a spare.
     fn spins(&self) -> bool {
         !self.remote().spare && self.shared.config.workers != 1
     }
@@ -1337,27 +1341,26 @@ impl WorkerCtx {
             self.spin_backoff.set(0);
             true
         };
-        let start = std::time::Instant::now();
-        let mut poll_now = deferred;
-        loop {
-            if poll_now {
-                if kind == SpinKind::OnlyWorker && shared.driver.registry.is_empty() {
-                    // The last socket closed (its hang-up moved the count): nothing to watch.
-                    return self.spin_ends(kind);
-                }
-                if self.spin_poll() > 0 && self.has_local_work() {
-                    return found();
-                }
+        // The deferred poll first (the only worker: a request that came meanwhile is answered
+        // now); then rounds of looks, a yield, a poll, the timers and the clock, in that order:
+        // nothing returns before the round's yield, so a timer that another worker must fire
+        // cannot keep this one spinning without giving up its CPU.
+        let nothing_to_watch = || kind == SpinKind::OnlyWorker && shared.driver.registry.is_empty();
+        if deferred {
+            if nothing_to_watch() {
+                return self.spin_ends(kind);
             }
-            poll_now = true;
+            if self.spin_poll() > 0 && self.has_local_work() {
+                return found();
+            }
+        }
+        let start = std::time::Instant::now();
+        loop {
             for _ in 0..SPIN_LOOKS_PER_CLOCK_READ {
                 if visible() {
                     return found();
                 }
                 std::hint::spin_loop();
-            }
-            if shared.is_shutdown() || shared.next_timer() <= shared.now_ns() {
-                return true;
             }
             // Lets a thread waiting for this CPU run: the kernel tends to queue a thread woken
             // by this one on this one's CPU (wake-affine), and a spinner that kept the CPU kept
@@ -1365,6 +1368,16 @@ impl WorkerCtx {
             // ping-pong on a loaded machine fell into a lockstep of spins that expired and
             // futex wakes (2 parks per round trip, `tests/rt_spin.rs`); with it, none.
             std::thread::yield_now();
+            if nothing_to_watch() {
+                // The last socket closed (its hang-up moved the count): nothing to watch.
+                return self.spin_ends(kind);
+            }
+            if self.spin_poll() > 0 && self.has_local_work() {
+                return found();
+            }
+            if shared.is_shutdown() || shared.next_timer() <= shared.now_ns() {
+                return true;
+            }
             let spun = start.elapsed();
             if spun >= SPIN_LOST_SLICE {
                 self.lost_slice();
@@ -1376,7 +1389,8 @@ impl WorkerCtx {
         }
     }
 
-    /// Whether and how this worker spins before it parks (`spin`, "Which workers spin").
+    /// Whether and how this worker spins before it parks ([`SpinKind`]; `spin` says which
+    /// workers spin).
     fn spin_kind(&self, deferred: bool) -> Option<SpinKind> {
         let shared = &self.shared;
         let kind = if self.spins() {
@@ -1410,7 +1424,10 @@ impl WorkerCtx {
     /// `io_spin_polls` if it polled (another thread may hold the driver). How many sockets
     /// were ready.
     fn spin_poll(&self) -> usize {
-        let polled = !self.shared.driver.is_held();
+        // As `Driver::poll_io`: no `epoll_wait` without a socket, or while another thread
+        // holds the driver.
+        let driver = &self.shared.driver;
+        let polled = !driver.registry.is_empty() && !driver.is_held();
         let ready = self.poll_io();
         if polled {
             let remote = self.remote();
@@ -1419,6 +1436,7 @@ impl WorkerCtx {
         }
         ready
     }
+
     /// A spin's `sched_yield` lost a time slice: park without spinning in the next 1, 2, 4,
     /// .. out-of-work episodes ("When the CPUs are oversubscribed").
     fn lost_slice(&self) {
