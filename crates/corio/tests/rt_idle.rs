@@ -297,13 +297,7 @@ fn a_worker_parking_for_short_spells_does_not_wake_sysmon_at_each_wake_up() {
         .thread_name("spells")
         .build()
         .unwrap();
-    let sysmon_switches = || -> u64 {
-        support::threads_named("spells")
-            .iter()
-            .filter(|t| t.comm.ends_with("-sysmon"))
-            .map(|t| t.switches)
-            .sum()
-    };
+    let sysmon_switches = || sysmon_switches("spells");
     rt.run(|| corio::sleep(Duration::from_millis(1)));
     let (parks_before, sysmon_before) = (rt.metrics().parks, sysmon_switches());
     rt.run(|| {
@@ -337,21 +331,15 @@ fn a_rare_wake_up_costs_sysmon_a_few_ticks_not_a_back_off() {
         .thread_name("rare")
         .build()
         .unwrap();
-    let sysmon_switches = |counters: &HashMap<u32, u64>| -> u64 {
-        support::threads_named("rare")
-            .iter()
-            .filter(|t| t.comm.ends_with("-sysmon"))
-            .map(|t| counters.get(&t.tid).map_or(t.switches, |&c| t.switches - c))
-            .sum()
-    };
     rt.run(|| corio::sleep(Duration::from_millis(1)));
-    let before = within(EVENTUALLY, || settled("rare"));
+    within(EVENTUALLY, || settled("rare"));
+    let before = sysmon_switches("rare");
     rt.run(|| {
         for _ in 0..FIRINGS {
             corio::sleep(Duration::from_millis(150));
         }
     });
-    let sysmon = sysmon_switches(&before);
+    let sysmon = sysmon_switches("rare") - before;
     assert!(
         // 2–3 per firing expected; the slack is for a worker thread descheduled while it
         // runs, during which sysmon keeps ticking (a 4 ms slice at 20–70 µs ticks: ~50).
@@ -359,4 +347,14 @@ fn a_rare_wake_up_costs_sysmon_a_few_ticks_not_a_back_off() {
         "sysmon was switched in {sysmon} times for {FIRINGS} timer firings 150 ms apart on an \
          otherwise idle runtime"
     );
+}
+
+/// Context switches so far of the sysmon thread of the runtime whose threads are named
+/// `prefix`.
+fn sysmon_switches(prefix: &str) -> u64 {
+    support::threads_named(prefix)
+        .iter()
+        .filter(|t| t.comm.ends_with("-sysmon"))
+        .map(|t| t.switches)
+        .sum()
 }

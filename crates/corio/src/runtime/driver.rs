@@ -336,10 +336,16 @@ impl Driver {
     /// Takes the IO events that are ready now, without blocking, if sockets are registered and
     /// no holder waits in `epoll_wait` (it takes them). Returns how many sockets were ready.
     pub(crate) fn poll_io(&self) -> usize {
+        self.try_poll_io().unwrap_or(0)
+    }
+
+    /// [`poll_io`](Self::poll_io), saying whether it polled: `None` when it made no
+    /// `epoll_wait` (no socket registered, or the holder waits in it).
+    pub(crate) fn try_poll_io(&self) -> Option<usize> {
         if self.registry.is_empty() || self.is_held() {
-            return 0;
+            return None;
         }
-        self.poll(0, || {})
+        Some(self.poll(0, || {}))
     }
 
     /// One `epoll_wait` with `timeout_ms`, then `awake`; returns the number of socket events

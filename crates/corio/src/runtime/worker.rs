@@ -1341,18 +1341,20 @@ impl WorkerCtx {
             self.spin_backoff.set(0);
             true
         };
+        // A poll's verdict, if it ends the spin.
+        let poll = || {
+            if kind == SpinKind::OnlyWorker && shared.driver.registry.is_empty() {
+                // The last socket closed (its hang-up moved the count): nothing to watch.
+                return Some(self.spin_ends(kind));
+            }
+            (self.spin_poll() > 0 && self.has_local_work()).then(&found)
+        };
         // The deferred poll first (the only worker: a request that came meanwhile is answered
         // now); then rounds of looks, a yield, a poll, the timers and the clock, in that order:
         // nothing returns before the round's yield, so a timer that another worker must fire
         // cannot keep this one spinning without giving up its CPU.
-        let nothing_to_watch = || kind == SpinKind::OnlyWorker && shared.driver.registry.is_empty();
-        if deferred {
-            if nothing_to_watch() {
-                return self.spin_ends(kind);
-            }
-            if self.spin_poll() > 0 && self.has_local_work() {
-                return found();
-            }
+        if deferred && let Some(verdict) = poll() {
+            return verdict;
         }
         let start = std::time::Instant::now();
         loop {
@@ -1368,12 +1370,8 @@ impl WorkerCtx {
             // ping-pong on a loaded machine fell into a lockstep of spins that expired and
             // futex wakes (2 parks per round trip, `tests/rt_spin.rs`); with it, none.
             std::thread::yield_now();
-            if nothing_to_watch() {
-                // The last socket closed (its hang-up moved the count): nothing to watch.
-                return self.spin_ends(kind);
-            }
-            if self.spin_poll() > 0 && self.has_local_work() {
-                return found();
+            if let Some(verdict) = poll() {
+                return verdict;
             }
             if shared.is_shutdown() || shared.next_timer() <= shared.now_ns() {
                 return true;
@@ -1424,16 +1422,12 @@ impl WorkerCtx {
     /// `io_spin_polls` if it polled (another thread may hold the driver). How many sockets
     /// were ready.
     fn spin_poll(&self) -> usize {
-        // As `Driver::poll_io`: no `epoll_wait` without a socket, or while another thread
-        // holds the driver.
-        let driver = &self.shared.driver;
-        let polled = !driver.registry.is_empty() && !driver.is_held();
-        let ready = self.poll_io();
-        if polled {
-            let remote = self.remote();
-            let polls = remote.io_spin_polls.load(Ordering::Relaxed);
-            remote.io_spin_polls.store(polls + 1, Ordering::Relaxed);
-        }
+        let Some(ready) = self.firing_timers(|| self.shared.driver.try_poll_io()) else {
+            return 0;
+        };
+        let remote = self.remote();
+        let polls = remote.io_spin_polls.load(Ordering::Relaxed);
+        remote.io_spin_polls.store(polls + 1, Ordering::Relaxed);
         ready
     }
 
