@@ -7,6 +7,13 @@
 //! once its echo has been read back whole and equal. The figure is messages per second over
 //! all clients.
 //!
+//! Beside it, the server's CPU time over the load client's run (from `/proc/<pid>/stat`)
+//! per message counted, with the share of its CPU the server used in the note: near 100 %
+//! the server was the bottleneck; well below, the load client was, and the CPU per message
+//! is what tells the servers apart. `*_ratio` rows set each corio server against the peer of
+//! its model (stackful against may, async against tokio) round by round, so that a drift of
+//! the shared machine's load divides out.
+//!
 //! | row | server |
 //! |---|---|
 //! | corio-stackful | `examples/echo`: a stackful coroutine per connection, `workers(1)` |
@@ -60,6 +67,7 @@ fn run(opts: &Opts) -> Vec<Measurement> {
         .map(|(_, srv, _)| launch("echo", srv, "echoserve"))
         .collect();
     let results = netrun::rounds(&launches, runs, |_, srv, _| {
+        let cpu_before = srv.cpu_time();
         let out = ChildCommand::new("echo")
             .args([
                 "load".to_string(),
@@ -72,32 +80,81 @@ fn run(opts: &Opts) -> Vec<Measurement> {
             .run()
             .map_err(|e| format!("could not start the load client: {e}"))?;
         let mps = out.require_f64("messages_per_sec")?;
-        Ok(vec![("mps".into(), mps)])
+        let window = Duration::from_secs_f64(out.require_f64("window_secs")?);
+        let cpu = srv
+            .cpu_time()
+            .zip(cpu_before)
+            .map(|(a, b)| a.saturating_sub(b));
+        let mut values = vec![("mps".into(), mps)];
+        server::push_cpu(&mut values, "echo", cpu, mps * window.as_secs_f64(), window);
+        Ok(values)
     });
-    IMPLS
-        .iter()
-        .enumerate()
-        .map(|(i, (imp, _, note))| {
+    let what = |i: usize| {
+        format!(
+            "{CLIENTS} clients × {MESSAGE} B for {} s; {}{}",
+            ms as f64 / 1e3,
+            server::pin_note(),
+            results
+                .note(i, netrun::RETRIED)
+                .map(|r| format!("; {r}"))
+                .unwrap_or_default()
+        )
+    };
+    let n = CLIENTS as u64;
+    let mut out = Vec::new();
+    for (i, (imp, _, note)) in IMPLS.iter().enumerate() {
+        out.push(
+            results
+                .row(i, "echo", imp, ("messages_per_sec", "msg/s", n), "mps")
+                .with_note(format!("{note}; {}", what(i))),
+        );
+    }
+    for (i, (imp, _, note)) in IMPLS.iter().enumerate() {
+        let busy = results
+            .row(i, "echo", imp, ("", "", n), "busy@echo")
+            .median()
+            .map(|b| format!("; server busy {:.0} % of its CPU", b * 100.0))
+            .unwrap_or_default();
+        out.push(
             results
                 .row(
                     i,
                     "echo",
                     imp,
-                    ("messages_per_sec", "msg/s", CLIENTS as u64),
-                    "mps",
+                    ("server_cpu_per_msg", "us", n),
+                    "cpu_us@echo",
                 )
-                .with_note(format!(
-                    "{note}; {CLIENTS} clients × {MESSAGE} B for {} s; {}{}",
-                    ms as f64 / 1e3,
-                    server::pin_note(),
-                    results
-                        .note(i, netrun::RETRIED)
-                        .map(|r| format!("; {r}"))
-                        .unwrap_or_default()
+                .with_note(format!("{note}; {}{busy}", what(i))),
+        );
+    }
+    // Each corio server against the peer it competes with (the same model), round by round.
+    for (a, b) in PAIRS {
+        let (Some(ia), Some(ib)) = (
+            IMPLS.iter().position(|(imp, ..)| *imp == a),
+            IMPLS.iter().position(|(imp, ..)| *imp == b),
+        ) else {
+            continue;
+        };
+        for (metric, key) in [("mps_ratio", "mps"), ("cpu_ratio", "cpu_us@echo")] {
+            let ratios = results.ratios(ia, ib, key);
+            let imp = format!("{a} / {b}");
+            out.push(if ratios.is_empty() {
+                Measurement::failed("echo", imp, metric, "x", n, "not both measured in a round")
+            } else {
+                let above = ratios.iter().filter(|&&r| r > 1.0).count();
+                Measurement::new("echo", imp, metric, "x", n, &ratios).with_note(format!(
+                    "per round; above 1 in {above} of {} rounds",
+                    ratios.len()
                 ))
-        })
-        .collect()
+            });
+        }
+    }
+    out
 }
+
+/// corio's servers and the peer each is compared with round by round (`*_ratio` rows): the
+/// stackful server against may's coroutines, the async one against tokio's tasks.
+const PAIRS: [(&str, &str); 2] = [("corio-stackful", "may"), ("corio-async", "tokio")];
 
 /// `__child echo serve <server>` or `__child echo load <addr> <clients> <ms>`.
 fn child_main(args: &[String]) -> Result<(), String> {
@@ -164,6 +221,7 @@ fn load(addr: std::net::SocketAddr, clients: usize, window: Duration) -> Result<
             t.await.map_err(|e| e.to_string())??;
         }
         child::emit("messages_per_sec", counted as f64 / elapsed.as_secs_f64());
+        child::emit("window_secs", elapsed.as_secs_f64());
         Ok::<(), String>(())
     })
 }

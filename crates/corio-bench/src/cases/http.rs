@@ -42,7 +42,14 @@
 //! by round: each round's value of the one divided by the other's, the two runs at most a few
 //! minutes apart, so that a drift of the shared machine's load divides out; the median of the
 //! rounds, their range, and in the note in how many rounds the ratio was above 1 (for
-//! requests/s, corio ahead; for p99, corio's latency higher).
+//! requests/s, corio ahead; for p99 and CPU per request, corio's figure higher).
+//!
+//! The `*_cpu_per_req` rows are the server's CPU time (user + system, all its threads, from
+//! `/proc/<pid>/stat`) over the measured run divided by the requests wrk completed, and each
+//! note gives the share of its CPU the server used (the median over the rounds). Near 100 %
+//! the server was the bottleneck and requests/s is its capacity; well below, wrk (on the other
+//! CPU) was, every server's requests/s is wrk's, and the CPU per request is what tells the
+//! servers apart.
 //!
 //! Without `wrk` on `PATH` every row says "skipped: wrk not installed".
 
@@ -149,15 +156,27 @@ fn run(opts: &Opts) -> Vec<Measurement> {
         }
         let mut values: Values = Vec::new();
         let mut problems = Vec::new();
+        // The server's CPU over the run: per request, and the share of its CPU it used
+        // (near 1: the server was the bottleneck; well below: wrk was).
+        let cpu_before = srv.cpu_time();
+        let measured = |r: &WrkResult, values: &mut Values, key: &str| {
+            let cpu = srv
+                .cpu_time()
+                .zip(cpu_before)
+                .map(|(a, b)| a.saturating_sub(b));
+            server::push_cpu(values, key, cpu, r.requests, r.duration);
+        };
         match cells[cell] {
             Some(c) => {
                 let r = wrk_run(c, secs, None)?;
+                measured(&r, &mut values, &c.to_string());
                 values.push((format!("rps@{c}"), r.rps));
                 values.push((format!("p99@{c}"), r.p99_us));
                 problems.extend(r.errors.map(|e| format!("c={c}: {e}")));
             }
             None => {
                 let r = wrk_run(piped_conns, secs, Some(&script))?;
+                measured(&r, &mut values, "piped");
                 values.push(("rps@piped".into(), r.rps));
                 // Not wrk's pipelined percentile (see the module doc): the batches' own p99.
                 match batch_p99_us(&r.text, piped_conns) {
@@ -179,9 +198,15 @@ fn run(opts: &Opts) -> Vec<Measurement> {
     });
     let _ = std::fs::remove_file(&script);
     let mut out = Vec::new();
-    let mut rows = |metric, unit, n, key: &str, what: String| {
+    // `busy`: the key of the server's busy share, for the CPU rows' notes.
+    let mut rows = |metric, unit, n, key: &str, busy: Option<&str>, what: String| {
         for (i, (imp, _, note)) in IMPLS.iter().enumerate() {
             let mut full = format!("{note}; {what}; {}", server::pin_note());
+            if let Some(share) =
+                busy.and_then(|b| results.row(i, "http", imp, ("", "", n), b).median())
+            {
+                full = format!("{full}; server busy {:.0} % of its CPU", share * 100.0);
+            }
             if let Some(e) = results.note(i, "errors") {
                 full = format!("{full}; wrk saw {e}");
             }
@@ -196,19 +221,31 @@ fn run(opts: &Opts) -> Vec<Measurement> {
         }
     };
     for &c in &conns {
+        let what = format!("{c} conns, {secs} s");
         rows(
             "requests_per_sec",
             "req/s",
             c,
             &format!("rps@{c}"),
-            format!("{c} conns, {secs} s"),
+            None,
+            what.clone(),
         );
         rows(
             "p99_latency",
             "us",
             c,
             &format!("p99@{c}"),
-            format!("{c} conns, {secs} s"),
+            None,
+            what.clone(),
+        );
+        let busy = format!("busy@{c}");
+        rows(
+            "server_cpu_per_req",
+            "us",
+            c,
+            &format!("cpu_us@{c}"),
+            Some(&busy),
+            what,
         );
     }
     let what = format!("{piped_conns} conns × {DEPTH} pipelined, {secs} s");
@@ -217,6 +254,7 @@ fn run(opts: &Opts) -> Vec<Measurement> {
         "req/s",
         piped_conns,
         "rps@piped",
+        None,
         what.clone(),
     );
     rows(
@@ -224,7 +262,16 @@ fn run(opts: &Opts) -> Vec<Measurement> {
         "us",
         piped_conns,
         "p99@piped",
+        None,
         format!("{what}; per batch"),
+    );
+    rows(
+        "pipelined_cpu_per_req",
+        "us",
+        piped_conns,
+        "cpu_us@piped",
+        Some("busy@piped"),
+        what,
     );
     // corio's two servers against the peer each competes with, round by round.
     let mut paired = |metric, n, key: &str, what: String| {
@@ -252,7 +299,8 @@ fn run(opts: &Opts) -> Vec<Measurement> {
     for &c in &conns {
         let what = format!("{c} conns, {secs} s");
         paired("rps_ratio", c, &format!("rps@{c}"), what.clone());
-        paired("p99_ratio", c, &format!("p99@{c}"), what);
+        paired("p99_ratio", c, &format!("p99@{c}"), what.clone());
+        paired("cpu_ratio", c, &format!("cpu_us@{c}"), what);
     }
     let what = format!("{piped_conns} conns × {DEPTH} pipelined, {secs} s");
     paired(
@@ -261,7 +309,13 @@ fn run(opts: &Opts) -> Vec<Measurement> {
         "rps@piped",
         what.clone(),
     );
-    paired("pipelined_p99_ratio", piped_conns, "p99@piped", what);
+    paired(
+        "pipelined_p99_ratio",
+        piped_conns,
+        "p99@piped",
+        what.clone(),
+    );
+    paired("pipelined_cpu_ratio", piped_conns, "cpu_us@piped", what);
     out
 }
 
@@ -269,6 +323,9 @@ fn run(opts: &Opts) -> Vec<Measurement> {
 struct WrkResult {
     rps: f64,
     p99_us: f64,
+    /// Requests (responses) completed, and in what time: wrk's `N requests in 10.00s`.
+    requests: f64,
+    duration: Duration,
     /// wrk's whole output (the pipelined script's `done` adds the histogram to it).
     text: String,
     /// Socket errors or non-2xx responses, if wrk reported any.
@@ -321,6 +378,15 @@ fn parse_wrk(text: &str) -> Result<WrkResult, String> {
     let p99_us = field("99%")
         .and_then(parse_duration_us)
         .ok_or_else(|| format!("no 99% latency in wrk's output: {text:?}"))?;
+    // `  12345 requests in 10.00s, 1.50MB read`
+    let (requests, duration) = text
+        .lines()
+        .find_map(|l| {
+            let (n, rest) = l.trim().split_once(" requests in ")?;
+            let secs = parse_duration_us(rest.split(',').next()?.trim())? / 1e6;
+            Some((n.parse::<f64>().ok()?, Duration::from_secs_f64(secs)))
+        })
+        .ok_or_else(|| format!("no `requests in` line in wrk's output: {text:?}"))?;
     let mut errors = Vec::new();
     if let Some(e) = field("Socket errors:") {
         errors.push(format!("socket errors ({e})"));
@@ -332,6 +398,8 @@ fn parse_wrk(text: &str) -> Result<WrkResult, String> {
     Ok(WrkResult {
         rps,
         p99_us,
+        requests,
+        duration,
         text: text.to_string(),
         errors,
     })
@@ -462,6 +530,7 @@ mod tests {
         let r = parse_wrk(text).unwrap();
         assert_eq!(r.rps, 12345.67);
         assert_eq!(r.p99_us, 2500.0);
+        assert_eq!((r.requests, r.duration), (12345.0, Duration::from_secs(1)));
         assert_eq!(
             r.errors.as_deref(),
             Some("socket errors (connect 0, read 3, write 0, timeout 0)")
