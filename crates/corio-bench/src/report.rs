@@ -122,6 +122,16 @@ impl Measurement {
         self
     }
 
+    /// Adds a note after the one it has, if any (`; ` between).
+    pub fn and_note(mut self, note: impl Into<String>) -> Measurement {
+        let note = note.into();
+        self.note = Some(match self.note.take() {
+            Some(first) => format!("{first}; {note}"),
+            None => note,
+        });
+        self
+    }
+
     /// The median, if there is a value.
     pub fn median(&self) -> Option<f64> {
         match &self.outcome {

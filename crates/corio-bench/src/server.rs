@@ -93,15 +93,9 @@ impl Server {
         self.child.id()
     }
 
-    /// The CPU time the server process has used so far: user and system time of all its
-    /// threads, live or exited, from `/proc/<pid>/stat` (in the kernel's clock ticks, 10 ms
-    /// at the usual 100 Hz: 0.1 % of a 10 s run). `None` where that file cannot be read.
+    /// The CPU time the server process has used so far ([`process_cpu_time`]).
     pub fn cpu_time(&self) -> Option<Duration> {
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.pid())).ok()?;
-        // SAFETY: sysconf only reads a configuration value.
-        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-        let ticks = stat_cpu_ticks(&stat)?;
-        (hz > 0).then(|| Duration::from_secs_f64(ticks as f64 / hz as f64))
+        process_cpu_time(self.pid())
     }
 
     /// Whether it is still running.
@@ -122,20 +116,38 @@ impl Drop for Server {
     }
 }
 
-/// utime + stime, in clock ticks, from the text of a `/proc/<pid>/stat`: fields 14 and 15,
-/// counted after the command name, which is in parentheses and may itself hold spaces and
-/// parentheses (so the fields are counted from its last `)`, where field 3 begins).
-fn stat_cpu_ticks(stat: &str) -> Option<u64> {
-    let after_comm = &stat[stat.rfind(')')? + 1..];
-    let mut fields = after_comm.split_whitespace().skip(14 - 3);
-    let utime: u64 = fields.next()?.parse().ok()?;
-    let stime: u64 = fields.next()?.parse().ok()?;
-    Some(utime + stime)
+/// The CPU time process `pid` has used so far: user and system time of all its threads, live
+/// or exited, in nanoseconds (the process's CPU-time clock, `clock_getcpuclockid`; Linux
+/// lets any process read another's). `None` if there is no such process.
+pub fn process_cpu_time(pid: u32) -> Option<Duration> {
+    // A pid is at most PID_MAX_LIMIT (2^22). Above it the clock id's encoding (the pid's
+    // complement shifted left by 3) overflows, and 2^31 - 1 even becomes this process's own
+    // clock (CLOCK_PROCESS_CPUTIME_ID): the test below found it.
+    const PID_MAX_LIMIT: u32 = 1 << 22;
+    if pid == 0 || pid > PID_MAX_LIMIT {
+        return None;
+    }
+    let pid = libc::pid_t::try_from(pid).ok()?;
+    let mut clock: libc::clockid_t = 0;
+    // SAFETY: writes the clock id into `clock`, a valid clockid_t.
+    if unsafe { libc::clock_getcpuclockid(pid, &mut clock) } != 0 {
+        return None;
+    }
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: writes the time into `ts`, a valid timespec.
+    if unsafe { libc::clock_gettime(clock, &mut ts) } != 0 {
+        return None; // the process exited in between
+    }
+    Some(Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32))
 }
 
 /// What a measurement spent of the server's CPU: `cpu` over `work` units of work (requests,
-/// messages) that took `wall`. Adds `cpu_us@<cell>` (µs per unit) and `busy@<cell>` (the
-/// share of one CPU the server used) to `values`, or nothing if either is unknown.
+/// messages) done in `wall`. Adds `cpu_us@<cell>` (µs per unit) and `busy@<cell>` (the share
+/// of one CPU the server used) to `values`; adds nothing if the CPU time is unknown or there
+/// was no work or no time (the row then says the value is missing).
 pub fn push_cpu(
     values: &mut Vec<(String, f64)>,
     cell: &str,
@@ -195,30 +207,54 @@ pub fn raise_nofile() {
 mod tests {
     use super::*;
 
+    /// This process's own CPU time, read through its pid, lies between two readings of its
+    /// CPU-time clock taken around it, and grows as it burns CPU.
     #[test]
-    fn cpu_ticks_are_read_past_a_command_name_with_spaces_and_parentheses() {
-        // Fields 1-3, then 4-13 (ten), utime 250, stime 31, then more.
-        let stat = "4242 (a (b) c) S 1 4242 4242 0 -1 4194560 100 0 0 0 250 31 0 0 20 0 3 0";
-        assert_eq!(stat_cpu_ticks(stat), Some(281));
-        assert_eq!(stat_cpu_ticks("4242 (x) S 1"), None);
+    fn a_process_cpu_time_read_by_pid_is_that_processs_cpu_clock() {
+        let own = || {
+            let mut ts = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            };
+            // SAFETY: writes the time into `ts`, a valid timespec.
+            let r = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+            assert_eq!(r, 0);
+            Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+        };
+        let pid = std::process::id();
+        let before = own();
+        let read = process_cpu_time(pid).expect("this process exists");
+        let after = own();
+        assert!(
+            before <= read && read <= after,
+            "{before:?} <= {read:?} <= {after:?}"
+        );
+        // Burns 5 ms of CPU by the process's own clock; the reading by pid follows it.
+        let mut spins = 0u64;
+        while own() < read + Duration::from_millis(5) {
+            spins = std::hint::black_box(spins + 1);
+        }
+        let later = process_cpu_time(pid).expect("this process exists");
+        assert!(
+            later >= read + Duration::from_millis(5),
+            "{later:?} after {spins} spins"
+        );
     }
 
     #[test]
-    fn this_processs_own_stat_counts_the_cpu_it_burns() {
-        let read = || {
-            let stat = std::fs::read_to_string("/proc/self/stat").expect("Linux has /proc");
-            stat_cpu_ticks(&stat).expect("a stat line has utime and stime")
-        };
-        let before = read();
-        let start = std::time::Instant::now();
-        let mut spins = 0u64;
-        // Burns CPU until a tick is counted (10 ms at 100 Hz; bounded for a loaded machine).
-        while read() == before && start.elapsed() < Duration::from_secs(20) {
-            for _ in 0..100_000 {
-                spins = std::hint::black_box(spins + 1);
-            }
+    fn a_process_that_does_not_exist_has_no_cpu_time() {
+        // Exited and reaped: its pid is free (the kernel hands pids out in a cycle, so it is
+        // not reused within this test).
+        let mut child = std::process::Command::new("true")
+            .spawn()
+            .expect("spawn true");
+        let pid = child.id();
+        child.wait().expect("reap true");
+        assert_eq!(process_cpu_time(pid), None, "pid {pid}");
+        // No pid at all, and pids whose clock id would overflow.
+        for pid in [0, (1 << 22) + 1, i32::MAX as u32, u32::MAX] {
+            assert_eq!(process_cpu_time(pid), None, "pid {pid}");
         }
-        assert!(read() > before, "no tick counted in {spins} spins");
     }
 
     #[test]

@@ -101,7 +101,7 @@ fn run(opts: &Opts) -> Vec<Measurement> {
             out.push(
                 results
                     .row(i, "c10k", imp, (metric, unit, conns as u64), key)
-                    .with_note(full.join("; ")),
+                    .and_note(full.join("; ")),
             );
         }
     }

@@ -10,9 +10,11 @@
 //! Beside it, the server's CPU time over the load client's run (from `/proc/<pid>/stat`)
 //! per message counted, with the share of its CPU the server used in the note: near 100 %
 //! the server was the bottleneck; well below, the load client was, and the CPU per message
-//! is what tells the servers apart. `*_ratio` rows set each corio server against the peer of
-//! its model (stackful against may, async against tokio) round by round, so that a drift of
-//! the shared machine's load divides out.
+//! is what tells the servers apart (a corio server's CPU includes its worker's spin before it
+//! parks, up to 50 µs each time it runs dry). `*_ratio` rows set each corio server against
+//! the peer of its model (stackful against may, async against tokio) round by round, so that
+//! a drift of the shared machine's load divides out; a ratio above 1 means corio's figure is
+//! the larger: more messages per second, or (worse) more CPU per message.
 //!
 //! | row | server |
 //! |---|---|
@@ -37,7 +39,7 @@ use crate::server::{self, LOAD_CPU};
 /// The `echo` case.
 pub const CASE: Case = Case {
     name: "echo",
-    about: "TCP echo on one core: 64-byte messages per second from 100 clients",
+    about: "TCP echo on one core: 64-byte messages per second from 100 clients, server CPU per message",
     reference: Some("go"),
     run,
     child: Some(child_main),
@@ -55,6 +57,10 @@ pub const IMPLS: [(&str, &str, &str); 5] = [
     ("may", "may", "1 worker"),
     ("go", "go", "GOMAXPROCS=1"),
 ];
+
+/// corio's servers and the peer each is compared with round by round (`*_ratio` rows): the
+/// stackful server against may's coroutines, the async one against tokio's tasks.
+const PAIRS: [(&str, &str); 2] = [("corio-stackful", "may"), ("corio-async", "tokio")];
 
 const CLIENTS: usize = 100;
 const MESSAGE: usize = 64;
@@ -106,14 +112,13 @@ fn run(opts: &Opts) -> Vec<Measurement> {
         out.push(
             results
                 .row(i, "echo", imp, ("messages_per_sec", "msg/s", n), "mps")
-                .with_note(format!("{note}; {}", what(i))),
+                .and_note(format!("{note}; {}", what(i))),
         );
     }
     for (i, (imp, _, note)) in IMPLS.iter().enumerate() {
         let busy = results
-            .row(i, "echo", imp, ("", "", n), "busy@echo")
-            .median()
-            .map(|b| format!("; server busy {:.0} % of its CPU", b * 100.0))
+            .median(i, "busy@echo")
+            .map(|b| format!("; server busy {:.0} % of one CPU", b * 100.0))
             .unwrap_or_default();
         out.push(
             results
@@ -124,7 +129,7 @@ fn run(opts: &Opts) -> Vec<Measurement> {
                     ("server_cpu_per_msg", "us", n),
                     "cpu_us@echo",
                 )
-                .with_note(format!("{note}; {}{busy}", what(i))),
+                .and_note(format!("{note}; {}{busy}", what(i))),
         );
     }
     // Each corio server against the peer it competes with (the same model), round by round.
@@ -143,7 +148,9 @@ fn run(opts: &Opts) -> Vec<Measurement> {
             } else {
                 let above = ratios.iter().filter(|&&r| r > 1.0).count();
                 Measurement::new("echo", imp, metric, "x", n, &ratios).with_note(format!(
-                    "per round; above 1 in {above} of {} rounds",
+                    "{CLIENTS} clients × {MESSAGE} B for {} s; per round, the two runs minutes \
+                     apart at most; above 1 in {above} of {} rounds",
+                    ms as f64 / 1e3,
                     ratios.len()
                 ))
             });
@@ -151,10 +158,6 @@ fn run(opts: &Opts) -> Vec<Measurement> {
     }
     out
 }
-
-/// corio's servers and the peer each is compared with round by round (`*_ratio` rows): the
-/// stackful server against may's coroutines, the async one against tokio's tasks.
-const PAIRS: [(&str, &str); 2] = [("corio-stackful", "may"), ("corio-async", "tokio")];
 
 /// `__child echo serve <server>` or `__child echo load <addr> <clients> <ms>`.
 fn child_main(args: &[String]) -> Result<(), String> {
@@ -170,7 +173,7 @@ fn child_main(args: &[String]) -> Result<(), String> {
 }
 
 /// The load client: `clients` connections ping-ponging `MESSAGE` bytes for `window`; reports
-/// `@messages_per_sec`.
+/// `@messages_per_sec`, and the `@messages` counted in the `@window_secs` it measured.
 fn load(addr: std::net::SocketAddr, clients: usize, window: Duration) -> Result<(), String> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -221,6 +224,7 @@ fn load(addr: std::net::SocketAddr, clients: usize, window: Duration) -> Result<
             t.await.map_err(|e| e.to_string())??;
         }
         child::emit("messages_per_sec", counted as f64 / elapsed.as_secs_f64());
+        child::emit("messages", counted);
         child::emit("window_secs", elapsed.as_secs_f64());
         Ok::<(), String>(())
     })

@@ -153,7 +153,10 @@ pub fn cell_rounds(
 }
 
 impl NetRuns {
-    /// The row of value `key` for subject `i`.
+    /// The row of value `key` for subject `i`: the median over the rounds that measured it.
+    /// If only some did (one round's pipelined p99 could not be read back, say), the row
+    /// keeps their values and its note says from how many rounds and why the others have
+    /// none; callers add their own notes with [`Measurement::and_note`].
     pub fn row(
         &self,
         i: usize,
@@ -167,6 +170,12 @@ impl NetRuns {
                 let v: Vec<f64> = rounds.iter().filter_map(|r| r.get(key).copied()).collect();
                 if v.len() == rounds.len() && !v.is_empty() {
                     Measurement::new(case, imp, metric, unit, n, &v)
+                } else if !v.is_empty() {
+                    let mut note = format!("from {} of {} rounds", v.len(), rounds.len());
+                    for (_, why) in &self.failed[i] {
+                        note = format!("{note}; {why}");
+                    }
+                    Measurement::new(case, imp, metric, unit, n, &v).with_note(note)
                 } else if !self.failed[i].is_empty() {
                     // Not every cell's failure is this key's; each names its cell.
                     let why: Vec<&str> = self.failed[i].iter().map(|(_, w)| w.as_str()).collect();
@@ -193,6 +202,13 @@ impl NetRuns {
             .zip(rb)
             .filter_map(|(x, y)| Some(x.get(key)? / y.get(key)?))
             .collect()
+    }
+
+    /// The median of subject `i`'s values under `key` over the rounds that have one.
+    pub fn median(&self, i: usize, key: &str) -> Option<f64> {
+        let rounds = self.per_subject[i].as_ref().ok()?;
+        let v: Vec<f64> = rounds.iter().filter_map(|r| r.get(key).copied()).collect();
+        crate::stats::Summary::of(&v).map(|s| s.median)
     }
 
     /// The note subject `i` left under `key` in its last round, if any.
@@ -252,6 +268,29 @@ mod tests {
         assert!(matches!(row.outcome, Outcome::Failed(ref why) if why == "cell 0: c=16: it broke"));
         let row = runs.row(0, "http", "x", ("requests_per_sec", "req/s", 64), "rps@64");
         assert_eq!(row.median(), Some(5.0));
+    }
+
+    #[test]
+    fn a_value_missing_in_some_rounds_keeps_the_others_and_says_so() {
+        let mut calls = 0;
+        // Three rounds; the second measured no p99 (the cell itself did not fail).
+        let runs = cell_rounds(&[fake_server()], 1, 3, |_, _, _, _| {
+            calls += 1;
+            let mut v = vec![("rps@16".to_string(), calls as f64)];
+            if calls != 2 {
+                v.push(("p99@16".into(), 10.0 * calls as f64));
+            }
+            Ok(v)
+        });
+        let row = runs.row(0, "http", "x", ("p99_latency", "us", 16), "p99@16");
+        assert_eq!(row.median(), Some(20.0), "the median of 10 and 30");
+        let row = row.and_note("wrk saw a cut histogram");
+        assert_eq!(
+            row.note.as_deref(),
+            Some("from 2 of 3 rounds; wrk saw a cut histogram")
+        );
+        let row = runs.row(0, "http", "x", ("requests_per_sec", "req/s", 16), "rps@16");
+        assert_eq!((row.median(), row.note), (Some(2.0), None));
     }
 
     #[test]
