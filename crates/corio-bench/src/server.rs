@@ -98,6 +98,12 @@ impl Server {
         process_cpu_time(self.pid())
     }
 
+    /// The CPU time the server has used since an earlier [`cpu_time`](Self::cpu_time)
+    /// reading, if both are known.
+    pub fn cpu_since(&self, before: Option<Duration>) -> Option<Duration> {
+        Some(self.cpu_time()?.saturating_sub(before?))
+    }
+
     /// Whether it is still running.
     pub fn alive(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(None))
@@ -133,13 +139,18 @@ pub fn process_cpu_time(pid: u32) -> Option<Duration> {
     if unsafe { libc::clock_getcpuclockid(pid, &mut clock) } != 0 {
         return None;
     }
+    clock_time(clock) // None if the process exited in between
+}
+
+/// The time on `clock`, or `None` if it cannot be read.
+fn clock_time(clock: libc::clockid_t) -> Option<Duration> {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
     // SAFETY: writes the time into `ts`, a valid timespec.
     if unsafe { libc::clock_gettime(clock, &mut ts) } != 0 {
-        return None; // the process exited in between
+        return None;
     }
     Some(Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32))
 }
@@ -211,16 +222,7 @@ mod tests {
     /// CPU-time clock taken around it, and grows as it burns CPU.
     #[test]
     fn a_process_cpu_time_read_by_pid_is_that_processs_cpu_clock() {
-        let own = || {
-            let mut ts = libc::timespec {
-                tv_sec: 0,
-                tv_nsec: 0,
-            };
-            // SAFETY: writes the time into `ts`, a valid timespec.
-            let r = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
-            assert_eq!(r, 0);
-            Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
-        };
+        let own = || clock_time(libc::CLOCK_PROCESS_CPUTIME_ID).expect("this process's clock");
         let pid = std::process::id();
         let before = own();
         let read = process_cpu_time(pid).expect("this process exists");

@@ -7,7 +7,7 @@
 //! once its echo has been read back whole and equal. The figure is messages per second over
 //! all clients.
 //!
-//! Beside it, the server's CPU time over the load client's run (from `/proc/<pid>/stat`)
+//! Beside it, the server's CPU time over the load client's run (from its process CPU clock)
 //! per message counted, with the share of its CPU the server used in the note: near 100 %
 //! the server was the bottleneck; well below, the load client was, and the CPU per message
 //! is what tells the servers apart (a corio server's CPU includes its worker's spin before it
@@ -86,13 +86,12 @@ fn run(opts: &Opts) -> Vec<Measurement> {
             .run()
             .map_err(|e| format!("could not start the load client: {e}"))?;
         let mps = out.require_f64("messages_per_sec")?;
-        let window = Duration::from_secs_f64(out.require_f64("window_secs")?);
-        let cpu = srv
-            .cpu_time()
-            .zip(cpu_before)
-            .map(|(a, b)| a.saturating_sub(b));
+        let messages = out.require_f64("messages")?;
+        let window = Duration::try_from_secs_f64(out.require_f64("window_secs")?)
+            .map_err(|e| format!("the load client reported a bad window: {e}"))?;
+        let cpu = srv.cpu_since(cpu_before);
         let mut values = vec![("mps".into(), mps)];
-        server::push_cpu(&mut values, "echo", cpu, mps * window.as_secs_f64(), window);
+        server::push_cpu(&mut values, "echo", cpu, messages, window);
         Ok(values)
     });
     let what = |i: usize| {
@@ -140,20 +139,9 @@ fn run(opts: &Opts) -> Vec<Measurement> {
         ) else {
             continue;
         };
+        let load = format!("{CLIENTS} clients × {MESSAGE} B for {} s", ms as f64 / 1e3);
         for (metric, key) in [("mps_ratio", "mps"), ("cpu_ratio", "cpu_us@echo")] {
-            let ratios = results.ratios(ia, ib, key);
-            let imp = format!("{a} / {b}");
-            out.push(if ratios.is_empty() {
-                Measurement::failed("echo", imp, metric, "x", n, "not both measured in a round")
-            } else {
-                let above = ratios.iter().filter(|&&r| r > 1.0).count();
-                Measurement::new("echo", imp, metric, "x", n, &ratios).with_note(format!(
-                    "{CLIENTS} clients × {MESSAGE} B for {} s; per round, the two runs minutes \
-                     apart at most; above 1 in {above} of {} rounds",
-                    ms as f64 / 1e3,
-                    ratios.len()
-                ))
-            });
+            out.push(results.ratio_row("echo", (ia, a), (ib, b), (metric, n), key, &load));
         }
     }
     out

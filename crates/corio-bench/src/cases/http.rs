@@ -45,7 +45,7 @@
 //! requests/s, corio ahead; for p99 and CPU per request, corio's figure higher).
 //!
 //! The `*_cpu_per_req` rows are the server's CPU time (user + system, all its threads, from
-//! `/proc/<pid>/stat`) over the measured run divided by the requests wrk completed, and each
+//! its process CPU clock) over the measured run divided by the requests wrk completed, and each
 //! note gives the share of one CPU the server used (the median over the rounds; a corio
 //! server's includes its worker's spin before it parks, up to 50 µs each time it runs dry). Near 100 %
 //! the server was the bottleneck and requests/s is its capacity; well below, wrk (on the other
@@ -161,10 +161,7 @@ fn run(opts: &Opts) -> Vec<Measurement> {
         // (near 1: the server was the bottleneck; well below: wrk was).
         let cpu_before = srv.cpu_time();
         let measured = |r: &WrkResult, values: &mut Values, key: &str| {
-            let cpu = srv
-                .cpu_time()
-                .zip(cpu_before)
-                .map(|(a, b)| a.saturating_sub(b));
+            let cpu = srv.cpu_since(cpu_before);
             server::push_cpu(values, key, cpu, r.requests, r.duration);
         };
         match cells[cell] {
@@ -280,19 +277,7 @@ fn run(opts: &Opts) -> Vec<Measurement> {
             let (Some(ia), Some(ib)) = (ia, ib) else {
                 continue;
             };
-            let ratios = results.ratios(ia, ib, key);
-            let imp = format!("{a} / {b}");
-            let row = if ratios.is_empty() {
-                Measurement::failed("http", imp, metric, "x", n, "not both measured in a round")
-            } else {
-                let above = ratios.iter().filter(|&&r| r > 1.0).count();
-                Measurement::new("http", imp, metric, "x", n, &ratios).with_note(format!(
-                    "{what}; per round, the two runs minutes apart at most; above 1 in {above} \
-                     of {} rounds",
-                    ratios.len()
-                ))
-            };
-            out.push(row);
+            out.push(results.ratio_row("http", (ia, a), (ib, b), (metric, n), key, &what));
         }
     };
     for &c in &conns {

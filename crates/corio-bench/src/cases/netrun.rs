@@ -204,6 +204,31 @@ impl NetRuns {
             .collect()
     }
 
+    /// The `*_ratio` row of subject `a` against subject `b` (each with its row name) for
+    /// value `key`: the median of [`ratios`](Self::ratios), and in the note (after `what`)
+    /// in how many rounds the ratio was above 1.
+    pub fn ratio_row(
+        &self,
+        case: &'static str,
+        (a, a_name): (usize, &str),
+        (b, b_name): (usize, &str),
+        (metric, n): (&'static str, u64),
+        key: &str,
+        what: &str,
+    ) -> Measurement {
+        let ratios = self.ratios(a, b, key);
+        let imp = format!("{a_name} / {b_name}");
+        if ratios.is_empty() {
+            return Measurement::failed(case, imp, metric, "x", n, "not both measured in a round");
+        }
+        let above = ratios.iter().filter(|&&r| r > 1.0).count();
+        Measurement::new(case, imp, metric, "x", n, &ratios).with_note(format!(
+            "{what}; per round, the two runs minutes apart at most; above 1 in {above} of {} \
+             rounds",
+            ratios.len()
+        ))
+    }
+
     /// The median of subject `i`'s values under `key` over the rounds that have one.
     pub fn median(&self, i: usize, key: &str) -> Option<f64> {
         let rounds = self.per_subject[i].as_ref().ok()?;
