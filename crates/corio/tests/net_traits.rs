@@ -114,7 +114,28 @@ async fn read_to_end(server: &TcpStream) -> Vec<u8> {
     }
 }
 
-/// Sends a big buffer (more than a loopback socket's send buffer takes at once, so the first
+/// Fixes `stream`'s receive buffer at 64 KiB. Left to autotuning, a loopback receiver whose
+/// reader keeps up on the other worker may grow to `tcp_rmem`'s maximum (32 MiB here), and then
+/// one 16 MiB write can fit whole; a fixed buffer bounds what one write takes to the send
+/// buffer plus 64 KiB.
+fn cap_receive_buffer(stream: &TcpStream) {
+    use std::os::fd::AsRawFd;
+    let size: libc::c_int = 64 * 1024;
+    // SAFETY: `stream` owns an open socket for the duration of the call, and `size` is a live
+    // c_int whose address and length are passed together.
+    let rc = unsafe {
+        libc::setsockopt(
+            stream.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUF,
+            (&size as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    assert_eq!(rc, 0, "SO_RCVBUF: {}", std::io::Error::last_os_error());
+}
+
+/// Sends a big buffer (more than a loopback socket's buffers take at once, so the first
 /// vectored write is partial) and a small one through `writer` with `write`, one vectored
 /// write per call; closes `writer` and checks that `server` reads both whole and in order.
 /// Returns how many of the writes were partial.
@@ -127,6 +148,7 @@ async fn send_big_and_small<W>(
         &[std::io::IoSlice<'_>],
     ) -> std::task::Poll<std::io::Result<usize>>,
 ) -> usize {
+    cap_receive_buffer(&server);
     let big: Vec<u8> = (0..16 * 1024 * 1024u32).map(|i| (i % 251) as u8).collect();
     let small = b"and the tail";
     let reader = corio::spawn(async move { read_to_end(&server).await });
