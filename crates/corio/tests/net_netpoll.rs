@@ -217,6 +217,100 @@ fn a_single_worker_woken_only_by_timers_does_not_watch_its_sockets() {
     });
 }
 
+/// A worker that never runs out of work polls the netpoller itself every so many rounds
+/// (`runtime/worker.rs`, "A busy worker polls its sockets"), not only when sysmon finds
+/// it has not for 10 ms: a socket that becomes ready while other coroutines keep every
+/// worker busy wakes its reader within a bounded number of their turns. Counted in turns,
+/// not time: a loaded machine slows the turns, not their number. (Before, the reader
+/// waited for sysmon's poll, 10 ms of turns: tens of thousands; and a woken task then
+/// queued in the global queue, which a busy worker takes from once per 61 rounds.) One
+/// worker: with two, the turns of both are counted, and one thread descheduled by the kernel
+/// while the other turns on makes the count say nothing.
+#[test]
+fn a_socket_ready_while_every_worker_is_busy_wakes_its_reader_within_a_bounded_number_of_turns() {
+    within(EVENTUALLY, || {
+        let rt = support::rt(1);
+        let stop = Arc::new(AtomicBool::new(false));
+        let turns = Arc::new(AtomicUsize::new(0));
+        let busy: Vec<_> = (0..2)
+            .map(|_| {
+                let (stop, turns) = (stop.clone(), turns.clone());
+                rt.go(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        turns.fetch_add(1, Ordering::Relaxed);
+                        corio::yield_now();
+                    }
+                })
+            })
+            .collect();
+        support::wait_until("the busy coroutines run", || {
+            turns.load(Ordering::Relaxed) > 1_000
+        });
+        // A coroutine reader and an async-task reader, each woken by a write made from a
+        // coroutine of the same runtime; each records the turns its wait took. This thread
+        // waits for them by looking, not by joining: a thread that joins may wait in the
+        // driver, and the driver's holder takes the events itself.
+        let (mut coroutine_end, mut writer_a) = corio::net::UnixStream::pair().unwrap();
+        let (task_end, mut writer_b) = corio::net::UnixStream::pair().unwrap();
+        let written_at = Arc::new(AtomicUsize::new(usize::MAX));
+        let waits: Arc<[AtomicUsize; 2]> = Arc::new([const { AtomicUsize::new(0) }; 2]);
+        let woken = Arc::new(AtomicUsize::new(0));
+        let record = {
+            let (turns, written_at, waits, woken) = (
+                turns.clone(),
+                written_at.clone(),
+                waits.clone(),
+                woken.clone(),
+            );
+            move |which: usize| {
+                let wait = turns.load(Ordering::Relaxed) - written_at.load(Ordering::Relaxed);
+                waits[which].store(wait, Ordering::Relaxed);
+                woken.fetch_add(1, Ordering::Release);
+            }
+        };
+        let coroutine_reader = {
+            let record = record.clone();
+            rt.go(move || {
+                let mut byte = [0u8; 1];
+                assert_eq!(coroutine_end.read(&mut byte).unwrap(), 1);
+                record(0);
+            })
+        };
+        let task_reader = rt.spawn(async move {
+            let mut byte = [0u8; 1];
+            assert_eq!(task_end.read_async(&mut byte).await.unwrap(), 1);
+            record(1);
+        });
+        // Both readers wait before the write (many busy turns after they were started).
+        let before = turns.load(Ordering::Relaxed);
+        support::wait_until("the readers wait", || {
+            turns.load(Ordering::Relaxed) > before + 1_000
+        });
+        let writer = {
+            let (turns, written_at) = (turns.clone(), written_at.clone());
+            rt.go(move || {
+                written_at.store(turns.load(Ordering::Relaxed), Ordering::Relaxed);
+                writer_a.write_all(b"a").unwrap();
+                writer_b.write_all(b"b").unwrap();
+            })
+        };
+        support::wait_until("both readers woke", || woken.load(Ordering::Acquire) == 2);
+        let waits = waits.each_ref().map(|wait| wait.load(Ordering::Relaxed));
+        stop.store(true, Ordering::Relaxed);
+        writer.join().unwrap();
+        coroutine_reader.join().unwrap();
+        rt.block_on(task_reader).unwrap();
+        for b in busy {
+            b.join().unwrap();
+        }
+        assert!(
+            waits.iter().all(|&wait| wait < 2_000),
+            "the readers (coroutine, task) woke {waits:?} busy turns after their sockets \
+             became ready"
+        );
+    });
+}
+
 rt_common! {
     #[test]
     fn a_reader_is_woken_while_other_coroutines_keep_the_worker_busy() {

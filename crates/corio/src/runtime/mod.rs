@@ -29,7 +29,8 @@
 //! # How a worker finds work (`worker.rs`)
 //!
 //! 1. Every 61st round, one task from the global queue first (Go's `schedtick % 61`), so
-//!    a busy worker cannot starve it.
+//!    a busy worker cannot starve it, and a non-blocking poll of the sockets (tokio's
+//!    `event_interval`): a worker that never runs dry does not leave them to sysmon.
 //! 2. The next-task slot, whose task inherits the time slice (Go's `inheritTime`): when sysmon
 //!    ends the slice, the slot's task goes to the back of its queue, so a ping-pong pair has
 //!    the worker for one slice at a time.

@@ -1020,18 +1020,35 @@ impl WorkerCtx {
         task.or_else(|| core.yielded.pop_front().map(|y| Runnable::Running(y.task)))
     }
 
-    /// The periodic part of step 1: the global queue every 61 rounds, the inbox, due timers
-    /// (the clock is read at most every `TIMER_CHECK_INTERVAL` rounds: on this kind of machine
-    /// a clock read costs as much as a task switch).
+    /// The periodic part of step 1: the global queue and the sockets every 61 rounds, the
+    /// inbox, due timers (the clock is read at most every `TIMER_CHECK_INTERVAL` rounds: on
+    /// this kind of machine a clock read costs as much as a task switch).
+    ///
+    /// # A busy worker polls its sockets
+    ///
+    /// Every 61 rounds a worker polls the netpoller without blocking (tokio's
+    /// `event_interval`), whether or not it ran out of work. Go polls only in `findRunnable`,
+    /// when a P has run dry, and leaves busy Ps to sysmon's 10 ms `netpoll`; corio did the same
+    /// and a server that never ran dry paid for it twice. Its sockets were polled by sysmon
+    /// only, every 10–20 ms, and the tasks that poll woke went to the global queue (sysmon is
+    /// not a worker), which a busy worker takes from once per 61 rounds: hyper on one worker
+    /// under 256 pipelined connections left connections unserved for 100–270 ms while it kept
+    /// answering the others (`docs/net-bench.md`, "Tenth pass"). Polled here, the tasks
+    /// woken queue at the back of this worker's own queues, in the order their sockets became
+    /// ready, and sysmon's poll is left for a worker held by one task.
+    /// The poll costs one `epoll_wait` per 61 rounds, and none when no socket is registered or
+    /// when a parked worker waits in the driver (it takes the events itself).
     #[cold]
     #[inline(never)]
     fn maintenance(&self) -> Option<Runnable> {
         let remote = self.remote();
         let mut first = None;
+        let mut poll_sockets = false;
         {
             let mut core = self.core.borrow_mut();
             if core.global_countdown == 0 {
                 core.global_countdown = GLOBAL_POLL_INTERVAL;
+                poll_sockets = true;
                 first = self.shared.inject.pop().map(Runnable::Notified);
                 if first.is_none() {
                     first = core.yielded.pop_front().map(|y| Runnable::Running(y.task));
@@ -1045,6 +1062,10 @@ impl WorkerCtx {
             if matches!(first, Some(Runnable::Running(_))) {
                 core.only_yielded = core.only_yielded_left() && !core.yielded.is_empty();
             }
+        }
+        if poll_sockets {
+            // "A busy worker polls its sockets": the tasks this wakes queue at the back.
+            self.poll_io();
         }
         let next_timer = remote.next_timer.load(Ordering::Relaxed);
         if next_timer != u64::MAX {
