@@ -87,6 +87,26 @@ fn single_worker_ping_pong(
     (before, rt.metrics())
 }
 
+/// Starts `n` coroutines that yield in a loop, counting their turns in `turns`, until `stop`.
+fn keep_busy(
+    rt: &corio::Runtime,
+    n: usize,
+    stop: &Arc<AtomicBool>,
+    turns: &Arc<AtomicUsize>,
+) -> Vec<corio::JoinHandle<()>> {
+    (0..n)
+        .map(|_| {
+            let (stop, turns) = (stop.clone(), turns.clone());
+            rt.go(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    turns.fetch_add(1, Ordering::Relaxed);
+                    corio::yield_now();
+                }
+            })
+        })
+        .collect()
+}
+
 /// Serves one connection of [`ping_pong_client`] in a coroutine: answers each byte with the
 /// byte plus one until the client closes.
 fn ping_pong_server(listener: TcpListener) {
@@ -232,17 +252,7 @@ fn a_socket_ready_while_every_worker_is_busy_wakes_its_reader_within_a_bounded_n
         let rt = support::rt(1);
         let stop = Arc::new(AtomicBool::new(false));
         let turns = Arc::new(AtomicUsize::new(0));
-        let busy: Vec<_> = (0..2)
-            .map(|_| {
-                let (stop, turns) = (stop.clone(), turns.clone());
-                rt.go(move || {
-                    while !stop.load(Ordering::Relaxed) {
-                        turns.fetch_add(1, Ordering::Relaxed);
-                        corio::yield_now();
-                    }
-                })
-            })
-            .collect();
+        let busy = keep_busy(&rt, 2, &stop, &turns);
         support::wait_until("the busy coroutines run", || {
             turns.load(Ordering::Relaxed) > 1_000
         });
@@ -320,17 +330,7 @@ rt_common! {
             let stop = Arc::new(AtomicBool::new(false));
             let spins = Arc::new(AtomicUsize::new(0));
             // Coroutines that keep every worker busy until the reader is done.
-            let busy: Vec<_> = (0..2 * WORKERS)
-                .map(|_| {
-                    let (stop, spins) = (stop.clone(), spins.clone());
-                    rt.go(move || {
-                        while !stop.load(Ordering::Relaxed) {
-                            spins.fetch_add(1, Ordering::Relaxed);
-                            corio::yield_now();
-                        }
-                    })
-                })
-                .collect();
+            let busy = keep_busy(&rt, 2 * WORKERS, &stop, &spins);
             let reader = rt.go(move || ping_pong_server(listener));
             support::wait_until("the busy coroutines run", || {
                 spins.load(Ordering::Relaxed) > 1_000
