@@ -23,7 +23,7 @@ use crate::runtime::context::{self, Here};
 pub(crate) struct Source<T: AsRawFd> {
     inner: T,
     /// Set once, the first time an operation must wait inside a runtime; `init` serialises
-    /// the registration.
+    /// the registration, and a `close` that finds none yet with it (see `register`).
     registration: OnceLock<Registration>,
     init: Mutex<()>,
     /// Set when a handle was dropped while others remain (see the module doc).
@@ -92,6 +92,14 @@ impl<T: AsRawFd> Source<T> {
     }
 
     /// The first use's half of `registration`.
+    ///
+    /// A socket another handle closed is never registered: `close` reads the registration
+    /// under `init` too, so a close either comes first — and its `closed` (stored before it
+    /// took the lock) is seen here — or finds the registration made here and closes its
+    /// `ScheduledIo`. Without that, a close between an operation's `check_open` and the
+    /// registration left the new `ScheduledIo` open, and a waiter on a socket whose shutdown
+    /// sends no further edge (an unconnected UDP socket reads `EAGAIN` for ever after it)
+    /// waited for ever.
     #[cold]
     #[inline(never)]
     fn register(&self) -> io::Result<&Registration> {
@@ -99,6 +107,7 @@ impl<T: AsRawFd> Source<T> {
         if let Some(registration) = self.registration.get() {
             return Ok(registration);
         }
+        self.check_open()?;
         let shared = crate::runtime::current_or_default();
         let registration = shared.driver.register(self.inner.as_raw_fd())?;
         Ok(self.registration.get_or_init(|| registration))
@@ -408,8 +417,18 @@ impl<T: AsRawFd> Source<T> {
 
     /// Closes the socket for every handle (see the module doc).
     fn close(&self) {
+        // Release: pairs with the Acquire load in `check_open` (and, through `init`, with the
+        // one in `register`).
         self.closed.store(true, Ordering::Release);
-        if let Some(registration) = self.registration.get() {
+        // A registration being made right now is waited for (`register` explains why).
+        let registration = match self.registration.get() {
+            Some(registration) => Some(registration),
+            None => {
+                let _init = self.init.lock().unwrap_or_else(|e| e.into_inner());
+                self.registration.get()
+            }
+        };
+        if let Some(registration) = registration {
             registration.io().close();
         }
         // SAFETY: the fd is open (we hold it); shutting down a socket that is not connected

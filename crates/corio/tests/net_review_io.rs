@@ -1,0 +1,341 @@
+//! The netpoller's readiness and registration protocol under races (`io/registry.rs`,
+//! `io/slot.rs`, `io/source.rs`), on real sockets of 127.0.0.1 and socket pairs: a handle
+//! dropped while waiters on other workers wait (or are just registering), registrations reused
+//! while stale events for the old socket are in flight, a read timeout racing with the data,
+//! and the two halves of one stream used from two workers.
+//!
+//! Each test is bounded by a watchdog ([`LIMIT`]): a lost wake-up is a failure, not a hang.
+
+#[macro_use]
+mod support;
+
+use std::io::{ErrorKind, Read, Write};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use corio::net::{TcpListener, UdpSocket, UnixStream};
+use support::{Rng, tcp_pair as pair, within};
+
+/// The watchdog's limit for one test (a hang fails the test after it).
+const LIMIT: Duration = Duration::from_secs(20);
+
+/// Spins (without yielding the worker) for about `d`, to place a racing step in time.
+fn spin_for(d: Duration) {
+    let start = Instant::now();
+    while start.elapsed() < d {
+        std::hint::spin_loop();
+    }
+}
+
+/// What a call racing with the drop of another handle to its socket may end with: the
+/// documented `NotConnected`.
+#[track_caller]
+fn assert_closed<T: std::fmt::Debug>(what: &str, round: usize, r: std::io::Result<T>) {
+    match r {
+        Err(e) if e.kind() == ErrorKind::NotConnected => {}
+        other => panic!("round {round}: {what} ended with {other:?}, not NotConnected"),
+    }
+}
+
+/// `handle`'s result, waited for on a plain thread; fails naming `what` and the round if it
+/// has not finished [`AFTER_THE_DROP`] after the drop that should have ended it.
+#[track_caller]
+fn finished<T>(handle: corio::JoinHandle<T>, what: &str, round: usize) -> T {
+    let start = Instant::now();
+    while !handle.is_finished() {
+        assert!(
+            start.elapsed() < AFTER_THE_DROP,
+            "round {round}: {what} still waits {AFTER_THE_DROP:?} after its socket was closed"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    handle.join().unwrap()
+}
+
+/// How long a waiter may take to notice its socket was closed (generous: a loaded machine).
+const AFTER_THE_DROP: Duration = Duration::from_secs(5);
+
+/// The size of message `i` of the split-stream tests: mostly small, every hundredth big enough
+/// to fill the socket buffers (the writer then waits for the echo to read).
+fn message_size(i: usize) -> usize {
+    if i.is_multiple_of(100) {
+        256 << 10
+    } else {
+        1 + i % 97
+    }
+}
+
+/// Messages `0..messages` as sent: message `i` is `message_size(i)` bytes of `i as u8`.
+fn messages_sent(messages: usize) -> Vec<u8> {
+    (0..messages)
+        .flat_map(|i| vec![i as u8; message_size(i)])
+        .collect()
+}
+
+rt_common! {
+    /// Receivers (a coroutine and an async task) on clones of a UDP socket, usually on another
+    /// worker than the coroutine that drops the original, at random moments — some while a
+    /// receiver is registering the socket with the netpoller. Each must end with
+    /// `NotConnected`. An unconnected UDP socket's shutdown(2) sends one hang-up edge and its
+    /// reads say `EAGAIN` for ever after, so a receiver whose registration the close missed
+    /// waited for ever (one round in ~100 on two workers, before `Source::register` checked
+    /// for the close under the lock `close` takes).
+    #[test]
+    fn dropping_a_udp_handle_ends_a_receiver_registering_at_that_moment() {
+        within(LIMIT, || {
+            let rt = rt();
+            let mut rng = Rng::new(11);
+            for round in 0..500 {
+                let delay = Duration::from_micros(rng.below(60));
+                let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+                let receiver = {
+                    let s = socket.try_clone().unwrap();
+                    rt.go(move || {
+                        let mut buf = [0u8; 16];
+                        s.recv_from(&mut buf).map(|(n, _)| n)
+                    })
+                };
+                let async_receiver = {
+                    let s = socket.try_clone().unwrap();
+                    rt.spawn(async move {
+                        let mut buf = [0u8; 16];
+                        s.recv_from_async(&mut buf).await.map(|(n, _)| n)
+                    })
+                };
+                rt.go(move || {
+                    spin_for(delay);
+                    drop(socket);
+                })
+                .join()
+                .unwrap();
+                assert_closed("the receiver", round, finished(receiver, "the receiver", round));
+                let async_receiver = finished(async_receiver, "the async receiver", round);
+                assert_closed("the async receiver", round, async_receiver);
+            }
+        });
+    }
+
+    /// Sockets opened, used and dropped in a loop — each release hands its registration to
+    /// the next socket while the old one's events (connect, data, hang-up) may still be in a
+    /// poller's hands — while two coroutines play ping-pong on a long-lived pair: no stale
+    /// event may make a read or write of the pair fail, return `WouldBlock` or wait for ever.
+    #[test]
+    fn churning_sockets_never_disturb_a_long_lived_pair() {
+        within(LIMIT, || {
+            let rt = rt();
+            let (a, b) = rt.run(pair);
+            let rounds = 5_000;
+            let echo = rt.go(move || {
+                let mut byte = [0u8; 1];
+                for _ in 0..rounds {
+                    (&b).read_exact(&mut byte)?;
+                    (&b).write_all(&byte)?;
+                }
+                Ok::<(), std::io::Error>(())
+            });
+            let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let churned = Arc::new(AtomicUsize::new(0));
+            let churners: Vec<_> = (0..2)
+                .map(|_| {
+                    let (stop, churned) = (stop.clone(), churned.clone());
+                    rt.go(move || {
+                        while !stop.load(Ordering::Relaxed) {
+                            let (x, y) = UnixStream::pair().unwrap();
+                            let reader = corio::go(move || {
+                                let mut buf = [0u8; 4];
+                                let n = (&y).read(&mut buf).unwrap();
+                                assert_eq!(n, 4, "a churned socket lost its data");
+                                // Then a hang-up for a socket about to be dropped.
+                                assert_eq!((&y).read(&mut buf).unwrap(), 0);
+                            });
+                            corio::yield_now();
+                            (&x).write_all(b"ping").unwrap();
+                            drop(x);
+                            reader.join().unwrap();
+                            churned.fetch_add(1, Ordering::Relaxed);
+                        }
+                    })
+                })
+                .collect();
+            rt.run(move || {
+                let mut byte = [0u8; 1];
+                for i in 0..rounds {
+                    (&a).write_all(&[i as u8]).unwrap();
+                    (&a).read_exact(&mut byte).unwrap();
+                    assert_eq!(byte[0], i as u8);
+                }
+            });
+            stop.store(true, Ordering::Relaxed);
+            echo.join().unwrap().unwrap();
+            for c in churners {
+                c.join().unwrap();
+            }
+            assert!(churned.load(Ordering::Relaxed) > 0);
+        });
+    }
+
+    /// A read with a short timeout against data sent at about that moment (by a plain thread,
+    /// so that the sender's pace does not depend on the workers): each read ends either with
+    /// the data or `TimedOut` — never both, never `WouldBlock` — and data that came after a
+    /// timeout is read by the next call: every byte arrives once, in order.
+    #[test]
+    fn a_read_timeout_racing_with_the_data_has_one_outcome_and_loses_nothing() {
+        within(LIMIT, || {
+            let rt = rt();
+            let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+            let addr = listener.local_addr().unwrap();
+            let rounds = 600usize;
+            let sender = std::thread::spawn(move || {
+                let mut peer = std::net::TcpStream::connect(addr).unwrap();
+                peer.set_nodelay(true).unwrap();
+                let mut rng = Rng::new(3);
+                for i in 0..rounds {
+                    // Around the reader's 1 ms timeout: some bytes come before it expires,
+                    // some just after, some as it expires.
+                    std::thread::sleep(Duration::from_micros(500 + rng.below(1_000)));
+                    peer.write_all(&[i as u8]).unwrap();
+                }
+                // The close ends the stream.
+            });
+            let (got, timeouts) = rt.run(move || {
+                let (server, _) = listener.accept().unwrap();
+                server.set_read_timeout(Some(Duration::from_millis(1))).unwrap();
+                let mut got = Vec::new();
+                let mut timeouts = 0;
+                let mut buf = [0u8; 64];
+                loop {
+                    match (&server).read(&mut buf) {
+                        Ok(0) => break,
+                        Ok(n) => got.extend_from_slice(&buf[..n]),
+                        Err(e) if e.kind() == ErrorKind::TimedOut => timeouts += 1,
+                        Err(e) => panic!("after {} bytes: {e:?}", got.len()),
+                    }
+                }
+                (got, timeouts)
+            });
+            sender.join().unwrap();
+            let expected: Vec<u8> = (0..rounds).map(|i| i as u8).collect();
+            assert_eq!(got, expected);
+            assert!(timeouts > 0, "no read timed out: the race was not exercised");
+        });
+    }
+
+    /// The read half and the write half of one stream in two coroutines (on two workers where
+    /// there are two), against an echo: many round trips of varying sizes, some filling the
+    /// buffers, with no lost wake-up on either side.
+    #[test]
+    fn the_two_halves_of_a_stream_in_two_coroutines_lose_no_wake_up() {
+        within(LIMIT, || {
+            let rt = rt();
+            let (client, server) = rt.run(pair);
+            let echo = rt.go(move || {
+                let mut buf = vec![0u8; 32 << 10];
+                loop {
+                    match (&server).read(&mut buf)? {
+                        0 => return Ok::<(), std::io::Error>(()),
+                        n => (&server).write_all(&buf[..n])?,
+                    }
+                }
+            });
+            let (mut read_half, mut write_half) = client.into_split();
+            let messages = 3_000usize;
+            let size = message_size;
+            let total: usize = (0..messages).map(size).sum();
+            let writer = rt.go(move || {
+                for i in 0..messages {
+                    write_half.write_all(&vec![i as u8; size(i)])?;
+                }
+                Ok::<(), std::io::Error>(())
+            });
+            let reader = rt.go(move || {
+                let mut got = Vec::with_capacity(total);
+                let mut buf = vec![0u8; 64 << 10];
+                while got.len() < total {
+                    match read_half.read(&mut buf)? {
+                        0 => break,
+                        n => got.extend_from_slice(&buf[..n]),
+                    }
+                }
+                Ok::<Vec<u8>, std::io::Error>(got)
+            });
+            writer.join().unwrap().unwrap();
+            let got = reader.join().unwrap().unwrap();
+            assert_eq!(got.len(), total);
+            assert!(got == messages_sent(messages), "the echoed bytes differ");
+            echo.join().unwrap().unwrap();
+        });
+    }
+
+    /// The same with async tasks, which may run on any worker (and move between them).
+    #[test]
+    fn the_two_halves_of_a_stream_in_two_tasks_lose_no_wake_up() {
+        use futures_io_compat::*;
+        within(LIMIT, || {
+            let rt = rt();
+            let (client, server) = rt.run(pair);
+            let echo = rt.spawn(async move {
+                let mut buf = vec![0u8; 32 << 10];
+                loop {
+                    match server.read_async(&mut buf).await? {
+                        0 => return Ok::<(), std::io::Error>(()),
+                        n => server.write_all_async(&buf[..n]).await?,
+                    }
+                }
+            });
+            let (mut read_half, mut write_half) = client.into_split();
+            let messages = 3_000usize;
+            let size = message_size;
+            let total: usize = (0..messages).map(size).sum();
+            let writer = rt.spawn(async move {
+                for i in 0..messages {
+                    write_all(&mut write_half, &vec![i as u8; size(i)]).await?;
+                }
+                Ok::<(), std::io::Error>(())
+            });
+            let reader = rt.spawn(async move {
+                let mut got = Vec::with_capacity(total);
+                let mut buf = vec![0u8; 64 << 10];
+                while got.len() < total {
+                    match read(&mut read_half, &mut buf).await? {
+                        0 => break,
+                        n => got.extend_from_slice(&buf[..n]),
+                    }
+                }
+                Ok::<Vec<u8>, std::io::Error>(got)
+            });
+            rt.block_on(writer).unwrap().unwrap();
+            let got = rt.block_on(reader).unwrap().unwrap();
+            assert_eq!(got.len(), total);
+            assert!(got == messages_sent(messages), "the echoed bytes differ");
+            rt.block_on(echo).unwrap().unwrap();
+        });
+    }
+}
+
+/// `futures_io` reads and writes through `poll_fn` (the test crate has no `futures-util`).
+mod futures_io_compat {
+    use std::future::poll_fn;
+    use std::pin::Pin;
+
+    pub async fn read<R: futures_io::AsyncRead + Unpin>(
+        r: &mut R,
+        buf: &mut [u8],
+    ) -> std::io::Result<usize> {
+        poll_fn(|cx| Pin::new(&mut *r).poll_read(cx, buf)).await
+    }
+
+    pub async fn write_all<W: futures_io::AsyncWrite + Unpin>(
+        w: &mut W,
+        mut buf: &[u8],
+    ) -> std::io::Result<()> {
+        while !buf.is_empty() {
+            let n = poll_fn(|cx| Pin::new(&mut *w).poll_write(cx, buf)).await?;
+            if n == 0 {
+                return Err(std::io::ErrorKind::WriteZero.into());
+            }
+            buf = &buf[n..];
+        }
+        Ok(())
+    }
+}
