@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use corio::net::{TcpListener, UdpSocket, UnixStream};
+use corio::net::{TcpListener, TcpStream, UdpSocket, UnixStream};
 use support::{Rng, tcp_pair as pair, within};
 
 /// The watchdog's limit for one test (a hang fails the test after it).
@@ -35,6 +35,15 @@ fn assert_closed<T: std::fmt::Debug>(what: &str, round: usize, r: std::io::Resul
     match r {
         Err(e) if e.kind() == ErrorKind::NotConnected => {}
         other => panic!("round {round}: {what} ended with {other:?}, not NotConnected"),
+    }
+}
+
+/// Writes `chunk` to `s` over and over until a write fails; that error.
+fn write_until_error(mut s: &TcpStream, chunk: &[u8]) -> std::io::Error {
+    loop {
+        if let Err(e) = s.write(chunk) {
+            return e;
+        }
     }
 }
 
@@ -74,6 +83,115 @@ fn messages_sent(messages: usize) -> Vec<u8> {
 }
 
 rt_common! {
+    /// A reader and a writer (coroutines) and an async reader wait on clones of one socket,
+    /// usually on another worker than the coroutine that drops the original — at random
+    /// moments, some before the waiters have registered the socket with the netpoller. Each
+    /// must end with `NotConnected`: never a hang, never a false end of stream. (Before
+    /// `Source::error_unless_closed`, a writer whose first `send` came just after the close's
+    /// `shutdown(2)` ended with `BrokenPipe`: about one run in four.)
+    #[test]
+    fn dropping_a_handle_ends_every_waiter_on_its_clones_with_not_connected() {
+        within(LIMIT, || {
+            let rt = rt();
+            let mut rng = Rng::new(7);
+            for round in 0..300 {
+                let delay = Duration::from_micros(rng.below(300));
+                let (client, _server) = rt.run(pair);
+                let reader = {
+                    let s = client.try_clone().unwrap();
+                    rt.go(move || {
+                        let mut buf = [0u8; 16];
+                        (&s).read(&mut buf)
+                    })
+                };
+                let writer = {
+                    let s = client.try_clone().unwrap();
+                    rt.go(move || {
+                        // Fills the socket's buffers (nobody reads the peer), then waits.
+                        let chunk = vec![1u8; 64 << 10];
+                        Err::<(), _>(write_until_error(&s, &chunk))
+                    })
+                };
+                let task = {
+                    let s = client.try_clone().unwrap();
+                    rt.spawn(async move {
+                        let mut buf = [0u8; 16];
+                        s.read_async(&mut buf).await
+                    })
+                };
+                rt.go(move || {
+                    spin_for(delay);
+                    drop(client);
+                })
+                .join()
+                .unwrap();
+                assert_closed("the reader", round, finished(reader, "the reader", round));
+                assert_closed("the writer", round, finished(writer, "the writer", round));
+                assert_closed("the async reader", round, finished(task, "the async reader", round));
+            }
+        });
+    }
+
+    /// A reader and a writer busy on clones of one socket — the peer streams data to the one
+    /// and drains the other, so their calls are mostly in progress rather than waiting — while
+    /// another coroutine drops the original at a random moment. The close shuts the socket down,
+    /// and a call in progress sees that: each must still end with `NotConnected`, never with
+    /// `Ok(0)` (a false end of stream: the peer sent no FIN) or `BrokenPipe` (the peer did not
+    /// go away). (Before `Source::error_unless_closed`: `BrokenPipe` in one run in three.)
+    #[test]
+    fn a_call_in_progress_when_a_handle_is_dropped_ends_with_not_connected() {
+        within(LIMIT, || {
+            let rt = rt();
+            let mut rng = Rng::new(5);
+            for round in 0..500 {
+                let delay = Duration::from_micros(rng.below(200));
+                let (client, server) = rt.run(pair);
+                let server = Arc::new(server);
+                let feeder = {
+                    let server = server.clone();
+                    rt.go(move || {
+                        let chunk = [9u8; 1024];
+                        while (&*server).write(&chunk).is_ok() {}
+                    })
+                };
+                let drainer = rt.go(move || {
+                    let mut buf = [0u8; 64 << 10];
+                    while matches!((&*server).read(&mut buf), Ok(n) if n > 0) {}
+                });
+                let reader = {
+                    let s = client.try_clone().unwrap();
+                    rt.go(move || {
+                        let mut buf = [0u8; 512];
+                        loop {
+                            match (&s).read(&mut buf) {
+                                Ok(0) => return Ok(0),
+                                Ok(_) => {}
+                                Err(e) => return Err(e),
+                            }
+                        }
+                    })
+                };
+                let writer = {
+                    let s = client.try_clone().unwrap();
+                    rt.go(move || {
+                        let chunk = [1u8; 512];
+                        Err::<(), _>(write_until_error(&s, &chunk))
+                    })
+                };
+                rt.go(move || {
+                    spin_for(delay);
+                    drop(client);
+                })
+                .join()
+                .unwrap();
+                assert_closed("the reader", round, finished(reader, "the reader", round));
+                assert_closed("the writer", round, finished(writer, "the writer", round));
+                finished(feeder, "the feeder", round);
+                finished(drainer, "the drainer", round);
+            }
+        });
+    }
+
     /// Receivers (a coroutine and an async task) on clones of a UDP socket, usually on another
     /// worker than the coroutine that drops the original, at random moments — some while a
     /// receiver is registering the socket with the netpoller. Each must end with

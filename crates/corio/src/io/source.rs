@@ -59,6 +59,33 @@ impl<T: AsRawFd> Source<T> {
         }
     }
 
+    /// The error `e` of an operation that ran while another handle may have been closing the
+    /// socket: `NotConnected` if it was closed, as for every call that starts after the close,
+    /// since `e` may be the close's own `shutdown(2)` (`EPIPE` for a write, `EINVAL` for an
+    /// accept) rather than anything the peer did.
+    #[cold]
+    fn error_unless_closed(&self, e: io::Error) -> io::Error {
+        // Acquire: pairs with the Release store in `close`, made before its `shutdown(2)`; an
+        // operation that saw the shutdown ran after it (the kernel's socket lock orders them).
+        if self.closed.load(Ordering::Acquire) {
+            closed_error()
+        } else {
+            e
+        }
+    }
+
+    /// A stream read or write's `result` for a buffer of `len` bytes, as `error_unless_closed`
+    /// would have it; its `Ok(0)` too, when another handle closed the socket: a read's end of
+    /// stream that the close's `shutdown(SHUT_RD)` made up, not a FIN from the peer.
+    #[inline]
+    fn stream_unless_closed(&self, len: usize, result: io::Result<usize>) -> io::Result<usize> {
+        match result {
+            // Acquire: as in `error_unless_closed`.
+            Ok(0) if len > 0 && self.closed.load(Ordering::Acquire) => Err(closed_error()),
+            result => result,
+        }
+    }
+
     pub(crate) fn timeout(&self, dir: Direction) -> Option<Duration> {
         match self.timeouts[dir as usize].load(Ordering::Relaxed) {
             0 => None,
@@ -135,6 +162,7 @@ impl<T: AsRawFd> Source<T> {
         op: impl FnMut(&T) -> io::Result<usize>,
     ) -> Poll<io::Result<usize>> {
         self.poll_op_drains(dir, cx, op, |&n| n > 0 && n < len)
+            .map(|result| self.stream_unless_closed(len, result))
     }
 
     /// `poll_op`, where `drained(result)` says that a successful `op` left the socket not
@@ -211,7 +239,7 @@ impl<T: AsRawFd> Source<T> {
                     }
                     return Ok(Ok(r));
                 }
-                result => return Ok(result),
+                Err(e) => return Ok(Err(self.error_unless_closed(e))),
             }
         }
     }
@@ -253,7 +281,8 @@ impl<T: AsRawFd> Source<T> {
         len: usize,
         op: impl FnMut(&T) -> io::Result<usize>,
     ) -> io::Result<usize> {
-        self.block_drains(dir, self.timeout(dir), op, |&n| n > 0 && n < len)
+        let result = self.block_drains(dir, self.timeout(dir), op, |&n| n > 0 && n < len);
+        self.stream_unless_closed(len, result)
     }
 
     /// `block_op` with an explicit timeout (`connect_timeout`).
@@ -392,7 +421,8 @@ impl<T: AsRawFd> Source<T> {
             match op(&self.inner) {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                result => return result,
+                Err(e) => return Err(self.error_unless_closed(e)),
+                ok => return ok,
             }
             let timeout_ms = match deadline {
                 None => -1,
