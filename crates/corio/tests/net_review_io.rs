@@ -2,7 +2,8 @@
 //! `io/slot.rs`, `io/source.rs`), on real sockets of 127.0.0.1 and socket pairs: a handle
 //! dropped while waiters on other workers wait (or are just registering), registrations reused
 //! while stale events for the old socket are in flight, a read timeout racing with the data,
-//! and the two halves of one stream used from two workers.
+//! the two halves of one stream used from two workers, and waiters that give up while queued
+//! (the wakers they leave must go with the next edge, the socket or the runtime).
 //!
 //! Each test is bounded by a watchdog ([`LIMIT`]): a lost wake-up is a failure, not a hang.
 
@@ -12,10 +13,11 @@ mod support;
 use std::io::{ErrorKind, Read, Write};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::task::{Context, Waker};
 use std::time::{Duration, Instant};
 
 use corio::net::{TcpListener, TcpStream, UdpSocket, UnixStream};
-use support::{Rng, tcp_pair as pair, within};
+use support::{Rng, tcp_pair as pair, wait_until, within};
 
 /// The watchdog's limit for one test (a hang fails the test after it).
 const LIMIT: Duration = Duration::from_secs(20);
@@ -80,6 +82,37 @@ fn messages_sent(messages: usize) -> Vec<u8> {
     (0..messages)
         .flat_map(|i| vec![i as u8; message_size(i)])
         .collect()
+}
+
+/// A waker that counts its wakes; its `Arc`'s strong count says how many copies of it corio
+/// keeps.
+struct CountWakes(AtomicUsize);
+
+impl std::task::Wake for CountWakes {
+    fn wake(self: Arc<Self>) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+impl CountWakes {
+    fn new() -> Arc<CountWakes> {
+        Arc::new(CountWakes(AtomicUsize::new(0)))
+    }
+
+    fn wakes(&self) -> usize {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+/// A waiter that gives up: polls a read of `s` once with `waker`, in `rt`'s context (so that
+/// `s` is registered there), checks that it waits, and drops it — its waker stays queued.
+fn give_up_reading(rt: &corio::Runtime, s: &UnixStream, waker: &Arc<CountWakes>) {
+    let _enter = rt.enter();
+    let mut buf = [0u8; 8];
+    let mut read = std::pin::pin!(s.read_async(&mut buf));
+    let waker = Waker::from(waker.clone());
+    let poll = std::future::Future::poll(read.as_mut(), &mut Context::from_waker(&waker));
+    assert!(poll.is_pending(), "nothing was sent yet: {poll:?}");
 }
 
 rt_common! {
@@ -429,6 +462,72 @@ rt_common! {
             rt.block_on(echo).unwrap().unwrap();
         });
     }
+    /// Two waiters on one direction (the slot's and the list's) give up: their wakers stay
+    /// until the socket goes, which drops them without waking them.
+    #[test]
+    fn wakers_left_by_waiters_that_gave_up_go_with_their_socket() {
+        within(LIMIT, || {
+            let rt = rt();
+            let (a, _b) = UnixStream::pair().unwrap();
+            let (first, second) = (CountWakes::new(), CountWakes::new());
+            give_up_reading(&rt, &a, &first);
+            give_up_reading(&rt, &a, &second);
+            assert_eq!(Arc::strong_count(&first), 2, "the slot keeps the first waker");
+            assert_eq!(Arc::strong_count(&second), 2, "the list keeps the second waker");
+            drop(a);
+            assert_eq!(Arc::strong_count(&first), 1, "the slot's waker outlived its socket");
+            assert_eq!(Arc::strong_count(&second), 1, "the list's waker outlived its socket");
+            assert_eq!(first.wakes() + second.wakes(), 0);
+        });
+    }
+
+    /// The same wakers go at the socket's next edge (woken once, for nothing), and the socket
+    /// still serves a reader that waits after them.
+    #[test]
+    fn wakers_left_by_waiters_that_gave_up_go_at_the_next_edge() {
+        within(LIMIT, || {
+            let rt = rt();
+            let (a, b) = UnixStream::pair().unwrap();
+            let (first, second) = (CountWakes::new(), CountWakes::new());
+            give_up_reading(&rt, &a, &first);
+            give_up_reading(&rt, &a, &second);
+            let a = Arc::new(a);
+            let reader = {
+                let a = a.clone();
+                rt.spawn(async move {
+                    let mut buf = [0u8; 4];
+                    a.read_exact_async(&mut buf).await.map(|()| buf)
+                })
+            };
+            std::thread::sleep(Duration::from_millis(20));
+            rt.block_on(async { b.write_all_async(b"edge").await }).unwrap();
+            assert_eq!(&rt.block_on(reader).unwrap().unwrap(), b"edge");
+            wait_until("the edge took the wakers", || {
+                Arc::strong_count(&first) == 1 && Arc::strong_count(&second) == 1
+            });
+            assert_eq!((first.wakes(), second.wakes()), (1, 1));
+        });
+    }
+
+    /// A runtime shut down while wakers of waiters that gave up are queued on a socket that
+    /// outlives it drops them, and the socket keeps working on a plain thread.
+    #[test]
+    fn wakers_left_by_waiters_that_gave_up_go_with_their_runtime() {
+        within(LIMIT, || {
+            let rt = rt();
+            let (a, b) = UnixStream::pair().unwrap();
+            let (first, second) = (CountWakes::new(), CountWakes::new());
+            give_up_reading(&rt, &a, &first);
+            give_up_reading(&rt, &a, &second);
+            drop(rt);
+            assert_eq!(Arc::strong_count(&first), 1, "the slot's waker outlived the runtime");
+            assert_eq!(Arc::strong_count(&second), 1, "the list's waker outlived the runtime");
+            (&b).write_all(b"after").unwrap();
+            let mut buf = [0u8; 5];
+            (&a).read_exact(&mut buf).unwrap();
+            assert_eq!(&buf, b"after");
+        });
+    }
 }
 
 /// `futures_io` reads and writes through `poll_fn` (the test crate has no `futures-util`).
@@ -455,5 +554,37 @@ mod futures_io_compat {
             buf = &buf[n..];
         }
         Ok(())
+    }
+}
+
+/// A socket first used after its runtime shut down — through a `Handle` that outlived it —
+/// gets the runtime's shut-down error from a wait, as a socket registered before the shutdown
+/// does (`docs/io.md`, "Closing"). Before, it was registered in the dead runtime's epoll set,
+/// which nobody polls any more, and waited for ever although its data had come.
+#[test]
+fn a_socket_first_used_after_its_runtime_shut_down_gets_an_error_not_a_hang() {
+    for workers in support::FLAVOURS {
+        let rt = support::rt(workers);
+        let handle = rt.handle().clone();
+        drop(rt);
+        let (a, b) = UnixStream::pair().unwrap();
+        let writer = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(50));
+            // Fails (the reader has gone) once the read returns its error at once.
+            let _ = (&b).write_all(b"late");
+            b
+        });
+        let read = within(LIMIT, move || {
+            handle.block_on(async move {
+                let mut buf = [0u8; 4];
+                a.read_exact_async(&mut buf).await.map(|()| buf)
+            })
+        });
+        let e = read.unwrap_err();
+        assert!(
+            e.to_string().contains("shut down"),
+            "workers {workers}: {e:?}"
+        );
+        drop(writer.join().unwrap());
     }
 }

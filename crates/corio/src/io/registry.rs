@@ -381,6 +381,9 @@ struct Pool {
     free: Vec<u32>,
     /// Per index: registered now.
     live: Vec<bool>,
+    /// Set by `close_all` (the runtime shut down): a registration made after it starts
+    /// closed, since no poller will ever take its events.
+    closed: bool,
 }
 
 /// Token → [`ScheduledIo`] for every socket registered with one driver: a pool of
@@ -437,6 +440,16 @@ impl Registry {
         let io = self
             .get(index)
             .expect("a handed-out index is in an allocated bucket");
+        if pool.closed {
+            // A socket first used after the runtime shut down (through a `Handle` or an
+            // `EnterGuard` that outlived it): its waiters get the shut-down error, as those
+            // of sockets registered before, instead of waiting for ever in an epoll set that
+            // nobody polls. Nobody can wait on this fresh `ScheduledIo` yet, so there is
+            // nobody to wake; `reset` (under the same lock) clears the flag for the next
+            // registration. Release: for the Acquire loads of `closed` in `wait` (the
+            // `Registration` reaches other threads through `Source`'s `OnceLock` anyway).
+            io.closed.store(true, Ordering::Release);
+        }
         let token = ((io.generation() >> GEN_SHIFT) << 32) | (u64::from(index) + TOKEN_BASE);
         Registration {
             registry: self.clone(),
@@ -502,12 +515,14 @@ impl Registry {
     /// Closes every registration (runtime shutdown): waiters wake with an error, and the
     /// wakers they left behind — which hold their tasks — are dropped, also those a `reset`
     /// could not clear from a released `ScheduledIo`. The registrations stay
-    /// (their sockets still use their `ScheduledIo`s, now closed) until the sockets drop.
+    /// (their sockets still use their `ScheduledIo`s, now closed) until the sockets drop;
+    /// registrations made from now on start closed (`insert`).
     pub(crate) fn close_all(&self) {
         let wakers: Vec<Waker> = {
             // Under the lock, so that no socket is released (and its `ScheduledIo` reset for
             // the next one) while it is being closed.
-            let pool = self.pool.lock().unwrap_or_else(|e| e.into_inner());
+            let mut pool = self.pool.lock().unwrap_or_else(|e| e.into_inner());
+            pool.closed = true;
             // Every `ScheduledIo`, released ones too: `reset` may have left wakers in one
             // (taken without closing it: it is free for a next registration).
             (0..pool.len)
@@ -687,6 +702,28 @@ mod tests {
             1,
             "close_all left a released ScheduledIo's waker in place"
         );
+    }
+
+    /// A socket first registered after the runtime shut down (its `Handle` outlived it) must
+    /// not wait in an epoll set nobody polls: its registration starts closed. The next one
+    /// made from its `ScheduledIo` after it is released does too.
+    #[test]
+    fn a_registration_made_after_close_all_starts_closed() {
+        let registry = Arc::new(Registry::default());
+        let before = registry.insert();
+        registry.close_all();
+        let after = registry.insert();
+        let waker = Waker::from(Arc::new(Count(AtomicUsize::new(0))));
+        for registration in [&before, &after] {
+            let io = registration.io();
+            let state = io.clear(Direction::Read, io.state(Direction::Read));
+            assert_eq!(io.wait(Direction::Read, state, &waker), Wait::Closed);
+        }
+        drop(after);
+        let reused = registry.insert();
+        let io = reused.io();
+        let state = io.clear(Direction::Read, io.state(Direction::Read));
+        assert_eq!(io.wait(Direction::Read, state, &waker), Wait::Closed);
     }
 
     #[test]
