@@ -588,3 +588,39 @@ fn a_socket_first_used_after_its_runtime_shut_down_gets_an_error_not_a_hang() {
         drop(writer.join().unwrap());
     }
 }
+
+/// A wait on a socket whose runtime shut down ends with the shut-down error at once; the waker
+/// it queued on the way must not stay behind (it holds its task, and through it that task's
+/// runtime, for as long as the socket lives).
+#[test]
+fn a_wait_that_finds_its_runtime_shut_down_leaves_no_waker_behind() {
+    for workers in support::FLAVOURS {
+        let rt = support::rt(workers);
+        let (a, _b) = UnixStream::pair().unwrap();
+        let gave_up = CountWakes::new();
+        give_up_reading(&rt, &a, &gave_up);
+        drop(rt);
+        assert_eq!(Arc::strong_count(&gave_up), 1, "workers {workers}");
+        let waker = CountWakes::new();
+        let mut buf = [0u8; 8];
+        let mut read = std::pin::pin!(a.read_async(&mut buf));
+        let poll = std::future::Future::poll(
+            read.as_mut(),
+            &mut Context::from_waker(&Waker::from(waker.clone())),
+        );
+        match poll {
+            std::task::Poll::Ready(Err(e)) => {
+                assert!(
+                    e.to_string().contains("shut down"),
+                    "workers {workers}: {e:?}"
+                )
+            }
+            other => panic!("workers {workers}: {other:?}"),
+        }
+        assert_eq!(
+            Arc::strong_count(&waker),
+            1,
+            "workers {workers}: the closed registration kept the waker"
+        );
+    }
+}

@@ -201,6 +201,11 @@ impl ScheduledIo {
                 // poller's later load of the slot (`slot.rs`, "The guarantee"). Plain loads
                 // would need a SeqCst store-load pair, which loom cannot check.
                 if self.closed.fetch_or(false, Ordering::AcqRel) {
+                    // Nothing will wake the waker just stored, and it holds its task (and with
+                    // it the task's runtime) until the socket goes: take it back. (The slot
+                    // holds it or, if a close or a poller took it meanwhile, nothing of use: a
+                    // waiter that registered since then also finds `closed`.)
+                    drop(self.slots[dir as usize].take());
                     Wait::Closed
                 } else if self.state[dir as usize].fetch_add(0, Ordering::AcqRel) != state {
                     Wait::Retry
