@@ -624,3 +624,54 @@ fn a_wait_that_finds_its_runtime_shut_down_leaves_no_waker_behind() {
         );
     }
 }
+
+/// TCP urgent data (a peer's `send(MSG_OOB)`) between two writes: the read stops short at the
+/// urgent mark with the second write already behind it, in the same edge. The short read must
+/// not make the reader wait for an edge that will not come (the short-read rule of
+/// `io/registry.rs`): it hung, before `EPOLLPRI` set the final bit, until the peer sent more —
+/// here never, as the peer waits for the answer.
+#[test]
+fn urgent_data_does_not_strand_the_data_behind_it() {
+    within(LIMIT, || {
+        for workers in support::FLAVOURS {
+            let rt = support::rt(workers);
+            for round in 0..5 {
+                let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+                let addr = listener.local_addr().unwrap();
+                let peer = std::thread::spawn(move || {
+                    use std::os::fd::AsRawFd;
+                    let mut s = std::net::TcpStream::connect(addr).unwrap();
+                    s.set_nodelay(true).unwrap();
+                    // Let the reader wait first.
+                    std::thread::sleep(Duration::from_millis(20));
+                    s.write_all(b"abc").unwrap();
+                    // SAFETY: a one-byte buffer that lives across the call; an open socket.
+                    let sent = unsafe {
+                        libc::send(s.as_raw_fd(), b"!".as_ptr().cast(), 1, libc::MSG_OOB)
+                    };
+                    assert_eq!(sent, 1);
+                    s.write_all(b"def").unwrap();
+                    let mut answer = [0u8; 2];
+                    s.read_exact(&mut answer).unwrap();
+                    answer
+                });
+                let got = rt.run(move || {
+                    let (s, _) = listener.accept().unwrap();
+                    let mut got = Vec::new();
+                    let mut buf = [0u8; 64];
+                    // The urgent byte is out of band (no `SO_OOBINLINE`): six bytes in line.
+                    while got.len() < 6 {
+                        match (&s).read(&mut buf).unwrap() {
+                            0 => break,
+                            n => got.extend_from_slice(&buf[..n]),
+                        }
+                    }
+                    (&s).write_all(b"ok").unwrap();
+                    got
+                });
+                assert_eq!(got, b"abcdef", "workers {workers}, round {round}");
+                assert_eq!(&peer.join().unwrap(), b"ok");
+            }
+        }
+    });
+}

@@ -73,6 +73,14 @@
 //! which no later edge will announce (tokio's "closed states are final" rule; the test
 //! `data_arriving_after_a_short_read_wakes_a_coroutine_reader` hung at EOF without it).
 //!
+//! An edge with `EPOLLPRI` — TCP urgent data, the only socket event that reports it — sets the
+//! final bit too, without closing anything: a TCP read stops short at the urgent mark with
+//! more data behind it, which came with the same edge, so after that short read the ready bit
+//! is no longer evidence of anything. From then on every read of that socket tries its system
+//! call first (one `EAGAIN` per wait), as before the short-read rule existed. Without it, a
+//! peer's `send(MSG_OOB)` between two writes left the second one unread until the peer sent
+//! more (`tests/net_review_io.rs`, `urgent_data_does_not_strand_the_data_behind_it`).
+//!
 //! Waker lists keep their capacity, so after a socket's first wait its waits do not allocate.
 //! A waiter that gives up (its future dropped, a timeout) leaves its waker in the slot or the
 //! list; the next edge wakes it for nothing and empties them (until then, a different task
@@ -98,9 +106,9 @@ pub(crate) const TOKEN_BASE: u64 = 16;
 /// The ready bit of a direction's state: set by every edge, cleared when an operation finds
 /// the socket drained.
 const READY: u64 = 1;
-/// The *final* bit: the direction is closed (`EPOLLRDHUP`, `EPOLLHUP`, `EPOLLERR`). Never
-/// cleared: a closed socket stays ready (its reads return 0 or the error) and closing sends no
-/// second edge. Bits 2 to 31 are the registration's generation ("Tokens"); the high 32 bits
+/// The *final* bit: the direction is closed (`EPOLLRDHUP`, `EPOLLHUP`, `EPOLLERR`), or for
+/// reads, TCP urgent data came (`EPOLLPRI`: "the protocol"). Never cleared: a closed socket
+/// stays ready (its reads return 0 or the error) and closing sends no second edge. Bits 2 to 31 are the registration's generation ("Tokens"); the high 32 bits
 /// count edges (and wrap without touching the generation).
 const FINAL: u64 = 2;
 /// Where the generation starts in a state word, and its bits there.
@@ -568,9 +576,10 @@ impl Drop for Registry {
 #[inline]
 fn deliver(io: &ScheduledIo, events: u32, generation: u64) {
     let hangup = (libc::EPOLLHUP | libc::EPOLLERR) as u32;
-    let read_closed = libc::EPOLLRDHUP as u32 | hangup;
-    if events & (libc::EPOLLIN as u32 | read_closed) != 0 {
-        io.ready(Direction::Read, events & read_closed != 0, generation);
+    // Urgent data is not an end, but it ends the short-read rule for good ("the protocol").
+    let read_final = (libc::EPOLLRDHUP | libc::EPOLLPRI) as u32 | hangup;
+    if events & (libc::EPOLLIN as u32 | read_final) != 0 {
+        io.ready(Direction::Read, events & read_final != 0, generation);
     }
     if events & (libc::EPOLLOUT as u32 | hangup) != 0 {
         io.ready(Direction::Write, events & hangup != 0, generation);
@@ -729,6 +738,23 @@ mod tests {
         let io = reused.io();
         let state = io.clear(Direction::Read, io.state(Direction::Read));
         assert_eq!(io.wait(Direction::Read, state, &waker), Wait::Closed);
+    }
+
+    /// TCP urgent data ends the short-read rule for the socket's reads: its edge sets the read
+    /// direction's final bit (a cleared ready bit no longer stops a read), not the write's.
+    #[test]
+    fn an_urgent_data_edge_makes_reads_try_their_system_call_for_good() {
+        let registry = Arc::new(Registry::default());
+        let registration = registry.insert();
+        let count = waiting(&registration);
+        registry.dispatch(&[event(registration.token(), libc::EPOLLIN | libc::EPOLLPRI)]);
+        assert_eq!(count.0.load(Ordering::SeqCst), 1);
+        let io = registration.io();
+        // A short read of the data before the urgent mark clears the ready bit...
+        let state = io.clear(Direction::Read, io.state(Direction::Read));
+        // ...and the next read still tries its system call.
+        assert!(may_be_ready(state));
+        assert_eq!(io.state(Direction::Write) & FINAL, 0);
     }
 
     #[test]
