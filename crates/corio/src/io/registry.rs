@@ -108,8 +108,9 @@ pub(crate) const TOKEN_BASE: u64 = 16;
 const READY: u64 = 1;
 /// The *final* bit: the direction is closed (`EPOLLRDHUP`, `EPOLLHUP`, `EPOLLERR`), or for
 /// reads, TCP urgent data came (`EPOLLPRI`: "the protocol"). Never cleared: a closed socket
-/// stays ready (its reads return 0 or the error) and closing sends no second edge. Bits 2 to 31 are the registration's generation ("Tokens"); the high 32 bits
-/// count edges (and wrap without touching the generation).
+/// stays ready (its reads return 0 or the error) and closing sends no second edge. Bits 2 to
+/// 31 are the registration's generation ("Tokens"); the high 32 bits count edges (and wrap
+/// without touching the generation).
 const FINAL: u64 = 2;
 /// Where the generation starts in a state word, and its bits there.
 const GEN_SHIFT: u32 = 2;
