@@ -462,6 +462,88 @@ rt_common! {
             rt.block_on(echo).unwrap().unwrap();
         });
     }
+    /// Waiters on one socket — coroutines and tasks, in the slot and in the list — of which
+    /// some are aborted while the socket's data arrives and, in some rounds, while another
+    /// handle closes it, in random orders on the workers. Every waiter that is not aborted
+    /// ends with its data or `NotConnected`; none hangs; the aborted ones end cancelled; and
+    /// no task outlives its round.
+    #[test]
+    fn aborting_waiters_while_data_and_a_close_arrive_loses_no_wake_up() {
+        within(LIMIT, || {
+            let rt = rt();
+            let mut rng = Rng::new(13);
+            for round in 0..150 {
+                let (client, server) = rt.run(pair);
+                let client = Arc::new(client);
+                let waiters: Vec<_> = (0..4)
+                    .map(|i| {
+                        // Shared by `Arc`: an aborted waiter's drop of a `try_clone` handle
+                        // would close the socket for all.
+                        let s = client.clone();
+                        if i % 2 == 0 {
+                            rt.go(move || {
+                                let mut byte = [0u8; 1];
+                                (&*s).read(&mut byte).map(|n| (n, byte[0]))
+                            })
+                        } else {
+                            rt.spawn(async move {
+                                let mut byte = [0u8; 1];
+                                s.read_async(&mut byte).await.map(|n| (n, byte[0]))
+                            })
+                        }
+                    })
+                    .collect();
+                let aborted: Vec<bool> = (0..4).map(|_| rng.chance(50)).collect();
+                let close = rng.chance(30);
+                let delay = Duration::from_micros(rng.below(200));
+                let steps = {
+                    let aborts: Vec<_> = waiters
+                        .iter()
+                        .zip(&aborted)
+                        .filter(|&(_, &a)| a)
+                        .map(|(w, _)| w.abort_handle())
+                        .collect();
+                    let client = client.clone();
+                    rt.go(move || {
+                        spin_for(delay);
+                        for a in aborts {
+                            a.abort();
+                        }
+                        // One byte per waiter: each that is not aborted can get one.
+                        (&server).write_all(&[7u8; 4]).unwrap();
+                        if close {
+                            drop(client.try_clone().unwrap());
+                        }
+                        server
+                    })
+                };
+                let _server = steps.join().unwrap();
+                for (i, (w, &was_aborted)) in waiters.into_iter().zip(&aborted).enumerate() {
+                    let what = format!("waiter {i}");
+                    let start = Instant::now();
+                    while !w.is_finished() {
+                        assert!(
+                            start.elapsed() < AFTER_THE_DROP,
+                            "round {round}: {what} (aborted: {was_aborted}, close: {close}) hangs"
+                        );
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
+                    match w.join() {
+                        Err(e) => assert!(
+                            was_aborted && e.is_cancelled(),
+                            "round {round}: {what}: {e:?}"
+                        ),
+                        Ok(Ok((1, 7))) => {}
+                        Ok(Err(e)) if close && e.kind() == ErrorKind::NotConnected => {}
+                        Ok(other) => panic!("round {round}: {what} (close: {close}): {other:?}"),
+                    }
+                }
+                drop(client);
+                wait_until("every task of the round is gone", || rt.metrics().live_tasks == 0);
+            }
+        });
+    }
+
     /// Two waiters on one direction (the slot's and the list's) give up: their wakers stay
     /// until the socket goes, which drops them without waking them.
     #[test]
