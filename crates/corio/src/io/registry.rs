@@ -73,6 +73,14 @@
 //! which no later edge will announce (tokio's "closed states are final" rule; the test
 //! `data_arriving_after_a_short_read_wakes_a_coroutine_reader` hung at EOF without it).
 //!
+//! An edge with `EPOLLPRI` — TCP urgent data, the only socket event that reports it — sets the
+//! final bit too, without closing anything: a TCP read stops short at the urgent mark with
+//! more data behind it, which came with the same edge, so after that short read the ready bit
+//! is no longer evidence of anything. From then on every read of that socket tries its system
+//! call first (one `EAGAIN` per wait), as before the short-read rule existed. Without it, a
+//! peer's `send(MSG_OOB)` between two writes left the second one unread until the peer sent
+//! more (`tests/net_review_io.rs`, `urgent_data_does_not_strand_the_data_behind_it`).
+//!
 //! Waker lists keep their capacity, so after a socket's first wait its waits do not allocate.
 //! A waiter that gives up (its future dropped, a timeout) leaves its waker in the slot or the
 //! list; the next edge wakes it for nothing and empties them (until then, a different task
@@ -98,10 +106,11 @@ pub(crate) const TOKEN_BASE: u64 = 16;
 /// The ready bit of a direction's state: set by every edge, cleared when an operation finds
 /// the socket drained.
 const READY: u64 = 1;
-/// The *final* bit: the direction is closed (`EPOLLRDHUP`, `EPOLLHUP`, `EPOLLERR`). Never
-/// cleared: a closed socket stays ready (its reads return 0 or the error) and closing sends no
-/// second edge. Bits 2 to 31 are the registration's generation ("Tokens"); the high 32 bits
-/// count edges (and wrap without touching the generation).
+/// The *final* bit: the direction is closed (`EPOLLRDHUP`, `EPOLLHUP`, `EPOLLERR`), or for
+/// reads, TCP urgent data came (`EPOLLPRI`: "the protocol"). Never cleared: a closed socket
+/// stays ready (its reads return 0 or the error) and closing sends no second edge. Bits 2 to
+/// 31 are the registration's generation ("Tokens"); the high 32 bits count edges (and wrap
+/// without touching the generation).
 const FINAL: u64 = 2;
 /// Where the generation starts in a state word, and its bits there.
 const GEN_SHIFT: u32 = 2;
@@ -201,6 +210,11 @@ impl ScheduledIo {
                 // poller's later load of the slot (`slot.rs`, "The guarantee"). Plain loads
                 // would need a SeqCst store-load pair, which loom cannot check.
                 if self.closed.fetch_or(false, Ordering::AcqRel) {
+                    // Nothing will wake the waker just stored, and it holds its task (and with
+                    // it the task's runtime) until the socket goes: take it back. (The slot
+                    // holds it or, if a close or a poller took it meanwhile, nothing of use: a
+                    // waiter that registered since then also finds `closed`.)
+                    drop(self.slots[dir as usize].take());
                     Wait::Closed
                 } else if self.state[dir as usize].fetch_add(0, Ordering::AcqRel) != state {
                     Wait::Retry
@@ -381,6 +395,9 @@ struct Pool {
     free: Vec<u32>,
     /// Per index: registered now.
     live: Vec<bool>,
+    /// Set by `close_all` (the runtime shut down): a registration made after it starts
+    /// closed, since no poller will ever take its events.
+    closed: bool,
 }
 
 /// Token → [`ScheduledIo`] for every socket registered with one driver: a pool of
@@ -437,6 +454,16 @@ impl Registry {
         let io = self
             .get(index)
             .expect("a handed-out index is in an allocated bucket");
+        if pool.closed {
+            // A socket first used after the runtime shut down (through a `Handle` or an
+            // `EnterGuard` that outlived it): its waiters get the shut-down error, as those
+            // of sockets registered before, instead of waiting for ever in an epoll set that
+            // nobody polls. Nobody can wait on this fresh `ScheduledIo` yet, so there is
+            // nobody to wake; `reset` (under the same lock) clears the flag for the next
+            // registration. Release: for the Acquire loads of `closed` in `wait` (the
+            // `Registration` reaches other threads through `Source`'s `OnceLock` anyway).
+            io.closed.store(true, Ordering::Release);
+        }
         let token = ((io.generation() >> GEN_SHIFT) << 32) | (u64::from(index) + TOKEN_BASE);
         Registration {
             registry: self.clone(),
@@ -502,12 +529,14 @@ impl Registry {
     /// Closes every registration (runtime shutdown): waiters wake with an error, and the
     /// wakers they left behind — which hold their tasks — are dropped, also those a `reset`
     /// could not clear from a released `ScheduledIo`. The registrations stay
-    /// (their sockets still use their `ScheduledIo`s, now closed) until the sockets drop.
+    /// (their sockets still use their `ScheduledIo`s, now closed) until the sockets drop;
+    /// registrations made from now on start closed (`insert`).
     pub(crate) fn close_all(&self) {
         let wakers: Vec<Waker> = {
             // Under the lock, so that no socket is released (and its `ScheduledIo` reset for
             // the next one) while it is being closed.
-            let pool = self.pool.lock().unwrap_or_else(|e| e.into_inner());
+            let mut pool = self.pool.lock().unwrap_or_else(|e| e.into_inner());
+            pool.closed = true;
             // Every `ScheduledIo`, released ones too: `reset` may have left wakers in one
             // (taken without closing it: it is free for a next registration).
             (0..pool.len)
@@ -548,9 +577,10 @@ impl Drop for Registry {
 #[inline]
 fn deliver(io: &ScheduledIo, events: u32, generation: u64) {
     let hangup = (libc::EPOLLHUP | libc::EPOLLERR) as u32;
-    let read_closed = libc::EPOLLRDHUP as u32 | hangup;
-    if events & (libc::EPOLLIN as u32 | read_closed) != 0 {
-        io.ready(Direction::Read, events & read_closed != 0, generation);
+    // Urgent data is not an end, but it ends the short-read rule for good ("the protocol").
+    let read_final = (libc::EPOLLRDHUP | libc::EPOLLPRI) as u32 | hangup;
+    if events & (libc::EPOLLIN as u32 | read_final) != 0 {
+        io.ready(Direction::Read, events & read_final != 0, generation);
     }
     if events & (libc::EPOLLOUT as u32 | hangup) != 0 {
         io.ready(Direction::Write, events & hangup != 0, generation);
@@ -687,6 +717,45 @@ mod tests {
             1,
             "close_all left a released ScheduledIo's waker in place"
         );
+    }
+
+    /// A socket first registered after the runtime shut down (its `Handle` outlived it) must
+    /// not wait in an epoll set nobody polls: its registration starts closed. The next one
+    /// made from its `ScheduledIo` after it is released does too.
+    #[test]
+    fn a_registration_made_after_close_all_starts_closed() {
+        let registry = Arc::new(Registry::default());
+        let before = registry.insert();
+        registry.close_all();
+        let after = registry.insert();
+        let waker = Waker::from(Arc::new(Count(AtomicUsize::new(0))));
+        for registration in [&before, &after] {
+            let io = registration.io();
+            let state = io.clear(Direction::Read, io.state(Direction::Read));
+            assert_eq!(io.wait(Direction::Read, state, &waker), Wait::Closed);
+        }
+        drop(after);
+        let reused = registry.insert();
+        let io = reused.io();
+        let state = io.clear(Direction::Read, io.state(Direction::Read));
+        assert_eq!(io.wait(Direction::Read, state, &waker), Wait::Closed);
+    }
+
+    /// TCP urgent data ends the short-read rule for the socket's reads: its edge sets the read
+    /// direction's final bit (a cleared ready bit no longer stops a read), not the write's.
+    #[test]
+    fn an_urgent_data_edge_makes_reads_try_their_system_call_for_good() {
+        let registry = Arc::new(Registry::default());
+        let registration = registry.insert();
+        let count = waiting(&registration);
+        registry.dispatch(&[event(registration.token(), libc::EPOLLIN | libc::EPOLLPRI)]);
+        assert_eq!(count.0.load(Ordering::SeqCst), 1);
+        let io = registration.io();
+        // A short read of the data before the urgent mark clears the ready bit...
+        let state = io.clear(Direction::Read, io.state(Direction::Read));
+        // ...and the next read still tries its system call.
+        assert!(may_be_ready(state));
+        assert_eq!(io.state(Direction::Write) & FINAL, 0);
     }
 
     #[test]

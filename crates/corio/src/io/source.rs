@@ -23,7 +23,7 @@ use crate::runtime::context::{self, Here};
 pub(crate) struct Source<T: AsRawFd> {
     inner: T,
     /// Set once, the first time an operation must wait inside a runtime; `init` serialises
-    /// the registration.
+    /// the registration, and a `close` that finds none yet with it (see `register`).
     registration: OnceLock<Registration>,
     init: Mutex<()>,
     /// Set when a handle was dropped while others remain (see the module doc).
@@ -56,6 +56,33 @@ impl<T: AsRawFd> Source<T> {
             Err(closed_error())
         } else {
             Ok(())
+        }
+    }
+
+    /// The error `e` of an operation that ran while another handle may have been closing the
+    /// socket: `NotConnected` if it was closed, as for every call that starts after the close,
+    /// since `e` may be the close's own `shutdown(2)` (`EPIPE` for a write, `EINVAL` for an
+    /// accept) rather than anything the peer did.
+    #[cold]
+    fn error_unless_closed(&self, e: io::Error) -> io::Error {
+        // Acquire: pairs with the Release store in `close`, made before its `shutdown(2)`; an
+        // operation that saw the shutdown ran after it (the kernel's socket lock orders them).
+        if self.closed.load(Ordering::Acquire) {
+            closed_error()
+        } else {
+            e
+        }
+    }
+
+    /// A stream read or write's `result` for a buffer of `len` bytes, as `error_unless_closed`
+    /// would have it; its `Ok(0)` too, when another handle closed the socket: a read's end of
+    /// stream that the close's `shutdown(SHUT_RD)` made up, not a FIN from the peer.
+    #[inline]
+    fn stream_unless_closed(&self, len: usize, result: io::Result<usize>) -> io::Result<usize> {
+        match result {
+            // Acquire: as in `error_unless_closed`.
+            Ok(0) if len > 0 && self.closed.load(Ordering::Acquire) => Err(closed_error()),
+            result => result,
         }
     }
 
@@ -92,6 +119,14 @@ impl<T: AsRawFd> Source<T> {
     }
 
     /// The first use's half of `registration`.
+    ///
+    /// A socket another handle closed is never registered: `close` reads the registration
+    /// under `init` too, so a close either comes first — and its `closed` (stored before it
+    /// took the lock) is seen here — or finds the registration made here and closes its
+    /// `ScheduledIo`. Without that, a close between an operation's `check_open` and the
+    /// registration left the new `ScheduledIo` open, and a waiter on a socket whose shutdown
+    /// sends no further edge (an unconnected UDP socket reads `EAGAIN` for ever after it)
+    /// waited for ever.
     #[cold]
     #[inline(never)]
     fn register(&self) -> io::Result<&Registration> {
@@ -99,6 +134,7 @@ impl<T: AsRawFd> Source<T> {
         if let Some(registration) = self.registration.get() {
             return Ok(registration);
         }
+        self.check_open()?;
         let shared = crate::runtime::current_or_default();
         let registration = shared.driver.register(self.inner.as_raw_fd())?;
         Ok(self.registration.get_or_init(|| registration))
@@ -126,6 +162,7 @@ impl<T: AsRawFd> Source<T> {
         op: impl FnMut(&T) -> io::Result<usize>,
     ) -> Poll<io::Result<usize>> {
         self.poll_op_drains(dir, cx, op, |&n| n > 0 && n < len)
+            .map(|result| self.stream_unless_closed(len, result))
     }
 
     /// `poll_op`, where `drained(result)` says that a successful `op` left the socket not
@@ -202,7 +239,7 @@ impl<T: AsRawFd> Source<T> {
                     }
                     return Ok(Ok(r));
                 }
-                result => return Ok(result),
+                Err(e) => return Ok(Err(self.error_unless_closed(e))),
             }
         }
     }
@@ -244,7 +281,8 @@ impl<T: AsRawFd> Source<T> {
         len: usize,
         op: impl FnMut(&T) -> io::Result<usize>,
     ) -> io::Result<usize> {
-        self.block_drains(dir, self.timeout(dir), op, |&n| n > 0 && n < len)
+        let result = self.block_drains(dir, self.timeout(dir), op, |&n| n > 0 && n < len);
+        self.stream_unless_closed(len, result)
     }
 
     /// `block_op` with an explicit timeout (`connect_timeout`).
@@ -383,7 +421,8 @@ impl<T: AsRawFd> Source<T> {
             match op(&self.inner) {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                result => return result,
+                Err(e) => return Err(self.error_unless_closed(e)),
+                ok => return ok,
             }
             let timeout_ms = match deadline {
                 None => -1,
@@ -408,8 +447,18 @@ impl<T: AsRawFd> Source<T> {
 
     /// Closes the socket for every handle (see the module doc).
     fn close(&self) {
+        // Release: pairs with the Acquire load in `check_open` (and, through `init`, with the
+        // one in `register`).
         self.closed.store(true, Ordering::Release);
-        if let Some(registration) = self.registration.get() {
+        // A registration being made right now is waited for (`register` explains why).
+        let registration = match self.registration.get() {
+            Some(registration) => Some(registration),
+            None => {
+                let _init = self.init.lock().unwrap_or_else(|e| e.into_inner());
+                self.registration.get()
+            }
+        };
+        if let Some(registration) = registration {
             registration.io().close();
         }
         // SAFETY: the fd is open (we hold it); shutting down a socket that is not connected

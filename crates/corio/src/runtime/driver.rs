@@ -403,11 +403,16 @@ impl Driver {
         sockets
     }
 
-    /// Registers `fd` (a nonblocking socket) edge-triggered for reading and writing.
+    /// Registers `fd` (a nonblocking socket) edge-triggered for reading and writing, and for
+    /// TCP urgent data (`EPOLLPRI`: `io/registry.rs`, "the protocol").
     pub(crate) fn register(&self, fd: libc::c_int) -> io::Result<Registration> {
         let registration = self.registry.insert();
         let mut ev = libc::epoll_event {
-            events: (libc::EPOLLIN | libc::EPOLLOUT | libc::EPOLLRDHUP | libc::EPOLLET) as u32,
+            events: (libc::EPOLLIN
+                | libc::EPOLLOUT
+                | libc::EPOLLRDHUP
+                | libc::EPOLLPRI
+                | libc::EPOLLET) as u32,
             u64: registration.token(),
         };
         // SAFETY: a valid epoll fd; `fd` is the caller's open socket; `ev` is a valid event.
