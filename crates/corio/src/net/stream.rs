@@ -3,9 +3,89 @@
 //! `futures_io` (and, with the `tokio-io` feature, `tokio::io`) traits — written once as a
 //! macro over the type's `Shared` socket field.
 
+//!
+//! # Zero-length reads and writes
+//!
+//! A read into an empty buffer or a write of nothing returns at once: its system call alone,
+//! with `Ok(0)` where the kernel would say `EAGAIN`, and never a wait for readiness. The
+//! readiness protocol (`io/registry.rs`) skips the system call while a direction is not ready,
+//! and a zero-length operation cannot make it ready: a `write(&[])` on a socket whose send
+//! buffer had filled waited for the peer to read (`send` of 0 bytes says `Ok(0)` at once, and
+//! `std`'s `write(&[])` returns it), and a `read(&mut [])` waited for data that might never
+//! come. (`std` on Linux waits there too — `recv` of 0 bytes blocks until data arrives —
+//! while `read(2)` of 0 bytes on the same socket returns 0; corio answers at once: `Ok(0)`
+//! is what the `Read` contract gives an empty buffer, and nothing is consumed either way.)
+//! Errors the system call reports (`EPIPE` after `shutdown(Write)`, a reset) are returned.
+
+use std::io;
+use std::os::fd::AsRawFd;
+use std::task::{Context, Poll};
+
+use crate::io::registry::Direction;
+use crate::io::source::Source;
+
 /// The most buffers one `writev(2)` takes on Linux (`IOV_MAX`; std's `write_vectored` passes
 /// no more).
 pub(crate) const IOV_MAX: usize = 1024;
+
+/// A zero-length read or write ("Zero-length reads and writes"): `op` once, `Ok(0)` for
+/// `WouldBlock`.
+#[cold]
+pub(crate) fn at_once<T: AsRawFd>(
+    sock: &Source<T>,
+    mut op: impl FnMut(&T) -> io::Result<usize>,
+) -> io::Result<usize> {
+    loop {
+        match op(sock.get()) {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(0),
+            result => return result,
+        }
+    }
+}
+
+/// `Source::block_stream` for a read or write of `len` bytes, at once if `len` is 0.
+#[track_caller]
+#[inline]
+pub(crate) fn block_stream<T: AsRawFd>(
+    sock: &Source<T>,
+    dir: Direction,
+    len: usize,
+    op: impl FnMut(&T) -> io::Result<usize>,
+) -> io::Result<usize> {
+    if len == 0 {
+        return at_once(sock, op);
+    }
+    sock.block_stream(dir, len, op)
+}
+
+/// `Source::poll_stream` for a read or write of `len` bytes, at once if `len` is 0.
+#[inline]
+pub(crate) fn poll_stream<T: AsRawFd>(
+    sock: &Source<T>,
+    dir: Direction,
+    cx: &mut Context<'_>,
+    len: usize,
+    op: impl FnMut(&T) -> io::Result<usize>,
+) -> Poll<io::Result<usize>> {
+    if len == 0 {
+        return Poll::Ready(at_once(sock, op));
+    }
+    sock.poll_stream(dir, cx, len, op)
+}
+
+/// `Source::stream_async` for a read or write of `len` bytes, at once if `len` is 0.
+pub(crate) async fn stream_async<T: AsRawFd>(
+    sock: &Source<T>,
+    dir: Direction,
+    len: usize,
+    op: impl FnMut(&T) -> io::Result<usize>,
+) -> io::Result<usize> {
+    if len == 0 {
+        return at_once(sock, op);
+    }
+    sock.stream_async(dir, len, op).await
+}
 
 /// `futures_io::AsyncRead`/`AsyncWrite` for `$t` (a stream type or a reference to one).
 macro_rules! futures_io_face {
@@ -64,8 +144,11 @@ macro_rules! stream_face {
             /// closed its side).
             pub async fn read_async(&self, buf: &mut [u8]) -> std::io::Result<usize> {
                 let len = buf.len();
-                self.$sock
-                    .stream_async($crate::io::registry::Direction::Read, len, |s: &$std| {
+                $crate::net::stream::stream_async(
+                    &self.$sock,
+                    $crate::io::registry::Direction::Read,
+                    len,
+                    |s: &$std| {
                         // SAFETY: `buf` is writable for `len` bytes, borrowed for this call.
                         unsafe {
                             $crate::io::sys::recv(
@@ -74,19 +157,20 @@ macro_rules! stream_face {
                                 len,
                             )
                         }
-                    })
-                    .await
+                    },
+                )
+                .await
             }
 
             /// Writes some of `buf`, suspending the task until the socket can take data.
             pub async fn write_async(&self, buf: &[u8]) -> std::io::Result<usize> {
-                self.$sock
-                    .stream_async(
-                        $crate::io::registry::Direction::Write,
-                        buf.len(),
-                        |s: &$std| $crate::io::sys::send(std::os::fd::AsRawFd::as_raw_fd(s), buf),
-                    )
-                    .await
+                $crate::net::stream::stream_async(
+                    &self.$sock,
+                    $crate::io::registry::Direction::Write,
+                    buf.len(),
+                    |s: &$std| $crate::io::sys::send(std::os::fd::AsRawFd::as_raw_fd(s), buf),
+                )
+                .await
             }
 
             /// Writes all of `buf`.
@@ -142,7 +226,8 @@ macro_rules! stream_face {
             ) -> std::task::Poll<std::io::Result<usize>> {
                 let len = buf.len();
                 let ptr = buf.as_mut_ptr().cast::<u8>();
-                self.$sock.poll_stream(
+                $crate::net::stream::poll_stream(
+                    &self.$sock,
                     $crate::io::registry::Direction::Read,
                     cx,
                     len,
@@ -163,7 +248,8 @@ macro_rules! stream_face {
                 buf: &mut [u8],
             ) -> std::task::Poll<std::io::Result<usize>> {
                 let len = buf.len();
-                self.$sock.poll_stream(
+                $crate::net::stream::poll_stream(
+                    &self.$sock,
                     $crate::io::registry::Direction::Read,
                     cx,
                     len,
@@ -185,7 +271,8 @@ macro_rules! stream_face {
                 cx: &mut std::task::Context<'_>,
                 buf: &[u8],
             ) -> std::task::Poll<std::io::Result<usize>> {
-                self.$sock.poll_stream(
+                $crate::net::stream::poll_stream(
+                    &self.$sock,
                     $crate::io::registry::Direction::Write,
                     cx,
                     buf.len(),
@@ -211,7 +298,8 @@ macro_rules! stream_face {
                     .take($crate::net::stream::IOV_MAX)
                     .map(|b| b.len())
                     .sum();
-                self.$sock.poll_stream(
+                $crate::net::stream::poll_stream(
+                    &self.$sock,
                     $crate::io::registry::Direction::Write,
                     cx,
                     len,
@@ -222,14 +310,19 @@ macro_rules! stream_face {
 
         impl std::io::Read for &$ty {
             /// Blocking-style: suspends the coroutine (or blocks the thread) until data arrives.
+            /// An empty `buf` returns `Ok(0)` at once (`net/stream.rs`, "Zero-length reads and
+            /// writes").
             ///
             /// # Panics
             ///
             /// Inside an async task (use `read_async` there).
             fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
                 let len = buf.len();
-                self.$sock
-                    .block_stream($crate::io::registry::Direction::Read, len, |s: &$std| {
+                $crate::net::stream::block_stream(
+                    &self.$sock,
+                    $crate::io::registry::Direction::Read,
+                    len,
+                    |s: &$std| {
                         // SAFETY: `buf` is writable for `len` bytes, borrowed for this call.
                         unsafe {
                             $crate::io::sys::recv(
@@ -238,19 +331,21 @@ macro_rules! stream_face {
                                 len,
                             )
                         }
-                    })
+                    },
+                )
             }
         }
 
         impl std::io::Write for &$ty {
             /// Blocking-style: suspends the coroutine (or blocks the thread) until the socket
-            /// takes some of `buf`.
+            /// takes some of `buf`. An empty `buf` returns at once.
             ///
             /// # Panics
             ///
             /// Inside an async task (use `write_async` there).
             fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-                self.$sock.block_stream(
+                $crate::net::stream::block_stream(
+                    &self.$sock,
                     $crate::io::registry::Direction::Write,
                     buf.len(),
                     |s: &$std| $crate::io::sys::send(std::os::fd::AsRawFd::as_raw_fd(s), buf),

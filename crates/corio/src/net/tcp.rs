@@ -5,7 +5,7 @@ use std::net::{Shutdown, SocketAddr, ToSocketAddrs};
 use std::os::fd::{AsRawFd, RawFd};
 use std::time::Duration;
 
-use super::addr;
+use super::{addr, stream};
 use crate::io::registry::Direction;
 use crate::io::source::Shared;
 
@@ -248,18 +248,24 @@ impl TcpStream {
 
     timeout_methods!(sock);
 
-    /// Reads without consuming, blocking-style.
+    /// Reads without consuming, blocking-style (an empty `buf` returns `Ok(0)` at once).
     ///
     /// # Panics
     ///
     /// Inside an async task: use [`peek_async`](Self::peek_async).
     #[track_caller]
     pub fn peek(&self, buf: &mut [u8]) -> io::Result<usize> {
+        if buf.is_empty() {
+            return stream::at_once(&self.sock, |s| s.peek(buf));
+        }
         self.sock.block_op(Direction::Read, |s| s.peek(buf))
     }
 
-    /// Reads without consuming.
+    /// Reads without consuming (an empty `buf` returns `Ok(0)` at once).
     pub async fn peek_async(&self, buf: &mut [u8]) -> io::Result<usize> {
+        if buf.is_empty() {
+            return stream::at_once(&self.sock, |s| s.peek(buf));
+        }
         self.sock.op_async(Direction::Read, |s| s.peek(buf)).await
     }
 

@@ -1,0 +1,495 @@
+//! `corio::net` against `std::net` / `std::os::unix::net` on Linux: zero-length reads and
+//! writes, shutdown, timeouts and their getters, datagram truncation and refusal, address
+//! lists and names, Unix addresses, and sockets used in a runtime other than the one they
+//! were registered with. Each test runs where a user would call the method: in a coroutine,
+//! in an async task and on a plain thread.
+
+#[macro_use]
+mod support;
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::{Shutdown, SocketAddr};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use corio::net::{TcpStream, UdpSocket, UnixDatagram, UnixListener, UnixStream};
+use support::within;
+
+/// The watchdog: a hang is a failure after this long.
+const WATCHDOG: Duration = Duration::from_secs(20);
+
+/// "At once": far below any wait a test could mistake for it, far above a loaded machine's
+/// scheduling delay.
+const AT_ONCE: Duration = Duration::from_secs(2);
+
+/// A connected TCP pair, made with `std`'s blocking calls (so it works in every context).
+fn tcp_pair() -> (TcpStream, TcpStream) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+    let (server, _) = listener.accept().unwrap();
+    (
+        TcpStream::from_std(client).unwrap(),
+        TcpStream::from_std(server).unwrap(),
+    )
+}
+
+/// An address nobody listens on (a listener bound and dropped).
+fn refused_addr() -> SocketAddr {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap()
+}
+
+/// A fresh socket path in the temp dir (removed first).
+fn socket_path(name: &str) -> PathBuf {
+    let path = std::env::temp_dir().join(format!("corio-review-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_file(&path);
+    path
+}
+
+/// Writes blocking-style until the socket's send buffer is full (the peer never reads): the
+/// last write found it full (`TimedOut` after the write timeout), so the socket's write
+/// readiness is clear. The write timeout is left at 100 ms.
+fn fill_send_buffer(w: &mut impl Write, set_timeout: impl Fn(Option<Duration>)) {
+    set_timeout(Some(Duration::from_millis(100)));
+    let chunk = vec![7u8; 64 * 1024];
+    let e = loop {
+        if let Err(e) = w.write(&chunk).map(|n| assert!(n > 0)) {
+            break e;
+        }
+    };
+    assert_eq!(e.kind(), ErrorKind::TimedOut, "{e:?}");
+}
+
+/// Runs `f` and asserts it returned at once.
+#[track_caller]
+fn at_once<T>(what: &str, f: impl FnOnce() -> T) -> T {
+    let start = Instant::now();
+    let v = f();
+    assert!(
+        start.elapsed() < AT_ONCE,
+        "{what} waited {:?}",
+        start.elapsed()
+    );
+    v
+}
+
+rt_common! {
+    #[test]
+    fn a_zero_length_write_returns_at_once_even_when_the_send_buffer_is_full() {
+        within(WATCHDOG, || {
+            rt().run(|| {
+                let (mut client, _server) = tcp_pair();
+                let c = client.try_clone().unwrap();
+                fill_send_buffer(&mut client, |t| c.set_write_timeout(t).unwrap());
+                client.set_write_timeout(Some(Duration::from_secs(5))).unwrap();
+                let n = at_once("write(&[])", || client.write(&[]));
+                assert_eq!(n.unwrap(), 0);
+                let (mut a, _b) = UnixStream::pair().unwrap();
+                let a2 = a.try_clone().unwrap();
+                fill_send_buffer(&mut a, |t| a2.set_write_timeout(t).unwrap());
+                a.set_write_timeout(Some(Duration::from_secs(5))).unwrap();
+                let n = at_once("unix write(&[])", || a.write(&[]));
+                assert_eq!(n.unwrap(), 0);
+                drop(a2);
+                drop(c);
+            });
+        });
+    }
+
+    #[test]
+    fn a_zero_length_write_async_returns_at_once_even_when_the_send_buffer_is_full() {
+        within(WATCHDOG, || {
+            rt().block_on(async {
+                let (client, _server) = tcp_pair();
+                let chunk = vec![7u8; 64 * 1024];
+                // Fill the send buffer: a write that does not finish within 100 ms found it full.
+                while corio::time::timeout_async(Duration::from_millis(100), client.write_async(&chunk))
+                    .await
+                    .is_ok()
+                {}
+                let start = Instant::now();
+                let n = corio::time::timeout_async(Duration::from_secs(5), client.write_async(&[]))
+                    .await
+                    .expect("write_async(&[]) waited for the send buffer to drain");
+                assert_eq!(n.unwrap(), 0);
+                assert!(start.elapsed() < AT_ONCE);
+            });
+        });
+    }
+
+    #[test]
+    fn a_zero_length_read_or_peek_returns_at_once_when_no_data_is_there() {
+        within(WATCHDOG, || {
+            rt().run(|| {
+                let (client, server) = tcp_pair();
+                client.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+                // Once with the socket's read readiness unknown, once after a read cleared it.
+                for _ in 0..2 {
+                    let n = at_once("read(&mut [])", || (&client).read(&mut []));
+                    assert_eq!(n.unwrap(), 0);
+                    let n = at_once("peek(&mut [])", || client.peek(&mut []));
+                    assert_eq!(n.unwrap(), 0);
+                    (&server).write_all(b"x").unwrap();
+                    let mut one = [0u8; 8];
+                    assert_eq!((&client).read(&mut one).unwrap(), 1);
+                }
+                let (a, _b) = UnixStream::pair().unwrap();
+                a.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+                let n = at_once("unix read(&mut [])", || (&a).read(&mut []));
+                assert_eq!(n.unwrap(), 0);
+            });
+        });
+    }
+
+    #[test]
+    fn a_zero_length_read_async_returns_at_once_when_no_data_is_there() {
+        within(WATCHDOG, || {
+            rt().block_on(async {
+                let (client, _server) = tcp_pair();
+                let n = corio::time::timeout_async(Duration::from_secs(5), client.read_async(&mut []))
+                    .await
+                    .expect("read_async(&mut []) waited for data");
+                assert_eq!(n.unwrap(), 0);
+                let n = corio::time::timeout_async(Duration::from_secs(5), client.peek_async(&mut []))
+                    .await
+                    .expect("peek_async(&mut []) waited for data");
+                assert_eq!(n.unwrap(), 0);
+            });
+        });
+    }
+
+    #[test]
+    fn read_exact_and_read_to_end_end_at_the_peers_half_close() {
+        within(WATCHDOG, || {
+            rt().run(|| {
+                let (client, server) = tcp_pair();
+                (&client).write_all(b"abc").unwrap();
+                client.shutdown(Shutdown::Write).unwrap();
+                let mut four = [0u8; 4];
+                let e = (&server).read_exact(&mut four).unwrap_err();
+                assert_eq!(e.kind(), ErrorKind::UnexpectedEof);
+                let mut rest = Vec::new();
+                assert_eq!((&server).read_to_end(&mut rest).unwrap(), 0);
+                // Reads after EOF keep returning 0.
+                assert_eq!((&server).read(&mut four).unwrap(), 0);
+                // Writing on the half-closed side is refused, as in std.
+                let e = (&client).write(b"more").unwrap_err();
+                assert_eq!(e.kind(), ErrorKind::BrokenPipe);
+            });
+        });
+    }
+
+    #[test]
+    fn a_read_after_shutdown_read_returns_eof_even_after_a_read_found_no_data() {
+        within(WATCHDOG, || {
+            rt().run(|| {
+                let (client, _server) = tcp_pair();
+                client.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+                let mut buf = [0u8; 8];
+                // Clears the read readiness.
+                assert_eq!((&client).read(&mut buf).unwrap_err().kind(), ErrorKind::TimedOut);
+                client.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+                client.shutdown(Shutdown::Read).unwrap();
+                assert_eq!(at_once("read after shutdown(Read)", || (&client).read(&mut buf)).unwrap(), 0);
+
+                let (a, _b) = UnixStream::pair().unwrap();
+                a.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+                assert_eq!((&a).read(&mut buf).unwrap_err().kind(), ErrorKind::TimedOut);
+                a.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+                a.shutdown(Shutdown::Read).unwrap();
+                assert_eq!(at_once("unix read after shutdown(Read)", || (&a).read(&mut buf)).unwrap(), 0);
+            });
+        });
+    }
+
+    #[test]
+    fn a_write_after_shutdown_write_is_a_broken_pipe_even_when_the_send_buffer_is_full() {
+        within(WATCHDOG, || {
+            rt().run(|| {
+                let (mut client, _server) = tcp_pair();
+                let c = client.try_clone().unwrap();
+                fill_send_buffer(&mut client, |t| c.set_write_timeout(t).unwrap());
+                client.set_write_timeout(Some(Duration::from_secs(5))).unwrap();
+                client.shutdown(Shutdown::Write).unwrap();
+                let e = at_once("write after shutdown(Write)", || client.write(b"x")).unwrap_err();
+                assert_eq!(e.kind(), ErrorKind::BrokenPipe, "{e:?}");
+                drop(c);
+            });
+        });
+    }
+
+    // A Unix stream's `shutdown(Write)` sends no EPOLLOUT edge while its send buffer is full
+    // (`unix_poll` reports EPOLLOUT only for free buffer space), so a write that finds the
+    // write readiness clear waits for ever instead of trying `send`, which says EPIPE. The
+    // fix belongs in `io/source.rs` (a shutdown that marks the direction final): see the
+    // review report.
+    #[test]
+    #[ignore = "io/: a Unix stream's shutdown(Write) leaves the write readiness clear (hangs)"]
+    fn a_unix_write_after_shutdown_write_is_a_broken_pipe_even_when_the_send_buffer_is_full() {
+        within(WATCHDOG, || {
+            rt().run(|| {
+                let (mut a, _b) = UnixStream::pair().unwrap();
+                let a2 = a.try_clone().unwrap();
+                fill_send_buffer(&mut a, |t| a2.set_write_timeout(t).unwrap());
+                a.set_write_timeout(Some(Duration::from_secs(5))).unwrap();
+                a.shutdown(Shutdown::Write).unwrap();
+                let e = at_once("unix write after shutdown(Write)", || a.write(b"x")).unwrap_err();
+                assert_eq!(e.kind(), ErrorKind::BrokenPipe, "{e:?}");
+                drop(a2);
+            });
+        });
+    }
+
+    #[test]
+    #[ignore = "io/: a Unix stream's shutdown(Write) leaves the write readiness clear (hangs)"]
+    fn a_unix_write_async_after_shutdown_write_is_a_broken_pipe_even_when_the_send_buffer_is_full() {
+        within(WATCHDOG, || {
+            rt().block_on(async {
+                let (a, _b) = UnixStream::pair().unwrap();
+                let chunk = vec![7u8; 64 * 1024];
+                while corio::time::timeout_async(Duration::from_millis(100), a.write_async(&chunk))
+                    .await
+                    .is_ok()
+                {}
+                a.shutdown(Shutdown::Write).unwrap();
+                let e = corio::time::timeout_async(Duration::from_secs(5), a.write_async(b"x"))
+                    .await
+                    .expect("write_async after shutdown(Write) waited")
+                    .unwrap_err();
+                assert_eq!(e.kind(), ErrorKind::BrokenPipe, "{e:?}");
+            });
+        });
+    }
+
+    #[test]
+    fn a_connected_udp_socket_reports_a_refused_datagram_on_recv() {
+        within(WATCHDOG, || {
+            let rt = rt();
+            rt.run(|| {
+                let dead = UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+                let s = UdpSocket::bind("127.0.0.1:0").unwrap();
+                s.connect(dead).unwrap();
+                s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+                s.send(b"anyone?").unwrap();
+                let e = s.recv(&mut [0u8; 8]).unwrap_err();
+                assert_eq!(e.kind(), ErrorKind::ConnectionRefused, "{e:?}");
+            });
+            rt.block_on(async {
+                let dead = UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+                let s = UdpSocket::bind("127.0.0.1:0").unwrap();
+                s.connect(dead).unwrap();
+                s.send_async(b"anyone?").await.unwrap();
+                let mut buf = [0u8; 8];
+                let e = corio::time::timeout_async(Duration::from_secs(5), s.recv_async(&mut buf))
+                    .await
+                    .expect("recv_async never saw the refusal")
+                    .unwrap_err();
+                assert_eq!(e.kind(), ErrorKind::ConnectionRefused, "{e:?}");
+            });
+        });
+    }
+
+    #[test]
+    fn udp_reads_into_a_short_buffer_truncate_the_datagram_as_std() {
+        within(WATCHDOG, || {
+            rt().run(|| {
+                let a = UdpSocket::bind("127.0.0.1:0").unwrap();
+                let b = UdpSocket::bind("127.0.0.1:0").unwrap();
+                let (a_addr, b_addr) = (a.local_addr().unwrap(), b.local_addr().unwrap());
+                a.send_to(b"hello", b_addr).unwrap();
+                a.send_to(b"world", b_addr).unwrap();
+                a.send_to(b"again", b_addr).unwrap();
+                let mut two = [0u8; 2];
+                assert_eq!(b.peek_from(&mut two).unwrap(), (2, a_addr));
+                assert_eq!(&two, b"he");
+                assert_eq!(b.recv_from(&mut two).unwrap(), (2, a_addr));
+                assert_eq!(&two, b"he");
+                // The rest of "hello" is gone: the next datagram is "world".
+                b.connect(a_addr).unwrap();
+                assert_eq!(b.recv(&mut two).unwrap(), 2);
+                assert_eq!(&two, b"wo");
+                assert_eq!(b.recv(&mut []).unwrap(), 0); // consumes "again"
+                b.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+                assert_eq!(b.recv(&mut two).unwrap_err().kind(), ErrorKind::TimedOut);
+                // A zero-length datagram is a datagram.
+                a.send_to(&[], b_addr).unwrap();
+                b.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+                assert_eq!(b.recv_from(&mut two).unwrap(), (0, a_addr));
+            });
+        });
+    }
+
+    #[test]
+    fn connect_tries_the_next_address_after_a_refused_one() {
+        within(WATCHDOG, || {
+            let rt = rt();
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            let good = listener.local_addr().unwrap();
+            let addrs = [refused_addr(), good];
+            let s = rt.run(move || TcpStream::connect(&addrs[..]).unwrap());
+            assert_eq!(s.peer_addr().unwrap(), good);
+            // `connect_async` wants an owned (or 'static) argument.
+            let list: &'static [SocketAddr] = Box::leak(Box::new(addrs));
+            let s = rt.block_on(TcpStream::connect_async(list));
+            assert_eq!(s.unwrap().peer_addr().unwrap(), good);
+            let e = rt.run(|| TcpStream::connect(&[][..]).unwrap_err());
+            assert_eq!(e.kind(), ErrorKind::InvalidInput);
+        });
+    }
+
+    #[test]
+    fn a_host_name_that_does_not_resolve_is_an_error() {
+        within(WATCHDOG, || {
+            let rt = rt();
+            assert!(rt.run(|| TcpStream::connect("nonexistent.invalid:80")).is_err());
+            assert!(rt.block_on(TcpStream::connect_async("nonexistent.invalid:80")).is_err());
+            assert!(rt.run(|| UdpSocket::bind("127.0.0.1:0").unwrap().send_to(b"x", "nonexistent.invalid:80")).is_err());
+        });
+    }
+
+    #[test]
+    fn timeouts_reject_zero_and_the_getters_return_what_was_set() {
+        within(WATCHDOG, || {
+            rt().run(|| {
+                let (client, server) = tcp_pair();
+                let e = client.set_read_timeout(Some(Duration::ZERO)).unwrap_err();
+                assert_eq!(e.kind(), ErrorKind::InvalidInput);
+                let e = client.set_write_timeout(Some(Duration::ZERO)).unwrap_err();
+                assert_eq!(e.kind(), ErrorKind::InvalidInput);
+                assert_eq!(client.read_timeout().unwrap(), None);
+                client.set_read_timeout(Some(Duration::from_millis(1500))).unwrap();
+                client.set_write_timeout(Some(Duration::from_secs(3))).unwrap();
+                assert_eq!(client.read_timeout().unwrap(), Some(Duration::from_millis(1500)));
+                assert_eq!(client.write_timeout().unwrap(), Some(Duration::from_secs(3)));
+                client.set_read_timeout(None).unwrap();
+                assert_eq!(client.read_timeout().unwrap(), None);
+                let e = TcpStream::connect_timeout(&refused_addr(), Duration::ZERO).unwrap_err();
+                assert_eq!(e.kind(), ErrorKind::InvalidInput);
+                // The longest timeout waits like none.
+                client.set_read_timeout(Some(Duration::MAX)).unwrap();
+                let writer = corio::go(move || {
+                    corio::sleep(Duration::from_millis(20));
+                    (&server).write_all(b"late").unwrap();
+                    server
+                });
+                let mut buf = [0u8; 4];
+                (&client).read_exact(&mut buf).unwrap();
+                assert_eq!(&buf, b"late");
+                drop(writer.join().unwrap());
+                let u = UdpSocket::bind("127.0.0.1:0").unwrap();
+                assert_eq!(u.set_read_timeout(Some(Duration::ZERO)).unwrap_err().kind(), ErrorKind::InvalidInput);
+            });
+        });
+    }
+
+    #[test]
+    fn a_socket_registered_with_one_runtime_works_in_another() {
+        within(WATCHDOG, || {
+            let first = rt();
+            let second = rt();
+            let (client, server) = tcp_pair();
+            // Registered with `first`: a coroutine there waited for data.
+            let (client, server) = first.run(move || {
+                let reader = corio::go(move || {
+                    let mut buf = [0u8; 4];
+                    (&client).read_exact(&mut buf).unwrap();
+                    client
+                });
+                corio::sleep(Duration::from_millis(20));
+                (&server).write_all(b"one!").unwrap();
+                (reader.join().unwrap(), server)
+            });
+            // Waited on from `second`, while `first` idles.
+            let (client, server) = second.run(move || {
+                let reader = corio::go(move || {
+                    let mut buf = [0u8; 4];
+                    (&client).read_exact(&mut buf).unwrap();
+                    assert_eq!(&buf, b"two!");
+                    client
+                });
+                corio::sleep(Duration::from_millis(20));
+                (&server).write_all(b"two!").unwrap();
+                (reader.join().unwrap(), server)
+            });
+            // `first` gone: a call that must wait fails at once with an error rather than
+            // hanging, and a plain thread still blocks as std.
+            drop(first);
+            let got = second.run(move || {
+                let mut buf = [0u8; 4];
+                let r = at_once("read on a socket whose runtime is gone", || (&client).read(&mut buf));
+                (r.map_err(|e| e.kind()), client)
+            });
+            assert!(got.0.is_err(), "{:?}", got.0);
+            let client = got.1;
+            (&server).write_all(b"thr!").unwrap();
+            let mut buf = [0u8; 4];
+            (&client).read_exact(&mut buf).unwrap();
+            assert_eq!(&buf, b"thr!");
+        });
+    }
+}
+
+#[test]
+fn a_zero_length_read_or_write_on_a_plain_thread_returns_at_once() {
+    within(WATCHDOG, || {
+        let (client, _server) = tcp_pair();
+        client
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        let n = at_once("read(&mut [])", || (&client).read(&mut []));
+        assert_eq!(n.unwrap(), 0);
+        assert_eq!(at_once("write(&[])", || (&client).write(&[])).unwrap(), 0);
+    });
+}
+
+#[test]
+fn a_read_timeout_on_a_plain_thread_is_timed_out_as_in_a_coroutine() {
+    within(WATCHDOG, || {
+        let (client, _server) = tcp_pair();
+        client
+            .set_read_timeout(Some(Duration::from_millis(30)))
+            .unwrap();
+        let e = (&client).read(&mut [0u8; 4]).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::TimedOut);
+        let e = support::rt(1).run(move || (&client).read(&mut [0u8; 4]).unwrap_err());
+        assert_eq!(e.kind(), ErrorKind::TimedOut);
+    });
+}
+
+#[test]
+fn unix_sockets_report_their_addresses_and_refuse_a_bound_path() {
+    within(WATCHDOG, || {
+        let path = socket_path("addrs");
+        support::rt(1).run({
+            let path = path.clone();
+            move || {
+                let listener = UnixListener::bind(&path).unwrap();
+                let e = UnixListener::bind(&path).unwrap_err();
+                assert_eq!(e.kind(), ErrorKind::AddrInUse);
+                assert_eq!(
+                    listener.local_addr().unwrap().as_pathname(),
+                    Some(path.as_path())
+                );
+                let client = UnixStream::connect(&path).unwrap();
+                let (server, peer) = listener.accept().unwrap();
+                assert!(peer.is_unnamed());
+                assert!(client.local_addr().unwrap().is_unnamed());
+                assert_eq!(
+                    client.peer_addr().unwrap().as_pathname(),
+                    Some(path.as_path())
+                );
+                assert_eq!(
+                    server.local_addr().unwrap().as_pathname(),
+                    Some(path.as_path())
+                );
+                let (a, _b) = UnixStream::pair().unwrap();
+                assert!(a.local_addr().unwrap().is_unnamed());
+                assert!(a.peer_addr().unwrap().is_unnamed());
+                let d = UnixDatagram::unbound().unwrap();
+                assert!(d.local_addr().unwrap().is_unnamed());
+                assert_eq!(d.peer_addr().unwrap_err().kind(), ErrorKind::NotConnected);
+            }
+        });
+        std::fs::remove_file(&path).unwrap();
+    });
+}
