@@ -427,6 +427,108 @@ rt_common! {
             assert_eq!(&buf, b"thr!");
         });
     }
+#[test]
+fn an_unconnected_unix_datagram_send_to_a_full_receiver_completes_when_it_drains() {
+    within(WATCHDOG, || {
+        let path = socket_path(&format!("dgram-full{WORKERS}"));
+        let p = path.clone();
+        rt().run(move || {
+            let receiver = UnixDatagram::bind(&p).unwrap();
+            let sender = UnixDatagram::unbound().unwrap();
+            sender.set_write_timeout(Some(Duration::from_millis(100))).unwrap();
+            let mut sent = 0usize;
+            loop {
+                match sender.send_to(b"datagram", &p) {
+                    Ok(_) => sent += 1,
+                    Err(e) => {
+                        assert_eq!(e.kind(), ErrorKind::TimedOut, "{e:?}");
+                        break;
+                    }
+                }
+            }
+            sender.set_write_timeout(None).unwrap();
+            let drain = corio::go(move || {
+                corio::sleep(Duration::from_millis(50));
+                let mut buf = [0u8; 16];
+                for _ in 0..sent + 1 {
+                    receiver.recv(&mut buf).unwrap();
+                }
+            });
+            sender.send_to(b"datagram", &p).unwrap();
+            drain.join().unwrap();
+        });
+        std::fs::remove_file(&path).unwrap();
+    });
+}
+
+#[test]
+fn a_connected_unix_datagram_send_to_a_full_receiver_completes_when_it_drains() {
+    within(WATCHDOG, || {
+        rt().run(move || {
+            let (sender, receiver) = UnixDatagram::pair().unwrap();
+            sender.set_write_timeout(Some(Duration::from_millis(100))).unwrap();
+            let mut sent = 0usize;
+            loop {
+                match sender.send(b"datagram") {
+                    Ok(_) => sent += 1,
+                    Err(e) => {
+                        assert_eq!(e.kind(), ErrorKind::TimedOut, "{e:?}");
+                        break;
+                    }
+                }
+            }
+            sender.set_write_timeout(None).unwrap();
+            let drain = corio::go(move || {
+                corio::sleep(Duration::from_millis(50));
+                let mut buf = [0u8; 16];
+                for _ in 0..sent + 1 {
+                    receiver.recv(&mut buf).unwrap();
+                }
+            });
+            sender.send(b"datagram").unwrap();
+            drain.join().unwrap();
+        });
+    });
+}
+
+#[test]
+fn shutdown_read_from_another_coroutine_wakes_a_waiting_reader_with_eof() {
+    within(WATCHDOG, || {
+        rt().run(move || {
+            let (client, _server) = tcp_pair();
+            let client = std::sync::Arc::new(client);
+            let c = client.clone();
+            let reader = corio::go(move || (&*c).read(&mut [0u8; 8]).unwrap());
+            corio::sleep(Duration::from_millis(30));
+            client.shutdown(Shutdown::Read).unwrap();
+            assert_eq!(reader.join().unwrap(), 0);
+            let (a, _b) = UnixStream::pair().unwrap();
+            let a = std::sync::Arc::new(a);
+            let c = a.clone();
+            let reader = corio::go(move || (&*c).read(&mut [0u8; 8]).unwrap());
+            corio::sleep(Duration::from_millis(30));
+            a.shutdown(Shutdown::Read).unwrap();
+            assert_eq!(reader.join().unwrap(), 0);
+        });
+    });
+}
+
+#[test]
+fn connect_timeout_to_a_closed_port_is_refused_and_ipv6_connects() {
+    within(WATCHDOG, || {
+        rt().run(move || {
+            let e = TcpStream::connect_timeout(&refused_addr(), Duration::from_secs(5)).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::ConnectionRefused);
+            if let Ok(l) = std::net::TcpListener::bind("[::1]:0") {
+                let addr = l.local_addr().unwrap();
+                let s = TcpStream::connect(addr).unwrap();
+                assert_eq!(s.peer_addr().unwrap(), addr);
+                let s = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).unwrap();
+                assert_eq!(s.peer_addr().unwrap(), addr);
+            }
+        });
+    });
+}
 }
 
 #[test]
@@ -492,4 +594,45 @@ fn unix_sockets_report_their_addresses_and_refuse_a_bound_path() {
         });
         std::fs::remove_file(&path).unwrap();
     });
+}
+
+/// An unconnected Unix datagram `send_to` a receiver whose queue is full: `sendto` says
+/// `EAGAIN`, while `poll(2)` calls the sender writable (its own send buffer has room), so the
+/// plain thread's wait (`Source::block_thread`: the call, then `poll`) spins on a core until
+/// the receiver drains or the timeout expires. `std` sleeps in the kernel. The fix belongs in
+/// `io/source.rs`: see the review report.
+#[test]
+#[ignore = "io/: a plain thread's send_to a full Unix datagram receiver spins"]
+fn a_plain_thread_waiting_to_send_to_a_full_unix_datagram_receiver_does_not_spin() {
+    within(WATCHDOG, || {
+        let path = socket_path("dgram-full-thread");
+        let _receiver = UnixDatagram::bind(&path).unwrap();
+        // Fill the receiver's queue with a nonblocking std socket.
+        let filler = std::os::unix::net::UnixDatagram::unbound().unwrap();
+        filler.set_nonblocking(true).unwrap();
+        while filler.send_to(b"datagram", &path).is_ok() {}
+        let sender = UnixDatagram::unbound().unwrap();
+        sender
+            .set_write_timeout(Some(Duration::from_millis(300)))
+            .unwrap();
+        let (cpu, start) = (cpu_time(), Instant::now());
+        let e = sender.send_to(b"datagram", &path).unwrap_err();
+        let (cpu, wall) = (cpu_time() - cpu, start.elapsed());
+        assert_eq!(e.kind(), ErrorKind::TimedOut);
+        std::fs::remove_file(&path).unwrap();
+        assert!(
+            cpu < wall / 2,
+            "the wait for the receiver spun: {cpu:?} of CPU in {wall:?}"
+        );
+    });
+}
+
+/// The CPU time this thread has used.
+fn cpu_time() -> Duration {
+    // SAFETY: all-zero is a valid rusage; getrusage fills it.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid out pointer.
+    unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
+    Duration::from_secs(ru.ru_utime.tv_sec as u64 + ru.ru_stime.tv_sec as u64)
+        + Duration::from_micros(ru.ru_utime.tv_usec as u64 + ru.ru_stime.tv_usec as u64)
 }
