@@ -12,7 +12,7 @@ use std::net::{Shutdown, SocketAddr};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use corio::net::{TcpStream, UdpSocket, UnixDatagram, UnixListener, UnixStream};
+use corio::net::{TcpListener, TcpStream, UdpSocket, UnixDatagram, UnixListener, UnixStream};
 use support::within;
 
 /// The watchdog: a hang is a failure after this long.
@@ -529,6 +529,160 @@ fn connect_timeout_to_a_closed_port_is_refused_and_ipv6_connects() {
         });
     });
 }
+
+    #[test]
+    fn socket_options_and_pending_errors_read_back_as_std() {
+        within(WATCHDOG, || {
+            rt().run(|| {
+                let (client, _server) = tcp_pair();
+                client.set_ttl(33).unwrap();
+                assert_eq!(client.ttl().unwrap(), 33);
+                client.set_nodelay(true).unwrap();
+                assert!(client.nodelay().unwrap());
+                assert!(client.take_error().unwrap().is_none());
+                let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+                listener.set_ttl(44).unwrap();
+                assert_eq!(listener.ttl().unwrap(), 44);
+                assert!(listener.take_error().unwrap().is_none());
+
+                let u = UdpSocket::bind("127.0.0.1:0").unwrap();
+                u.set_ttl(55).unwrap();
+                assert_eq!(u.ttl().unwrap(), 55);
+                u.set_broadcast(true).unwrap();
+                assert!(u.broadcast().unwrap());
+                u.set_multicast_ttl_v4(3).unwrap();
+                assert_eq!(u.multicast_ttl_v4().unwrap(), 3);
+                u.set_multicast_loop_v4(false).unwrap();
+                assert!(!u.multicast_loop_v4().unwrap());
+                // A datagram to a closed port leaves ECONNREFUSED pending on a connected socket.
+                let dead = UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+                u.connect(dead).unwrap();
+                u.send(b"x").unwrap();
+                let start = Instant::now();
+                let e = loop {
+                    if let Some(e) = u.take_error().unwrap() {
+                        break e;
+                    }
+                    assert!(start.elapsed() < AT_ONCE, "no pending error");
+                    corio::sleep(Duration::from_millis(1));
+                };
+                assert_eq!(e.kind(), ErrorKind::ConnectionRefused);
+                assert!(u.take_error().unwrap().is_none()); // taken
+
+                let (a, _b) = UnixStream::pair().unwrap();
+                assert!(a.take_error().unwrap().is_none());
+            });
+        });
+    }
+
+    #[test]
+    fn udp_peek_leaves_the_datagram_for_recv() {
+        within(WATCHDOG, || {
+            let rt = rt();
+            rt.run(|| {
+                let a = UdpSocket::bind("127.0.0.1:0").unwrap();
+                let b = UdpSocket::bind("127.0.0.1:0").unwrap();
+                a.connect(b.local_addr().unwrap()).unwrap();
+                b.connect(a.local_addr().unwrap()).unwrap();
+                let peeker = corio::go(move || {
+                    let mut buf = [0u8; 8];
+                    let n = b.peek(&mut buf).unwrap(); // waits for the datagram
+                    assert_eq!(&buf[..n], b"peek");
+                    let n = b.recv(&mut buf).unwrap();
+                    assert_eq!(&buf[..n], b"peek");
+                });
+                corio::sleep(Duration::from_millis(20));
+                a.send(b"peek").unwrap();
+                peeker.join().unwrap();
+            });
+            rt.block_on(async {
+                let a = UdpSocket::bind("127.0.0.1:0").unwrap();
+                let b = UdpSocket::bind("127.0.0.1:0").unwrap();
+                let a_addr = a.local_addr().unwrap();
+                a.connect(b.local_addr().unwrap()).unwrap();
+                b.connect(a_addr).unwrap();
+                a.send_async(b"peek").await.unwrap();
+                let mut buf = [0u8; 8];
+                assert_eq!(b.peek_async(&mut buf).await.unwrap(), 4);
+                assert_eq!(b.peek_from_async(&mut buf).await.unwrap(), (4, a_addr));
+                assert_eq!(b.recv_async(&mut buf).await.unwrap(), 4);
+                assert_eq!(&buf[..4], b"peek");
+            });
+        });
+    }
+
+    #[test]
+    fn sockets_adopted_from_raw_or_owned_fds_wait_like_any_other() {
+        use std::os::fd::{AsFd, AsRawFd, FromRawFd, IntoRawFd, OwnedFd};
+        within(WATCHDOG, || {
+            let rt = rt();
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            let addr = listener.local_addr().unwrap();
+            let std_client = std::net::TcpStream::connect(addr).unwrap();
+            let (mut peer, _) = listener.accept().unwrap();
+            // SAFETY: a connected TCP socket whose ownership `into_raw_fd` gave up.
+            let client = unsafe { TcpStream::from_raw_fd(std_client.into_raw_fd()) };
+            assert_eq!(client.as_fd().as_raw_fd(), client.as_raw_fd());
+            let reader = rt.go(move || {
+                let mut buf = [0u8; 4];
+                (&client).read_exact(&mut buf).unwrap();
+                buf
+            });
+            std::thread::sleep(Duration::from_millis(30)); // it waits in the runtime
+            peer.write_all(b"raw!").unwrap();
+            assert_eq!(&reader.join().unwrap(), b"raw!");
+
+            let (x, y) = std::os::unix::net::UnixStream::pair().unwrap();
+            let x = UnixStream::from(OwnedFd::from(x));
+            let mut y = y;
+            let task = rt.spawn(async move {
+                let mut buf = [0u8; 5];
+                x.read_exact_async(&mut buf).await.unwrap();
+                buf
+            });
+            std::thread::sleep(Duration::from_millis(30));
+            y.write_all(b"owned").unwrap();
+            assert_eq!(&rt.block_on(task).unwrap(), b"owned");
+
+            let l = TcpListener::from(OwnedFd::from(listener));
+            assert_eq!(l.local_addr().unwrap(), addr);
+            let u = UdpSocket::from(OwnedFd::from(std::net::UdpSocket::bind("127.0.0.1:0").unwrap()));
+            assert!(u.local_addr().is_ok());
+        });
+    }
+
+    #[test]
+    fn a_unix_datagram_shut_down_refuses_sends_and_reads_eof() {
+        within(WATCHDOG, || {
+            rt().run(|| {
+                let (a, b) = UnixDatagram::pair().unwrap();
+                a.shutdown(Shutdown::Write).unwrap();
+                assert_eq!(a.send(b"x").unwrap_err().kind(), ErrorKind::BrokenPipe);
+                b.shutdown(Shutdown::Read).unwrap();
+                b.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+                let n = at_once("recv after shutdown(Read)", || b.recv(&mut [0u8; 4]));
+                assert_eq!(n.unwrap(), 0);
+                let (n, from) = at_once("recv_from after shutdown(Read)", || {
+                    b.recv_from(&mut [0u8; 4])
+                })
+                .unwrap();
+                assert!(n == 0 && from.is_unnamed(), "{n} {from:?}");
+                // Async too, and a waiter that was already there.
+                let (c, d) = UnixDatagram::pair().unwrap();
+                let d = std::sync::Arc::new(d);
+                let waiter = corio::spawn({
+                    let d = d.clone();
+                    async move { d.recv_async(&mut [0u8; 4]).await }
+                });
+                corio::sleep(Duration::from_millis(20));
+                d.shutdown(Shutdown::Read).unwrap();
+                let n = corio::block_on(corio::time::timeout_async(Duration::from_secs(5), waiter))
+                    .expect("recv_async did not see shutdown(Read)");
+                assert_eq!(n.unwrap().unwrap(), 0);
+                drop(c);
+            });
+        });
+    }
 }
 
 #[test]

@@ -44,6 +44,17 @@ pub(crate) fn at_once<T: AsRawFd>(
     }
 }
 
+/// A datagram receive's result as the system call gave it (`datagram_face!`'s `$received`
+/// for a socket whose receive never mistakes the end for `WouldBlock`).
+#[inline]
+pub(crate) fn as_received<T, R>(
+    _: &T,
+    result: io::Result<R>,
+    _: impl FnOnce() -> R,
+) -> io::Result<R> {
+    result
+}
+
 /// `Source::block_stream` for a read or write of `len` bytes, at once if `len` is 0.
 #[track_caller]
 #[inline]
@@ -471,8 +482,11 @@ macro_rules! timeout_methods {
 
 /// The datagram calls `UdpSocket` and `UnixDatagram` share (`self.$sock` is the `Shared`
 /// socket, `$addr` the address type): blocking-style and async receive and connected send.
+/// Every receive's result passes through `$received(socket, result, at_eof)`, which may turn
+/// a `WouldBlock` into the end of the stream `at_eof()` (`UnixDatagram`: a receive after
+/// `shutdown(Read)`); `$eof_addr` is the sender address such an end reports.
 macro_rules! datagram_face {
-    ($sock:ident, $addr:ty) => {
+    ($sock:ident, $addr:ty, $received:path, $eof_addr:expr) => {
         /// Receives a datagram, blocking-style.
         ///
         /// # Panics
@@ -481,7 +495,9 @@ macro_rules! datagram_face {
         #[track_caller]
         pub fn recv_from(&self, buf: &mut [u8]) -> std::io::Result<(usize, $addr)> {
             self.$sock
-                .block_op($crate::io::registry::Direction::Read, |s| s.recv_from(buf))
+                .block_op($crate::io::registry::Direction::Read, |s| {
+                    $received(s, s.recv_from(buf), || (0, $eof_addr))
+                })
         }
 
         /// Sends to the connected peer, blocking-style.
@@ -495,13 +511,17 @@ macro_rules! datagram_face {
         #[track_caller]
         pub fn recv(&self, buf: &mut [u8]) -> std::io::Result<usize> {
             self.$sock
-                .block_op($crate::io::registry::Direction::Read, |s| s.recv(buf))
+                .block_op($crate::io::registry::Direction::Read, |s| {
+                    $received(s, s.recv(buf), || 0)
+                })
         }
 
         /// Receives a datagram.
         pub async fn recv_from_async(&self, buf: &mut [u8]) -> std::io::Result<(usize, $addr)> {
             self.$sock
-                .op_async($crate::io::registry::Direction::Read, |s| s.recv_from(buf))
+                .op_async($crate::io::registry::Direction::Read, |s| {
+                    $received(s, s.recv_from(buf), || (0, $eof_addr))
+                })
                 .await
         }
 
@@ -515,7 +535,9 @@ macro_rules! datagram_face {
         /// Receives from the connected peer.
         pub async fn recv_async(&self, buf: &mut [u8]) -> std::io::Result<usize> {
             self.$sock
-                .op_async($crate::io::registry::Direction::Read, |s| s.recv(buf))
+                .op_async($crate::io::registry::Direction::Read, |s| {
+                    $received(s, s.recv(buf), || 0)
+                })
                 .await
         }
 
