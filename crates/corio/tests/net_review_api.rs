@@ -683,6 +683,85 @@ fn connect_timeout_to_a_closed_port_is_refused_and_ipv6_connects() {
             });
         });
     }
+
+    #[test]
+    fn unix_connects_to_a_full_backlog_wait_without_blocking_the_worker() {
+        use std::os::fd::AsRawFd;
+        within(WATCHDOG, || {
+            let path = socket_path(&format!("backlog{WORKERS}"));
+            let rt = rt();
+            let p = path.clone();
+            rt.run(move || {
+                let listener = UnixListener::bind(&p).unwrap();
+                // SAFETY: `listen` on our listening socket only lowers its backlog.
+                assert_eq!(unsafe { libc::listen(listener.as_raw_fd(), 0) }, 0);
+                // More clients than the backlog holds, coroutines and tasks: the ones that
+                // find it full must wait for the acceptor — who runs on the same workers.
+                let clients: Vec<_> = (0..2 * (WORKERS + 3))
+                    .map(|i| {
+                        let p = p.clone();
+                        if i % 2 == 0 {
+                            corio::go(move || {
+                                let mut s = UnixStream::connect(&p).unwrap();
+                                s.write_all(&[i as u8]).unwrap();
+                            })
+                        } else {
+                            corio::spawn(async move {
+                                let s = UnixStream::connect_async(&p).await.unwrap();
+                                s.write_all_async(&[i as u8]).await.unwrap();
+                            })
+                        }
+                    })
+                    .collect();
+                corio::sleep(Duration::from_millis(100)); // let them fill the backlog
+                let mut seen = Vec::new();
+                for _ in 0..clients.len() {
+                    let (mut s, _) = listener.accept().unwrap();
+                    let mut b = [0u8; 1];
+                    s.read_exact(&mut b).unwrap();
+                    seen.push(b[0]);
+                }
+                for c in clients {
+                    c.join().unwrap();
+                }
+                seen.sort();
+                assert_eq!(seen, (0..seen.len() as u8).collect::<Vec<_>>());
+            });
+            std::fs::remove_file(&path).unwrap();
+        });
+    }
+
+    #[test]
+    fn unix_connect_refuses_bad_paths_as_std() {
+        within(WATCHDOG, || {
+            let bad = [
+                "\0abstract".to_string(),
+                "x".repeat(108),
+                socket_path("nobody-here").to_string_lossy().into_owned(),
+                String::new(),
+            ];
+            let expected: Vec<_> = bad
+                .iter()
+                .map(|p| std::os::unix::net::UnixStream::connect(p).unwrap_err().kind())
+                .collect();
+            let rt = rt();
+            let b = bad.clone();
+            let got: Vec<_> = rt.run(move || {
+                b.iter()
+                    .map(|p| UnixStream::connect(p).unwrap_err().kind())
+                    .collect()
+            });
+            assert_eq!(got, expected);
+            let got: Vec<_> = rt.block_on(async move {
+                let mut kinds = Vec::new();
+                for p in &bad {
+                    kinds.push(UnixStream::connect_async(p).await.unwrap_err().kind());
+                }
+                kinds
+            });
+            assert_eq!(got, expected);
+        });
+    }
 }
 
 #[test]

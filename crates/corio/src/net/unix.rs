@@ -9,6 +9,7 @@ use std::path::Path;
 use super::addr;
 use crate::io::registry::Direction;
 use crate::io::source::Shared;
+use crate::runtime::context::{self, Here};
 
 /// A Unix-domain stream server socket; `accept` backs off at descriptor exhaustion as
 /// [`TcpListener`](super::TcpListener)'s does.
@@ -103,15 +104,49 @@ pub struct UnixStream {
 }
 
 impl UnixStream {
-    /// Connects to the socket at `path`. (A Unix connect does not wait for the server; only a
-    /// full backlog makes it block the thread briefly, as in `std`.)
+    /// Connects to the socket at `path`. A Unix connect does not wait for the server, unless
+    /// its backlog is full: then, as `std`'s, it waits until the server accepts enough — in a
+    /// coroutine by sleeping and trying again (1 ms, doubling to 100 ms: a full backlog gives
+    /// a nonblocking connect `EAGAIN` and nothing to wait on), on a plain thread (and in an
+    /// async task, where `connect_async` is the form to use) in the kernel, as `std`'s.
     pub fn connect<P: AsRef<Path>>(path: P) -> io::Result<UnixStream> {
-        UnixStream::from_std(std_unix::UnixStream::connect(path)?)
+        match context::here() {
+            Here::Stackful(_) => {
+                let (fd, addr, len) = addr::unix_socket(path.as_ref())?;
+                let mut backoff = addr::CONNECT_BACKOFF_MIN;
+                loop {
+                    match addr::unix_connect(&fd, &addr, len) {
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                            crate::sleep(backoff);
+                            backoff = (backoff * 2).min(addr::CONNECT_BACKOFF_MAX);
+                        }
+                        result => return result.and_then(|()| UnixStream::from_fd(fd)),
+                    }
+                }
+            }
+            _ => UnixStream::from_std(std_unix::UnixStream::connect(path)?),
+        }
     }
 
-    /// Connects to the socket at `path` (see [`connect`](Self::connect)).
+    /// Connects to the socket at `path`; at a full backlog the task sleeps and tries again
+    /// (see [`connect`](Self::connect)).
     pub async fn connect_async<P: AsRef<Path>>(path: P) -> io::Result<UnixStream> {
-        UnixStream::connect(path)
+        let (fd, addr, len) = addr::unix_socket(path.as_ref())?;
+        let mut backoff = addr::CONNECT_BACKOFF_MIN;
+        loop {
+            match addr::unix_connect(&fd, &addr, len) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    crate::time::sleep_async(backoff).await;
+                    backoff = (backoff * 2).min(addr::CONNECT_BACKOFF_MAX);
+                }
+                result => return result.and_then(|()| UnixStream::from_fd(fd)),
+            }
+        }
+    }
+
+    /// Wraps a connected socket from `addr::unix_socket`.
+    fn from_fd(fd: std::os::fd::OwnedFd) -> io::Result<UnixStream> {
+        UnixStream::from_std(std_unix::UnixStream::from(fd))
     }
 
     /// A connected pair.
