@@ -762,6 +762,29 @@ fn connect_timeout_to_a_closed_port_is_refused_and_ipv6_connects() {
             assert_eq!(got, expected);
         });
     }
+
+    #[test]
+    fn a_blocking_vectored_write_sends_every_buffer_in_one_call_as_std() {
+        within(WATCHDOG, || {
+            rt().run(|| {
+                use std::io::IoSlice;
+                let (client, server) = tcp_pair();
+                let (head, body) = (vec![1u8; 1000], vec![2u8; 3000]);
+                let bufs = [IoSlice::new(&head), IoSlice::new(&[]), IoSlice::new(&body)];
+                assert_eq!((&client).write_vectored(&bufs).unwrap(), 4000);
+                let mut got = vec![0u8; 4000];
+                (&server).read_exact(&mut got).unwrap();
+                assert!(got[..1000].iter().all(|&b| b == 1) && got[1000..].iter().all(|&b| b == 2));
+                let (a, b) = UnixStream::pair().unwrap();
+                assert_eq!((&a).write_vectored(&bufs).unwrap(), 4000);
+                let mut got = vec![0u8; 4000];
+                (&b).read_exact(&mut got).unwrap();
+                let (_read, write) = client.into_split();
+                let mut write = write;
+                assert_eq!(write.write_vectored(&bufs).unwrap(), 4000);
+            });
+        });
+    }
 }
 
 #[test]

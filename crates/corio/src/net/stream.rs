@@ -28,6 +28,13 @@ use crate::io::source::Source;
 /// no more).
 pub(crate) const IOV_MAX: usize = 1024;
 
+/// The bytes one `writev(2)` of `bufs` can move: std passes at most `IOV_MAX` (1,024 on
+/// Linux) buffers, and a write of all of those is not a short one — counting the rest would
+/// take it for a full send buffer and wait for an edge that never comes.
+pub(crate) fn writev_len(bufs: &[io::IoSlice<'_>]) -> usize {
+    bufs.iter().take(IOV_MAX).map(|b| b.len()).sum()
+}
+
 /// A zero-length read or write ("Zero-length reads and writes"): `op` once, `Ok(0)` for
 /// `WouldBlock`.
 #[cold]
@@ -300,15 +307,7 @@ macro_rules! stream_face {
                 bufs: &[std::io::IoSlice<'_>],
             ) -> std::task::Poll<std::io::Result<usize>> {
                 use std::io::Write;
-                // Only what one `writev` can take: std passes at most `IOV_MAX` (1,024 on
-                // Linux) buffers, and a write of all of those is not a short one — counting
-                // the rest would take it for a full send buffer and wait for an edge that
-                // never comes.
-                let len = bufs
-                    .iter()
-                    .take($crate::net::stream::IOV_MAX)
-                    .map(|b| b.len())
-                    .sum();
+                let len = $crate::net::stream::writev_len(bufs);
                 $crate::net::stream::poll_stream(
                     &self.$sock,
                     $crate::io::registry::Direction::Write,
@@ -363,6 +362,17 @@ macro_rules! stream_face {
                 )
             }
 
+            /// One `writev(2)`, blocking-style, as `std`'s: all of `bufs` as far as the socket
+            /// takes them.
+            fn write_vectored(&mut self, bufs: &[std::io::IoSlice<'_>]) -> std::io::Result<usize> {
+                $crate::net::stream::block_stream(
+                    &self.$sock,
+                    $crate::io::registry::Direction::Write,
+                    $crate::net::stream::writev_len(bufs),
+                    |s: &$std| std::io::Write::write_vectored(&mut &*s, bufs),
+                )
+            }
+
             fn flush(&mut self) -> std::io::Result<()> {
                 Ok(())
             }
@@ -377,6 +387,10 @@ macro_rules! stream_face {
         impl std::io::Write for $ty {
             fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
                 (&*self).write(buf)
+            }
+
+            fn write_vectored(&mut self, bufs: &[std::io::IoSlice<'_>]) -> std::io::Result<usize> {
+                (&*self).write_vectored(bufs)
             }
 
             fn flush(&mut self) -> std::io::Result<()> {
