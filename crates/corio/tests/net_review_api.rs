@@ -73,6 +73,37 @@ fn at_once<T>(what: &str, f: impl FnOnce() -> T) -> T {
     v
 }
 
+/// What a socket `a` answers after `a.shutdown(how)`, with one byte from its peer `b` waiting:
+/// two reads, a write, and what the peer then reads (a timeout, `WouldBlock` on a `std`
+/// thread and `TimedOut` in corio, is `Err(TimedOut)`). The same steps for `std` and corio
+/// sockets.
+macro_rules! after_shutdown {
+    ($a:expr, $b:expr, $how:expr) => {{
+        let (a, b) = ($a, $b);
+        let norm = |r: std::io::Result<usize>| {
+            r.map_err(|e| match e.kind() {
+                ErrorKind::WouldBlock => ErrorKind::TimedOut,
+                kind => kind,
+            })
+        };
+        a.set_read_timeout(Some(Duration::from_millis(200)))
+            .unwrap();
+        b.set_read_timeout(Some(Duration::from_millis(200)))
+            .unwrap();
+        (&b).write_all(b"p").unwrap();
+        std::thread::sleep(Duration::from_millis(20)); // the byte arrives
+        a.shutdown($how).unwrap();
+        let mut buf = [0u8; 4];
+        vec![
+            norm((&a).read(&mut buf)),
+            norm((&a).read(&mut buf)),
+            norm((&a).write(b"x")),
+            norm((&b).read(&mut buf)),
+            norm((&b).read(&mut buf)),
+        ]
+    }};
+}
+
 rt_common! {
     #[test]
     fn a_zero_length_write_returns_at_once_even_when_the_send_buffer_is_full() {
@@ -783,6 +814,55 @@ fn connect_timeout_to_a_closed_port_is_refused_and_ipv6_connects() {
                 let mut write = write;
                 assert_eq!(write.write_vectored(&bufs).unwrap(), 4000);
             });
+        });
+    }
+
+    #[test]
+    fn reads_and_writes_after_each_kind_of_shutdown_answer_as_std() {
+        within(WATCHDOG, || {
+            let rt = rt();
+            for how in [Shutdown::Read, Shutdown::Write, Shutdown::Both] {
+                let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+                let a = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+                let b = listener.accept().unwrap().0;
+                let expected = after_shutdown!(a, b, how);
+                let got = rt.run(move || {
+                    let (a, b) = tcp_pair();
+                    after_shutdown!(a, b, how)
+                });
+                assert_eq!(got, expected, "TCP, {how:?}, in a coroutine");
+                let (a, b) = tcp_pair();
+                assert_eq!(after_shutdown!(a, b, how), expected, "TCP, {how:?}, on a thread");
+
+                let (a, b) = std::os::unix::net::UnixStream::pair().unwrap();
+                let expected = after_shutdown!(a, b, how);
+                let got = rt.run(move || {
+                    let (a, b) = UnixStream::pair().unwrap();
+                    after_shutdown!(a, b, how)
+                });
+                assert_eq!(got, expected, "Unix, {how:?}, in a coroutine");
+            }
+        });
+    }
+
+    #[test]
+    fn dropping_the_runtime_a_socket_is_registered_with_wakes_its_waiter_in_another() {
+        within(WATCHDOG, || {
+            let first = rt();
+            let second = rt();
+            let (client, server) = tcp_pair();
+            let client = first.run(move || {
+                client.set_read_timeout(Some(Duration::from_millis(10))).unwrap();
+                let _ = (&client).read(&mut [0u8; 4]); // registers it with `first`
+                client.set_read_timeout(None).unwrap();
+                client
+            });
+            let waiter = second.go(move || (&client).read(&mut [0u8; 4]).map_err(|e| e.kind()));
+            std::thread::sleep(Duration::from_millis(50)); // it waits
+            drop(first);
+            let r = waiter.join().unwrap();
+            assert!(r.is_err(), "{r:?}");
+            drop(server);
         });
     }
 }
