@@ -865,6 +865,19 @@ fn connect_timeout_to_a_closed_port_is_refused_and_ipv6_connects() {
             drop(server);
         });
     }
+
+    #[test]
+    fn async_reads_ignore_the_read_timeout_as_documented() {
+        within(WATCHDOG, || {
+            rt().block_on(async {
+                let (client, _server) = tcp_pair();
+                client.set_read_timeout(Some(Duration::from_millis(20))).unwrap();
+                let mut buf = [0u8; 4];
+                let r = corio::time::timeout_async(Duration::from_millis(200), client.read_async(&mut buf)).await;
+                assert!(r.is_err(), "read_async returned {r:?} instead of waiting");
+            });
+        });
+    }
 }
 
 #[test]
