@@ -878,6 +878,62 @@ fn connect_timeout_to_a_closed_port_is_refused_and_ipv6_connects() {
             });
         });
     }
+
+    #[test]
+    fn abstract_unix_addresses_bind_connect_and_send_as_std() {
+        use std::os::linux::net::SocketAddrExt;
+        use std::os::unix::net::SocketAddr as UnixAddr;
+        within(WATCHDOG, || {
+            let name = format!("corio-review-{}-{WORKERS}", std::process::id());
+            let addr = UnixAddr::from_abstract_name(name.as_bytes()).unwrap();
+            let rt = rt();
+            let listener = UnixListener::bind_addr(&addr).unwrap();
+            assert_eq!(
+                listener.local_addr().unwrap().as_abstract_name(),
+                Some(name.as_bytes())
+            );
+            let a = addr.clone();
+            let from_coroutine = rt.go(move || {
+                let mut s = UnixStream::connect_addr(&a).unwrap();
+                s.write_all(b"c").unwrap();
+            });
+            let mut from_thread = UnixStream::connect_addr(&addr).unwrap();
+            from_thread.write_all(b"t").unwrap();
+            let mut seen = rt.run(move || {
+                (0..2)
+                    .map(|_| {
+                        let (mut s, _) = listener.accept().unwrap();
+                        let mut b = [0u8; 1];
+                        s.read_exact(&mut b).unwrap();
+                        b[0]
+                    })
+                    .collect::<Vec<_>>()
+            });
+            from_coroutine.join().unwrap();
+            seen.sort();
+            assert_eq!(seen, b"ct");
+
+            let dname = format!("{name}-dgram");
+            let daddr = UnixAddr::from_abstract_name(dname.as_bytes()).unwrap();
+            let got = rt.run(move || {
+                let receiver = UnixDatagram::bind_addr(&daddr).unwrap();
+                let sender = UnixDatagram::unbound().unwrap();
+                sender.send_to_addr(b"abstract", &daddr).unwrap();
+                let mut buf = [0u8; 16];
+                let (n, _) = receiver.recv_from(&mut buf).unwrap();
+                sender.connect_addr(&daddr).unwrap();
+                sender.send(b"again").unwrap();
+                let (m, _) = receiver.recv_from(&mut buf[n..]).unwrap();
+                buf[..n + m].to_vec()
+            });
+            assert_eq!(got, b"abstractagain");
+            let too_long = vec![b'x'; 108];
+            assert_eq!(
+                UnixAddr::from_abstract_name(&too_long).unwrap_err().kind(),
+                ErrorKind::InvalidInput
+            );
+        });
+    }
 }
 
 #[test]

@@ -116,33 +116,69 @@ pub(crate) fn start_connect(addr: &SocketAddr) -> io::Result<(std::net::TcpStrea
     }
 }
 
-/// A nonblocking Unix stream socket and the address of `path`, checked as `std` checks it
-/// (no NUL, shorter than `sun_path`).
+/// A Unix socket address to connect to: a path, or (Linux) a name in the abstract namespace.
+pub(crate) enum UnixName<'a> {
+    Path(&'a Path),
+    Abstract(&'a [u8]),
+}
+
+impl<'a> UnixName<'a> {
+    /// The name `addr` holds; an unnamed address is the empty path, which `connect` refuses
+    /// (`EINVAL`), as `std`'s `connect_addr` does.
+    pub(crate) fn of(addr: &'a std::os::unix::net::SocketAddr) -> UnixName<'a> {
+        use std::os::linux::net::SocketAddrExt;
+        match (addr.as_pathname(), addr.as_abstract_name()) {
+            (Some(path), _) => UnixName::Path(path),
+            (None, Some(name)) => UnixName::Abstract(name),
+            (None, None) => UnixName::Path(Path::new("")),
+        }
+    }
+}
+
+/// A nonblocking Unix stream socket and the address of `name`, checked as `std` checks it (a
+/// path without NUL, shorter than `sun_path`; an abstract name shorter than `sun_path` after
+/// its leading NUL).
 pub(crate) fn unix_socket(
-    path: &Path,
+    name: UnixName<'_>,
 ) -> io::Result<(OwnedFd, libc::sockaddr_un, libc::socklen_t)> {
     // SAFETY: all-zero is a valid `sockaddr_un` (and NUL-terminates the path copied below).
     let mut addr: libc::sockaddr_un = unsafe { std::mem::zeroed() };
     addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
-    let bytes = path.as_os_str().as_bytes();
-    if bytes.contains(&0) {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "paths must not contain interior null bytes",
-        ));
-    }
-    if bytes.len() >= addr.sun_path.len() {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "path must be shorter than SUN_LEN",
-        ));
-    }
-    for (to, &from) in addr.sun_path.iter_mut().zip(bytes) {
+    // The bytes of `sun_path` and the length they count (the terminating NUL of a path, but
+    // not of an empty one; the leading NUL of an abstract name).
+    let (bytes, len) = match name {
+        UnixName::Path(path) => {
+            let bytes = path.as_os_str().as_bytes();
+            if bytes.contains(&0) {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "paths must not contain interior null bytes",
+                ));
+            }
+            if bytes.len() >= addr.sun_path.len() {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "path must be shorter than SUN_LEN",
+                ));
+            }
+            (bytes.to_vec(), bytes.len() + usize::from(!bytes.is_empty()))
+        }
+        UnixName::Abstract(name) => {
+            if name.len() + 1 > addr.sun_path.len() {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "abstract socket name must be shorter than SUN_LEN",
+                ));
+            }
+            let bytes = [&[0][..], name].concat();
+            let len = bytes.len();
+            (bytes, len)
+        }
+    };
+    for (to, &from) in addr.sun_path.iter_mut().zip(&bytes) {
         *to = from as libc::c_char;
     }
-    let offset = std::mem::offset_of!(libc::sockaddr_un, sun_path);
-    // A path counts its terminating NUL (an empty one, which `connect` refuses, does not).
-    let len = offset + bytes.len() + usize::from(!bytes.is_empty());
+    let len = std::mem::offset_of!(libc::sockaddr_un, sun_path) + len;
     // SAFETY: a plain system call; the result is checked.
     let fd = unsafe {
         libc::socket(

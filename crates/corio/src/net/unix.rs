@@ -46,6 +46,11 @@ impl UnixListener {
         UnixListener::from_std(std_unix::UnixListener::bind(path)?)
     }
 
+    /// Binds a listening socket at `addr` (a path or, on Linux, an abstract name).
+    pub fn bind_addr(addr: &SocketAddr) -> io::Result<UnixListener> {
+        UnixListener::from_std(std_unix::UnixListener::bind_addr(addr)?)
+    }
+
     /// Wraps a `std` listener (made nonblocking here).
     pub fn from_std(listener: std_unix::UnixListener) -> io::Result<UnixListener> {
         listener.set_nonblocking(true)?;
@@ -111,27 +116,39 @@ impl UnixStream {
     /// async task, where `connect_async` is the form to use) in the kernel, as `std`'s.
     pub fn connect<P: AsRef<Path>>(path: P) -> io::Result<UnixStream> {
         match context::here() {
-            Here::Stackful(_) => {
-                let (fd, addr, len) = addr::unix_socket(path.as_ref())?;
-                let mut backoff = addr::CONNECT_BACKOFF_MIN;
-                loop {
-                    match addr::unix_connect(&fd, &addr, len) {
-                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                            crate::sleep(backoff);
-                            backoff = (backoff * 2).min(addr::CONNECT_BACKOFF_MAX);
-                        }
-                        result => return result.and_then(|()| UnixStream::from_fd(fd)),
-                    }
-                }
-            }
+            Here::Stackful(_) => UnixStream::connect_retrying(addr::UnixName::Path(path.as_ref())),
             _ => UnixStream::from_std(std_unix::UnixStream::connect(path)?),
+        }
+    }
+
+    /// Connects to the socket at `addr` (a path or, on Linux, an abstract name), as
+    /// [`connect`](Self::connect).
+    pub fn connect_addr(addr: &SocketAddr) -> io::Result<UnixStream> {
+        match context::here() {
+            Here::Stackful(_) => UnixStream::connect_retrying(addr::UnixName::of(addr)),
+            _ => UnixStream::from_std(std_unix::UnixStream::connect_addr(addr)?),
+        }
+    }
+
+    /// `connect` in a coroutine: at a full backlog, sleep and try again.
+    fn connect_retrying(name: addr::UnixName<'_>) -> io::Result<UnixStream> {
+        let (fd, addr, len) = addr::unix_socket(name)?;
+        let mut backoff = addr::CONNECT_BACKOFF_MIN;
+        loop {
+            match addr::unix_connect(&fd, &addr, len) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    crate::sleep(backoff);
+                    backoff = (backoff * 2).min(addr::CONNECT_BACKOFF_MAX);
+                }
+                result => return result.and_then(|()| UnixStream::from_fd(fd)),
+            }
         }
     }
 
     /// Connects to the socket at `path`; at a full backlog the task sleeps and tries again
     /// (see [`connect`](Self::connect)).
     pub async fn connect_async<P: AsRef<Path>>(path: P) -> io::Result<UnixStream> {
-        let (fd, addr, len) = addr::unix_socket(path.as_ref())?;
+        let (fd, addr, len) = addr::unix_socket(addr::UnixName::Path(path.as_ref()))?;
         let mut backoff = addr::CONNECT_BACKOFF_MIN;
         loop {
             match addr::unix_connect(&fd, &addr, len) {
@@ -250,6 +267,11 @@ impl UnixDatagram {
         UnixDatagram::from_std(std_unix::UnixDatagram::bind(path)?)
     }
 
+    /// Binds a socket at `addr` (a path or, on Linux, an abstract name).
+    pub fn bind_addr(addr: &SocketAddr) -> io::Result<UnixDatagram> {
+        UnixDatagram::from_std(std_unix::UnixDatagram::bind_addr(addr)?)
+    }
+
     /// A socket bound to no address.
     pub fn unbound() -> io::Result<UnixDatagram> {
         UnixDatagram::from_std(std_unix::UnixDatagram::unbound()?)
@@ -264,6 +286,29 @@ impl UnixDatagram {
     /// Sets the peer for `send` and `recv`.
     pub fn connect<P: AsRef<Path>>(&self, path: P) -> io::Result<()> {
         self.sock.get().connect(path)
+    }
+
+    /// Sets the peer for `send` and `recv` to `addr` (a path or an abstract name).
+    pub fn connect_addr(&self, addr: &SocketAddr) -> io::Result<()> {
+        self.sock.get().connect_addr(addr)
+    }
+
+    /// Sends to `addr` (a path or an abstract name), blocking-style.
+    ///
+    /// # Panics
+    ///
+    /// Inside an async task: use [`send_to_addr_async`](Self::send_to_addr_async).
+    #[track_caller]
+    pub fn send_to_addr(&self, buf: &[u8], addr: &SocketAddr) -> io::Result<usize> {
+        self.sock
+            .block_op(Direction::Write, |s| s.send_to_addr(buf, addr))
+    }
+
+    /// Sends to `addr` (a path or an abstract name).
+    pub async fn send_to_addr_async(&self, buf: &[u8], addr: &SocketAddr) -> io::Result<usize> {
+        self.sock
+            .op_async(Direction::Write, |s| s.send_to_addr(buf, addr))
+            .await
     }
 
     /// Shuts down the read, write or both halves (a later `send` is `BrokenPipe`, a `recv`
