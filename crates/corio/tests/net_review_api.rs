@@ -1041,3 +1041,19 @@ fn cpu_time() -> Duration {
     Duration::from_secs(ru.ru_utime.tv_sec as u64 + ru.ru_stime.tv_sec as u64)
         + Duration::from_micros(ru.ru_utime.tv_usec as u64 + ru.ru_stime.tv_usec as u64)
 }
+
+#[test]
+fn async_forms_work_from_a_plain_threads_block_on_outside_any_runtime() {
+    within(WATCHDOG, || {
+        let (client, server) = tcp_pair();
+        let writer = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(30));
+            (&server).write_all(b"late").unwrap();
+            server
+        });
+        let mut buf = [0u8; 4];
+        corio::block_on(client.read_exact_async(&mut buf)).unwrap();
+        assert_eq!(&buf, b"late");
+        drop(writer.join().unwrap());
+    });
+}
