@@ -134,7 +134,8 @@ rt_common! {
                 let (client, _server) = tcp_pair();
                 let chunk = vec![7u8; 64 * 1024];
                 // Fill the send buffer: a write that does not finish within 100 ms found it full.
-                while corio::time::timeout_async(Duration::from_millis(100), client.write_async(&chunk))
+                let wait = Duration::from_millis(100);
+                while corio::time::timeout_async(wait, client.write_async(&chunk))
                     .await
                     .is_ok()
                 {}
@@ -177,11 +178,12 @@ rt_common! {
         within(WATCHDOG, || {
             rt().block_on(async {
                 let (client, _server) = tcp_pair();
-                let n = corio::time::timeout_async(Duration::from_secs(5), client.read_async(&mut []))
+                let limit = Duration::from_secs(5);
+                let n = corio::time::timeout_async(limit, client.read_async(&mut []))
                     .await
                     .expect("read_async(&mut []) waited for data");
                 assert_eq!(n.unwrap(), 0);
-                let n = corio::time::timeout_async(Duration::from_secs(5), client.peek_async(&mut []))
+                let n = corio::time::timeout_async(limit, client.peek_async(&mut []))
                     .await
                     .expect("peek_async(&mut []) waited for data");
                 assert_eq!(n.unwrap(), 0);
@@ -221,14 +223,16 @@ rt_common! {
                 assert_eq!((&client).read(&mut buf).unwrap_err().kind(), ErrorKind::TimedOut);
                 client.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
                 client.shutdown(Shutdown::Read).unwrap();
-                assert_eq!(at_once("read after shutdown(Read)", || (&client).read(&mut buf)).unwrap(), 0);
+                let n = at_once("read after shutdown(Read)", || (&client).read(&mut buf));
+                assert_eq!(n.unwrap(), 0);
 
                 let (a, _b) = UnixStream::pair().unwrap();
                 a.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
                 assert_eq!((&a).read(&mut buf).unwrap_err().kind(), ErrorKind::TimedOut);
                 a.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
                 a.shutdown(Shutdown::Read).unwrap();
-                assert_eq!(at_once("unix read after shutdown(Read)", || (&a).read(&mut buf)).unwrap(), 0);
+                let n = at_once("unix read after shutdown(Read)", || (&a).read(&mut buf));
+                assert_eq!(n.unwrap(), 0);
             });
         });
     }
@@ -273,7 +277,7 @@ rt_common! {
 
     #[test]
     #[ignore = "io/: a Unix stream's shutdown(Write) leaves the write readiness clear (hangs)"]
-    fn a_unix_write_async_after_shutdown_write_is_a_broken_pipe_even_when_the_send_buffer_is_full() {
+    fn a_unix_write_async_after_shutdown_write_is_a_broken_pipe_even_with_a_full_send_buffer() {
         within(WATCHDOG, || {
             rt().block_on(async {
                 let (a, _b) = UnixStream::pair().unwrap();
@@ -374,7 +378,11 @@ rt_common! {
             let rt = rt();
             assert!(rt.run(|| TcpStream::connect("nonexistent.invalid:80")).is_err());
             assert!(rt.block_on(TcpStream::connect_async("nonexistent.invalid:80")).is_err());
-            assert!(rt.run(|| UdpSocket::bind("127.0.0.1:0").unwrap().send_to(b"x", "nonexistent.invalid:80")).is_err());
+            let udp = rt.run(|| {
+                let s = UdpSocket::bind("127.0.0.1:0").unwrap();
+                s.send_to(b"x", "nonexistent.invalid:80")
+            });
+            assert!(udp.is_err());
         });
     }
 
@@ -408,7 +416,8 @@ rt_common! {
                 assert_eq!(&buf, b"late");
                 drop(writer.join().unwrap());
                 let u = UdpSocket::bind("127.0.0.1:0").unwrap();
-                assert_eq!(u.set_read_timeout(Some(Duration::ZERO)).unwrap_err().kind(), ErrorKind::InvalidInput);
+                let e = u.set_read_timeout(Some(Duration::ZERO)).unwrap_err();
+                assert_eq!(e.kind(), ErrorKind::InvalidInput);
             });
         });
     }
@@ -447,7 +456,8 @@ rt_common! {
             drop(first);
             let got = second.run(move || {
                 let mut buf = [0u8; 4];
-                let r = at_once("read on a socket whose runtime is gone", || (&client).read(&mut buf));
+                let what = "read on a socket whose runtime is gone";
+                let r = at_once(what, || (&client).read(&mut buf));
                 (r.map_err(|e| e.kind()), client)
             });
             assert!(got.0.is_err(), "{:?}", got.0);
@@ -458,108 +468,110 @@ rt_common! {
             assert_eq!(&buf, b"thr!");
         });
     }
-#[test]
-fn an_unconnected_unix_datagram_send_to_a_full_receiver_completes_when_it_drains() {
-    within(WATCHDOG, || {
-        let path = socket_path(&format!("dgram-full{WORKERS}"));
-        let p = path.clone();
-        rt().run(move || {
-            let receiver = UnixDatagram::bind(&p).unwrap();
-            let sender = UnixDatagram::unbound().unwrap();
-            sender.set_write_timeout(Some(Duration::from_millis(100))).unwrap();
-            let mut sent = 0usize;
-            loop {
-                match sender.send_to(b"datagram", &p) {
-                    Ok(_) => sent += 1,
-                    Err(e) => {
-                        assert_eq!(e.kind(), ErrorKind::TimedOut, "{e:?}");
-                        break;
+
+    #[test]
+    fn an_unconnected_unix_datagram_send_to_a_full_receiver_completes_when_it_drains() {
+        within(WATCHDOG, || {
+            let path = socket_path(&format!("dgram-full{WORKERS}"));
+            let p = path.clone();
+            rt().run(move || {
+                let receiver = UnixDatagram::bind(&p).unwrap();
+                let sender = UnixDatagram::unbound().unwrap();
+                sender.set_write_timeout(Some(Duration::from_millis(100))).unwrap();
+                let mut sent = 0usize;
+                loop {
+                    match sender.send_to(b"datagram", &p) {
+                        Ok(_) => sent += 1,
+                        Err(e) => {
+                            assert_eq!(e.kind(), ErrorKind::TimedOut, "{e:?}");
+                            break;
+                        }
                     }
                 }
-            }
-            sender.set_write_timeout(None).unwrap();
-            let drain = corio::go(move || {
-                corio::sleep(Duration::from_millis(50));
-                let mut buf = [0u8; 16];
-                for _ in 0..sent + 1 {
-                    receiver.recv(&mut buf).unwrap();
-                }
+                sender.set_write_timeout(None).unwrap();
+                let drain = corio::go(move || {
+                    corio::sleep(Duration::from_millis(50));
+                    let mut buf = [0u8; 16];
+                    for _ in 0..sent + 1 {
+                        receiver.recv(&mut buf).unwrap();
+                    }
+                });
+                sender.send_to(b"datagram", &p).unwrap();
+                drain.join().unwrap();
             });
-            sender.send_to(b"datagram", &p).unwrap();
-            drain.join().unwrap();
+            std::fs::remove_file(&path).unwrap();
         });
-        std::fs::remove_file(&path).unwrap();
-    });
-}
+    }
 
-#[test]
-fn a_connected_unix_datagram_send_to_a_full_receiver_completes_when_it_drains() {
-    within(WATCHDOG, || {
-        rt().run(move || {
-            let (sender, receiver) = UnixDatagram::pair().unwrap();
-            sender.set_write_timeout(Some(Duration::from_millis(100))).unwrap();
-            let mut sent = 0usize;
-            loop {
-                match sender.send(b"datagram") {
-                    Ok(_) => sent += 1,
-                    Err(e) => {
-                        assert_eq!(e.kind(), ErrorKind::TimedOut, "{e:?}");
-                        break;
+    #[test]
+    fn a_connected_unix_datagram_send_to_a_full_receiver_completes_when_it_drains() {
+        within(WATCHDOG, || {
+            rt().run(move || {
+                let (sender, receiver) = UnixDatagram::pair().unwrap();
+                sender.set_write_timeout(Some(Duration::from_millis(100))).unwrap();
+                let mut sent = 0usize;
+                loop {
+                    match sender.send(b"datagram") {
+                        Ok(_) => sent += 1,
+                        Err(e) => {
+                            assert_eq!(e.kind(), ErrorKind::TimedOut, "{e:?}");
+                            break;
+                        }
                     }
                 }
-            }
-            sender.set_write_timeout(None).unwrap();
-            let drain = corio::go(move || {
-                corio::sleep(Duration::from_millis(50));
-                let mut buf = [0u8; 16];
-                for _ in 0..sent + 1 {
-                    receiver.recv(&mut buf).unwrap();
+                sender.set_write_timeout(None).unwrap();
+                let drain = corio::go(move || {
+                    corio::sleep(Duration::from_millis(50));
+                    let mut buf = [0u8; 16];
+                    for _ in 0..sent + 1 {
+                        receiver.recv(&mut buf).unwrap();
+                    }
+                });
+                sender.send(b"datagram").unwrap();
+                drain.join().unwrap();
+            });
+        });
+    }
+
+    #[test]
+    fn shutdown_read_from_another_coroutine_wakes_a_waiting_reader_with_eof() {
+        within(WATCHDOG, || {
+            rt().run(move || {
+                let (client, _server) = tcp_pair();
+                let client = std::sync::Arc::new(client);
+                let c = client.clone();
+                let reader = corio::go(move || (&*c).read(&mut [0u8; 8]).unwrap());
+                corio::sleep(Duration::from_millis(30));
+                client.shutdown(Shutdown::Read).unwrap();
+                assert_eq!(reader.join().unwrap(), 0);
+                let (a, _b) = UnixStream::pair().unwrap();
+                let a = std::sync::Arc::new(a);
+                let c = a.clone();
+                let reader = corio::go(move || (&*c).read(&mut [0u8; 8]).unwrap());
+                corio::sleep(Duration::from_millis(30));
+                a.shutdown(Shutdown::Read).unwrap();
+                assert_eq!(reader.join().unwrap(), 0);
+            });
+        });
+    }
+
+    #[test]
+    fn connect_timeout_to_a_closed_port_is_refused_and_ipv6_connects() {
+        within(WATCHDOG, || {
+            rt().run(move || {
+                let limit = Duration::from_secs(5);
+                let e = TcpStream::connect_timeout(&refused_addr(), limit).unwrap_err();
+                assert_eq!(e.kind(), ErrorKind::ConnectionRefused);
+                if let Ok(l) = std::net::TcpListener::bind("[::1]:0") {
+                    let addr = l.local_addr().unwrap();
+                    let s = TcpStream::connect(addr).unwrap();
+                    assert_eq!(s.peer_addr().unwrap(), addr);
+                    let s = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).unwrap();
+                    assert_eq!(s.peer_addr().unwrap(), addr);
                 }
             });
-            sender.send(b"datagram").unwrap();
-            drain.join().unwrap();
         });
-    });
-}
-
-#[test]
-fn shutdown_read_from_another_coroutine_wakes_a_waiting_reader_with_eof() {
-    within(WATCHDOG, || {
-        rt().run(move || {
-            let (client, _server) = tcp_pair();
-            let client = std::sync::Arc::new(client);
-            let c = client.clone();
-            let reader = corio::go(move || (&*c).read(&mut [0u8; 8]).unwrap());
-            corio::sleep(Duration::from_millis(30));
-            client.shutdown(Shutdown::Read).unwrap();
-            assert_eq!(reader.join().unwrap(), 0);
-            let (a, _b) = UnixStream::pair().unwrap();
-            let a = std::sync::Arc::new(a);
-            let c = a.clone();
-            let reader = corio::go(move || (&*c).read(&mut [0u8; 8]).unwrap());
-            corio::sleep(Duration::from_millis(30));
-            a.shutdown(Shutdown::Read).unwrap();
-            assert_eq!(reader.join().unwrap(), 0);
-        });
-    });
-}
-
-#[test]
-fn connect_timeout_to_a_closed_port_is_refused_and_ipv6_connects() {
-    within(WATCHDOG, || {
-        rt().run(move || {
-            let e = TcpStream::connect_timeout(&refused_addr(), Duration::from_secs(5)).unwrap_err();
-            assert_eq!(e.kind(), ErrorKind::ConnectionRefused);
-            if let Ok(l) = std::net::TcpListener::bind("[::1]:0") {
-                let addr = l.local_addr().unwrap();
-                let s = TcpStream::connect(addr).unwrap();
-                assert_eq!(s.peer_addr().unwrap(), addr);
-                let s = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).unwrap();
-                assert_eq!(s.peer_addr().unwrap(), addr);
-            }
-        });
-    });
-}
+    }
 
     #[test]
     fn socket_options_and_pending_errors_read_back_as_std() {
@@ -677,7 +689,8 @@ fn connect_timeout_to_a_closed_port_is_refused_and_ipv6_connects() {
 
             let l = TcpListener::from(OwnedFd::from(listener));
             assert_eq!(l.local_addr().unwrap(), addr);
-            let u = UdpSocket::from(OwnedFd::from(std::net::UdpSocket::bind("127.0.0.1:0").unwrap()));
+            let u = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+            let u = UdpSocket::from(OwnedFd::from(u));
             assert!(u.local_addr().is_ok());
         });
     }
@@ -873,7 +886,8 @@ fn connect_timeout_to_a_closed_port_is_refused_and_ipv6_connects() {
                 let (client, _server) = tcp_pair();
                 client.set_read_timeout(Some(Duration::from_millis(20))).unwrap();
                 let mut buf = [0u8; 4];
-                let r = corio::time::timeout_async(Duration::from_millis(200), client.read_async(&mut buf)).await;
+                let limit = Duration::from_millis(200);
+                let r = corio::time::timeout_async(limit, client.read_async(&mut buf)).await;
                 assert!(r.is_err(), "read_async returned {r:?} instead of waiting");
             });
         });
