@@ -3,7 +3,9 @@
 
 use std::io;
 use std::net::{SocketAddr, ToSocketAddrs};
-use std::os::fd::{AsRawFd, FromRawFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
 use std::time::Duration;
 
 use crate::io::registry::Direction;
@@ -113,6 +115,114 @@ pub(crate) fn start_connect(addr: &SocketAddr) -> io::Result<(std::net::TcpStrea
         }
     }
 }
+
+/// A Unix socket address to connect to: a path, or (Linux) a name in the abstract namespace.
+pub(crate) enum UnixName<'a> {
+    Path(&'a Path),
+    Abstract(&'a [u8]),
+}
+
+impl<'a> UnixName<'a> {
+    /// The name `addr` holds; an unnamed address is the empty path, which `connect` refuses
+    /// (`EINVAL`), as `std`'s `connect_addr` does.
+    pub(crate) fn of(addr: &'a std::os::unix::net::SocketAddr) -> UnixName<'a> {
+        use std::os::linux::net::SocketAddrExt;
+        match (addr.as_pathname(), addr.as_abstract_name()) {
+            (Some(path), _) => UnixName::Path(path),
+            (None, Some(name)) => UnixName::Abstract(name),
+            (None, None) => UnixName::Path(Path::new("")),
+        }
+    }
+}
+
+/// A nonblocking Unix stream socket and the address of `name`, checked as `std` checks it (a
+/// path without NUL, shorter than `sun_path`; an abstract name shorter than `sun_path` after
+/// its leading NUL).
+pub(crate) fn unix_socket(
+    name: UnixName<'_>,
+) -> io::Result<(OwnedFd, libc::sockaddr_un, libc::socklen_t)> {
+    // SAFETY: all-zero is a valid `sockaddr_un` (and NUL-terminates the path copied below).
+    let mut addr: libc::sockaddr_un = unsafe { std::mem::zeroed() };
+    addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
+    // The bytes of `sun_path` and the length they count (the terminating NUL of a path, but
+    // not of an empty one; the leading NUL of an abstract name).
+    let (bytes, len) = match name {
+        UnixName::Path(path) => {
+            let bytes = path.as_os_str().as_bytes();
+            if bytes.contains(&0) {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "paths must not contain interior null bytes",
+                ));
+            }
+            if bytes.len() >= addr.sun_path.len() {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "path must be shorter than SUN_LEN",
+                ));
+            }
+            (bytes.to_vec(), bytes.len() + usize::from(!bytes.is_empty()))
+        }
+        UnixName::Abstract(name) => {
+            if name.len() + 1 > addr.sun_path.len() {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "abstract socket name must be shorter than SUN_LEN",
+                ));
+            }
+            let bytes = [&[0][..], name].concat();
+            let len = bytes.len();
+            (bytes, len)
+        }
+    };
+    for (to, &from) in addr.sun_path.iter_mut().zip(&bytes) {
+        *to = from as libc::c_char;
+    }
+    let len = std::mem::offset_of!(libc::sockaddr_un, sun_path) + len;
+    // SAFETY: a plain system call; the result is checked.
+    let fd = unsafe {
+        libc::socket(
+            libc::AF_UNIX,
+            libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+            0,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` is a fresh socket nothing else owns.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    Ok((fd, addr, len as libc::socklen_t))
+}
+
+/// One nonblocking `connect` of a socket from [`unix_socket`]: `WouldBlock` while the
+/// listener's backlog is full (a Unix `connect` completes at once or not at all: there is no
+/// `EINPROGRESS`, and nothing wakes the socket when the backlog drains — the caller tries
+/// again later).
+pub(crate) fn unix_connect(
+    fd: &OwnedFd,
+    addr: &libc::sockaddr_un,
+    len: libc::socklen_t,
+) -> io::Result<()> {
+    loop {
+        // SAFETY: `addr` is a `sockaddr_un` whose first `len` bytes are the address.
+        let r = unsafe { libc::connect(fd.as_raw_fd(), (&raw const *addr).cast(), len) };
+        if r == 0 {
+            return Ok(());
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+/// The first and the longest wait between a Unix `connect`'s tries at a full backlog: a
+/// backlog drains as fast as its server accepts, so the first retry comes soon; doubling to
+/// 100 ms bounds what a client waits past the moment a slot frees (Go's `accept` back-off
+/// caps at 1 s, for descriptor exhaustion, which lasts longer).
+pub(crate) const CONNECT_BACKOFF_MIN: Duration = Duration::from_millis(1);
+pub(crate) const CONNECT_BACKOFF_MAX: Duration = Duration::from_millis(100);
 
 /// The check that a started `connect` finished: `WouldBlock` while it is in progress.
 pub(crate) fn finish_connect(stream: &std::net::TcpStream) -> io::Result<()> {

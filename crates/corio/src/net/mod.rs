@@ -34,6 +34,8 @@
 //! ```
 
 #[macro_use]
+mod fd;
+#[macro_use]
 mod stream;
 mod addr;
 mod tcp;

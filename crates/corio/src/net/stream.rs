@@ -3,9 +3,107 @@
 //! `futures_io` (and, with the `tokio-io` feature, `tokio::io`) traits — written once as a
 //! macro over the type's `Shared` socket field.
 
+//!
+//! # Zero-length reads and writes
+//!
+//! A read into an empty buffer or a write of nothing returns at once: its system call alone,
+//! with `Ok(0)` where the kernel would say `EAGAIN`, and never a wait for readiness. The
+//! readiness protocol (`io/registry.rs`) skips the system call while a direction is not ready,
+//! and a zero-length operation cannot make it ready: a `write(&[])` on a socket whose send
+//! buffer had filled waited for the peer to read (`send` of 0 bytes says `Ok(0)` at once, and
+//! `std`'s `write(&[])` returns it), and a `read(&mut [])` waited for data that might never
+//! come. (`std` on Linux waits there too — `recv` of 0 bytes blocks until data arrives —
+//! while `read(2)` of 0 bytes on the same socket returns 0; corio answers at once: `Ok(0)`
+//! is what the `Read` contract gives an empty buffer, and nothing is consumed either way.)
+//! Errors the system call reports (`EPIPE` after `shutdown(Write)`, a reset) are returned.
+
+use std::io;
+use std::os::fd::AsRawFd;
+use std::task::{Context, Poll};
+
+use crate::io::registry::Direction;
+use crate::io::source::Source;
+
 /// The most buffers one `writev(2)` takes on Linux (`IOV_MAX`; std's `write_vectored` passes
 /// no more).
 pub(crate) const IOV_MAX: usize = 1024;
+
+/// The bytes one `writev(2)` of `bufs` can move: std passes at most `IOV_MAX` (1,024 on
+/// Linux) buffers, and a write of all of those is not a short one — counting the rest would
+/// take it for a full send buffer and wait for an edge that never comes.
+pub(crate) fn writev_len(bufs: &[io::IoSlice<'_>]) -> usize {
+    bufs.iter().take(IOV_MAX).map(|b| b.len()).sum()
+}
+
+/// A zero-length read or write ("Zero-length reads and writes"): `op` once, `Ok(0)` for
+/// `WouldBlock`.
+#[cold]
+pub(crate) fn at_once<T: AsRawFd>(
+    sock: &Source<T>,
+    mut op: impl FnMut(&T) -> io::Result<usize>,
+) -> io::Result<usize> {
+    loop {
+        match op(sock.get()) {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(0),
+            result => return result,
+        }
+    }
+}
+
+/// A datagram receive's result as the system call gave it (`datagram_face!`'s `$received`
+/// for a socket whose receive never mistakes the end for `WouldBlock`).
+#[inline]
+pub(crate) fn as_received<T, R>(
+    _: &T,
+    result: io::Result<R>,
+    _: impl FnOnce() -> R,
+) -> io::Result<R> {
+    result
+}
+
+/// `Source::block_stream` for a read or write of `len` bytes, at once if `len` is 0.
+#[track_caller]
+#[inline]
+pub(crate) fn block_stream<T: AsRawFd>(
+    sock: &Source<T>,
+    dir: Direction,
+    len: usize,
+    op: impl FnMut(&T) -> io::Result<usize>,
+) -> io::Result<usize> {
+    if len == 0 {
+        return at_once(sock, op);
+    }
+    sock.block_stream(dir, len, op)
+}
+
+/// `Source::poll_stream` for a read or write of `len` bytes, at once if `len` is 0.
+#[inline]
+pub(crate) fn poll_stream<T: AsRawFd>(
+    sock: &Source<T>,
+    dir: Direction,
+    cx: &mut Context<'_>,
+    len: usize,
+    op: impl FnMut(&T) -> io::Result<usize>,
+) -> Poll<io::Result<usize>> {
+    if len == 0 {
+        return Poll::Ready(at_once(sock, op));
+    }
+    sock.poll_stream(dir, cx, len, op)
+}
+
+/// `Source::stream_async` for a read or write of `len` bytes, at once if `len` is 0.
+pub(crate) async fn stream_async<T: AsRawFd>(
+    sock: &Source<T>,
+    dir: Direction,
+    len: usize,
+    op: impl FnMut(&T) -> io::Result<usize>,
+) -> io::Result<usize> {
+    if len == 0 {
+        return at_once(sock, op);
+    }
+    sock.stream_async(dir, len, op).await
+}
 
 /// `futures_io::AsyncRead`/`AsyncWrite` for `$t` (a stream type or a reference to one).
 macro_rules! futures_io_face {
@@ -64,8 +162,11 @@ macro_rules! stream_face {
             /// closed its side).
             pub async fn read_async(&self, buf: &mut [u8]) -> std::io::Result<usize> {
                 let len = buf.len();
-                self.$sock
-                    .stream_async($crate::io::registry::Direction::Read, len, |s: &$std| {
+                $crate::net::stream::stream_async(
+                    &self.$sock,
+                    $crate::io::registry::Direction::Read,
+                    len,
+                    |s: &$std| {
                         // SAFETY: `buf` is writable for `len` bytes, borrowed for this call.
                         unsafe {
                             $crate::io::sys::recv(
@@ -74,19 +175,20 @@ macro_rules! stream_face {
                                 len,
                             )
                         }
-                    })
-                    .await
+                    },
+                )
+                .await
             }
 
             /// Writes some of `buf`, suspending the task until the socket can take data.
             pub async fn write_async(&self, buf: &[u8]) -> std::io::Result<usize> {
-                self.$sock
-                    .stream_async(
-                        $crate::io::registry::Direction::Write,
-                        buf.len(),
-                        |s: &$std| $crate::io::sys::send(std::os::fd::AsRawFd::as_raw_fd(s), buf),
-                    )
-                    .await
+                $crate::net::stream::stream_async(
+                    &self.$sock,
+                    $crate::io::registry::Direction::Write,
+                    buf.len(),
+                    |s: &$std| $crate::io::sys::send(std::os::fd::AsRawFd::as_raw_fd(s), buf),
+                )
+                .await
             }
 
             /// Writes all of `buf`.
@@ -142,7 +244,8 @@ macro_rules! stream_face {
             ) -> std::task::Poll<std::io::Result<usize>> {
                 let len = buf.len();
                 let ptr = buf.as_mut_ptr().cast::<u8>();
-                self.$sock.poll_stream(
+                $crate::net::stream::poll_stream(
+                    &self.$sock,
                     $crate::io::registry::Direction::Read,
                     cx,
                     len,
@@ -163,7 +266,8 @@ macro_rules! stream_face {
                 buf: &mut [u8],
             ) -> std::task::Poll<std::io::Result<usize>> {
                 let len = buf.len();
-                self.$sock.poll_stream(
+                $crate::net::stream::poll_stream(
+                    &self.$sock,
                     $crate::io::registry::Direction::Read,
                     cx,
                     len,
@@ -185,7 +289,8 @@ macro_rules! stream_face {
                 cx: &mut std::task::Context<'_>,
                 buf: &[u8],
             ) -> std::task::Poll<std::io::Result<usize>> {
-                self.$sock.poll_stream(
+                $crate::net::stream::poll_stream(
+                    &self.$sock,
                     $crate::io::registry::Direction::Write,
                     cx,
                     buf.len(),
@@ -202,16 +307,9 @@ macro_rules! stream_face {
                 bufs: &[std::io::IoSlice<'_>],
             ) -> std::task::Poll<std::io::Result<usize>> {
                 use std::io::Write;
-                // Only what one `writev` can take: std passes at most `IOV_MAX` (1,024 on
-                // Linux) buffers, and a write of all of those is not a short one — counting
-                // the rest would take it for a full send buffer and wait for an edge that
-                // never comes.
-                let len = bufs
-                    .iter()
-                    .take($crate::net::stream::IOV_MAX)
-                    .map(|b| b.len())
-                    .sum();
-                self.$sock.poll_stream(
+                let len = $crate::net::stream::writev_len(bufs);
+                $crate::net::stream::poll_stream(
+                    &self.$sock,
                     $crate::io::registry::Direction::Write,
                     cx,
                     len,
@@ -222,14 +320,19 @@ macro_rules! stream_face {
 
         impl std::io::Read for &$ty {
             /// Blocking-style: suspends the coroutine (or blocks the thread) until data arrives.
+            /// An empty `buf` returns `Ok(0)` at once (`net/stream.rs`, "Zero-length reads and
+            /// writes").
             ///
             /// # Panics
             ///
             /// Inside an async task (use `read_async` there).
             fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
                 let len = buf.len();
-                self.$sock
-                    .block_stream($crate::io::registry::Direction::Read, len, |s: &$std| {
+                $crate::net::stream::block_stream(
+                    &self.$sock,
+                    $crate::io::registry::Direction::Read,
+                    len,
+                    |s: &$std| {
                         // SAFETY: `buf` is writable for `len` bytes, borrowed for this call.
                         unsafe {
                             $crate::io::sys::recv(
@@ -238,22 +341,35 @@ macro_rules! stream_face {
                                 len,
                             )
                         }
-                    })
+                    },
+                )
             }
         }
 
         impl std::io::Write for &$ty {
             /// Blocking-style: suspends the coroutine (or blocks the thread) until the socket
-            /// takes some of `buf`.
+            /// takes some of `buf`. An empty `buf` returns at once.
             ///
             /// # Panics
             ///
             /// Inside an async task (use `write_async` there).
             fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-                self.$sock.block_stream(
+                $crate::net::stream::block_stream(
+                    &self.$sock,
                     $crate::io::registry::Direction::Write,
                     buf.len(),
                     |s: &$std| $crate::io::sys::send(std::os::fd::AsRawFd::as_raw_fd(s), buf),
+                )
+            }
+
+            /// One `writev(2)`, blocking-style, as `std`'s: all of `bufs` as far as the socket
+            /// takes them.
+            fn write_vectored(&mut self, bufs: &[std::io::IoSlice<'_>]) -> std::io::Result<usize> {
+                $crate::net::stream::block_stream(
+                    &self.$sock,
+                    $crate::io::registry::Direction::Write,
+                    $crate::net::stream::writev_len(bufs),
+                    |s: &$std| std::io::Write::write_vectored(&mut &*s, bufs),
                 )
             }
 
@@ -271,6 +387,10 @@ macro_rules! stream_face {
         impl std::io::Write for $ty {
             fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
                 (&*self).write(buf)
+            }
+
+            fn write_vectored(&mut self, bufs: &[std::io::IoSlice<'_>]) -> std::io::Result<usize> {
+                (&*self).write_vectored(bufs)
             }
 
             fn flush(&mut self) -> std::io::Result<()> {
@@ -376,8 +496,11 @@ macro_rules! timeout_methods {
 
 /// The datagram calls `UdpSocket` and `UnixDatagram` share (`self.$sock` is the `Shared`
 /// socket, `$addr` the address type): blocking-style and async receive and connected send.
+/// Every receive's result passes through `$received(socket, result, at_eof)`, which may turn
+/// a `WouldBlock` into the end of the stream `at_eof()` (`UnixDatagram`: a receive after
+/// `shutdown(Read)`); `$eof_addr` is the sender address such an end reports.
 macro_rules! datagram_face {
-    ($sock:ident, $addr:ty) => {
+    ($sock:ident, $addr:ty, $received:path, $eof_addr:expr) => {
         /// Receives a datagram, blocking-style.
         ///
         /// # Panics
@@ -386,7 +509,9 @@ macro_rules! datagram_face {
         #[track_caller]
         pub fn recv_from(&self, buf: &mut [u8]) -> std::io::Result<(usize, $addr)> {
             self.$sock
-                .block_op($crate::io::registry::Direction::Read, |s| s.recv_from(buf))
+                .block_op($crate::io::registry::Direction::Read, |s| {
+                    $received(s, s.recv_from(buf), || (0, $eof_addr))
+                })
         }
 
         /// Sends to the connected peer, blocking-style.
@@ -400,13 +525,17 @@ macro_rules! datagram_face {
         #[track_caller]
         pub fn recv(&self, buf: &mut [u8]) -> std::io::Result<usize> {
             self.$sock
-                .block_op($crate::io::registry::Direction::Read, |s| s.recv(buf))
+                .block_op($crate::io::registry::Direction::Read, |s| {
+                    $received(s, s.recv(buf), || 0)
+                })
         }
 
         /// Receives a datagram.
         pub async fn recv_from_async(&self, buf: &mut [u8]) -> std::io::Result<(usize, $addr)> {
             self.$sock
-                .op_async($crate::io::registry::Direction::Read, |s| s.recv_from(buf))
+                .op_async($crate::io::registry::Direction::Read, |s| {
+                    $received(s, s.recv_from(buf), || (0, $eof_addr))
+                })
                 .await
         }
 
@@ -420,7 +549,9 @@ macro_rules! datagram_face {
         /// Receives from the connected peer.
         pub async fn recv_async(&self, buf: &mut [u8]) -> std::io::Result<usize> {
             self.$sock
-                .op_async($crate::io::registry::Direction::Read, |s| s.recv(buf))
+                .op_async($crate::io::registry::Direction::Read, |s| {
+                    $received(s, s.recv(buf), || 0)
+                })
                 .await
         }
 

@@ -2,10 +2,10 @@
 
 use std::io;
 use std::net::{Shutdown, SocketAddr, ToSocketAddrs};
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::AsRawFd;
 use std::time::Duration;
 
-use super::addr;
+use super::{addr, stream};
 use crate::io::registry::Direction;
 use crate::io::source::Shared;
 
@@ -76,6 +76,21 @@ impl TcpListener {
         self.sock.get().local_addr()
     }
 
+    /// Sets the IP TTL of the accepted connections' packets.
+    pub fn set_ttl(&self, ttl: u32) -> io::Result<()> {
+        self.sock.get().set_ttl(ttl)
+    }
+
+    /// Reads the IP TTL.
+    pub fn ttl(&self) -> io::Result<u32> {
+        self.sock.get().ttl()
+    }
+
+    /// Takes the socket's pending error (`SO_ERROR`).
+    pub fn take_error(&self) -> io::Result<Option<io::Error>> {
+        self.sock.get().take_error()
+    }
+
     /// A second handle to the same listener (see `docs/io.md`: dropping either closes it).
     pub fn try_clone(&self) -> io::Result<TcpListener> {
         Ok(TcpListener {
@@ -90,11 +105,7 @@ fn accepted(
     Ok((TcpStream::from_std(stream)?, peer))
 }
 
-impl AsRawFd for TcpListener {
-    fn as_raw_fd(&self) -> RawFd {
-        self.sock.get().as_raw_fd()
-    }
-}
+fd_traits!(TcpListener, sock, std::net::TcpListener);
 
 /// The iterator of [`TcpListener::incoming`].
 #[derive(Debug)]
@@ -246,20 +257,36 @@ impl TcpStream {
         self.sock.get().set_ttl(ttl)
     }
 
+    /// Reads the IP TTL.
+    pub fn ttl(&self) -> io::Result<u32> {
+        self.sock.get().ttl()
+    }
+
+    /// Takes the socket's pending error (`SO_ERROR`).
+    pub fn take_error(&self) -> io::Result<Option<io::Error>> {
+        self.sock.get().take_error()
+    }
+
     timeout_methods!(sock);
 
-    /// Reads without consuming, blocking-style.
+    /// Reads without consuming, blocking-style (an empty `buf` returns `Ok(0)` at once).
     ///
     /// # Panics
     ///
     /// Inside an async task: use [`peek_async`](Self::peek_async).
     #[track_caller]
     pub fn peek(&self, buf: &mut [u8]) -> io::Result<usize> {
+        if buf.is_empty() {
+            return stream::at_once(&self.sock, |s| s.peek(buf));
+        }
         self.sock.block_op(Direction::Read, |s| s.peek(buf))
     }
 
-    /// Reads without consuming.
+    /// Reads without consuming (an empty `buf` returns `Ok(0)` at once).
     pub async fn peek_async(&self, buf: &mut [u8]) -> io::Result<usize> {
+        if buf.is_empty() {
+            return stream::at_once(&self.sock, |s| s.peek(buf));
+        }
         self.sock.op_async(Direction::Read, |s| s.peek(buf)).await
     }
 
@@ -283,11 +310,7 @@ impl TcpStream {
     }
 }
 
-impl AsRawFd for TcpStream {
-    fn as_raw_fd(&self) -> RawFd {
-        self.sock.get().as_raw_fd()
-    }
-}
+fd_traits!(TcpStream, sock, std::net::TcpStream);
 
 stream_face!(TcpStream, sock, std::net::TcpStream);
 
@@ -331,6 +354,10 @@ impl io::Read for OwnedReadHalf {
 impl io::Write for OwnedWriteHalf {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         (&self.0).write(buf)
+    }
+
+    fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        (&self.0).write_vectored(bufs)
     }
 
     fn flush(&mut self) -> io::Result<()> {

@@ -1,8 +1,7 @@
 //! UDP: [`UdpSocket`].
 
 use std::io;
-use std::net::{SocketAddr, ToSocketAddrs};
-use std::os::fd::{AsRawFd, RawFd};
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs};
 
 use super::addr;
 use crate::io::registry::Direction;
@@ -64,6 +63,24 @@ impl UdpSocket {
         self.sock.block_op(Direction::Read, |s| s.peek_from(buf))
     }
 
+    /// Receives a datagram without consuming it.
+    pub async fn peek_from_async(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
+        self.sock
+            .op_async(Direction::Read, |s| s.peek_from(buf))
+            .await
+    }
+
+    /// Receives a datagram from the connected peer without consuming it, blocking-style.
+    #[track_caller]
+    pub fn peek(&self, buf: &mut [u8]) -> io::Result<usize> {
+        self.sock.block_op(Direction::Read, |s| s.peek(buf))
+    }
+
+    /// Receives a datagram from the connected peer without consuming it.
+    pub async fn peek_async(&self, buf: &mut [u8]) -> io::Result<usize> {
+        self.sock.op_async(Direction::Read, |s| s.peek(buf)).await
+    }
+
     /// Sets the peer for `send` and `recv` (never waits).
     #[track_caller]
     pub fn connect<A: ToSocketAddrs>(&self, addr: A) -> io::Result<()> {
@@ -82,11 +99,82 @@ impl UdpSocket {
         self.sock.get().set_broadcast(on)
     }
 
-    datagram_face!(sock, SocketAddr);
+    /// Reads `SO_BROADCAST`.
+    pub fn broadcast(&self) -> io::Result<bool> {
+        self.sock.get().broadcast()
+    }
+
+    /// Sets the IP TTL.
+    pub fn set_ttl(&self, ttl: u32) -> io::Result<()> {
+        self.sock.get().set_ttl(ttl)
+    }
+
+    /// Reads the IP TTL.
+    pub fn ttl(&self) -> io::Result<u32> {
+        self.sock.get().ttl()
+    }
+
+    /// Takes the socket's pending error (`SO_ERROR`; a refused datagram's `ECONNREFUSED`).
+    pub fn take_error(&self) -> io::Result<Option<io::Error>> {
+        self.sock.get().take_error()
+    }
+
+    /// Joins an IPv4 multicast group (`IP_ADD_MEMBERSHIP`).
+    pub fn join_multicast_v4(&self, multiaddr: &Ipv4Addr, interface: &Ipv4Addr) -> io::Result<()> {
+        self.sock.get().join_multicast_v4(multiaddr, interface)
+    }
+
+    /// Joins an IPv6 multicast group (`IPV6_ADD_MEMBERSHIP`).
+    pub fn join_multicast_v6(&self, multiaddr: &Ipv6Addr, interface: u32) -> io::Result<()> {
+        self.sock.get().join_multicast_v6(multiaddr, interface)
+    }
+
+    /// Leaves an IPv4 multicast group.
+    pub fn leave_multicast_v4(&self, multiaddr: &Ipv4Addr, interface: &Ipv4Addr) -> io::Result<()> {
+        self.sock.get().leave_multicast_v4(multiaddr, interface)
+    }
+
+    /// Leaves an IPv6 multicast group.
+    pub fn leave_multicast_v6(&self, multiaddr: &Ipv6Addr, interface: u32) -> io::Result<()> {
+        self.sock.get().leave_multicast_v6(multiaddr, interface)
+    }
+
+    /// Sets `IP_MULTICAST_LOOP`.
+    pub fn set_multicast_loop_v4(&self, on: bool) -> io::Result<()> {
+        self.sock.get().set_multicast_loop_v4(on)
+    }
+
+    /// Reads `IP_MULTICAST_LOOP`.
+    pub fn multicast_loop_v4(&self) -> io::Result<bool> {
+        self.sock.get().multicast_loop_v4()
+    }
+
+    /// Sets `IP_MULTICAST_TTL`.
+    pub fn set_multicast_ttl_v4(&self, ttl: u32) -> io::Result<()> {
+        self.sock.get().set_multicast_ttl_v4(ttl)
+    }
+
+    /// Reads `IP_MULTICAST_TTL`.
+    pub fn multicast_ttl_v4(&self) -> io::Result<u32> {
+        self.sock.get().multicast_ttl_v4()
+    }
+
+    /// Sets `IPV6_MULTICAST_LOOP`.
+    pub fn set_multicast_loop_v6(&self, on: bool) -> io::Result<()> {
+        self.sock.get().set_multicast_loop_v6(on)
+    }
+
+    /// Reads `IPV6_MULTICAST_LOOP`.
+    pub fn multicast_loop_v6(&self) -> io::Result<bool> {
+        self.sock.get().multicast_loop_v6()
+    }
+
+    datagram_face!(
+        sock,
+        SocketAddr,
+        super::stream::as_received,
+        SocketAddr::from(([0, 0, 0, 0], 0))
+    );
 }
 
-impl AsRawFd for UdpSocket {
-    fn as_raw_fd(&self) -> RawFd {
-        self.sock.get().as_raw_fd()
-    }
-}
+fd_traits!(UdpSocket, sock, std::net::UdpSocket);

@@ -2,13 +2,14 @@
 
 use std::io;
 use std::net::Shutdown;
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::AsRawFd;
 use std::os::unix::net::{self as std_unix, SocketAddr};
 use std::path::Path;
 
 use super::addr;
 use crate::io::registry::Direction;
 use crate::io::source::Shared;
+use crate::runtime::context::{self, Here};
 
 /// A Unix-domain stream server socket; `accept` backs off at descriptor exhaustion as
 /// [`TcpListener`](super::TcpListener)'s does.
@@ -40,9 +41,18 @@ pub struct UnixListener {
 }
 
 impl UnixListener {
-    /// Binds a listening socket at `path`.
+    /// Binds a listening socket at `path` (`AddrInUse` if something is there, as `std`).
     pub fn bind<P: AsRef<Path>>(path: P) -> io::Result<UnixListener> {
-        let listener = std_unix::UnixListener::bind(path)?;
+        UnixListener::from_std(std_unix::UnixListener::bind(path)?)
+    }
+
+    /// Binds a listening socket at `addr` (a path or, on Linux, an abstract name).
+    pub fn bind_addr(addr: &SocketAddr) -> io::Result<UnixListener> {
+        UnixListener::from_std(std_unix::UnixListener::bind_addr(addr)?)
+    }
+
+    /// Wraps a `std` listener (made nonblocking here).
+    pub fn from_std(listener: std_unix::UnixListener) -> io::Result<UnixListener> {
         listener.set_nonblocking(true)?;
         Ok(UnixListener {
             sock: Shared::new(listener),
@@ -76,6 +86,11 @@ impl UnixListener {
         self.sock.get().local_addr()
     }
 
+    /// Takes the socket's pending error (`SO_ERROR`).
+    pub fn take_error(&self) -> io::Result<Option<io::Error>> {
+        self.sock.get().take_error()
+    }
+
     /// A second handle to the same listener (see `docs/io.md`: dropping either closes it).
     pub fn try_clone(&self) -> io::Result<UnixListener> {
         Ok(UnixListener {
@@ -84,11 +99,7 @@ impl UnixListener {
     }
 }
 
-impl AsRawFd for UnixListener {
-    fn as_raw_fd(&self) -> RawFd {
-        self.sock.get().as_raw_fd()
-    }
-}
+fd_traits!(UnixListener, sock, std_unix::UnixListener);
 
 /// A Unix-domain stream connection: `Read`/`Write` blocking-style, `_async` methods and the
 /// `futures_io` (and `tokio::io`) traits, as [`TcpStream`](super::TcpStream).
@@ -98,15 +109,61 @@ pub struct UnixStream {
 }
 
 impl UnixStream {
-    /// Connects to the socket at `path`. (A Unix connect does not wait for the server; only a
-    /// full backlog makes it block the thread briefly, as in `std`.)
+    /// Connects to the socket at `path`. A Unix connect does not wait for the server, unless
+    /// its backlog is full: then, as `std`'s, it waits until the server accepts enough — in a
+    /// coroutine by sleeping and trying again (1 ms, doubling to 100 ms: a full backlog gives
+    /// a nonblocking connect `EAGAIN` and nothing to wait on), on a plain thread (and in an
+    /// async task, where `connect_async` is the form to use) in the kernel, as `std`'s.
     pub fn connect<P: AsRef<Path>>(path: P) -> io::Result<UnixStream> {
-        UnixStream::from_std(std_unix::UnixStream::connect(path)?)
+        match context::here() {
+            Here::Stackful(_) => UnixStream::connect_retrying(addr::UnixName::Path(path.as_ref())),
+            _ => UnixStream::from_std(std_unix::UnixStream::connect(path)?),
+        }
     }
 
-    /// Connects to the socket at `path` (see [`connect`](Self::connect)).
+    /// Connects to the socket at `addr` (a path or, on Linux, an abstract name), as
+    /// [`connect`](Self::connect).
+    pub fn connect_addr(addr: &SocketAddr) -> io::Result<UnixStream> {
+        match context::here() {
+            Here::Stackful(_) => UnixStream::connect_retrying(addr::UnixName::of(addr)),
+            _ => UnixStream::from_std(std_unix::UnixStream::connect_addr(addr)?),
+        }
+    }
+
+    /// `connect` in a coroutine: at a full backlog, sleep and try again.
+    fn connect_retrying(name: addr::UnixName<'_>) -> io::Result<UnixStream> {
+        let (fd, addr, len) = addr::unix_socket(name)?;
+        let mut backoff = addr::CONNECT_BACKOFF_MIN;
+        loop {
+            match addr::unix_connect(&fd, &addr, len) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    crate::sleep(backoff);
+                    backoff = (backoff * 2).min(addr::CONNECT_BACKOFF_MAX);
+                }
+                result => return result.and_then(|()| UnixStream::from_fd(fd)),
+            }
+        }
+    }
+
+    /// Connects to the socket at `path`; at a full backlog the task sleeps and tries again
+    /// (see [`connect`](Self::connect)).
     pub async fn connect_async<P: AsRef<Path>>(path: P) -> io::Result<UnixStream> {
-        UnixStream::connect(path)
+        let (fd, addr, len) = addr::unix_socket(addr::UnixName::Path(path.as_ref()))?;
+        let mut backoff = addr::CONNECT_BACKOFF_MIN;
+        loop {
+            match addr::unix_connect(&fd, &addr, len) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    crate::time::sleep_async(backoff).await;
+                    backoff = (backoff * 2).min(addr::CONNECT_BACKOFF_MAX);
+                }
+                result => return result.and_then(|()| UnixStream::from_fd(fd)),
+            }
+        }
+    }
+
+    /// Wraps a connected socket from `addr::unix_socket`.
+    fn from_fd(fd: std::os::fd::OwnedFd) -> io::Result<UnixStream> {
+        UnixStream::from_std(std_unix::UnixStream::from(fd))
     }
 
     /// A connected pair.
@@ -138,6 +195,11 @@ impl UnixStream {
         self.sock.get().shutdown(how)
     }
 
+    /// Takes the socket's pending error (`SO_ERROR`).
+    pub fn take_error(&self) -> io::Result<Option<io::Error>> {
+        self.sock.get().take_error()
+    }
+
     timeout_methods!(sock);
 
     /// A second handle to the same socket (see `docs/io.md`: dropping either closes it).
@@ -148,13 +210,42 @@ impl UnixStream {
     }
 }
 
-impl AsRawFd for UnixStream {
-    fn as_raw_fd(&self) -> RawFd {
-        self.sock.get().as_raw_fd()
+fd_traits!(UnixStream, sock, std_unix::UnixStream);
+
+stream_face!(UnixStream, sock, std_unix::UnixStream);
+
+/// A Unix-domain datagram receive's result, with a `WouldBlock` turned into the end `at_eof()`
+/// once the socket's read side is shut down: the kernel's *blocking* receive then returns 0
+/// at once (what `std` gives), its nonblocking one says `EAGAIN` — and the shutdown's
+/// `EPOLLRDHUP` edge has come and gone, so a coroutine or task would wait for ever. `poll(2)`
+/// tells (`POLLRDHUP`); it runs only on the way to a wait.
+fn received<R>(
+    socket: &std_unix::UnixDatagram,
+    result: io::Result<R>,
+    at_eof: impl FnOnce() -> R,
+) -> io::Result<R> {
+    match result {
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock && read_shut_down(socket) => Ok(at_eof()),
+        result => result,
     }
 }
 
-stream_face!(UnixStream, sock, std_unix::UnixStream);
+/// Whether `socket`'s read side is shut down.
+fn read_shut_down(socket: &std_unix::UnixDatagram) -> bool {
+    let mut pfd = libc::pollfd {
+        fd: socket.as_raw_fd(),
+        events: libc::POLLRDHUP,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd, no timeout; an error leaves `revents` 0.
+    let ready = unsafe { libc::poll(&mut pfd, 1, 0) };
+    ready == 1 && pfd.revents & libc::POLLRDHUP != 0
+}
+
+/// The address of an unnamed socket: the sender a receive at the end reports, as `std`'s.
+fn unnamed() -> SocketAddr {
+    SocketAddr::from_pathname("").expect("an empty path is the unnamed address")
+}
 
 /// A Unix-domain datagram socket.
 #[derive(Debug)]
@@ -163,7 +254,8 @@ pub struct UnixDatagram {
 }
 
 impl UnixDatagram {
-    fn wrap(socket: std_unix::UnixDatagram) -> io::Result<UnixDatagram> {
+    /// Wraps a `std` socket (made nonblocking here).
+    pub fn from_std(socket: std_unix::UnixDatagram) -> io::Result<UnixDatagram> {
         socket.set_nonblocking(true)?;
         Ok(UnixDatagram {
             sock: Shared::new(socket),
@@ -172,23 +264,62 @@ impl UnixDatagram {
 
     /// Binds a socket at `path`.
     pub fn bind<P: AsRef<Path>>(path: P) -> io::Result<UnixDatagram> {
-        UnixDatagram::wrap(std_unix::UnixDatagram::bind(path)?)
+        UnixDatagram::from_std(std_unix::UnixDatagram::bind(path)?)
+    }
+
+    /// Binds a socket at `addr` (a path or, on Linux, an abstract name).
+    pub fn bind_addr(addr: &SocketAddr) -> io::Result<UnixDatagram> {
+        UnixDatagram::from_std(std_unix::UnixDatagram::bind_addr(addr)?)
     }
 
     /// A socket bound to no address.
     pub fn unbound() -> io::Result<UnixDatagram> {
-        UnixDatagram::wrap(std_unix::UnixDatagram::unbound()?)
+        UnixDatagram::from_std(std_unix::UnixDatagram::unbound()?)
     }
 
     /// A connected pair.
     pub fn pair() -> io::Result<(UnixDatagram, UnixDatagram)> {
         let (a, b) = std_unix::UnixDatagram::pair()?;
-        Ok((UnixDatagram::wrap(a)?, UnixDatagram::wrap(b)?))
+        Ok((UnixDatagram::from_std(a)?, UnixDatagram::from_std(b)?))
     }
 
     /// Sets the peer for `send` and `recv`.
     pub fn connect<P: AsRef<Path>>(&self, path: P) -> io::Result<()> {
         self.sock.get().connect(path)
+    }
+
+    /// Sets the peer for `send` and `recv` to `addr` (a path or an abstract name).
+    pub fn connect_addr(&self, addr: &SocketAddr) -> io::Result<()> {
+        self.sock.get().connect_addr(addr)
+    }
+
+    /// Sends to `addr` (a path or an abstract name), blocking-style.
+    ///
+    /// # Panics
+    ///
+    /// Inside an async task: use [`send_to_addr_async`](Self::send_to_addr_async).
+    #[track_caller]
+    pub fn send_to_addr(&self, buf: &[u8], addr: &SocketAddr) -> io::Result<usize> {
+        self.sock
+            .block_op(Direction::Write, |s| s.send_to_addr(buf, addr))
+    }
+
+    /// Sends to `addr` (a path or an abstract name).
+    pub async fn send_to_addr_async(&self, buf: &[u8], addr: &SocketAddr) -> io::Result<usize> {
+        self.sock
+            .op_async(Direction::Write, |s| s.send_to_addr(buf, addr))
+            .await
+    }
+
+    /// Shuts down the read, write or both halves (a later `send` is `BrokenPipe`, a `recv`
+    /// returns `Ok(0)`), as `std`'s.
+    pub fn shutdown(&self, how: Shutdown) -> io::Result<()> {
+        self.sock.get().shutdown(how)
+    }
+
+    /// Takes the socket's pending error (`SO_ERROR`).
+    pub fn take_error(&self) -> io::Result<Option<io::Error>> {
+        self.sock.get().take_error()
     }
 
     /// Sends to the socket at `path`, blocking-style.
@@ -211,11 +342,7 @@ impl UnixDatagram {
             .await
     }
 
-    datagram_face!(sock, SocketAddr);
+    datagram_face!(sock, SocketAddr, received, unnamed());
 }
 
-impl AsRawFd for UnixDatagram {
-    fn as_raw_fd(&self) -> RawFd {
-        self.sock.get().as_raw_fd()
-    }
-}
+fd_traits!(UnixDatagram, sock, std_unix::UnixDatagram);
