@@ -11,6 +11,32 @@
 //! thread and back: a read fills it there and copies out here, a write copies in here. The
 //! buffer is reused, so a file read in a loop allocates once.
 //!
+//! # Calls whose future is dropped
+//!
+//! A pool job cannot be stopped: when the future of a `File` call is dropped before it
+//! finishes (a `select!` or timeout that lost, an aborted task, a coroutine cancelled while it
+//! waits), the job still runs to its end. Left alone it would race the calls made after it
+//! (a seek overtaken by the read before it, a `set_len` undone by the write before it) and a
+//! read's bytes would be lost. So a `File` keeps the job of its last call, and:
+//!
+//! 1. Every call first waits for that job if it is still running (the previous call's future
+//!    was dropped), then keeps what it brought back. Calls on one `File` therefore take effect
+//!    in the order they were made, whatever was dropped; `flush` just waits for it.
+//! 2. A call's job is the one kept while it runs; the call takes it back when it finishes.
+//! 3. A dropped *read* is as if it had not been made: the bytes its job read are kept, the
+//!    next read returns them first, a seek from `SeekFrom::Current` counts from before them,
+//!    and a write first moves the cursor back over them (on a pipe, which cannot seek, they
+//!    stay for the next read). No byte is lost and the cursor is where the caller left it.
+//! 4. A dropped *write* (or `write_all_async`) happens or not, in part or whole, as a
+//!    cancelled write anywhere: the chunk in flight (up to 2 MiB) reaches the file before any
+//!    later call, the chunks not started are not written, and how much was written is not
+//!    reported — seek or look at the length to know.
+//!
+//! A `File` dropped with a job running does not wait: the job finishes on the pool, then the
+//! descriptor is closed (each job holds it, so its number is never reused under a running
+//! job; the write reaches *this* file). A reader that opens the path at once may not see that
+//! write yet. Jobs still queued when the runtime shuts down are dropped unrun.
+//!
 //! ```
 //! let rt = corio::Runtime::builder().workers(1).build().unwrap();
 //! let path = std::env::temp_dir().join(format!("corio-fs-doc-{}", std::process::id()));
@@ -23,10 +49,15 @@
 //! std::fs::remove_file(path).unwrap();
 //! ```
 
+use std::fmt;
+use std::future::Future;
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+use std::pin::pin;
 use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
 
+use crate::JoinHandle;
 use crate::runtime::context::{self, Here};
 
 /// Most bytes one pool job reads or writes (larger requests are served in parts, as
@@ -115,11 +146,57 @@ pub async fn write_async<P: AsRef<Path>, C: AsRef<[u8]>>(path: P, contents: C) -
 /// `Read`, `Write` and `Seek` are blocking-style; `read_async`, `write_async`,
 /// `write_all_async` and `seek_async` are the async forms. Writes go straight to the file (no
 /// write-behind), so `flush` has nothing to do.
-#[derive(Debug)]
+///
+/// Calls take effect in the order they were made, even when the future of one was dropped
+/// before it finished: see [Calls whose future is dropped](self#calls-whose-future-is-dropped).
 pub struct File {
-    file: Arc<std::fs::File>,
-    /// The buffer that goes to the pool and back; empty while a call has it.
+    /// The file. Each pool job holds a clone, so the descriptor stays open until the last job
+    /// that uses it has finished, even after the `File` is dropped: its number cannot be reused
+    /// by another `open` while a job may still read or write through it.
+    std: Arc<std::fs::File>,
+    /// Guarded by this (corio) mutex for the `&self` calls; the `&mut self` calls reach it
+    /// with `get_mut`.
+    state: crate::sync::Mutex<State>,
+}
+
+/// What a [`File`] keeps between calls.
+struct State {
+    /// The buffer that goes to the pool and back; empty while a job has it.
     buf: Vec<u8>,
+    /// Bytes that the job of a dropped read brought in, the caller never saw: the next read
+    /// returns them first. `unread[unread_at..]` are still due; the caller's position is the
+    /// file's minus their number.
+    unread: Vec<u8>,
+    unread_at: usize,
+    /// The job of the call being made, or of one whose future was dropped: the next call
+    /// waits for it first ([`State::settle`]).
+    in_flight: Option<JoinHandle<Done>>,
+}
+
+/// What a pool job hands back.
+enum Done {
+    /// A read, and the buffer holding what it read.
+    Read(io::Result<usize>, Vec<u8>),
+    /// A write, its buffer, and whether the job first moved the cursor back over the
+    /// unread bytes (which are then dropped).
+    Write(io::Result<usize>, Vec<u8>, bool),
+    Seek(io::Result<u64>),
+    Unit(io::Result<()>),
+    Metadata(io::Result<std::fs::Metadata>),
+}
+
+/// Where a call's job runs: on the pool (coroutines, async tasks) or in place (a plain thread).
+#[derive(Clone, Copy)]
+enum Via {
+    Pool,
+    InPlace,
+}
+
+impl fmt::Debug for File {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Not the buffer: after a large read it holds megabytes.
+        f.debug_tuple("File").field(&*self.std).finish()
+    }
 }
 
 /// The opening mode, as `std::fs::OpenOptions`; [`open`](Self::open) runs on the pool.
@@ -185,6 +262,231 @@ impl OpenOptions {
     }
 }
 
+impl State {
+    fn new() -> State {
+        State {
+            buf: Vec::new(),
+            unread: Vec::new(),
+            unread_at: 0,
+            in_flight: None,
+        }
+    }
+
+    /// How many read bytes the caller has not seen (see `unread`).
+    fn unread_len(&self) -> usize {
+        self.unread.len() - self.unread_at
+    }
+
+    /// Waits for the job of a call whose future was dropped, if any, and keeps what it
+    /// brought back: read bytes as unread, the buffer for reuse (protocol step 1 in
+    /// [Calls whose future is dropped](self#calls-whose-future-is-dropped)).
+    async fn settle(&mut self) {
+        let Some(job) = &mut self.in_flight else {
+            return;
+        };
+        let done = job.await;
+        self.in_flight = None;
+        match done {
+            Ok(Done::Read(Ok(n), mut buf)) => {
+                buf.truncate(n);
+                self.unread = buf;
+                self.unread_at = 0;
+            }
+            Ok(Done::Read(Err(_), buf)) => self.buf = buf,
+            Ok(Done::Write(_, buf, gave_back)) => {
+                self.buf = buf;
+                if gave_back {
+                    self.drop_unread();
+                }
+            }
+            Ok(Done::Seek(Ok(_))) => self.drop_unread(),
+            Ok(Done::Seek(Err(_)) | Done::Unit(_) | Done::Metadata(_)) => {}
+            // Its panic went unseen (as its result); cancelled only at runtime shutdown.
+            Err(_) => {}
+        }
+    }
+
+    fn drop_unread(&mut self) {
+        self.unread.clear();
+        self.unread_at = 0;
+    }
+
+    /// Runs `job` (steps 2 and 3): on the pool it is the call in flight until it finishes, so
+    /// that if this future is dropped meanwhile the next call waits for it.
+    async fn call<F>(&mut self, via: Via, job: F) -> Done
+    where
+        F: FnOnce() -> Done + Send + 'static,
+    {
+        match via {
+            Via::InPlace => job(),
+            Via::Pool => {
+                debug_assert!(self.in_flight.is_none(), "settle first");
+                let handle = self.in_flight.insert(crate::spawn_blocking(job));
+                let done = handle.await;
+                self.in_flight = None;
+                join(done)
+            }
+        }
+    }
+
+    async fn read(
+        &mut self,
+        via: Via,
+        file: &Arc<std::fs::File>,
+        out: &mut [u8],
+    ) -> io::Result<usize> {
+        self.settle().await;
+        if self.unread_len() > 0 {
+            let n = self.unread_len().min(out.len());
+            out[..n].copy_from_slice(&self.unread[self.unread_at..][..n]);
+            self.unread_at += n;
+            if self.unread_len() == 0 {
+                self.drop_unread();
+            }
+            return Ok(n);
+        }
+        let (file, mut buf) = (file.clone(), std::mem::take(&mut self.buf));
+        buf.resize(out.len().min(MAX_CHUNK), 0);
+        let job = move || {
+            let r = (&*file).read(&mut buf);
+            Done::Read(r, buf)
+        };
+        let Done::Read(r, buf) = self.call(via, job).await else {
+            unreachable!("a read job reads")
+        };
+        self.buf = buf;
+        let n = r?;
+        out[..n].copy_from_slice(&self.buf[..n]);
+        Ok(n)
+    }
+
+    async fn write(
+        &mut self,
+        via: Via,
+        file: &Arc<std::fs::File>,
+        data: &[u8],
+    ) -> io::Result<usize> {
+        self.settle().await;
+        // The caller's position is before the unread bytes: the write goes there.
+        let back = self.unread_len() as i64;
+        let (file, mut buf) = (file.clone(), std::mem::take(&mut self.buf));
+        buf.clear();
+        buf.extend_from_slice(&data[..data.len().min(MAX_CHUNK)]);
+        let job = move || {
+            let gave_back = back > 0
+                && match (&*file).seek(SeekFrom::Current(-back)) {
+                    Ok(_) => true,
+                    // A pipe or a terminal: reading and writing are separate streams, and the
+                    // unread bytes stay due to the next read.
+                    Err(e) if e.kind() == io::ErrorKind::NotSeekable => false,
+                    Err(e) => return Done::Write(Err(e), buf, false),
+                };
+            let r = (&*file).write(&buf);
+            Done::Write(r, buf, gave_back)
+        };
+        let Done::Write(r, buf, gave_back) = self.call(via, job).await else {
+            unreachable!("a write job writes")
+        };
+        self.buf = buf;
+        if gave_back {
+            self.drop_unread();
+        }
+        r
+    }
+
+    async fn seek(
+        &mut self,
+        via: Via,
+        file: &Arc<std::fs::File>,
+        pos: SeekFrom,
+    ) -> io::Result<u64> {
+        self.settle().await;
+        let pos = match pos {
+            // Relative to the caller's position, before the unread bytes.
+            SeekFrom::Current(by) if self.unread_len() > 0 => {
+                match by.checked_sub(self.unread_len() as i64) {
+                    Some(by) => SeekFrom::Current(by),
+                    None => return Err(io::ErrorKind::InvalidInput.into()),
+                }
+            }
+            pos => pos,
+        };
+        let file = file.clone();
+        let Done::Seek(r) = self.call(via, move || Done::Seek((&*file).seek(pos))).await else {
+            unreachable!("a seek job seeks")
+        };
+        if r.is_ok() {
+            self.drop_unread();
+        }
+        r
+    }
+
+    /// A call that neither moves the cursor nor reads: `sync_all`, `set_len`, ...
+    async fn unit(
+        &mut self,
+        via: Via,
+        file: &Arc<std::fs::File>,
+        f: fn(&std::fs::File) -> io::Result<()>,
+    ) -> io::Result<()> {
+        self.settle().await;
+        let file = file.clone();
+        let Done::Unit(r) = self.call(via, move || Done::Unit(f(&file))).await else {
+            unreachable!("a unit job")
+        };
+        r
+    }
+
+    async fn set_len(&mut self, via: Via, file: &Arc<std::fs::File>, size: u64) -> io::Result<()> {
+        self.settle().await;
+        let file = file.clone();
+        let Done::Unit(r) = self.call(via, move || Done::Unit(file.set_len(size))).await else {
+            unreachable!("a set_len job")
+        };
+        r
+    }
+
+    async fn metadata(
+        &mut self,
+        via: Via,
+        file: &Arc<std::fs::File>,
+    ) -> io::Result<std::fs::Metadata> {
+        self.settle().await;
+        let file = file.clone();
+        let Done::Metadata(r) = self
+            .call(via, move || Done::Metadata(file.metadata()))
+            .await
+        else {
+            unreachable!("a metadata job")
+        };
+        r
+    }
+}
+
+/// Runs a `File` call blocking-style: `call` gets where its job runs (the pool in a coroutine,
+/// in place on a plain thread) and the returned future is waited for as `block_on` waits.
+///
+/// On a thread the future is ready at its first poll unless the job of a dropped call is
+/// still running, so it is polled once first: only that rare case parks the thread (through
+/// `block_on`, which refuses a runtime worker's own thread, where the old in-place call
+/// worked and still does).
+#[track_caller]
+fn blocking_style<F: Future>(call: impl FnOnce(Via) -> F) -> F::Output {
+    match context::here() {
+        Here::Stackful(_) => crate::block_on(call(Via::Pool)),
+        Here::Stackless => panic!(
+            "a blocking-style corio::fs call inside an async task would stall its worker: use \
+             the `_async` form and `.await` it"
+        ),
+        Here::Thread => {
+            let mut fut = pin!(call(Via::InPlace));
+            match fut.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+                Poll::Ready(v) => v,
+                Poll::Pending => crate::block_on(fut),
+            }
+        }
+    }
+}
+
 impl File {
     /// Opens `path` for reading.
     #[track_caller]
@@ -222,65 +524,19 @@ impl File {
     /// Wraps an open `std` file.
     pub fn from_std(file: std::fs::File) -> File {
         File {
-            file: Arc::new(file),
-            buf: Vec::new(),
+            std: Arc::new(file),
+            state: crate::sync::Mutex::new(State::new()),
         }
-    }
-
-    /// The job of a read of up to `len` bytes: returns the buffer holding what was read.
-    fn read_job(
-        &mut self,
-        len: usize,
-    ) -> impl FnOnce() -> (io::Result<usize>, Vec<u8>) + Send + 'static {
-        let (file, mut buf) = (self.file.clone(), std::mem::take(&mut self.buf));
-        buf.resize(len.min(MAX_CHUNK), 0);
-        move || {
-            let r = (&*file).read(&mut buf);
-            (r, buf)
-        }
-    }
-
-    /// Copies a finished read out and keeps the buffer.
-    fn read_done(
-        &mut self,
-        (r, buf): (io::Result<usize>, Vec<u8>),
-        out: &mut [u8],
-    ) -> io::Result<usize> {
-        self.buf = buf;
-        let n = r?;
-        out[..n].copy_from_slice(&self.buf[..n]);
-        Ok(n)
-    }
-
-    /// The job of a write of (a first part of) `data`.
-    fn write_job(
-        &mut self,
-        data: &[u8],
-    ) -> impl FnOnce() -> (io::Result<usize>, Vec<u8>) + Send + 'static {
-        let (file, mut buf) = (self.file.clone(), std::mem::take(&mut self.buf));
-        buf.clear();
-        buf.extend_from_slice(&data[..data.len().min(MAX_CHUNK)]);
-        move || {
-            let r = (&*file).write(&buf);
-            (r, buf)
-        }
-    }
-
-    fn write_done(&mut self, (r, buf): (io::Result<usize>, Vec<u8>)) -> io::Result<usize> {
-        self.buf = buf;
-        r
     }
 
     /// Reads into `buf`.
     pub async fn read_async(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let done = run_async(self.read_job(buf.len())).await;
-        self.read_done(done, buf)
+        self.state.get_mut().read(Via::Pool, &self.std, buf).await
     }
 
     /// Writes (part of) `buf`.
     pub async fn write_async(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let done = run_async(self.write_job(buf)).await;
-        self.write_done(done)
+        self.state.get_mut().write(Via::Pool, &self.std, buf).await
     }
 
     /// Writes all of `buf`.
@@ -296,63 +552,79 @@ impl File {
 
     /// Moves the cursor.
     pub async fn seek_async(&mut self, pos: SeekFrom) -> io::Result<u64> {
-        let file = self.file.clone();
-        run_async(move || (&*file).seek(pos)).await
+        self.state.get_mut().seek(Via::Pool, &self.std, pos).await
     }
 
-    /// `fsync`, blocking-style.
+    /// `fsync`: data and metadata reach the disk, blocking-style.
     #[track_caller]
     pub fn sync_all(&self) -> io::Result<()> {
-        let file = self.file.clone();
-        run(move || file.sync_all())
+        blocking_style(|via| async move {
+            let mut state = self.state.lock_async().await;
+            state.unit(via, &self.std, std::fs::File::sync_all).await
+        })
     }
 
-    /// `fsync`.
+    /// `fsync`: data and metadata reach the disk.
     pub async fn sync_all_async(&self) -> io::Result<()> {
-        let file = self.file.clone();
-        run_async(move || file.sync_all()).await
+        let mut state = self.state.lock_async().await;
+        state
+            .unit(Via::Pool, &self.std, std::fs::File::sync_all)
+            .await
     }
 
     /// The file's metadata, blocking-style.
     #[track_caller]
     pub fn metadata(&self) -> io::Result<std::fs::Metadata> {
-        let file = self.file.clone();
-        run(move || file.metadata())
+        blocking_style(|via| async move {
+            let mut state = self.state.lock_async().await;
+            state.metadata(via, &self.std).await
+        })
     }
 
-    /// Truncates or extends the file to `size` bytes, blocking-style.
+    /// Truncates or extends the file to `size` bytes, blocking-style. The cursor does not
+    /// move (as `std`).
     #[track_caller]
     pub fn set_len(&self, size: u64) -> io::Result<()> {
-        let file = self.file.clone();
-        run(move || file.set_len(size))
+        blocking_style(|via| async move {
+            let mut state = self.state.lock_async().await;
+            state.set_len(via, &self.std, size).await
+        })
     }
 }
 
 impl Read for File {
     /// Blocking-style (see the module doc).
+    #[track_caller]
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let done = run(self.read_job(buf.len()));
-        self.read_done(done, buf)
+        let (state, file) = (self.state.get_mut(), &self.std);
+        blocking_style(|via| state.read(via, file, buf))
     }
 }
 
 impl Write for File {
     /// Blocking-style (see the module doc).
+    #[track_caller]
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let done = run(self.write_job(buf));
-        self.write_done(done)
+        let (state, file) = (self.state.get_mut(), &self.std);
+        blocking_style(|via| state.write(via, file, buf))
     }
 
+    /// Writes go straight to the file, so there is nothing to flush; this only waits for the
+    /// job of a call whose future was dropped, if one is still running.
+    #[track_caller]
     fn flush(&mut self) -> io::Result<()> {
+        let state = self.state.get_mut();
+        blocking_style(|_| state.settle());
         Ok(())
     }
 }
 
 impl Seek for File {
     /// Blocking-style (see the module doc).
+    #[track_caller]
     fn seek(&mut self, pos: SeekFrom) -> io::Result<u64> {
-        let file = self.file.clone();
-        run(move || (&*file).seek(pos))
+        let (state, file) = (self.state.get_mut(), &self.std);
+        blocking_style(|via| state.seek(via, file, pos))
     }
 }
 

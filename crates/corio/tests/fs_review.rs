@@ -1,0 +1,491 @@
+//! `corio::fs::File` against `std::fs::File`: positions after mixed calls, calls whose future
+//! was dropped (a read's bytes are not lost, a write is not reordered past later calls), a
+//! `File` dropped with a call in flight, errors (`NotFound`, `InvalidData`, `InvalidInput`),
+//! large files, and where the blocking-style forms may be called.
+//!
+//! Several tests make the order of pool jobs deterministic with a runtime whose blocking pool
+//! has one thread, which a gate job occupies while the test queues the call it then drops.
+
+#[macro_use]
+mod support;
+
+use std::future::Future;
+use std::io::{ErrorKind, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::pin::{Pin, pin};
+use std::sync::mpsc;
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+use support::within;
+
+/// A hang is a failure well before the harness would notice.
+const LIMIT: Duration = Duration::from_secs(20);
+
+/// A fresh temporary directory, removed when dropped.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(name: &str) -> TempDir {
+        let dir =
+            std::env::temp_dir().join(format!("corio-fs-review-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        TempDir(dir)
+    }
+
+    fn join(&self, file: &str) -> PathBuf {
+        self.0.join(file)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// One worker and a blocking pool of one thread: pool jobs run one at a time, in the order
+/// they were queued.
+fn rt_one_pool_thread() -> corio::Runtime {
+    corio::Runtime::builder()
+        .workers(1)
+        .max_blocking_threads(1)
+        .hog_report(false)
+        .build()
+        .unwrap()
+}
+
+/// Polls `fut` once (the caller then drops it: a cancelled call).
+fn poll_once<F: Future>(fut: Pin<&mut F>) -> Poll<F::Output> {
+    fut.poll(&mut Context::from_waker(Waker::noop()))
+}
+
+/// Occupies the (single) pool thread until the returned sender sends or is dropped. Call it
+/// inside the runtime.
+fn hold_the_pool() -> mpsc::Sender<()> {
+    let (tx, rx) = mpsc::channel::<()>();
+    drop(corio::spawn_blocking(move || {
+        let _ = rx.recv();
+    }));
+    tx
+}
+
+/// Lets the pool go after `delay`, from another thread (the caller may be about to wait for
+/// it).
+fn release_after(gate: mpsc::Sender<()>, delay: Duration) {
+    std::thread::spawn(move || {
+        std::thread::sleep(delay);
+        let _ = gate.send(());
+    });
+}
+
+/// Waits until every job queued on `rt`'s pool so far has run (one pool thread: FIFO).
+fn drain_the_pool(rt: &corio::Runtime) {
+    rt.block_on(async { corio::spawn_blocking(|| ()).await.unwrap() });
+}
+
+fn mkfifo(path: &Path) {
+    let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+}
+
+fn digits(n: usize) -> Vec<u8> {
+    (0..n).map(|i| b"0123456789abcdef"[i % 16]).collect()
+}
+
+#[test]
+fn a_dropped_read_async_loses_no_bytes_the_next_read_returns_them() {
+    within(LIMIT, || {
+        let dir = TempDir::new("dropped-read");
+        let path = dir.join("f");
+        std::fs::write(&path, digits(16)).unwrap();
+        let rt = rt_one_pool_thread();
+        rt.block_on(async move {
+            let mut f = corio::fs::File::open_async(&path).await.unwrap();
+            let gate = hold_the_pool();
+            {
+                let mut buf = [0u8; 4];
+                let read = pin!(f.read_async(&mut buf));
+                assert!(poll_once(read).is_pending()); // queued behind the gate
+            }
+            drop(gate);
+            // The dropped read's job ran before these (one pool thread), yet the caller never
+            // saw its bytes: the position it sees has not moved, and the next read gets them.
+            assert_eq!(f.seek_async(SeekFrom::Current(0)).await.unwrap(), 0);
+            let mut buf = [0u8; 4];
+            assert_eq!(f.read_async(&mut buf).await.unwrap(), 4);
+            assert_eq!(&buf, b"0123");
+            assert_eq!(f.read_async(&mut buf).await.unwrap(), 4);
+            assert_eq!(&buf, b"4567");
+            assert_eq!(f.seek_async(SeekFrom::Current(0)).await.unwrap(), 8);
+        });
+    });
+}
+
+#[test]
+fn after_a_dropped_read_seek_and_write_use_the_callers_position() {
+    within(LIMIT, || {
+        let dir = TempDir::new("dropped-read-write");
+        let path = dir.join("f");
+        std::fs::write(&path, digits(16)).unwrap();
+        let rt = rt_one_pool_thread();
+        let p = path.clone();
+        rt.block_on(async move {
+            let mut f = corio::fs::File::options()
+                .read(true)
+                .write(true)
+                .open_async(&p)
+                .await
+                .unwrap();
+            let mut buf = [0u8; 2];
+            f.read_async(&mut buf).await.unwrap(); // at 2
+            let gate = hold_the_pool();
+            {
+                let mut buf = [0u8; 8];
+                let read = pin!(f.read_async(&mut buf));
+                assert!(poll_once(read).is_pending());
+            }
+            drop(gate);
+            // A write goes where the caller left the cursor (2), not after the dropped read.
+            f.write_all_async(b"XY").await.unwrap();
+            // SeekFrom::Current counts from the caller's position too; a negative result is
+            // InvalidInput (as std) and moves nothing.
+            assert_eq!(f.seek_async(SeekFrom::Current(0)).await.unwrap(), 4);
+            let e = f.seek_async(SeekFrom::Current(-5)).await.unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::InvalidInput);
+            assert_eq!(f.seek_async(SeekFrom::Current(-1)).await.unwrap(), 3);
+        });
+        assert_eq!(std::fs::read(&path).unwrap(), b"01XY456789abcdef");
+    });
+}
+
+#[test]
+fn a_dropped_read_async_of_a_fifo_keeps_what_it_read() {
+    within(LIMIT, || {
+        let dir = TempDir::new("dropped-fifo");
+        let path = dir.join("fifo");
+        mkfifo(&path);
+        // Read-write: opening does not wait for a writer (Linux), and the pipe stays open.
+        let reader = std::fs::File::options()
+            .read(true)
+            .write(true)
+            .open(&path)
+            .unwrap();
+        let mut writer = std::fs::File::options().write(true).open(&path).unwrap();
+        let rt = rt_one_pool_thread();
+        let got = rt.block_on(async move {
+            let mut f = corio::fs::File::from_std(reader);
+            {
+                let mut buf = [0u8; 64];
+                let read = pin!(f.read_async(&mut buf));
+                assert!(poll_once(read).is_pending()); // waits for data on the pool
+            }
+            writer.write_all(b"first").unwrap();
+            corio::time::sleep_async(Duration::from_millis(100)).await;
+            writer.write_all(b"second").unwrap();
+            let mut buf = [0u8; 5];
+            f.read_async(&mut buf).await.unwrap();
+            buf
+        });
+        assert_eq!(&got, b"first", "the bytes the dropped read took were lost");
+    });
+}
+
+#[test]
+fn a_write_async_dropped_in_flight_lands_before_the_next_call() {
+    within(LIMIT, || {
+        let dir = TempDir::new("dropped-write");
+        let path = dir.join("f");
+        let rt = rt_one_pool_thread();
+        let p = path.clone();
+        let (mut f, gate) = rt.block_on(async move {
+            let mut f = corio::fs::File::create_async(&p).await.unwrap();
+            let gate = hold_the_pool();
+            {
+                let write = pin!(f.write_async(b"AAAA"));
+                assert!(poll_once(write).is_pending()); // queued behind the gate
+            }
+            (f, gate)
+        });
+        release_after(gate, Duration::from_millis(100));
+        // From a plain thread (in place): it must still come after the write in flight.
+        f.write_all(b"BBBB").unwrap();
+        assert_eq!(f.metadata().unwrap().len(), 8);
+        drain_the_pool(&rt);
+        assert_eq!(std::fs::read(&path).unwrap(), b"AAAABBBB");
+    });
+}
+
+#[test]
+fn set_len_after_a_dropped_write_async_is_not_undone_by_it() {
+    within(LIMIT, || {
+        let dir = TempDir::new("dropped-write-set-len");
+        let path = dir.join("f");
+        let rt = rt_one_pool_thread();
+        let p = path.clone();
+        let (f, gate) = rt.block_on(async move {
+            let mut f = corio::fs::File::create_async(&p).await.unwrap();
+            let gate = hold_the_pool();
+            {
+                let write = pin!(f.write_async(&[7u8; 4096]));
+                assert!(poll_once(write).is_pending());
+            }
+            (f, gate)
+        });
+        release_after(gate, Duration::from_millis(100));
+        f.set_len(0).unwrap();
+        drain_the_pool(&rt);
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), 0);
+        drop(f);
+    });
+}
+
+#[test]
+fn a_file_dropped_with_a_write_in_flight_writes_it_and_no_other_file() {
+    // The pool job keeps the descriptor open: closing it early would let the next `open`
+    // reuse its number, and the job would write into that other file.
+    within(LIMIT, || {
+        let dir = TempDir::new("drop-in-flight");
+        let (first, second) = (dir.join("first"), dir.join("second"));
+        let rt = rt_one_pool_thread();
+        let p = first.clone();
+        let gate = rt.block_on(async move {
+            let mut f = corio::fs::File::create_async(&p).await.unwrap();
+            let gate = hold_the_pool();
+            {
+                let write = pin!(f.write_async(b"for the first file"));
+                assert!(poll_once(write).is_pending());
+            }
+            drop(f);
+            gate
+        });
+        let mut other = std::fs::File::create(&second).unwrap();
+        other.write_all(b"second").unwrap();
+        gate.send(()).unwrap();
+        drain_the_pool(&rt);
+        drop(other);
+        assert_eq!(std::fs::read(&first).unwrap(), b"for the first file");
+        assert_eq!(std::fs::read(&second).unwrap(), b"second");
+    });
+}
+
+/// The same script of reads, writes and seeks on a `std` file and a `corio` file; every
+/// result and the final contents must agree.
+fn script<F: Read + Write + Seek>(f: &mut F) -> Vec<String> {
+    let mut log = Vec::new();
+    let mut buf = [0u8; 5];
+    log.push(format!(
+        "{:?}",
+        f.write(b"hello world").map_err(|e| e.kind())
+    ));
+    log.push(format!(
+        "{:?}",
+        f.seek(SeekFrom::Start(6)).map_err(|e| e.kind())
+    ));
+    log.push(format!("{:?}", f.read(&mut buf).map_err(|e| e.kind())));
+    log.push(format!("{:?}", String::from_utf8_lossy(&buf)));
+    log.push(format!("{:?}", f.stream_position().map_err(|e| e.kind())));
+    log.push(format!(
+        "{:?}",
+        f.seek(SeekFrom::End(-5)).map_err(|e| e.kind())
+    ));
+    log.push(format!("{:?}", f.write(b"WORLD!!").map_err(|e| e.kind())));
+    log.push(format!(
+        "{:?}",
+        f.seek(SeekFrom::Current(-100)).map_err(|e| e.kind())
+    ));
+    log.push(format!("{:?}", f.stream_position().map_err(|e| e.kind())));
+    log.push(format!(
+        "{:?}",
+        f.seek(SeekFrom::End(-100)).map_err(|e| e.kind())
+    ));
+    log.push(format!(
+        "{:?}",
+        f.seek(SeekFrom::End(4)).map_err(|e| e.kind())
+    ));
+    log.push(format!("{:?}", f.write(b"!").map_err(|e| e.kind())));
+    log.push(format!("{:?}", f.read(&mut buf).map_err(|e| e.kind())));
+    log.push(format!("{:?}", f.rewind().map_err(|e| e.kind())));
+    let mut all = Vec::new();
+    log.push(format!(
+        "{:?}",
+        f.read_to_end(&mut all).map_err(|e| e.kind())
+    ));
+    log.push(format!("{all:?}"));
+    log.push(format!(
+        "{:?}",
+        f.seek(SeekFrom::Start(2)).map_err(|e| e.kind())
+    ));
+    let mut s = String::new();
+    log.push(format!(
+        "{:?}",
+        f.read_to_string(&mut s).map_err(|e| e.kind())
+    ));
+    log.push(format!("{:?}", f.flush().map_err(|e| e.kind())));
+    log
+}
+
+fn std_script(path: &Path) -> (Vec<String>, Vec<u8>) {
+    let mut f = std::fs::File::options()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(path)
+        .unwrap();
+    let log = script(&mut f);
+    (log, std::fs::read(path).unwrap())
+}
+
+#[test]
+fn reads_writes_and_seeks_agree_with_std_in_a_coroutine_and_on_a_plain_thread() {
+    within(LIMIT, || {
+        let dir = TempDir::new("script");
+        let want = std_script(&dir.join("std"));
+        let open = |path: &Path| {
+            corio::fs::File::options()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .open(path)
+                .unwrap()
+        };
+        // A plain thread, outside any runtime.
+        let path = dir.join("thread");
+        let log = script(&mut open(&path));
+        assert_eq!((log, std::fs::read(&path).unwrap()), want);
+        // Coroutines, on both scheduler flavours.
+        for workers in support::FLAVOURS {
+            let path = dir.join(&format!("coroutine{workers}"));
+            let p = path.clone();
+            let log = support::rt(workers).run(move || script(&mut open(&p)));
+            assert_eq!((log, std::fs::read(&path).unwrap()), want);
+        }
+    });
+}
+
+#[test]
+fn errors_are_stds_not_found_and_invalid_data() {
+    within(LIMIT, || {
+        let dir = TempDir::new("errors");
+        let missing = dir.join("missing");
+        let latin1 = dir.join("latin1");
+        std::fs::write(&latin1, b"caf\xe9").unwrap();
+        let (m, l) = (missing.clone(), latin1.clone());
+        support::rt(1).run(move || {
+            assert_eq!(corio::fs::read(&m).unwrap_err().kind(), ErrorKind::NotFound);
+            assert_eq!(
+                corio::fs::File::open(&m).unwrap_err().kind(),
+                ErrorKind::NotFound
+            );
+            let e = corio::fs::read_to_string(&l).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::InvalidData);
+            let mut s = String::new();
+            let e = corio::fs::File::open(&l).unwrap().read_to_string(&mut s);
+            assert_eq!(e.unwrap_err().kind(), ErrorKind::InvalidData);
+            let new = corio::fs::File::options()
+                .write(true)
+                .create_new(true)
+                .open(&l);
+            assert_eq!(new.unwrap_err().kind(), ErrorKind::AlreadyExists);
+        });
+        let text = support::rt(1).block_on(async move {
+            let e = corio::fs::read_async(&missing).await.unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::NotFound);
+            corio::fs::read_to_string_async(&latin1).await
+        });
+        assert_eq!(text.unwrap_err().kind(), ErrorKind::InvalidData);
+    });
+}
+
+#[test]
+fn sixty_four_mib_are_written_and_read_whole() {
+    within(LIMIT, || {
+        let dir = TempDir::new("large");
+        let data: Vec<u8> = (0..64 << 20).map(|i: u32| (i % 251) as u8).collect();
+        let (a, b) = (dir.join("a"), dir.join("b"));
+        let (pa, pb, d) = (a.clone(), b.clone(), data.clone());
+        let (whole, by_file) = support::rt(2).run(move || {
+            corio::fs::write(&pa, &d).unwrap();
+            let mut f = corio::fs::File::create(&pb).unwrap();
+            f.write_all(&d).unwrap();
+            f.sync_all().unwrap();
+            drop(f);
+            let mut back = Vec::new();
+            corio::fs::File::open(&pb)
+                .unwrap()
+                .read_to_end(&mut back)
+                .unwrap();
+            (corio::fs::read(&pa).unwrap(), back)
+        });
+        assert!(whole == data, "fs::write/fs::read of 64 MiB");
+        assert!(by_file == data, "write_all/read_to_end of 64 MiB");
+        let pb = b.clone();
+        let n = support::rt(1).block_on(async move {
+            let mut f = corio::fs::File::open_async(&pb).await.unwrap();
+            let mut buf = vec![0u8; 64 << 20];
+            let mut n = 0;
+            loop {
+                match f.read_async(&mut buf[n..]).await.unwrap() {
+                    0 => break n,
+                    k => n += k,
+                }
+            }
+        });
+        assert_eq!(n, data.len());
+    });
+}
+
+#[test]
+fn blocking_style_calls_in_an_async_task_panic_with_advice_and_run_in_block_on() {
+    within(LIMIT, || {
+        let dir = TempDir::new("stackless");
+        let path = dir.join("f");
+        std::fs::write(&path, "x").unwrap();
+        let rt = support::rt(1);
+        // `block_on`'s future runs on the calling thread, which may block: in place.
+        let p = path.clone();
+        assert_eq!(
+            rt.block_on(async move { corio::fs::read(&p).unwrap() }),
+            b"x"
+        );
+        let p = path.clone();
+        let joined =
+            rt.block_on(async move { corio::spawn(async move { corio::fs::read(&p) }).await });
+        let payload = joined.unwrap_err().into_panic();
+        let msg = support::payload_text(&*payload);
+        assert!(msg.contains("_async"), "{msg}");
+    });
+}
+
+#[test]
+fn a_file_prints_like_a_std_file_not_its_buffer() {
+    within(LIMIT, || {
+        let dir = TempDir::new("debug");
+        let path = dir.join("f");
+        std::fs::write(&path, vec![1u8; 1 << 20]).unwrap();
+        let mut f = corio::fs::File::open(&path).unwrap();
+        let mut buf = vec![0u8; 1 << 20];
+        f.read_exact(&mut buf).unwrap();
+        let shown = format!("{f:?}");
+        assert!(shown.len() < 300, "{} bytes of Debug output", shown.len());
+    });
+}
+
+#[test]
+fn the_async_forms_are_send() {
+    fn send<T: Send>(_: T) {}
+    let mut f = corio::fs::File::from_std(tempfile_std());
+    let mut buf = [0u8; 1];
+    send(f.read_async(&mut buf));
+    send(f.write_async(b""));
+    send(f.seek_async(SeekFrom::Start(0)));
+    send(f.sync_all_async());
+}
+
+fn tempfile_std() -> std::fs::File {
+    std::fs::File::open("/dev/null").unwrap()
+}
