@@ -149,6 +149,26 @@ pub async fn write_async<P: AsRef<Path>, C: AsRef<[u8]>>(path: P, contents: C) -
 ///
 /// Calls take effect in the order they were made, even when the future of one was dropped
 /// before it finished: see [Calls whose future is dropped](self#calls-whose-future-is-dropped).
+///
+/// ```
+/// use std::io::SeekFrom;
+///
+/// let rt = corio::Runtime::builder().workers(1).build().unwrap();
+/// let path = std::env::temp_dir().join(format!("corio-fs-file-doc-{}", std::process::id()));
+/// let p = path.clone();
+/// let len = rt.block_on(async move {
+///     let mut f = corio::fs::File::create_async(&p).await.unwrap();
+///     f.write_all_async(b"0123456789").await.unwrap();
+///     f.set_len_async(4).await.unwrap();
+///     f.seek_async(SeekFrom::End(0)).await.unwrap();
+///     f.write_all_async(b"!").await.unwrap();
+///     f.sync_data_async().await.unwrap();
+///     f.metadata_async().await.unwrap().len()
+/// });
+/// assert_eq!(len, 5);
+/// assert_eq!(std::fs::read(&path).unwrap(), b"0123!");
+/// std::fs::remove_file(path).unwrap();
+/// ```
 pub struct File {
     /// The file. Each pool job holds a clone, so the descriptor stays open until the last job
     /// that uses it has finished, even after the `File` is dropped: its number cannot be reused
@@ -572,6 +592,24 @@ impl File {
             .await
     }
 
+    /// `fdatasync`: data (and the metadata needed to read it back) reach the disk,
+    /// blocking-style.
+    #[track_caller]
+    pub fn sync_data(&self) -> io::Result<()> {
+        blocking_style(|via| async move {
+            let mut state = self.state.lock_async().await;
+            state.unit(via, &self.std, std::fs::File::sync_data).await
+        })
+    }
+
+    /// `fdatasync`: data (and the metadata needed to read it back) reach the disk.
+    pub async fn sync_data_async(&self) -> io::Result<()> {
+        let mut state = self.state.lock_async().await;
+        state
+            .unit(Via::Pool, &self.std, std::fs::File::sync_data)
+            .await
+    }
+
     /// The file's metadata, blocking-style.
     #[track_caller]
     pub fn metadata(&self) -> io::Result<std::fs::Metadata> {
@@ -579,6 +617,12 @@ impl File {
             let mut state = self.state.lock_async().await;
             state.metadata(via, &self.std).await
         })
+    }
+
+    /// The file's metadata.
+    pub async fn metadata_async(&self) -> io::Result<std::fs::Metadata> {
+        let mut state = self.state.lock_async().await;
+        state.metadata(Via::Pool, &self.std).await
     }
 
     /// Truncates or extends the file to `size` bytes, blocking-style. The cursor does not
@@ -589,6 +633,12 @@ impl File {
             let mut state = self.state.lock_async().await;
             state.set_len(via, &self.std, size).await
         })
+    }
+
+    /// Truncates or extends the file to `size` bytes. The cursor does not move (as `std`).
+    pub async fn set_len_async(&self, size: u64) -> io::Result<()> {
+        let mut state = self.state.lock_async().await;
+        state.set_len(Via::Pool, &self.std, size).await
     }
 }
 

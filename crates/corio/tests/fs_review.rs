@@ -412,7 +412,7 @@ fn sixty_four_mib_are_written_and_read_whole() {
             corio::fs::write(&pa, &d).unwrap();
             let mut f = corio::fs::File::create(&pb).unwrap();
             f.write_all(&d).unwrap();
-            f.sync_all().unwrap();
+            f.sync_data().unwrap();
             drop(f);
             let mut back = Vec::new();
             corio::fs::File::open(&pb)
@@ -436,6 +436,27 @@ fn sixty_four_mib_are_written_and_read_whole() {
             }
         });
         assert_eq!(n, data.len());
+    });
+}
+
+#[test]
+fn sync_metadata_and_set_len_have_async_forms_that_wait_like_std() {
+    within(LIMIT, || {
+        let dir = TempDir::new("sync");
+        let path = dir.join("f");
+        let p = path.clone();
+        support::rt(1).block_on(async move {
+            let mut f = corio::fs::File::create_async(&p).await.unwrap();
+            f.write_all_async(b"0123456789").await.unwrap();
+            f.sync_data_async().await.unwrap();
+            f.sync_all_async().await.unwrap();
+            f.set_len_async(4).await.unwrap();
+            assert_eq!(f.metadata_async().await.unwrap().len(), 4);
+            f.set_len_async(6).await.unwrap();
+            // The cursor stays at 10 (as std): the next write leaves a hole.
+            f.write_all_async(b"!").await.unwrap();
+        });
+        assert_eq!(std::fs::read(&path).unwrap(), b"0123\0\0\0\0\0\0!");
     });
 }
 
@@ -484,6 +505,7 @@ fn the_async_forms_are_send() {
     send(f.write_async(b""));
     send(f.seek_async(SeekFrom::Start(0)));
     send(f.sync_all_async());
+    send(f.metadata_async());
 }
 
 fn tempfile_std() -> std::fs::File {
