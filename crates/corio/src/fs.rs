@@ -143,9 +143,10 @@ pub async fn write_async<P: AsRef<Path>, C: AsRef<[u8]>>(path: P, contents: C) -
 
 /// An open file whose calls run on the blocking pool (see the module doc).
 ///
-/// `Read`, `Write` and `Seek` are blocking-style; `read_async`, `write_async`,
-/// `write_all_async` and `seek_async` are the async forms. Writes go straight to the file (no
-/// write-behind), so `flush` has nothing to do.
+/// `Read`, `Write` and `Seek` (for `File` and, as `std`, for `&File`) are blocking-style;
+/// `read_async`, `write_async`, `write_all_async` and `seek_async` are the async forms. Writes
+/// go straight to the file (no write-behind), so `flush` has nothing to do but wait for the
+/// job of a dropped call.
 ///
 /// Calls take effect in the order they were made, even when the future of one was dropped
 /// before it finished: see [Calls whose future is dropped](self#calls-whose-future-is-dropped).
@@ -675,6 +676,76 @@ impl Seek for File {
     fn seek(&mut self, pos: SeekFrom) -> io::Result<u64> {
         let (state, file) = (self.state.get_mut(), &self.std);
         blocking_style(|via| state.seek(via, file, pos))
+    }
+}
+
+/// As `std`'s `impl Read for &File`: several coroutines may share one `File`. Each call holds
+/// the `File`'s lock until its job is done, so calls do not interleave inside one another.
+///
+/// ```
+/// use std::io::{Read, Write};
+/// use std::sync::Arc;
+///
+/// let rt = corio::Runtime::builder().workers(2).build().unwrap();
+/// let path = std::env::temp_dir().join(format!("corio-fs-shared-doc-{}", std::process::id()));
+/// let p = path.clone();
+/// let len = rt.run(move || {
+///     let f = Arc::new(corio::fs::File::create(&p).unwrap());
+///     let writers: Vec<_> = (0..2)
+///         .map(|_| {
+///             let f = f.clone();
+///             corio::go(move || (&*f).write_all(b"0123456789").unwrap())
+///         })
+///         .collect();
+///     writers.into_iter().for_each(|w| w.join().unwrap());
+///     f.metadata().unwrap().len()
+/// });
+/// assert_eq!(len, 20);
+/// std::fs::remove_file(path).unwrap();
+/// ```
+impl Read for &File {
+    /// Blocking-style (see the module doc).
+    #[track_caller]
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let file = *self;
+        blocking_style(|via| async move {
+            let mut state = file.state.lock_async().await;
+            state.read(via, &file.std, buf).await
+        })
+    }
+}
+
+/// As `std`'s `impl Write for &File` (see `Read for &File`).
+impl Write for &File {
+    /// Blocking-style (see the module doc).
+    #[track_caller]
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let file = *self;
+        blocking_style(|via| async move {
+            let mut state = file.state.lock_async().await;
+            state.write(via, &file.std, buf).await
+        })
+    }
+
+    /// As `File`'s: waits for the job of a call whose future was dropped, if one is running.
+    #[track_caller]
+    fn flush(&mut self) -> io::Result<()> {
+        let file = *self;
+        blocking_style(|_| async move { file.state.lock_async().await.settle().await });
+        Ok(())
+    }
+}
+
+/// As `std`'s `impl Seek for &File` (see `Read for &File`).
+impl Seek for &File {
+    /// Blocking-style (see the module doc).
+    #[track_caller]
+    fn seek(&mut self, pos: SeekFrom) -> io::Result<u64> {
+        let file = *self;
+        blocking_style(|via| async move {
+            let mut state = file.state.lock_async().await;
+            state.seek(via, &file.std, pos).await
+        })
     }
 }
 

@@ -511,3 +511,136 @@ fn the_async_forms_are_send() {
 fn tempfile_std() -> std::fs::File {
     std::fs::File::open("/dev/null").unwrap()
 }
+
+const RECORD: usize = 64;
+
+fn record(writer: u8, i: usize) -> [u8; RECORD] {
+    let mut r = [b'.'; RECORD];
+    let head = format!("w{writer} r{i:05}");
+    r[..head.len()].copy_from_slice(head.as_bytes());
+    r[RECORD - 1] = b'\n';
+    r
+}
+
+#[test]
+fn coroutines_sharing_a_file_through_a_shared_reference_write_and_read_whole_records() {
+    within(LIMIT, || {
+        let dir = TempDir::new("shared");
+        let path = dir.join("f");
+        let p = path.clone();
+        const PER_WRITER: usize = 500;
+        let read_back = support::rt(2).run(move || {
+            let f = std::sync::Arc::new(
+                corio::fs::File::options()
+                    .read(true)
+                    .write(true)
+                    .create(true)
+                    .truncate(true)
+                    .open(&p)
+                    .unwrap(),
+            );
+            let writers: Vec<_> = (0..2u8)
+                .map(|w| {
+                    let f = f.clone();
+                    corio::go(move || {
+                        for i in 0..PER_WRITER {
+                            (&*f).write_all(&record(w, i)).unwrap();
+                        }
+                    })
+                })
+                .collect();
+            writers.into_iter().for_each(|w| w.join().unwrap());
+            assert_eq!(
+                f.metadata().unwrap().len(),
+                (2 * PER_WRITER * RECORD) as u64
+            );
+            (&*f).rewind().unwrap();
+            let readers: Vec<_> = (0..2)
+                .map(|_| {
+                    let f = f.clone();
+                    corio::go(move || {
+                        let mut got = Vec::new();
+                        let mut r = [0u8; RECORD];
+                        loop {
+                            match (&*f).read(&mut r).unwrap() {
+                                0 => break got,
+                                n => {
+                                    assert_eq!(n, RECORD, "a record read in parts");
+                                    got.push(r);
+                                }
+                            }
+                        }
+                    })
+                })
+                .collect();
+            let mut all: Vec<[u8; RECORD]> = readers
+                .into_iter()
+                .flat_map(|r| r.join().unwrap())
+                .collect();
+            all.sort();
+            all
+        });
+        let mut want: Vec<[u8; RECORD]> = (0..2u8)
+            .flat_map(|w| (0..PER_WRITER).map(move |i| record(w, i)))
+            .collect();
+        want.sort();
+        assert!(read_back == want, "records torn, lost or read twice");
+    });
+}
+
+#[test]
+fn a_coroutine_cancelled_in_a_read_leaves_its_bytes_to_the_next_reader() {
+    within(LIMIT, || {
+        let dir = TempDir::new("cancelled-coroutine");
+        let path = dir.join("fifo");
+        mkfifo(&path);
+        let reader = std::fs::File::options()
+            .read(true)
+            .write(true)
+            .open(&path)
+            .unwrap();
+        let mut writer = std::fs::File::options().write(true).open(&path).unwrap();
+        let got = support::rt(2).run(move || {
+            let f = std::sync::Arc::new(corio::fs::File::from_std(reader));
+            let f2 = f.clone();
+            let (started_tx, started_rx) = corio::chan::bounded::<()>(1);
+            let cancelled = corio::go(move || {
+                started_tx.send(()).unwrap();
+                let mut buf = [0u8; 64];
+                let _ = (&*f2).read(&mut buf); // waits on the pool until cancelled
+                unreachable!("nothing was written yet");
+            });
+            started_rx.recv().unwrap();
+            corio::sleep(Duration::from_millis(50)); // let it reach the pool
+            cancelled.abort();
+            assert!(cancelled.join().unwrap_err().is_cancelled());
+            writer.write_all(b"first").unwrap();
+            corio::sleep(Duration::from_millis(100));
+            writer.write_all(b"second").unwrap();
+            let mut buf = [0u8; 5];
+            (&*f).read_exact(&mut buf).unwrap();
+            buf
+        });
+        assert_eq!(
+            &got, b"first",
+            "the bytes the cancelled read took were lost"
+        );
+    });
+}
+
+#[test]
+fn async_forms_work_on_a_plain_thread_through_corio_block_on() {
+    within(LIMIT, || {
+        let dir = TempDir::new("plain-async");
+        let path = dir.join("f");
+        let text = corio::block_on(async {
+            corio::fs::write_async(&path, "plain").await.unwrap();
+            let mut f = corio::fs::File::open_async(&path).await.unwrap();
+            f.seek_async(SeekFrom::Start(1)).await.unwrap();
+            let mut buf = [0u8; 4];
+            f.read_async(&mut buf).await.unwrap();
+            buf
+        });
+        assert_eq!(&text, b"lain");
+    });
+}
