@@ -213,6 +213,13 @@ enum Via {
     InPlace,
 }
 
+// A panic cannot leave `State` half-updated: each call changes it only after its job's result
+// is in hand, in steps that do not panic (a job's own panic is resumed after `in_flight` is
+// cleared). So, as `std::fs::File`, a `File` may be used after a caught panic; the `UnsafeCell`
+// inside the corio `Mutex` would otherwise remove these.
+impl std::panic::UnwindSafe for File {}
+impl std::panic::RefUnwindSafe for File {}
+
 impl fmt::Debug for File {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // Not the buffer: after a large read it holds megabytes.

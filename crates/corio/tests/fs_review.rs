@@ -497,6 +497,13 @@ fn a_file_prints_like_a_std_file_not_its_buffer() {
 }
 
 #[test]
+fn a_file_is_send_sync_and_unwind_safe_as_a_std_file() {
+    fn as_std_file<T: Send + Sync + std::panic::UnwindSafe + std::panic::RefUnwindSafe>() {}
+    as_std_file::<std::fs::File>();
+    as_std_file::<corio::fs::File>();
+}
+
+#[test]
 fn the_async_forms_are_send() {
     fn send<T: Send>(_: T) {}
     let mut f = corio::fs::File::from_std(tempfile_std());
