@@ -23,10 +23,10 @@
 //!    was dropped), then keeps what it brought back. Calls on one `File` therefore take effect
 //!    in the order they were made, whatever was dropped; `flush` just waits for it.
 //! 2. A call's job is the one kept while it runs; the call takes it back when it finishes.
-//! 3. A dropped *read* is as if it had not been made: the bytes its job read are kept, the
-//!    next read returns them first, a seek from `SeekFrom::Current` counts from before them,
-//!    and a write first moves the cursor back over them (on a pipe, which cannot seek, they
-//!    stay for the next read). No byte is lost and the cursor is where the caller left it.
+//! 3. A dropped *read* is as if it had not been made: the next call first moves the cursor
+//!    back over the bytes its job read, so the cursor is where the caller left it and the next
+//!    read sees the file as it is then. A pipe or a terminal cannot seek: there the bytes are
+//!    kept and the next read returns them first, so none is lost.
 //! 4. A dropped *write* (or `write_all_async`) happens or not, in part or whole, as a
 //!    cancelled write anywhere: the chunk in flight (up to 2 MiB) reaches the file before any
 //!    later call, the chunks not started are not written, and how much was written is not
@@ -184,9 +184,9 @@ pub struct File {
 struct State {
     /// The buffer that goes to the pool and back; empty while a job has it.
     buf: Vec<u8>,
-    /// Bytes that the job of a dropped read brought in, the caller never saw: the next read
-    /// returns them first. `unread[unread_at..]` are still due; the caller's position is the
-    /// file's minus their number.
+    /// Bytes that the job of a dropped read brought in from a file that cannot seek back (a
+    /// pipe), which the caller never saw: the next read returns them first.
+    /// `unread[unread_at..]` are still due.
     unread: Vec<u8>,
     unread_at: usize,
     /// The job of the call being made, or of one whose future was dropped: the next call
@@ -198,9 +198,8 @@ struct State {
 enum Done {
     /// A read, and the buffer holding what it read.
     Read(io::Result<usize>, Vec<u8>),
-    /// A write, its buffer, and whether the job first moved the cursor back over the
-    /// unread bytes (which are then dropped).
-    Write(io::Result<usize>, Vec<u8>, bool),
+    /// A write, and its buffer.
+    Write(io::Result<usize>, Vec<u8>),
     Seek(io::Result<u64>),
     Unit(io::Result<()>),
     Metadata(io::Result<std::fs::Metadata>),
@@ -306,37 +305,55 @@ impl State {
     }
 
     /// Waits for the job of a call whose future was dropped, if any, and keeps what it
-    /// brought back: read bytes as unread, the buffer for reuse (protocol step 1 in
+    /// brought back: the buffer for reuse, and a read's bytes, over which it then moves the
+    /// cursor back (steps 1 and 3 in
     /// [Calls whose future is dropped](self#calls-whose-future-is-dropped)).
-    async fn settle(&mut self) {
+    async fn settle(&mut self, via: Via, file: &Arc<std::fs::File>) {
         let Some(job) = &mut self.in_flight else {
             return;
         };
         let done = job.await;
         self.in_flight = None;
         match done {
-            Ok(Done::Read(Ok(n), mut buf)) => {
+            Ok(Done::Read(Ok(n), mut buf)) if n > 0 => {
+                // Kept before the seek back, so that if this future is dropped during it the
+                // bytes are still here (and the seek, in flight, is settled as any seek).
                 buf.truncate(n);
                 self.unread = buf;
                 self.unread_at = 0;
+                let (file, back) = (file.clone(), n as i64); // n <= MAX_CHUNK
+                let job = move || Done::Seek((&*file).seek(SeekFrom::Current(-back)));
+                let done = self.call(via, job).await;
+                self.settled(done);
             }
-            Ok(Done::Read(Err(_), buf)) => self.buf = buf,
-            Ok(Done::Write(_, buf, gave_back)) => {
-                self.buf = buf;
-                if gave_back {
-                    self.drop_unread();
-                }
-            }
-            Ok(Done::Seek(Ok(_))) => self.drop_unread(),
-            Ok(Done::Seek(Err(_)) | Done::Unit(_) | Done::Metadata(_)) => {}
+            Ok(done) => self.settled(done),
             // Its panic went unseen (as its result); cancelled only at runtime shutdown.
             Err(_) => {}
         }
     }
 
-    fn drop_unread(&mut self) {
+    /// Drops the unread bytes (the cursor is no longer after them); their vector becomes the
+    /// buffer if that has none.
+    fn forget_unread(&mut self) {
+        if self.buf.capacity() < self.unread.capacity() {
+            self.buf = std::mem::take(&mut self.unread);
+        }
         self.unread.clear();
         self.unread_at = 0;
+    }
+
+    /// Keeps what the finished job of a dropped call (other than a read that read something)
+    /// brought back.
+    fn settled(&mut self, done: Done) {
+        match done {
+            Done::Read(_, buf) | Done::Write(_, buf) => self.buf = buf,
+            // The cursor is where the seek put it (or back over the unread bytes): they are
+            // not due any more.
+            Done::Seek(Ok(_)) => self.forget_unread(),
+            // A pipe or a terminal cannot seek (nor, rarely, a seek back that failed): its
+            // unread bytes stay due to the next read.
+            Done::Seek(Err(_)) | Done::Unit(_) | Done::Metadata(_) => {}
+        }
     }
 
     /// Runs `job` (steps 2 and 3): on the pool it is the call in flight until it finishes, so
@@ -363,13 +380,13 @@ impl State {
         file: &Arc<std::fs::File>,
         out: &mut [u8],
     ) -> io::Result<usize> {
-        self.settle().await;
+        self.settle(via, file).await;
         if self.unread_len() > 0 {
             let n = self.unread_len().min(out.len());
             out[..n].copy_from_slice(&self.unread[self.unread_at..][..n]);
             self.unread_at += n;
             if self.unread_len() == 0 {
-                self.drop_unread();
+                self.forget_unread();
             }
             return Ok(n);
         }
@@ -394,31 +411,18 @@ impl State {
         file: &Arc<std::fs::File>,
         data: &[u8],
     ) -> io::Result<usize> {
-        self.settle().await;
-        // The caller's position is before the unread bytes: the write goes there.
-        let back = self.unread_len() as i64;
+        self.settle(via, file).await;
         let (file, mut buf) = (file.clone(), std::mem::take(&mut self.buf));
         buf.clear();
         buf.extend_from_slice(&data[..data.len().min(MAX_CHUNK)]);
         let job = move || {
-            let gave_back = back > 0
-                && match (&*file).seek(SeekFrom::Current(-back)) {
-                    Ok(_) => true,
-                    // A pipe or a terminal: reading and writing are separate streams, and the
-                    // unread bytes stay due to the next read.
-                    Err(e) if e.kind() == io::ErrorKind::NotSeekable => false,
-                    Err(e) => return Done::Write(Err(e), buf, false),
-                };
             let r = (&*file).write(&buf);
-            Done::Write(r, buf, gave_back)
+            Done::Write(r, buf)
         };
-        let Done::Write(r, buf, gave_back) = self.call(via, job).await else {
+        let Done::Write(r, buf) = self.call(via, job).await else {
             unreachable!("a write job writes")
         };
         self.buf = buf;
-        if gave_back {
-            self.drop_unread();
-        }
         r
     }
 
@@ -428,23 +432,13 @@ impl State {
         file: &Arc<std::fs::File>,
         pos: SeekFrom,
     ) -> io::Result<u64> {
-        self.settle().await;
-        let pos = match pos {
-            // Relative to the caller's position, before the unread bytes.
-            SeekFrom::Current(by) if self.unread_len() > 0 => {
-                match by.checked_sub(self.unread_len() as i64) {
-                    Some(by) => SeekFrom::Current(by),
-                    None => return Err(io::ErrorKind::InvalidInput.into()),
-                }
-            }
-            pos => pos,
-        };
+        self.settle(via, file).await;
         let file = file.clone();
         let Done::Seek(r) = self.call(via, move || Done::Seek((&*file).seek(pos))).await else {
             unreachable!("a seek job seeks")
         };
         if r.is_ok() {
-            self.drop_unread();
+            self.forget_unread();
         }
         r
     }
@@ -456,7 +450,7 @@ impl State {
         file: &Arc<std::fs::File>,
         f: fn(&std::fs::File) -> io::Result<()>,
     ) -> io::Result<()> {
-        self.settle().await;
+        self.settle(via, file).await;
         let file = file.clone();
         let Done::Unit(r) = self.call(via, move || Done::Unit(f(&file))).await else {
             unreachable!("a unit job")
@@ -465,7 +459,7 @@ impl State {
     }
 
     async fn set_len(&mut self, via: Via, file: &Arc<std::fs::File>, size: u64) -> io::Result<()> {
-        self.settle().await;
+        self.settle(via, file).await;
         let file = file.clone();
         let Done::Unit(r) = self.call(via, move || Done::Unit(file.set_len(size))).await else {
             unreachable!("a set_len job")
@@ -478,7 +472,7 @@ impl State {
         via: Via,
         file: &Arc<std::fs::File>,
     ) -> io::Result<std::fs::Metadata> {
-        self.settle().await;
+        self.settle(via, file).await;
         let file = file.clone();
         let Done::Metadata(r) = self
             .call(via, move || Done::Metadata(file.metadata()))
@@ -671,8 +665,8 @@ impl Write for File {
     /// job of a call whose future was dropped, if one is still running.
     #[track_caller]
     fn flush(&mut self) -> io::Result<()> {
-        let state = self.state.get_mut();
-        blocking_style(|_| state.settle());
+        let (state, file) = (self.state.get_mut(), &self.std);
+        blocking_style(|via| state.settle(via, file));
         Ok(())
     }
 }
@@ -738,7 +732,10 @@ impl Write for &File {
     #[track_caller]
     fn flush(&mut self) -> io::Result<()> {
         let file = *self;
-        blocking_style(|_| async move { file.state.lock_async().await.settle().await });
+        blocking_style(|via| async move {
+            let mut state = file.state.lock_async().await;
+            state.settle(via, &file.std).await
+        });
         Ok(())
     }
 }

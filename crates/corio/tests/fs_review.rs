@@ -651,3 +651,47 @@ fn async_forms_work_on_a_plain_thread_through_corio_block_on() {
         assert_eq!(&text, b"lain");
     });
 }
+
+#[test]
+fn after_a_dropped_read_the_next_read_sees_the_file_as_it_is_now() {
+    // As if the dropped read had not been made: a later `set_len` or a write through another
+    // handle is seen by the next read, not bytes the dropped read took before them.
+    within(LIMIT, || {
+        let dir = TempDir::new("dropped-read-fresh");
+        let path = dir.join("f");
+        std::fs::write(&path, digits(16)).unwrap();
+        let rt = rt_one_pool_thread();
+        let p = path.clone();
+        let got = rt.block_on(async move {
+            let mut f = corio::fs::File::options()
+                .read(true)
+                .write(true)
+                .open_async(&p)
+                .await
+                .unwrap();
+            let gate = hold_the_pool();
+            {
+                let mut buf = [0u8; 8];
+                let read = pin!(f.read_async(&mut buf));
+                assert!(poll_once(read).is_pending());
+            }
+            drop(gate);
+            f.set_len_async(6).await.unwrap();
+            std::fs::File::options()
+                .write(true)
+                .open(&p)
+                .unwrap()
+                .write_all(b"XY")
+                .unwrap();
+            let mut got = Vec::new();
+            let mut buf = [0u8; 16];
+            loop {
+                match f.read_async(&mut buf).await.unwrap() {
+                    0 => break got,
+                    n => got.extend_from_slice(&buf[..n]),
+                }
+            }
+        });
+        assert_eq!(got, b"XY2345");
+    });
+}
