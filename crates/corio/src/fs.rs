@@ -11,6 +11,18 @@
 //! thread and back: a read fills it there and copies out here, a write copies in here. The
 //! buffer is reused, so a file read in a loop allocates once.
 //!
+//! ```
+//! let rt = corio::Runtime::builder().workers(1).build().unwrap();
+//! let path = std::env::temp_dir().join(format!("corio-fs-doc-{}", std::process::id()));
+//! let p = path.clone();
+//! let text = rt.run(move || {
+//!     corio::fs::write(&p, "hello").unwrap();
+//!     corio::fs::read_to_string(&p).unwrap()
+//! });
+//! assert_eq!(text, "hello");
+//! std::fs::remove_file(path).unwrap();
+//! ```
+//!
 //! # Calls whose future is dropped
 //!
 //! A pool job cannot be stopped: when the future of a `File` call is dropped before it
@@ -37,17 +49,14 @@
 //! job; the write reaches *this* file). A reader that opens the path at once may not see that
 //! write yet. Jobs still queued when the runtime shuts down are dropped unrun.
 //!
-//! ```
-//! let rt = corio::Runtime::builder().workers(1).build().unwrap();
-//! let path = std::env::temp_dir().join(format!("corio-fs-doc-{}", std::process::id()));
-//! let p = path.clone();
-//! let text = rt.run(move || {
-//!     corio::fs::write(&p, "hello").unwrap();
-//!     corio::fs::read_to_string(&p).unwrap()
-//! });
-//! assert_eq!(text, "hello");
-//! std::fs::remove_file(path).unwrap();
-//! ```
+//! # Sharing a `File`
+//!
+//! As with `std`, `Read`, `Write` and `Seek` are implemented for `&File` too, so coroutines
+//! can share one `File` (in an `Arc`). A call holds the `File`'s lock ([`crate::sync::Mutex`])
+//! until its job is done, so calls are whole and in order. The lock's holder waits for a pool
+//! thread: a blocking-style call made *from* a pool job (inside `spawn_blocking`) on a `File`
+//! that others use can wait for ever if the pool is at `max_blocking_threads`, as with any
+//! lock taken there.
 
 use std::fmt;
 use std::future::Future;
