@@ -571,11 +571,16 @@ impl File {
     }
 
     /// Writes all of `buf`.
+    ///
+    /// As `std::io::Write::write_all`: a write interrupted by a signal (`Interrupted`) is
+    /// retried, one that writes nothing is `WriteZero`.
     pub async fn write_all_async(&mut self, mut buf: &[u8]) -> io::Result<()> {
         while !buf.is_empty() {
-            match self.write_async(buf).await? {
-                0 => return Err(io::ErrorKind::WriteZero.into()),
-                n => buf = &buf[n..],
+            match self.write_async(buf).await {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => buf = &buf[n..],
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
             }
         }
         Ok(())

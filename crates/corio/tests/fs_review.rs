@@ -695,3 +695,93 @@ fn after_a_dropped_read_the_next_read_sees_the_file_as_it_is_now() {
         assert_eq!(got, b"XY2345");
     });
 }
+
+#[test]
+fn write_all_async_retries_an_interrupted_write_as_std_write_all_does() {
+    // A signal whose handler is installed without SA_RESTART interrupts a write blocked on a
+    // full pipe (EINTR, nothing written); `std::io::Write::write_all` retries that.
+    extern "C" fn ignore(_: libc::c_int) {}
+    within(LIMIT, || {
+        // SAFETY: a handler that does nothing is async-signal-safe; SIGUSR1 is sent only to
+        // the pool thread below.
+        unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = ignore as extern "C" fn(libc::c_int) as libc::sighandler_t;
+            action.sa_flags = 0; // no SA_RESTART
+            libc::sigemptyset(&mut action.sa_mask);
+            assert_eq!(
+                libc::sigaction(libc::SIGUSR1, &action, std::ptr::null_mut()),
+                0
+            );
+        }
+        let dir = TempDir::new("eintr");
+        let path = dir.join("fifo");
+        mkfifo(&path);
+        let writer = std::fs::File::options()
+            .read(true)
+            .write(true)
+            .open(&path)
+            .unwrap();
+        let reader = {
+            use std::os::unix::fs::OpenOptionsExt;
+            std::fs::File::options()
+                .read(true)
+                .custom_flags(libc::O_NONBLOCK)
+                .open(&path)
+                .unwrap()
+        };
+        // Fill the pipe.
+        let mut filler = 0;
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            let mut nb = std::fs::File::options()
+                .write(true)
+                .custom_flags(libc::O_NONBLOCK)
+                .open(&path)
+                .unwrap();
+            loop {
+                match nb.write(&[b'.'; 4096]) {
+                    Ok(n) => filler += n,
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                    Err(e) => panic!("{e}"),
+                }
+            }
+        }
+        let rt = rt_one_pool_thread();
+        let result = rt.block_on(async move {
+            // The pool's one thread, which will run the write.
+            // SAFETY: pthread_self has no preconditions.
+            let pool_thread = corio::spawn_blocking(|| unsafe { libc::pthread_self() } as u64)
+                .await
+                .unwrap();
+            let drained = std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(200)); // the write is blocked by now
+                // SAFETY: the pool thread is alive (idle-exit takes 10 s).
+                let sent =
+                    unsafe { libc::pthread_kill(pool_thread as libc::pthread_t, libc::SIGUSR1) };
+                assert_eq!(sent, 0);
+                std::thread::sleep(Duration::from_millis(100));
+                let (mut reader, mut got) = (reader, Vec::new());
+                let mut buf = [0u8; 65536];
+                let give_up = std::time::Instant::now() + Duration::from_secs(10);
+                while got.len() < filler + 5 && std::time::Instant::now() < give_up {
+                    match reader.read(&mut buf) {
+                        Ok(n) => got.extend_from_slice(&buf[..n]),
+                        Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                            std::thread::sleep(Duration::from_millis(1))
+                        }
+                        Err(e) => panic!("{e}"),
+                    }
+                }
+                got
+            });
+            let mut f = corio::fs::File::from_std(writer);
+            let result = f.write_all_async(b"hello").await;
+            (result, drained)
+        });
+        let (result, drained) = result;
+        result.expect("write_all_async gave up on an interrupted write");
+        let got = drained.join().unwrap();
+        assert_eq!(&got[filler..], b"hello");
+    });
+}
