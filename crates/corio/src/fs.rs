@@ -112,6 +112,10 @@ fn join<T>(result: Result<T, crate::JoinError>) -> T {
 }
 
 /// Reads a whole file (`std::fs::read` on the blocking pool).
+///
+/// # Panics
+///
+/// Inside an async task, whose worker it would stall: `.await` the `_async` form there.
 #[track_caller]
 pub fn read<P: AsRef<Path>>(path: P) -> io::Result<Vec<u8>> {
     let path = path.as_ref().to_owned();
@@ -125,6 +129,10 @@ pub async fn read_async<P: AsRef<Path>>(path: P) -> io::Result<Vec<u8>> {
 }
 
 /// Reads a whole UTF-8 file (`std::fs::read_to_string` on the blocking pool).
+///
+/// # Panics
+///
+/// Inside an async task, whose worker it would stall: `.await` the `_async` form there.
 #[track_caller]
 pub fn read_to_string<P: AsRef<Path>>(path: P) -> io::Result<String> {
     let path = path.as_ref().to_owned();
@@ -138,6 +146,10 @@ pub async fn read_to_string_async<P: AsRef<Path>>(path: P) -> io::Result<String>
 }
 
 /// Writes a whole file, creating or truncating it (`std::fs::write` on the blocking pool).
+///
+/// # Panics
+///
+/// Inside an async task, whose worker it would stall: `.await` the `_async` form there.
 #[track_caller]
 pub fn write<P: AsRef<Path>, C: AsRef<[u8]>>(path: P, contents: C) -> io::Result<()> {
     let (path, contents) = (path.as_ref().to_owned(), contents.as_ref().to_owned());
@@ -159,6 +171,11 @@ pub async fn write_async<P: AsRef<Path>, C: AsRef<[u8]>>(path: P, contents: C) -
 ///
 /// Calls take effect in the order they were made, even when the future of one was dropped
 /// before it finished: see [Calls whose future is dropped](self#calls-whose-future-is-dropped).
+///
+/// # Panics
+///
+/// The blocking-style calls (`Read`, `Write` and `Seek` included) panic inside an async task,
+/// whose worker they would stall: `.await` the `_async` forms there.
 ///
 /// ```
 /// use std::io::SeekFrom;
@@ -283,6 +300,10 @@ impl OpenOptions {
     }
 
     /// Opens `path`, blocking-style.
+    ///
+    /// # Panics
+    ///
+    /// Inside an async task, whose worker it would stall: `.await` the `_async` form there.
     #[track_caller]
     pub fn open<P: AsRef<Path>>(&self, path: P) -> io::Result<File> {
         let (options, path) = (self.0.clone(), path.as_ref().to_owned());
@@ -520,6 +541,10 @@ fn blocking_style<F: Future>(call: impl FnOnce(Via) -> F) -> F::Output {
 
 impl File {
     /// Opens `path` for reading.
+    ///
+    /// # Panics
+    ///
+    /// Inside an async task, whose worker it would stall: `.await` the `_async` form there.
     #[track_caller]
     pub fn open<P: AsRef<Path>>(path: P) -> io::Result<File> {
         OpenOptions::new().read(true).open(path)
@@ -531,6 +556,10 @@ impl File {
     }
 
     /// Creates (or truncates) `path` for writing.
+    ///
+    /// # Panics
+    ///
+    /// Inside an async task, whose worker it would stall: `.await` the `_async` form there.
     #[track_caller]
     pub fn create<P: AsRef<Path>>(path: P) -> io::Result<File> {
         File::options()
@@ -592,6 +621,10 @@ impl File {
     }
 
     /// `fsync`: data and metadata reach the disk, blocking-style.
+    ///
+    /// # Panics
+    ///
+    /// Inside an async task, whose worker it would stall: `.await` the `_async` form there.
     #[track_caller]
     pub fn sync_all(&self) -> io::Result<()> {
         blocking_style(|via| async move {
@@ -610,6 +643,10 @@ impl File {
 
     /// `fdatasync`: data (and the metadata needed to read it back) reach the disk,
     /// blocking-style.
+    ///
+    /// # Panics
+    ///
+    /// Inside an async task, whose worker it would stall: `.await` the `_async` form there.
     #[track_caller]
     pub fn sync_data(&self) -> io::Result<()> {
         blocking_style(|via| async move {
@@ -627,6 +664,10 @@ impl File {
     }
 
     /// The file's metadata, blocking-style.
+    ///
+    /// # Panics
+    ///
+    /// Inside an async task, whose worker it would stall: `.await` the `_async` form there.
     #[track_caller]
     pub fn metadata(&self) -> io::Result<std::fs::Metadata> {
         blocking_style(|via| async move {
@@ -643,6 +684,10 @@ impl File {
 
     /// Truncates or extends the file to `size` bytes, blocking-style. The cursor does not
     /// move (as `std`).
+    ///
+    /// # Panics
+    ///
+    /// Inside an async task, whose worker it would stall: `.await` the `_async` form there.
     #[track_caller]
     pub fn set_len(&self, size: u64) -> io::Result<()> {
         blocking_style(|via| async move {
@@ -768,15 +813,35 @@ impl Seek for &File {
 }
 
 /// Creates a directory and its parents, blocking-style (on the pool in a coroutine).
+///
+/// # Panics
+///
+/// Inside an async task, whose worker it would stall: `.await` the `_async` form there.
 #[track_caller]
 pub fn create_dir_all<P: AsRef<Path>>(path: P) -> io::Result<()> {
     let path: PathBuf = path.as_ref().to_owned();
     run(move || std::fs::create_dir_all(path))
 }
 
+/// Creates a directory and its parents.
+pub async fn create_dir_all_async<P: AsRef<Path>>(path: P) -> io::Result<()> {
+    let path: PathBuf = path.as_ref().to_owned();
+    run_async(move || std::fs::create_dir_all(path)).await
+}
+
 /// Removes a file, blocking-style (on the pool in a coroutine).
+///
+/// # Panics
+///
+/// Inside an async task, whose worker it would stall: `.await` the `_async` form there.
 #[track_caller]
 pub fn remove_file<P: AsRef<Path>>(path: P) -> io::Result<()> {
     let path: PathBuf = path.as_ref().to_owned();
     run(move || std::fs::remove_file(path))
+}
+
+/// Removes a file.
+pub async fn remove_file_async<P: AsRef<Path>>(path: P) -> io::Result<()> {
+    let path: PathBuf = path.as_ref().to_owned();
+    run_async(move || std::fs::remove_file(path)).await
 }

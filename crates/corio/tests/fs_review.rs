@@ -636,9 +636,21 @@ fn a_coroutine_cancelled_in_a_read_leaves_its_bytes_to_the_next_reader() {
 }
 
 #[test]
-fn async_forms_work_on_a_plain_thread_through_corio_block_on() {
+fn async_forms_work_on_a_plain_thread_and_in_a_coroutine_through_corio_block_on() {
     within(LIMIT, || {
         let dir = TempDir::new("plain-async");
+        let sub = dir.join("a/b");
+        let p = sub.clone();
+        support::rt(1).run(move || {
+            corio::block_on(async {
+                corio::fs::create_dir_all_async(&p).await.unwrap();
+                corio::fs::write_async(p.join("f"), "x").await.unwrap();
+                corio::fs::remove_file_async(p.join("f")).await.unwrap();
+                let e = corio::fs::remove_file_async(p.join("f")).await.unwrap_err();
+                assert_eq!(e.kind(), ErrorKind::NotFound);
+            })
+        });
+        assert!(sub.is_dir());
         let path = dir.join("f");
         let text = corio::block_on(async {
             corio::fs::write_async(&path, "plain").await.unwrap();
