@@ -299,6 +299,29 @@ impl OpenOptions {
         self
     }
 
+    /// The permission bits of a file this creates (before the umask), as
+    /// `std::os::unix::fs::OpenOptionsExt::mode`; 0o666 unless set.
+    ///
+    /// ```
+    /// use std::os::unix::fs::PermissionsExt;
+    ///
+    /// let path = std::env::temp_dir().join(format!("corio-fs-mode-doc-{}", std::process::id()));
+    /// let f = corio::fs::File::options().write(true).create_new(true).mode(0o600).open(&path);
+    /// assert_eq!(f.unwrap().metadata().unwrap().permissions().mode() & 0o777, 0o600);
+    /// std::fs::remove_file(path).unwrap();
+    /// ```
+    pub fn mode(&mut self, mode: u32) -> &mut OpenOptions {
+        std::os::unix::fs::OpenOptionsExt::mode(&mut self.0, mode);
+        self
+    }
+
+    /// Extra `open(2)` flags (`libc::O_NOFOLLOW`, `O_DIRECT`, ...), as
+    /// `std::os::unix::fs::OpenOptionsExt::custom_flags`.
+    pub fn custom_flags(&mut self, flags: i32) -> &mut OpenOptions {
+        std::os::unix::fs::OpenOptionsExt::custom_flags(&mut self.0, flags);
+        self
+    }
+
     /// Opens `path`, blocking-style.
     ///
     /// # Panics
@@ -316,6 +339,13 @@ impl OpenOptions {
         run_async(move || options.open(path))
             .await
             .map(File::from_std)
+    }
+}
+
+/// Options set on a `std` value (any `OpenOptionsExt` setting included).
+impl From<std::fs::OpenOptions> for OpenOptions {
+    fn from(options: std::fs::OpenOptions) -> OpenOptions {
+        OpenOptions(options)
     }
 }
 

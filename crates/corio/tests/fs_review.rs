@@ -797,3 +797,36 @@ fn write_all_async_retries_an_interrupted_write_as_std_write_all_does() {
         assert_eq!(&got[filler..], b"hello");
     });
 }
+
+#[test]
+fn open_options_take_a_mode_and_custom_flags_as_std_on_unix() {
+    use std::os::unix::fs::PermissionsExt;
+    within(LIMIT, || {
+        let dir = TempDir::new("mode");
+        let (private, link) = (dir.join("private"), dir.join("link"));
+        let (p, l) = (private.clone(), link.clone());
+        support::rt(1).run(move || {
+            let f = corio::fs::File::options()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&p)
+                .unwrap();
+            assert_eq!(f.metadata().unwrap().permissions().mode() & 0o777, 0o600);
+            std::os::unix::fs::symlink(&p, &l).unwrap();
+            let e = corio::fs::File::options()
+                .read(true)
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(&l)
+                .unwrap_err();
+            assert_eq!(e.raw_os_error(), Some(libc::ELOOP));
+            let mut std_options = std::fs::OpenOptions::new();
+            std::os::unix::fs::OpenOptionsExt::custom_flags(&mut std_options, libc::O_NOFOLLOW);
+            std_options.read(true);
+            let e = corio::fs::OpenOptions::from(std_options)
+                .open(&l)
+                .unwrap_err();
+            assert_eq!(e.raw_os_error(), Some(libc::ELOOP));
+        });
+    });
+}
