@@ -342,6 +342,20 @@ impl OpenOptions {
     }
 }
 
+/// The descriptor, as `std::fs::File`'s. A job of a dropped call may still be using it (see
+/// [Calls whose future is dropped](self#calls-whose-future-is-dropped)).
+impl std::os::fd::AsFd for File {
+    fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.std.as_fd()
+    }
+}
+
+impl std::os::fd::AsRawFd for File {
+    fn as_raw_fd(&self) -> std::os::fd::RawFd {
+        self.std.as_raw_fd()
+    }
+}
+
 /// Options set on a `std` value (any `OpenOptionsExt` setting included).
 impl From<std::fs::OpenOptions> for OpenOptions {
     fn from(options: std::fs::OpenOptions) -> OpenOptions {

@@ -830,3 +830,17 @@ fn open_options_take_a_mode_and_custom_flags_as_std_on_unix() {
         });
     });
 }
+
+#[test]
+fn a_file_lends_its_descriptor_as_a_std_file_does() {
+    use std::os::fd::{AsFd, AsRawFd};
+    within(LIMIT, || {
+        let dir = TempDir::new("fd");
+        let path = dir.join("f");
+        std::fs::write(&path, "four").unwrap();
+        let f = corio::fs::File::open(&path).unwrap();
+        assert!(f.as_raw_fd() >= 0);
+        let dup = std::fs::File::from(f.as_fd().try_clone_to_owned().unwrap());
+        assert_eq!(dup.metadata().unwrap().len(), 4);
+    });
+}
