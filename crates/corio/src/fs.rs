@@ -430,7 +430,7 @@ impl State {
         }
     }
 
-    /// Runs `job` (steps 2 and 3): on the pool it is the call in flight until it finishes, so
+    /// Runs `job` (step 2): on the pool it is the call in flight until it finishes, so
     /// that if this future is dropped meanwhile the next call waits for it.
     async fn call<F>(&mut self, via: Via, job: F) -> Done
     where
