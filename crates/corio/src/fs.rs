@@ -22,11 +22,51 @@
 //! assert_eq!(text, "hello");
 //! std::fs::remove_file(path).unwrap();
 //! ```
+//!
+//! # Calls whose future is dropped
+//!
+//! A pool job cannot be stopped: when the future of a `File` call is dropped before it
+//! finishes (a `select!` or timeout that lost, an aborted task, a coroutine cancelled while it
+//! waits), the job still runs to its end. Left alone it would race the calls made after it
+//! (a seek overtaken by the read before it, a `set_len` undone by the write before it) and a
+//! read's bytes would be lost. So a `File` keeps the job of its last call, and:
+//!
+//! 1. Every call first waits for that job if it is still running (the previous call's future
+//!    was dropped), then keeps what it brought back. Calls on one `File` therefore take effect
+//!    in the order they were made, whatever was dropped; `flush` just waits for it.
+//! 2. A call's job is the one kept while it runs; the call takes it back when it finishes.
+//! 3. A dropped *read* is as if it had not been made: the next call first moves the cursor
+//!    back over the bytes its job read, so the cursor is where the caller left it and the next
+//!    read sees the file as it is then. A pipe or a terminal cannot seek: there the bytes are
+//!    kept and the next read returns them first, so none is lost.
+//! 4. A dropped *write* (or `write_all_async`) happens or not, in part or whole, as a
+//!    cancelled write anywhere: the chunk in flight (up to 2 MiB) reaches the file before any
+//!    later call, the chunks not started are not written, and how much was written is not
+//!    reported — seek or look at the length to know.
+//!
+//! A `File` dropped with a job running does not wait: the job finishes on the pool, then the
+//! descriptor is closed (each job holds it, so its number is never reused under a running
+//! job; the write reaches *this* file). A reader that opens the path at once may not see that
+//! write yet. Jobs still queued when the runtime shuts down are dropped unrun.
+//!
+//! # Sharing a `File`
+//!
+//! As with `std`, `Read`, `Write` and `Seek` are implemented for `&File` too, so coroutines
+//! can share one `File` (in an `Arc`). A call holds the `File`'s lock ([`crate::sync::Mutex`])
+//! until its job is done, so calls are whole and in order. The lock's holder waits for a pool
+//! thread: a blocking-style call made *from* a pool job (inside `spawn_blocking`) on a `File`
+//! that others use can wait for ever if the pool is at `max_blocking_threads`, as with any
+//! lock taken there.
 
+use std::fmt;
+use std::future::Future;
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+use std::pin::pin;
 use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
 
+use crate::JoinHandle;
 use crate::runtime::context::{self, Here};
 
 /// Most bytes one pool job reads or writes (larger requests are served in parts, as
@@ -72,6 +112,10 @@ fn join<T>(result: Result<T, crate::JoinError>) -> T {
 }
 
 /// Reads a whole file (`std::fs::read` on the blocking pool).
+///
+/// # Panics
+///
+/// Inside an async task, whose worker it would stall: `.await` the `_async` form there.
 #[track_caller]
 pub fn read<P: AsRef<Path>>(path: P) -> io::Result<Vec<u8>> {
     let path = path.as_ref().to_owned();
@@ -85,6 +129,10 @@ pub async fn read_async<P: AsRef<Path>>(path: P) -> io::Result<Vec<u8>> {
 }
 
 /// Reads a whole UTF-8 file (`std::fs::read_to_string` on the blocking pool).
+///
+/// # Panics
+///
+/// Inside an async task, whose worker it would stall: `.await` the `_async` form there.
 #[track_caller]
 pub fn read_to_string<P: AsRef<Path>>(path: P) -> io::Result<String> {
     let path = path.as_ref().to_owned();
@@ -98,6 +146,10 @@ pub async fn read_to_string_async<P: AsRef<Path>>(path: P) -> io::Result<String>
 }
 
 /// Writes a whole file, creating or truncating it (`std::fs::write` on the blocking pool).
+///
+/// # Panics
+///
+/// Inside an async task, whose worker it would stall: `.await` the `_async` form there.
 #[track_caller]
 pub fn write<P: AsRef<Path>, C: AsRef<[u8]>>(path: P, contents: C) -> io::Result<()> {
     let (path, contents) = (path.as_ref().to_owned(), contents.as_ref().to_owned());
@@ -112,14 +164,92 @@ pub async fn write_async<P: AsRef<Path>, C: AsRef<[u8]>>(path: P, contents: C) -
 
 /// An open file whose calls run on the blocking pool (see the module doc).
 ///
-/// `Read`, `Write` and `Seek` are blocking-style; `read_async`, `write_async`,
-/// `write_all_async` and `seek_async` are the async forms. Writes go straight to the file (no
-/// write-behind), so `flush` has nothing to do.
-#[derive(Debug)]
+/// `Read`, `Write` and `Seek` (for `File` and, as `std`, for `&File`) are blocking-style;
+/// `read_async`, `write_async`, `write_all_async` and `seek_async` are the async forms. Writes
+/// go straight to the file (no write-behind), so `flush` has nothing to do but wait for the
+/// job of a dropped call.
+///
+/// Calls take effect in the order they were made, even when the future of one was dropped
+/// before it finished: see [Calls whose future is dropped](self#calls-whose-future-is-dropped).
+///
+/// # Panics
+///
+/// The blocking-style calls (`Read`, `Write` and `Seek` included) panic inside an async task,
+/// whose worker they would stall: `.await` the `_async` forms there.
+///
+/// ```
+/// use std::io::SeekFrom;
+///
+/// let rt = corio::Runtime::builder().workers(1).build().unwrap();
+/// let path = std::env::temp_dir().join(format!("corio-fs-file-doc-{}", std::process::id()));
+/// let p = path.clone();
+/// let len = rt.block_on(async move {
+///     let mut f = corio::fs::File::create_async(&p).await.unwrap();
+///     f.write_all_async(b"0123456789").await.unwrap();
+///     f.set_len_async(4).await.unwrap();
+///     f.seek_async(SeekFrom::End(0)).await.unwrap();
+///     f.write_all_async(b"!").await.unwrap();
+///     f.sync_data_async().await.unwrap();
+///     f.metadata_async().await.unwrap().len()
+/// });
+/// assert_eq!(len, 5);
+/// assert_eq!(std::fs::read(&path).unwrap(), b"0123!");
+/// std::fs::remove_file(path).unwrap();
+/// ```
 pub struct File {
-    file: Arc<std::fs::File>,
-    /// The buffer that goes to the pool and back; empty while a call has it.
+    /// The file. Each pool job holds a clone, so the descriptor stays open until the last job
+    /// that uses it has finished, even after the `File` is dropped: its number cannot be reused
+    /// by another `open` while a job may still read or write through it.
+    std: Arc<std::fs::File>,
+    /// Guarded by this (corio) mutex for the `&self` calls; the `&mut self` calls reach it
+    /// with `get_mut`.
+    state: crate::sync::Mutex<State>,
+}
+
+/// What a [`File`] keeps between calls.
+struct State {
+    /// The buffer that goes to the pool and back; empty while a job has it.
     buf: Vec<u8>,
+    /// Bytes that the job of a dropped read brought in from a file that cannot seek back (a
+    /// pipe), which the caller never saw: the next read returns them first.
+    /// `unread[unread_at..]` are still due.
+    unread: Vec<u8>,
+    unread_at: usize,
+    /// The job of the call being made, or of one whose future was dropped: the next call
+    /// waits for it first ([`State::settle`]).
+    in_flight: Option<JoinHandle<Done>>,
+}
+
+/// What a pool job hands back.
+enum Done {
+    /// A read, and the buffer holding what it read.
+    Read(io::Result<usize>, Vec<u8>),
+    /// A write, and its buffer.
+    Write(io::Result<usize>, Vec<u8>),
+    Seek(io::Result<u64>),
+    Unit(io::Result<()>),
+    Metadata(io::Result<std::fs::Metadata>),
+}
+
+/// Where a call's job runs: on the pool (coroutines, async tasks) or in place (a plain thread).
+#[derive(Clone, Copy)]
+enum Via {
+    Pool,
+    InPlace,
+}
+
+// A panic cannot leave `State` half-updated: each call changes it only after its job's result
+// is in hand, in steps that do not panic (a job's own panic is resumed after `in_flight` is
+// cleared). So, as `std::fs::File`, a `File` may be used after a caught panic; the `UnsafeCell`
+// inside the corio `Mutex` would otherwise remove these.
+impl std::panic::UnwindSafe for File {}
+impl std::panic::RefUnwindSafe for File {}
+
+impl fmt::Debug for File {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Not the buffer: after a large read it holds megabytes.
+        f.debug_tuple("File").field(&*self.std).finish()
+    }
 }
 
 /// The opening mode, as `std::fs::OpenOptions`; [`open`](Self::open) runs on the pool.
@@ -169,7 +299,34 @@ impl OpenOptions {
         self
     }
 
+    /// The permission bits of a file this creates (before the umask), as
+    /// `std::os::unix::fs::OpenOptionsExt::mode`; 0o666 unless set.
+    ///
+    /// ```
+    /// use std::os::unix::fs::PermissionsExt;
+    ///
+    /// let path = std::env::temp_dir().join(format!("corio-fs-mode-doc-{}", std::process::id()));
+    /// let f = corio::fs::File::options().write(true).create_new(true).mode(0o600).open(&path);
+    /// assert_eq!(f.unwrap().metadata().unwrap().permissions().mode() & 0o777, 0o600);
+    /// std::fs::remove_file(path).unwrap();
+    /// ```
+    pub fn mode(&mut self, mode: u32) -> &mut OpenOptions {
+        std::os::unix::fs::OpenOptionsExt::mode(&mut self.0, mode);
+        self
+    }
+
+    /// Extra `open(2)` flags (`libc::O_NOFOLLOW`, `O_DIRECT`, ...), as
+    /// `std::os::unix::fs::OpenOptionsExt::custom_flags`.
+    pub fn custom_flags(&mut self, flags: i32) -> &mut OpenOptions {
+        std::os::unix::fs::OpenOptionsExt::custom_flags(&mut self.0, flags);
+        self
+    }
+
     /// Opens `path`, blocking-style.
+    ///
+    /// # Panics
+    ///
+    /// Inside an async task, whose worker it would stall: `.await` the `_async` form there.
     #[track_caller]
     pub fn open<P: AsRef<Path>>(&self, path: P) -> io::Result<File> {
         let (options, path) = (self.0.clone(), path.as_ref().to_owned());
@@ -185,8 +342,253 @@ impl OpenOptions {
     }
 }
 
+/// The descriptor, as `std::fs::File`'s. A job of a dropped call may still be using it (see
+/// [Calls whose future is dropped](self#calls-whose-future-is-dropped)).
+impl std::os::fd::AsFd for File {
+    fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.std.as_fd()
+    }
+}
+
+impl std::os::fd::AsRawFd for File {
+    fn as_raw_fd(&self) -> std::os::fd::RawFd {
+        self.std.as_raw_fd()
+    }
+}
+
+/// Options set on a `std` value (any `OpenOptionsExt` setting included).
+impl From<std::fs::OpenOptions> for OpenOptions {
+    fn from(options: std::fs::OpenOptions) -> OpenOptions {
+        OpenOptions(options)
+    }
+}
+
+impl State {
+    fn new() -> State {
+        State {
+            buf: Vec::new(),
+            unread: Vec::new(),
+            unread_at: 0,
+            in_flight: None,
+        }
+    }
+
+    /// How many read bytes the caller has not seen (see `unread`).
+    fn unread_len(&self) -> usize {
+        self.unread.len() - self.unread_at
+    }
+
+    /// Waits for the job of a call whose future was dropped, if any, and keeps what it
+    /// brought back: the buffer for reuse, and a read's bytes, over which it then moves the
+    /// cursor back (steps 1 and 3 in
+    /// [Calls whose future is dropped](self#calls-whose-future-is-dropped)).
+    async fn settle(&mut self, via: Via, file: &Arc<std::fs::File>) {
+        let Some(job) = &mut self.in_flight else {
+            return;
+        };
+        let done = job.await;
+        self.in_flight = None;
+        match done {
+            Ok(Done::Read(Ok(n), mut buf)) if n > 0 => {
+                // Kept before the seek back, so that if this future is dropped during it the
+                // bytes are still here (and the seek, in flight, is settled as any seek).
+                buf.truncate(n);
+                self.unread = buf;
+                self.unread_at = 0;
+                let (file, back) = (file.clone(), n as i64); // n <= MAX_CHUNK
+                let job = move || Done::Seek((&*file).seek(SeekFrom::Current(-back)));
+                let done = self.call(via, job).await;
+                self.settled(done);
+            }
+            Ok(done) => self.settled(done),
+            // Its panic went unseen (as its result); cancelled only at runtime shutdown.
+            Err(_) => {}
+        }
+    }
+
+    /// Drops the unread bytes (the cursor is no longer after them); their vector becomes the
+    /// buffer if that has none.
+    fn forget_unread(&mut self) {
+        if self.buf.capacity() < self.unread.capacity() {
+            self.buf = std::mem::take(&mut self.unread);
+        }
+        self.unread.clear();
+        self.unread_at = 0;
+    }
+
+    /// Keeps what the finished job of a dropped call (other than a read that read something)
+    /// brought back.
+    fn settled(&mut self, done: Done) {
+        match done {
+            Done::Read(_, buf) | Done::Write(_, buf) => self.buf = buf,
+            // The cursor is where the seek put it (or back over the unread bytes): they are
+            // not due any more.
+            Done::Seek(Ok(_)) => self.forget_unread(),
+            // A pipe or a terminal cannot seek (nor, rarely, a seek back that failed): its
+            // unread bytes stay due to the next read.
+            Done::Seek(Err(_)) | Done::Unit(_) | Done::Metadata(_) => {}
+        }
+    }
+
+    /// Runs `job` (step 2): on the pool it is the call in flight until it finishes, so
+    /// that if this future is dropped meanwhile the next call waits for it.
+    async fn call<F>(&mut self, via: Via, job: F) -> Done
+    where
+        F: FnOnce() -> Done + Send + 'static,
+    {
+        match via {
+            Via::InPlace => job(),
+            Via::Pool => {
+                debug_assert!(self.in_flight.is_none(), "settle first");
+                let handle = self.in_flight.insert(crate::spawn_blocking(job));
+                let done = handle.await;
+                self.in_flight = None;
+                join(done)
+            }
+        }
+    }
+
+    async fn read(
+        &mut self,
+        via: Via,
+        file: &Arc<std::fs::File>,
+        out: &mut [u8],
+    ) -> io::Result<usize> {
+        self.settle(via, file).await;
+        if self.unread_len() > 0 {
+            let n = self.unread_len().min(out.len());
+            out[..n].copy_from_slice(&self.unread[self.unread_at..][..n]);
+            self.unread_at += n;
+            if self.unread_len() == 0 {
+                self.forget_unread();
+            }
+            return Ok(n);
+        }
+        let (file, mut buf) = (file.clone(), std::mem::take(&mut self.buf));
+        buf.resize(out.len().min(MAX_CHUNK), 0);
+        let job = move || {
+            let r = (&*file).read(&mut buf);
+            Done::Read(r, buf)
+        };
+        let Done::Read(r, buf) = self.call(via, job).await else {
+            unreachable!("a read job reads")
+        };
+        self.buf = buf;
+        let n = r?;
+        out[..n].copy_from_slice(&self.buf[..n]);
+        Ok(n)
+    }
+
+    async fn write(
+        &mut self,
+        via: Via,
+        file: &Arc<std::fs::File>,
+        data: &[u8],
+    ) -> io::Result<usize> {
+        self.settle(via, file).await;
+        let (file, mut buf) = (file.clone(), std::mem::take(&mut self.buf));
+        buf.clear();
+        buf.extend_from_slice(&data[..data.len().min(MAX_CHUNK)]);
+        let job = move || {
+            let r = (&*file).write(&buf);
+            Done::Write(r, buf)
+        };
+        let Done::Write(r, buf) = self.call(via, job).await else {
+            unreachable!("a write job writes")
+        };
+        self.buf = buf;
+        r
+    }
+
+    async fn seek(
+        &mut self,
+        via: Via,
+        file: &Arc<std::fs::File>,
+        pos: SeekFrom,
+    ) -> io::Result<u64> {
+        self.settle(via, file).await;
+        let file = file.clone();
+        let Done::Seek(r) = self.call(via, move || Done::Seek((&*file).seek(pos))).await else {
+            unreachable!("a seek job seeks")
+        };
+        if r.is_ok() {
+            self.forget_unread();
+        }
+        r
+    }
+
+    /// A call that neither moves the cursor nor reads: `sync_all`, `set_len`, ...
+    async fn unit(
+        &mut self,
+        via: Via,
+        file: &Arc<std::fs::File>,
+        f: fn(&std::fs::File) -> io::Result<()>,
+    ) -> io::Result<()> {
+        self.settle(via, file).await;
+        let file = file.clone();
+        let Done::Unit(r) = self.call(via, move || Done::Unit(f(&file))).await else {
+            unreachable!("a unit job")
+        };
+        r
+    }
+
+    async fn set_len(&mut self, via: Via, file: &Arc<std::fs::File>, size: u64) -> io::Result<()> {
+        self.settle(via, file).await;
+        let file = file.clone();
+        let Done::Unit(r) = self.call(via, move || Done::Unit(file.set_len(size))).await else {
+            unreachable!("a set_len job")
+        };
+        r
+    }
+
+    async fn metadata(
+        &mut self,
+        via: Via,
+        file: &Arc<std::fs::File>,
+    ) -> io::Result<std::fs::Metadata> {
+        self.settle(via, file).await;
+        let file = file.clone();
+        let Done::Metadata(r) = self
+            .call(via, move || Done::Metadata(file.metadata()))
+            .await
+        else {
+            unreachable!("a metadata job")
+        };
+        r
+    }
+}
+
+/// Runs a `File` call blocking-style: `call` gets where its job runs (the pool in a coroutine,
+/// in place on a plain thread) and the returned future is waited for as `block_on` waits.
+///
+/// On a thread the future is ready at its first poll unless the job of a dropped call is
+/// still running, so it is polled once first: only that rare case parks the thread (through
+/// `block_on`, which refuses a runtime worker's own thread, where the old in-place call
+/// worked and still does).
+#[track_caller]
+fn blocking_style<F: Future>(call: impl FnOnce(Via) -> F) -> F::Output {
+    match context::here() {
+        Here::Stackful(_) => crate::block_on(call(Via::Pool)),
+        Here::Stackless => panic!(
+            "a blocking-style corio::fs call inside an async task would stall its worker: use \
+             the `_async` form and `.await` it"
+        ),
+        Here::Thread => {
+            let mut fut = pin!(call(Via::InPlace));
+            match fut.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+                Poll::Ready(v) => v,
+                Poll::Pending => crate::block_on(fut),
+            }
+        }
+    }
+}
+
 impl File {
     /// Opens `path` for reading.
+    ///
+    /// # Panics
+    ///
+    /// Inside an async task, whose worker it would stall: `.await` the `_async` form there.
     #[track_caller]
     pub fn open<P: AsRef<Path>>(path: P) -> io::Result<File> {
         OpenOptions::new().read(true).open(path)
@@ -198,6 +600,10 @@ impl File {
     }
 
     /// Creates (or truncates) `path` for writing.
+    ///
+    /// # Panics
+    ///
+    /// Inside an async task, whose worker it would stall: `.await` the `_async` form there.
     #[track_caller]
     pub fn create<P: AsRef<Path>>(path: P) -> io::Result<File> {
         File::options()
@@ -222,73 +628,32 @@ impl File {
     /// Wraps an open `std` file.
     pub fn from_std(file: std::fs::File) -> File {
         File {
-            file: Arc::new(file),
-            buf: Vec::new(),
+            std: Arc::new(file),
+            state: crate::sync::Mutex::new(State::new()),
         }
-    }
-
-    /// The job of a read of up to `len` bytes: returns the buffer holding what was read.
-    fn read_job(
-        &mut self,
-        len: usize,
-    ) -> impl FnOnce() -> (io::Result<usize>, Vec<u8>) + Send + 'static {
-        let (file, mut buf) = (self.file.clone(), std::mem::take(&mut self.buf));
-        buf.resize(len.min(MAX_CHUNK), 0);
-        move || {
-            let r = (&*file).read(&mut buf);
-            (r, buf)
-        }
-    }
-
-    /// Copies a finished read out and keeps the buffer.
-    fn read_done(
-        &mut self,
-        (r, buf): (io::Result<usize>, Vec<u8>),
-        out: &mut [u8],
-    ) -> io::Result<usize> {
-        self.buf = buf;
-        let n = r?;
-        out[..n].copy_from_slice(&self.buf[..n]);
-        Ok(n)
-    }
-
-    /// The job of a write of (a first part of) `data`.
-    fn write_job(
-        &mut self,
-        data: &[u8],
-    ) -> impl FnOnce() -> (io::Result<usize>, Vec<u8>) + Send + 'static {
-        let (file, mut buf) = (self.file.clone(), std::mem::take(&mut self.buf));
-        buf.clear();
-        buf.extend_from_slice(&data[..data.len().min(MAX_CHUNK)]);
-        move || {
-            let r = (&*file).write(&buf);
-            (r, buf)
-        }
-    }
-
-    fn write_done(&mut self, (r, buf): (io::Result<usize>, Vec<u8>)) -> io::Result<usize> {
-        self.buf = buf;
-        r
     }
 
     /// Reads into `buf`.
     pub async fn read_async(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let done = run_async(self.read_job(buf.len())).await;
-        self.read_done(done, buf)
+        self.state.get_mut().read(Via::Pool, &self.std, buf).await
     }
 
     /// Writes (part of) `buf`.
     pub async fn write_async(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let done = run_async(self.write_job(buf)).await;
-        self.write_done(done)
+        self.state.get_mut().write(Via::Pool, &self.std, buf).await
     }
 
     /// Writes all of `buf`.
+    ///
+    /// As `std::io::Write::write_all`: a write interrupted by a signal (`Interrupted`) is
+    /// retried, one that writes nothing is `WriteZero`.
     pub async fn write_all_async(&mut self, mut buf: &[u8]) -> io::Result<()> {
         while !buf.is_empty() {
-            match self.write_async(buf).await? {
-                0 => return Err(io::ErrorKind::WriteZero.into()),
-                n => buf = &buf[n..],
+            match self.write_async(buf).await {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => buf = &buf[n..],
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
             }
         }
         Ok(())
@@ -296,76 +661,231 @@ impl File {
 
     /// Moves the cursor.
     pub async fn seek_async(&mut self, pos: SeekFrom) -> io::Result<u64> {
-        let file = self.file.clone();
-        run_async(move || (&*file).seek(pos)).await
+        self.state.get_mut().seek(Via::Pool, &self.std, pos).await
     }
 
-    /// `fsync`, blocking-style.
+    /// `fsync`: data and metadata reach the disk, blocking-style.
+    ///
+    /// # Panics
+    ///
+    /// Inside an async task, whose worker it would stall: `.await` the `_async` form there.
     #[track_caller]
     pub fn sync_all(&self) -> io::Result<()> {
-        let file = self.file.clone();
-        run(move || file.sync_all())
+        blocking_style(|via| async move {
+            let mut state = self.state.lock_async().await;
+            state.unit(via, &self.std, std::fs::File::sync_all).await
+        })
     }
 
-    /// `fsync`.
+    /// `fsync`: data and metadata reach the disk.
     pub async fn sync_all_async(&self) -> io::Result<()> {
-        let file = self.file.clone();
-        run_async(move || file.sync_all()).await
+        let mut state = self.state.lock_async().await;
+        state
+            .unit(Via::Pool, &self.std, std::fs::File::sync_all)
+            .await
+    }
+
+    /// `fdatasync`: data (and the metadata needed to read it back) reach the disk,
+    /// blocking-style.
+    ///
+    /// # Panics
+    ///
+    /// Inside an async task, whose worker it would stall: `.await` the `_async` form there.
+    #[track_caller]
+    pub fn sync_data(&self) -> io::Result<()> {
+        blocking_style(|via| async move {
+            let mut state = self.state.lock_async().await;
+            state.unit(via, &self.std, std::fs::File::sync_data).await
+        })
+    }
+
+    /// `fdatasync`: data (and the metadata needed to read it back) reach the disk.
+    pub async fn sync_data_async(&self) -> io::Result<()> {
+        let mut state = self.state.lock_async().await;
+        state
+            .unit(Via::Pool, &self.std, std::fs::File::sync_data)
+            .await
     }
 
     /// The file's metadata, blocking-style.
+    ///
+    /// # Panics
+    ///
+    /// Inside an async task, whose worker it would stall: `.await` the `_async` form there.
     #[track_caller]
     pub fn metadata(&self) -> io::Result<std::fs::Metadata> {
-        let file = self.file.clone();
-        run(move || file.metadata())
+        blocking_style(|via| async move {
+            let mut state = self.state.lock_async().await;
+            state.metadata(via, &self.std).await
+        })
     }
 
-    /// Truncates or extends the file to `size` bytes, blocking-style.
+    /// The file's metadata.
+    pub async fn metadata_async(&self) -> io::Result<std::fs::Metadata> {
+        let mut state = self.state.lock_async().await;
+        state.metadata(Via::Pool, &self.std).await
+    }
+
+    /// Truncates or extends the file to `size` bytes, blocking-style. The cursor does not
+    /// move (as `std`).
+    ///
+    /// # Panics
+    ///
+    /// Inside an async task, whose worker it would stall: `.await` the `_async` form there.
     #[track_caller]
     pub fn set_len(&self, size: u64) -> io::Result<()> {
-        let file = self.file.clone();
-        run(move || file.set_len(size))
+        blocking_style(|via| async move {
+            let mut state = self.state.lock_async().await;
+            state.set_len(via, &self.std, size).await
+        })
+    }
+
+    /// Truncates or extends the file to `size` bytes. The cursor does not move (as `std`).
+    pub async fn set_len_async(&self, size: u64) -> io::Result<()> {
+        let mut state = self.state.lock_async().await;
+        state.set_len(Via::Pool, &self.std, size).await
     }
 }
 
 impl Read for File {
     /// Blocking-style (see the module doc).
+    #[track_caller]
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let done = run(self.read_job(buf.len()));
-        self.read_done(done, buf)
+        let (state, file) = (self.state.get_mut(), &self.std);
+        blocking_style(|via| state.read(via, file, buf))
     }
 }
 
 impl Write for File {
     /// Blocking-style (see the module doc).
+    #[track_caller]
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let done = run(self.write_job(buf));
-        self.write_done(done)
+        let (state, file) = (self.state.get_mut(), &self.std);
+        blocking_style(|via| state.write(via, file, buf))
     }
 
+    /// Writes go straight to the file, so there is nothing to flush; this only waits for the
+    /// job of a call whose future was dropped, if one is still running.
+    #[track_caller]
     fn flush(&mut self) -> io::Result<()> {
+        let (state, file) = (self.state.get_mut(), &self.std);
+        blocking_style(|via| state.settle(via, file));
         Ok(())
     }
 }
 
 impl Seek for File {
     /// Blocking-style (see the module doc).
+    #[track_caller]
     fn seek(&mut self, pos: SeekFrom) -> io::Result<u64> {
-        let file = self.file.clone();
-        run(move || (&*file).seek(pos))
+        let (state, file) = (self.state.get_mut(), &self.std);
+        blocking_style(|via| state.seek(via, file, pos))
+    }
+}
+
+/// As `std`'s `impl Read for &File`: several coroutines may share one `File`. Each call holds
+/// the `File`'s lock until its job is done, so calls do not interleave inside one another.
+///
+/// ```
+/// use std::io::{Read, Write};
+/// use std::sync::Arc;
+///
+/// let rt = corio::Runtime::builder().workers(2).build().unwrap();
+/// let path = std::env::temp_dir().join(format!("corio-fs-shared-doc-{}", std::process::id()));
+/// let p = path.clone();
+/// let len = rt.run(move || {
+///     let f = Arc::new(corio::fs::File::create(&p).unwrap());
+///     let writers: Vec<_> = (0..2)
+///         .map(|_| {
+///             let f = f.clone();
+///             corio::go(move || (&*f).write_all(b"0123456789").unwrap())
+///         })
+///         .collect();
+///     writers.into_iter().for_each(|w| w.join().unwrap());
+///     f.metadata().unwrap().len()
+/// });
+/// assert_eq!(len, 20);
+/// std::fs::remove_file(path).unwrap();
+/// ```
+impl Read for &File {
+    /// Blocking-style (see the module doc).
+    #[track_caller]
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let file = *self;
+        blocking_style(|via| async move {
+            let mut state = file.state.lock_async().await;
+            state.read(via, &file.std, buf).await
+        })
+    }
+}
+
+/// As `std`'s `impl Write for &File` (see `Read for &File`).
+impl Write for &File {
+    /// Blocking-style (see the module doc).
+    #[track_caller]
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let file = *self;
+        blocking_style(|via| async move {
+            let mut state = file.state.lock_async().await;
+            state.write(via, &file.std, buf).await
+        })
+    }
+
+    /// As `File`'s: waits for the job of a call whose future was dropped, if one is running.
+    #[track_caller]
+    fn flush(&mut self) -> io::Result<()> {
+        let file = *self;
+        blocking_style(|via| async move {
+            let mut state = file.state.lock_async().await;
+            state.settle(via, &file.std).await
+        });
+        Ok(())
+    }
+}
+
+/// As `std`'s `impl Seek for &File` (see `Read for &File`).
+impl Seek for &File {
+    /// Blocking-style (see the module doc).
+    #[track_caller]
+    fn seek(&mut self, pos: SeekFrom) -> io::Result<u64> {
+        let file = *self;
+        blocking_style(|via| async move {
+            let mut state = file.state.lock_async().await;
+            state.seek(via, &file.std, pos).await
+        })
     }
 }
 
 /// Creates a directory and its parents, blocking-style (on the pool in a coroutine).
+///
+/// # Panics
+///
+/// Inside an async task, whose worker it would stall: `.await` the `_async` form there.
 #[track_caller]
 pub fn create_dir_all<P: AsRef<Path>>(path: P) -> io::Result<()> {
     let path: PathBuf = path.as_ref().to_owned();
     run(move || std::fs::create_dir_all(path))
 }
 
+/// Creates a directory and its parents.
+pub async fn create_dir_all_async<P: AsRef<Path>>(path: P) -> io::Result<()> {
+    let path: PathBuf = path.as_ref().to_owned();
+    run_async(move || std::fs::create_dir_all(path)).await
+}
+
 /// Removes a file, blocking-style (on the pool in a coroutine).
+///
+/// # Panics
+///
+/// Inside an async task, whose worker it would stall: `.await` the `_async` form there.
 #[track_caller]
 pub fn remove_file<P: AsRef<Path>>(path: P) -> io::Result<()> {
     let path: PathBuf = path.as_ref().to_owned();
     run(move || std::fs::remove_file(path))
+}
+
+/// Removes a file.
+pub async fn remove_file_async<P: AsRef<Path>>(path: P) -> io::Result<()> {
+    let path: PathBuf = path.as_ref().to_owned();
+    run_async(move || std::fs::remove_file(path)).await
 }
