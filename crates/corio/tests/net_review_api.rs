@@ -192,6 +192,25 @@ rt_common! {
     }
 
     #[test]
+    fn a_zero_length_call_on_a_handle_another_handle_closed_is_not_connected() {
+        within(WATCHDOG, || {
+            rt().run(|| {
+                let (client, _server) = tcp_pair();
+                let clone = client.try_clone().unwrap();
+                drop(client);
+                let kind = |r: std::io::Result<usize>| r.unwrap_err().kind();
+                assert_eq!(kind((&clone).read(&mut [])), ErrorKind::NotConnected);
+                assert_eq!(kind((&clone).write(&[])), ErrorKind::NotConnected);
+                assert_eq!(kind(clone.peek(&mut [])), ErrorKind::NotConnected);
+                let (a, _b) = UnixStream::pair().unwrap();
+                let a2 = a.try_clone().unwrap();
+                drop(a);
+                assert_eq!(kind((&a2).write(&[])), ErrorKind::NotConnected);
+            });
+        });
+    }
+
+    #[test]
     fn read_exact_and_read_to_end_end_at_the_peers_half_close() {
         within(WATCHDOG, || {
             rt().run(|| {

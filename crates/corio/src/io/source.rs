@@ -86,6 +86,22 @@ impl<T: AsRawFd> Source<T> {
         }
     }
 
+    /// `op` once, never waiting: a zero-length stream read or write (`net/stream.rs`, "Zero-length
+    /// reads and writes"), `Ok(0)` for `WouldBlock`. On a socket another handle closed it is
+    /// `NotConnected`, as every other call.
+    #[cold]
+    pub(crate) fn at_once(&self, mut op: impl FnMut(&T) -> io::Result<usize>) -> io::Result<usize> {
+        self.check_open()?;
+        loop {
+            match op(&self.inner) {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(0),
+                Err(e) => return Err(self.error_unless_closed(e)),
+                ok => return ok,
+            }
+        }
+    }
+
     pub(crate) fn timeout(&self, dir: Direction) -> Option<Duration> {
         match self.timeouts[dir as usize].load(Ordering::Relaxed) {
             0 => None,

@@ -35,22 +35,6 @@ pub(crate) fn writev_len(bufs: &[io::IoSlice<'_>]) -> usize {
     bufs.iter().take(IOV_MAX).map(|b| b.len()).sum()
 }
 
-/// A zero-length read or write ("Zero-length reads and writes"): `op` once, `Ok(0)` for
-/// `WouldBlock`.
-#[cold]
-pub(crate) fn at_once<T: AsRawFd>(
-    sock: &Source<T>,
-    mut op: impl FnMut(&T) -> io::Result<usize>,
-) -> io::Result<usize> {
-    loop {
-        match op(sock.get()) {
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(0),
-            result => return result,
-        }
-    }
-}
-
 /// A datagram receive's result as the system call gave it (`datagram_face!`'s `$received`
 /// for a socket whose receive never mistakes the end for `WouldBlock`).
 #[inline]
@@ -72,7 +56,7 @@ pub(crate) fn block_stream<T: AsRawFd>(
     op: impl FnMut(&T) -> io::Result<usize>,
 ) -> io::Result<usize> {
     if len == 0 {
-        return at_once(sock, op);
+        return sock.at_once(op);
     }
     sock.block_stream(dir, len, op)
 }
@@ -87,7 +71,7 @@ pub(crate) fn poll_stream<T: AsRawFd>(
     op: impl FnMut(&T) -> io::Result<usize>,
 ) -> Poll<io::Result<usize>> {
     if len == 0 {
-        return Poll::Ready(at_once(sock, op));
+        return Poll::Ready(sock.at_once(op));
     }
     sock.poll_stream(dir, cx, len, op)
 }
@@ -100,7 +84,7 @@ pub(crate) async fn stream_async<T: AsRawFd>(
     op: impl FnMut(&T) -> io::Result<usize>,
 ) -> io::Result<usize> {
     if len == 0 {
-        return at_once(sock, op);
+        return sock.at_once(op);
     }
     sock.stream_async(dir, len, op).await
 }

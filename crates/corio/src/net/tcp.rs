@@ -277,7 +277,7 @@ impl TcpStream {
     #[track_caller]
     pub fn peek(&self, buf: &mut [u8]) -> io::Result<usize> {
         if buf.is_empty() {
-            return stream::at_once(&self.sock, |s| s.peek(buf));
+            return self.sock.at_once(|s| s.peek(buf));
         }
         self.sock.block_op(Direction::Read, |s| s.peek(buf))
     }
@@ -285,7 +285,7 @@ impl TcpStream {
     /// Reads without consuming (an empty `buf` returns `Ok(0)` at once).
     pub async fn peek_async(&self, buf: &mut [u8]) -> io::Result<usize> {
         if buf.is_empty() {
-            return stream::at_once(&self.sock, |s| s.peek(buf));
+            return self.sock.at_once(|s| s.peek(buf));
         }
         self.sock.op_async(Direction::Read, |s| s.peek(buf)).await
     }
