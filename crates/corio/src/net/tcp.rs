@@ -5,7 +5,7 @@ use std::net::{Shutdown, SocketAddr, ToSocketAddrs};
 use std::os::fd::AsRawFd;
 use std::time::Duration;
 
-use super::{addr, stream};
+use super::addr;
 use crate::io::registry::Direction;
 use crate::io::source::Shared;
 
