@@ -421,17 +421,35 @@ impl<T: AsRawFd> Source<T> {
     }
 
     /// On a plain thread: the system call, and `poll(2)` while it would block.
+    ///
+    /// `poll(2)` can say ready while the call still would block: an unconnected Unix datagram
+    /// socket is always writable to `poll`, whatever its destination's queue holds (epoll's
+    /// edge comes from the destination when it drains, which `poll` does not wait for). After
+    /// a ready `poll` the call found nothing to do, the thread sleeps before polling again,
+    /// 50 µs doubling to 10 ms (within the deadline), instead of spinning.
     fn block_thread<R>(
         &self,
         dir: Direction,
         timeout: Option<Duration>,
         mut op: impl FnMut(&T) -> io::Result<R>,
     ) -> io::Result<R> {
+        const BACKOFF_MIN: Duration = Duration::from_micros(50);
+        const BACKOFF_MAX: Duration = Duration::from_millis(10);
         let deadline = timeout.map(|d| Instant::now() + d);
+        // The time left, `None` for no deadline; `Err` once it has passed.
+        let left = || match deadline {
+            None => Ok(None),
+            Some(deadline) => match deadline.saturating_duration_since(Instant::now()) {
+                left if left.is_zero() => Err(timed_out()),
+                left => Ok(Some(left)),
+            },
+        };
         let events = match dir {
             Direction::Read => libc::POLLIN | libc::POLLRDHUP,
             Direction::Write => libc::POLLOUT,
         };
+        // Zero until a ready `poll` is followed by a call that would block.
+        let mut backoff = Duration::ZERO;
         loop {
             self.check_open()?;
             match op(&self.inner) {
@@ -440,14 +458,13 @@ impl<T: AsRawFd> Source<T> {
                 Err(e) => return Err(self.error_unless_closed(e)),
                 ok => return ok,
             }
-            let timeout_ms = match deadline {
+            if !backoff.is_zero() {
+                std::thread::sleep(left()?.map_or(backoff, |left| left.min(backoff)));
+            }
+            let timeout_ms = match left()? {
                 None => -1,
-                Some(deadline) => {
-                    let left = deadline.saturating_duration_since(Instant::now());
-                    if left.is_zero() {
-                        return Err(timed_out());
-                    }
-                    // Rounded up: a 0 would spin until the deadline.
+                // Rounded up: a 0 would spin until the deadline.
+                Some(left) => {
                     left.as_nanos().div_ceil(1_000_000).min(i32::MAX as u128) as libc::c_int
                 }
             };
@@ -457,7 +474,12 @@ impl<T: AsRawFd> Source<T> {
                 revents: 0,
             };
             // SAFETY: one valid pollfd; EINTR and timeouts are handled by the loop.
-            unsafe { libc::poll(&mut pfd, 1, timeout_ms) };
+            let ready = unsafe { libc::poll(&mut pfd, 1, timeout_ms) };
+            backoff = if ready > 0 {
+                (backoff * 2).clamp(BACKOFF_MIN, BACKOFF_MAX)
+            } else {
+                Duration::ZERO
+            };
         }
     }
 
