@@ -273,12 +273,10 @@ rt_common! {
     }
 
     // A Unix stream's `shutdown(Write)` sends no EPOLLOUT edge while its send buffer is full
-    // (`unix_poll` reports EPOLLOUT only for free buffer space), so a write that finds the
-    // write readiness clear waits for ever instead of trying `send`, which says EPIPE. The
-    // fix belongs in `io/source.rs` (a shutdown that marks the direction final): see the
-    // review report.
+    // (`unix_poll` reports EPOLLOUT only for free buffer space), so a write that found the
+    // write readiness clear waited for ever instead of trying `send`, which says EPIPE. Now
+    // `Source::shutdown` marks the direction final.
     #[test]
-    #[ignore = "io/: a Unix stream's shutdown(Write) leaves the write readiness clear (hangs)"]
     fn a_unix_write_after_shutdown_write_is_a_broken_pipe_even_when_the_send_buffer_is_full() {
         within(WATCHDOG, || {
             rt().run(|| {
@@ -295,7 +293,6 @@ rt_common! {
     }
 
     #[test]
-    #[ignore = "io/: a Unix stream's shutdown(Write) leaves the write readiness clear (hangs)"]
     fn a_unix_write_async_after_shutdown_write_is_a_broken_pipe_even_with_a_full_send_buffer() {
         within(WATCHDOG, || {
             rt().block_on(async {

@@ -636,6 +636,15 @@ impl Registration {
     }
 }
 
+impl Registration {
+    /// An edge for `dir` with its final bit, as a hang-up would send: for a shutdown this
+    /// socket made itself, which the kernel may not announce (`Source::shutdown`).
+    pub(crate) fn shut_down(&self, dir: Direction) {
+        let (_, generation) = split(self.token);
+        self.io().ready(dir, true, generation);
+    }
+}
+
 impl Drop for Registration {
     fn drop(&mut self) {
         self.registry.remove(self.token);

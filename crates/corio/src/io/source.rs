@@ -483,6 +483,31 @@ impl<T: AsRawFd> Source<T> {
         }
     }
 
+    /// `shutdown(2)`, then the directions it shut marked final, waking their waiters: the
+    /// kernel may announce a shutdown with no edge (a Unix stream's `shutdown(Write)` with a
+    /// full send buffer reports no `EPOLLOUT`, so a write that found the buffer full waited
+    /// for ever instead of trying `send`, which says `EPIPE`). A shut direction stays shut, so
+    /// its final bit is true for good; it only makes operations try their system call.
+    pub(crate) fn shutdown(&self, how: std::net::Shutdown) -> io::Result<()> {
+        use std::net::Shutdown;
+        let (how_c, dirs): (_, &[Direction]) = match how {
+            Shutdown::Read => (libc::SHUT_RD, &[Direction::Read]),
+            Shutdown::Write => (libc::SHUT_WR, &[Direction::Write]),
+            Shutdown::Both => (libc::SHUT_RDWR, &[Direction::Read, Direction::Write]),
+        };
+        // SAFETY: the fd is open (we hold it); `shutdown` reads nothing from our memory.
+        if unsafe { libc::shutdown(self.inner.as_raw_fd(), how_c) } == -1 {
+            return Err(io::Error::last_os_error());
+        }
+        // After the system call, so a waiter woken here finds the socket shut.
+        if let Some(registration) = self.registration.get() {
+            for &dir in dirs {
+                registration.shut_down(dir);
+            }
+        }
+        Ok(())
+    }
+
     /// Closes the socket for every handle (see the module doc).
     fn close(&self) {
         // Release: pairs with the Acquire load in `check_open` (and, through `init`, with the

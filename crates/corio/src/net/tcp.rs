@@ -239,7 +239,7 @@ impl TcpStream {
     /// Shuts down the read, write or both halves (a reader waiting on this socket wakes with
     /// `Ok(0)` after `Shutdown::Read`).
     pub fn shutdown(&self, how: Shutdown) -> io::Result<()> {
-        self.sock.get().shutdown(how)
+        self.sock.shutdown(how)
     }
 
     /// Sets `TCP_NODELAY`.

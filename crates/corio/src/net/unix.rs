@@ -192,7 +192,7 @@ impl UnixStream {
 
     /// Shuts down the read, write or both halves.
     pub fn shutdown(&self, how: Shutdown) -> io::Result<()> {
-        self.sock.get().shutdown(how)
+        self.sock.shutdown(how)
     }
 
     /// Takes the socket's pending error (`SO_ERROR`).
@@ -314,7 +314,7 @@ impl UnixDatagram {
     /// Shuts down the read, write or both halves (a later `send` is `BrokenPipe`, a `recv`
     /// returns `Ok(0)`), as `std`'s.
     pub fn shutdown(&self, how: Shutdown) -> io::Result<()> {
-        self.sock.get().shutdown(how)
+        self.sock.shutdown(how)
     }
 
     /// Takes the socket's pending error (`SO_ERROR`).
