@@ -23,6 +23,39 @@
 //! std::fs::remove_file(path).unwrap();
 //! ```
 //!
+//! # Paths and directories
+//!
+//! The `std::fs` calls on paths — [`metadata`], [`symlink_metadata`], [`try_exists`],
+//! [`canonicalize`], [`read_link`], [`read_dir`], [`create_dir`], [`create_dir_all`],
+//! [`remove_dir`], [`remove_dir_all`], [`remove_file`], [`rename`], [`copy`], [`hard_link`],
+//! [`set_permissions`] — are here too, each with an `_async` form, and return `std`'s results
+//! and errors. [`read_dir`] returns the entries as a `Vec`, read on the pool, since iterating
+//! `std`'s `ReadDir` makes system calls.
+//!
+//! ```
+//! let rt = corio::Runtime::builder().workers(1).build().unwrap();
+//! let dir = std::env::temp_dir().join(format!("corio-fs-paths-doc-{}", std::process::id()));
+//! let d = dir.clone();
+//! let names = rt.run(move || {
+//!     corio::fs::create_dir(&d).unwrap();
+//!     corio::fs::write(d.join("a"), "a").unwrap();
+//!     corio::fs::copy(d.join("a"), d.join("b")).unwrap();
+//!     corio::fs::rename(d.join("b"), d.join("c")).unwrap();
+//!     assert!(!corio::fs::try_exists(d.join("b")).unwrap());
+//!     let mut names: Vec<_> = corio::fs::read_dir(&d)
+//!         .unwrap()
+//!         .into_iter()
+//!         .map(|entry| entry.file_name())
+//!         .collect();
+//!     names.sort();
+//!     names
+//! });
+//! assert_eq!(names, ["a", "c"]);
+//! let d = dir.clone();
+//! rt.block_on(async move { corio::fs::remove_dir_all_async(&d).await.unwrap() });
+//! assert!(!dir.exists());
+//! ```
+//!
 //! # Calls whose future is dropped
 //!
 //! A pool job cannot be stopped: when the future of a `File` call is dropped before it
@@ -61,13 +94,17 @@
 use std::fmt;
 use std::future::Future;
 use std::io::{self, Read, Seek, SeekFrom, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::pin::pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
 use crate::JoinHandle;
 use crate::runtime::context::{self, Here};
+
+mod paths;
+
+pub use paths::*;
 
 /// Most bytes one pool job reads or writes (larger requests are served in parts, as
 /// `Read`/`Write` allow); tokio's `fs::File` uses 2 MiB too.
@@ -854,38 +891,4 @@ impl Seek for &File {
             state.seek(via, &file.std, pos).await
         })
     }
-}
-
-/// Creates a directory and its parents, blocking-style (on the pool in a coroutine).
-///
-/// # Panics
-///
-/// Inside an async task, whose worker it would stall: `.await` the `_async` form there.
-#[track_caller]
-pub fn create_dir_all<P: AsRef<Path>>(path: P) -> io::Result<()> {
-    let path: PathBuf = path.as_ref().to_owned();
-    run(move || std::fs::create_dir_all(path))
-}
-
-/// Creates a directory and its parents.
-pub async fn create_dir_all_async<P: AsRef<Path>>(path: P) -> io::Result<()> {
-    let path: PathBuf = path.as_ref().to_owned();
-    run_async(move || std::fs::create_dir_all(path)).await
-}
-
-/// Removes a file, blocking-style (on the pool in a coroutine).
-///
-/// # Panics
-///
-/// Inside an async task, whose worker it would stall: `.await` the `_async` form there.
-#[track_caller]
-pub fn remove_file<P: AsRef<Path>>(path: P) -> io::Result<()> {
-    let path: PathBuf = path.as_ref().to_owned();
-    run(move || std::fs::remove_file(path))
-}
-
-/// Removes a file.
-pub async fn remove_file_async<P: AsRef<Path>>(path: P) -> io::Result<()> {
-    let path: PathBuf = path.as_ref().to_owned();
-    run_async(move || std::fs::remove_file(path)).await
 }
