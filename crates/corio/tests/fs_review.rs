@@ -11,39 +11,16 @@ mod support;
 
 use std::future::Future;
 use std::io::{ErrorKind, Read, Seek, SeekFrom, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::pin::{Pin, pin};
 use std::sync::mpsc;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
-use support::within;
+use support::{TempDir, within};
 
 /// A hang is a failure well before the harness would notice.
 const LIMIT: Duration = Duration::from_secs(20);
-
-/// A fresh temporary directory, removed when dropped.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> TempDir {
-        let dir =
-            std::env::temp_dir().join(format!("corio-fs-review-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        TempDir(dir)
-    }
-
-    fn join(&self, file: &str) -> PathBuf {
-        self.0.join(file)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 /// One worker and a blocking pool of one thread: pool jobs run one at a time, in the order
 /// they were queued.

@@ -1,6 +1,7 @@
 //! Helpers shared by the runtime's integration tests (`rt_*.rs`): runtimes of each scheduler
 //! flavour, a watchdog so that a hang is a failure rather than a stuck CI job, drop counters, a
-//! one-shot gate future, panic-message helpers and a small deterministic PRNG.
+//! one-shot gate future, panic-message helpers, temporary directories and a small
+//! deterministic PRNG.
 //!
 //! Each test binary uses a different subset of these.
 #![allow(dead_code)]
@@ -8,6 +9,7 @@
 use std::any::Any;
 use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::{Arc, Mutex, Once};
@@ -365,4 +367,31 @@ pub fn tcp_pair() -> (corio::net::TcpStream, corio::net::TcpStream) {
     let client = corio::go(move || corio::net::TcpStream::connect(addr).unwrap());
     let (server, _) = listener.accept().unwrap();
     (client.join().unwrap(), server)
+}
+
+/// A fresh directory under the system's temporary directory, named for this process and
+/// `name` (unique within a test binary), removed with all it holds when dropped.
+pub struct TempDir(PathBuf);
+
+impl TempDir {
+    pub fn new(name: &str) -> TempDir {
+        let dir = std::env::temp_dir().join(format!("corio-test-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        TempDir(dir)
+    }
+
+    pub fn path(&self) -> PathBuf {
+        self.0.clone()
+    }
+
+    pub fn join(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
