@@ -28,7 +28,7 @@ use std::path::{Path, PathBuf};
 
 use super::{run, run_async};
 
-/// Writes a blocking-style call and its `_async` twin for each line
+/// Writes a blocking-style call and its `_async` twin for each line of the form
 ///
 /// ```text
 /// /// docs
