@@ -807,6 +807,40 @@ mod tests {
         assert_eq!(io.wait(Direction::Read, state, &waker), Wait::Closed);
     }
 
+    /// `deregister` takes the socket out of the epoll set (a second `EPOLL_CTL_DEL` finds
+    /// nothing) and retires its token; with its epoll instance gone it only releases.
+    #[test]
+    #[cfg_attr(miri, ignore)] // epoll system calls
+    fn deregister_leaves_the_epoll_set_and_retires_the_token() {
+        use std::os::fd::{FromRawFd, OwnedFd};
+        // SAFETY: a fresh descriptor, owned once (the call is checked just below).
+        let epoll = Arc::new(unsafe { OwnedFd::from_raw_fd(libc::epoll_create1(0)) });
+        assert!(epoll.as_raw_fd() >= 0);
+        let registry = Arc::new(Registry::new(Arc::downgrade(&epoll)));
+        let (socket, _peer) = std::os::unix::net::UnixStream::pair().unwrap();
+        let ctl = |op, token| {
+            let mut ev = event(token, libc::EPOLLIN | libc::EPOLLET);
+            // SAFETY: valid epoll and socket fds, a valid event.
+            unsafe { libc::epoll_ctl(epoll.as_raw_fd(), op, socket.as_raw_fd(), &mut ev) }
+        };
+        let registration = registry.insert();
+        let token = registration.token();
+        assert_eq!(ctl(libc::EPOLL_CTL_ADD, token), 0);
+        registration.deregister(socket.as_raw_fd());
+        assert_eq!(ctl(libc::EPOLL_CTL_DEL, 0), -1, "still in the epoll set");
+        assert!(registry.is_empty(), "not released");
+        // A late event for it changes nothing for the next registration.
+        let next = registry.insert();
+        let count = waiting(&next);
+        registry.dispatch(&[event(token, libc::EPOLLIN | libc::EPOLLHUP)]);
+        assert_eq!(count.0.load(Ordering::SeqCst), 0);
+        assert!(!may_be_ready(next.io().state(Direction::Read)));
+        // The driver gone: nothing to remove from, and the release still happens.
+        drop(epoll);
+        next.deregister(socket.as_raw_fd());
+        assert!(registry.is_empty());
+    }
+
     /// TCP urgent data ends the short-read rule for the socket's reads: its edge sets the read
     /// direction's final bit (a cleared ready bit no longer stops a read), not the write's.
     #[test]
