@@ -565,8 +565,8 @@ impl<T: AsRawFd> Source<T> {
 
 impl<T: AsRawFd> Drop for Source<T> {
     fn drop(&mut self) {
-        // Relaxed: the handle that set it let go of its `Arc` afterwards, and the last `Arc`'s
-        // drop synchronises with every earlier one.
+        // A plain read (`get_mut`): the handle that set the flag let go of its `Arc`
+        // afterwards, and the last `Arc`'s drop synchronises with every earlier one.
         if *self.duplicated.get_mut()
             && let Some(registration) = self.registration.take()
         {
