@@ -81,14 +81,35 @@
 //! peer's `send(MSG_OOB)` between two writes left the second one unread until the peer sent
 //! more (`tests/net_review_io.rs`, `urgent_data_does_not_strand_the_data_behind_it`).
 //!
+//! # Leaving the epoll set (handing a socket back)
+//!
+//! A socket normally leaves the epoll set when its fd closes, and its `Registration` is then
+//! released. A socket handed back to its owner (`into_std`, `IntoRawFd`: `net/fd.rs`) keeps
+//! its fd, so [`Registration::deregister`] first removes it (`EPOLL_CTL_DEL`), then releases
+//! the registration. Releasing is all the rest needs: `EPOLL_CTL_DEL` also drops an event
+//! the kernel has queued and no poller has taken yet, and an event a poller took before it
+//! carries the old generation, which the release retires (rule 2 of "Tokens"): it changes
+//! nothing, at worst wakes the next user of the `ScheduledIo` once for nothing.
+//!
+//! The registry reaches the epoll instance through a weak reference to the driver's fd
+//! (`Registry::epoll`): a socket that outlives its runtime must not keep the runtime's
+//! descriptors open (`tests/net_fds.rs`). Once the driver is gone the reference no longer
+//! upgrades, and no `EPOLL_CTL_DEL` is needed: the driver's fd was the instance's only
+//! descriptor, and closing it freed the instance with every entry in it. While it does
+//! upgrade, the strong reference keeps the fd open across the `epoll_ctl`, so its number can
+//! never name another file by then. (A runtime shut down but not yet dropped — a `Handle`
+//! outlives it — still has its epoll instance: the socket is removed from it as from a live
+//! one.)
+//!
 //! Waker lists keep their capacity, so after a socket's first wait its waits do not allocate.
 //! A waiter that gives up (its future dropped, a timeout) leaves its waker in the slot or the
 //! list; the next edge wakes it for nothing and empties them (until then, a different task
 //! waiting on that direction finds the slot taken and uses the list).
 
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicPtr, AtomicUsize};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::task::Waker;
 
 use super::slot::{Register, WaiterSlot};
@@ -411,19 +432,29 @@ pub(crate) struct Registry {
     buckets: [AtomicPtr<ScheduledIo>; BUCKETS],
     /// Registered sockets (read without the lock by pollers deciding whether to poll).
     count: AtomicUsize,
+    /// The driver's epoll instance, for [`Registration::deregister`]; weak, so that sockets
+    /// outliving their runtime do not keep it open ("Leaving the epoll set"). Set once.
+    epoll: Weak<OwnedFd>,
 }
 
 impl Default for Registry {
+    /// A registry attached to no epoll instance (the unit tests').
     fn default() -> Registry {
-        Registry {
-            pool: Mutex::default(),
-            buckets: std::array::from_fn(|_| AtomicPtr::new(std::ptr::null_mut())),
-            count: AtomicUsize::new(0),
-        }
+        Registry::new(Weak::new())
     }
 }
 
 impl Registry {
+    /// A registry for the sockets of the driver whose epoll instance is `epoll`.
+    pub(crate) fn new(epoll: Weak<OwnedFd>) -> Registry {
+        Registry {
+            pool: Mutex::default(),
+            buckets: std::array::from_fn(|_| AtomicPtr::new(std::ptr::null_mut())),
+            count: AtomicUsize::new(0),
+            epoll,
+        }
+    }
+
     /// Registers a new socket: a `ScheduledIo` from the pool and its token (the caller then
     /// adds the fd to epoll with [`Registration::token`]).
     pub(crate) fn insert(self: &Arc<Self>) -> Registration {
@@ -645,6 +676,32 @@ impl Registration {
     }
 }
 
+impl Registration {
+    /// Takes `fd` — the socket of this registration, still open — out of its runtime's epoll
+    /// set, if that runtime's driver still exists, and releases the registration ("Leaving
+    /// the epoll set"): no event for the socket reaches corio after this, and the socket can
+    /// be registered again, with this runtime or another.
+    pub(crate) fn deregister(self, fd: RawFd) {
+        if let Some(epoll) = self.registry.epoll.upgrade() {
+            // SAFETY: `epoll` is the driver's open epoll fd (the upgrade keeps it open), `fd`
+            // the caller's open socket; `EPOLL_CTL_DEL` reads no event (null is allowed since
+            // Linux 2.6.9). It can only fail with `ENOENT`, for an fd that is not in the set
+            // (never, for a registered socket whose fd its owner did not replace): nothing to
+            // remove then, so the result is ignored.
+            unsafe {
+                libc::epoll_ctl(
+                    epoll.as_raw_fd(),
+                    libc::EPOLL_CTL_DEL,
+                    fd,
+                    std::ptr::null_mut(),
+                )
+            };
+        }
+        // The release (`drop`): a new generation, so that an event a poller already took is
+        // stale.
+    }
+}
+
 impl Drop for Registration {
     fn drop(&mut self) {
         self.registry.remove(self.token);
@@ -748,6 +805,40 @@ mod tests {
         let io = reused.io();
         let state = io.clear(Direction::Read, io.state(Direction::Read));
         assert_eq!(io.wait(Direction::Read, state, &waker), Wait::Closed);
+    }
+
+    /// `deregister` takes the socket out of the epoll set (a second `EPOLL_CTL_DEL` finds
+    /// nothing) and retires its token; with its epoll instance gone it only releases.
+    #[test]
+    #[cfg_attr(miri, ignore)] // epoll system calls
+    fn deregister_leaves_the_epoll_set_and_retires_the_token() {
+        use std::os::fd::{FromRawFd, OwnedFd};
+        // SAFETY: a fresh descriptor, owned once (the call is checked just below).
+        let epoll = Arc::new(unsafe { OwnedFd::from_raw_fd(libc::epoll_create1(0)) });
+        assert!(epoll.as_raw_fd() >= 0);
+        let registry = Arc::new(Registry::new(Arc::downgrade(&epoll)));
+        let (socket, _peer) = std::os::unix::net::UnixStream::pair().unwrap();
+        let ctl = |op, token| {
+            let mut ev = event(token, libc::EPOLLIN | libc::EPOLLET);
+            // SAFETY: valid epoll and socket fds, a valid event.
+            unsafe { libc::epoll_ctl(epoll.as_raw_fd(), op, socket.as_raw_fd(), &mut ev) }
+        };
+        let registration = registry.insert();
+        let token = registration.token();
+        assert_eq!(ctl(libc::EPOLL_CTL_ADD, token), 0);
+        registration.deregister(socket.as_raw_fd());
+        assert_eq!(ctl(libc::EPOLL_CTL_DEL, 0), -1, "still in the epoll set");
+        assert!(registry.is_empty(), "not released");
+        // A late event for it changes nothing for the next registration.
+        let next = registry.insert();
+        let count = waiting(&next);
+        registry.dispatch(&[event(token, libc::EPOLLIN | libc::EPOLLHUP)]);
+        assert_eq!(count.0.load(Ordering::SeqCst), 0);
+        assert!(!may_be_ready(next.io().state(Direction::Read)));
+        // The driver gone: nothing to remove from, and the release still happens.
+        drop(epoll);
+        next.deregister(socket.as_raw_fd());
+        assert!(registry.is_empty());
     }
 
     /// TCP urgent data ends the short-read rule for the socket's reads: its edge sets the read

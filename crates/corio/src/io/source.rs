@@ -7,10 +7,24 @@
 //! woken (`ScheduledIo::close`) and the socket is shut down, which also wakes plain threads
 //! waiting in `poll(2)` and tells the peer. The fd itself is closed by the last handle, so its
 //! number cannot be reused while another handle still names it.
+//!
+//! # Handing the socket back
+//!
+//! `into_std` and `IntoRawFd` (`net/fd.rs` has the public contract) end corio's hold on a
+//! socket: [`Shared::into_std`] takes the `Source` out of its `Arc` — only the last handle
+//! can, since other handles may be waiting on it — removes the socket from its runtime's epoll
+//! set and releases its registration (`Registration::deregister`), and hands the socket back
+//! in blocking mode. With other handles left it refuses, and the handle it consumed goes
+//! quietly (as `Arc::into_inner`: the others keep the socket open and working).
+//! [`Shared::into_fd`], which cannot refuse, hands out a duplicate of the descriptor then; the
+//! socket then outlives this `Source`'s fd, and epoll drops an entry only when the socket's
+//! last descriptor closes, so the `Source` is marked `duplicated` and its drop removes the
+//! socket from the epoll set first.
 
 use std::future::poll_fn;
 use std::io;
-use std::os::fd::AsRawFd;
+use std::mem::ManuallyDrop;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::task::{Context, Poll};
@@ -30,6 +44,10 @@ pub(crate) struct Source<T: AsRawFd> {
     closed: AtomicBool,
     /// Timeouts of the blocking-style calls, in ns (0: none).
     timeouts: [AtomicU64; 2],
+    /// Set when a duplicate of the descriptor was handed out (`Shared::into_fd` with other
+    /// handles left), by that handle before it lets go of the `Arc`: the drop then takes the
+    /// socket out of the epoll set ("Handing the socket back").
+    duplicated: AtomicBool,
 }
 
 impl<T: AsRawFd> Source<T> {
@@ -41,7 +59,22 @@ impl<T: AsRawFd> Source<T> {
             init: Mutex::new(()),
             closed: AtomicBool::new(false),
             timeouts: [AtomicU64::new(0), AtomicU64::new(0)],
+            duplicated: AtomicBool::new(false),
         }
+    }
+
+    /// The socket, out of the epoll set and with its registration released, for its owner to
+    /// use without corio (still nonblocking).
+    fn into_inner(self) -> T {
+        let mut this = ManuallyDrop::new(self);
+        if let Some(registration) = this.registration.take() {
+            registration.deregister(this.inner.as_raw_fd());
+        }
+        // SAFETY: `inner` is read once and `this` is never used or dropped after it, so the
+        // socket has one owner. The fields left behind need no drop: the registration was
+        // taken above, `init` is a `Mutex<()>` and the rest are atomics (forgetting them
+        // would at worst leak, never be unsound).
+        unsafe { std::ptr::read(&this.inner) }
     }
 
     /// The socket, for the calls that never wait (addresses, options).
@@ -530,6 +563,20 @@ impl<T: AsRawFd> Source<T> {
     }
 }
 
+impl<T: AsRawFd> Drop for Source<T> {
+    fn drop(&mut self) {
+        // A plain read (`get_mut`): the handle that set the flag let go of its `Arc`
+        // afterwards, and the last `Arc`'s drop synchronises with every earlier one.
+        if *self.duplicated.get_mut()
+            && let Some(registration) = self.registration.take()
+        {
+            // Before `inner` closes: the socket lives on in the duplicate, and so would its
+            // epoll entry ("Handing the socket back").
+            registration.deregister(self.inner.as_raw_fd());
+        }
+    }
+}
+
 /// One handle to a shared [`Source`]; dropping it while other handles remain closes the socket
 /// for all of them, unless it is a *quiet* handle (the halves of `into_split`).
 pub(crate) struct Shared<T: AsRawFd> {
@@ -564,6 +611,70 @@ impl<T: AsRawFd> Shared<T> {
     }
 }
 
+impl<T: AsRawFd + AsFd> Shared<T> {
+    /// The `Source`, if this is the last handle; else the `Arc`, whose drop is quiet (it does
+    /// not close the socket for the handles left).
+    fn into_source(self) -> Result<Source<T>, Arc<Source<T>>> {
+        let this = ManuallyDrop::new(self);
+        // SAFETY: `this` is never used or dropped after the `Arc` is read out of it, so the
+        // reference it counts moves here once.
+        let source = unsafe { std::ptr::read(&this.source) };
+        Arc::try_unwrap(source)
+    }
+
+    /// `into_std` (`net/fd.rs`): the socket in blocking mode, out of corio's epoll sets;
+    /// `ResourceBusy` if other handles share it (this one goes quietly), `NotConnected` if
+    /// another handle closed it (it is closed now).
+    pub(crate) fn into_std(self) -> io::Result<T> {
+        let source = self.into_source().map_err(|_| shared_error())?;
+        // Acquire: as in `check_open`.
+        if source.closed.load(Ordering::Acquire) {
+            return Err(closed_error());
+        }
+        let socket = source.into_inner();
+        set_blocking(socket.as_fd())?;
+        Ok(socket)
+    }
+
+    /// `IntoRawFd` and `From<_> for OwnedFd` (`net/fd.rs`): as `into_std` for the last handle
+    /// (also for a closed socket, whose descriptor stays shut down); with other handles left,
+    /// a duplicate of the descriptor, nonblocking as the file it shares with them.
+    ///
+    /// # Panics
+    ///
+    /// If a duplicate is needed and the process has no descriptor left for it.
+    pub(crate) fn into_fd(self) -> OwnedFd
+    where
+        T: Into<OwnedFd>,
+    {
+        match self.into_source() {
+            Ok(source) => {
+                let fd: OwnedFd = source.into_inner().into();
+                set_blocking(fd.as_fd()).expect("FIONBIO on an open descriptor cannot fail");
+                fd
+            }
+            Err(source) => {
+                let fd = source.inner.as_fd().try_clone_to_owned().expect(
+                    "into_raw_fd on a socket other handles share must duplicate its descriptor",
+                );
+                // Before this `Arc` goes: whichever handle drops last sees it.
+                source.duplicated.store(true, Ordering::Relaxed);
+                fd
+            }
+        }
+    }
+}
+
+/// Clears `O_NONBLOCK` (the file's, shared by every duplicate of the descriptor).
+fn set_blocking(fd: std::os::fd::BorrowedFd<'_>) -> io::Result<()> {
+    let mut off: libc::c_int = 0;
+    // SAFETY: `FIONBIO` reads one `c_int` from a valid pointer; `fd` is open (borrowed).
+    if unsafe { libc::ioctl(fd.as_raw_fd(), libc::FIONBIO, &mut off) } == -1 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 impl<T: AsRawFd> std::ops::Deref for Shared<T> {
     type Target = Source<T>;
 
@@ -592,6 +703,14 @@ pub(crate) fn closed_error() -> io::Error {
     io::Error::new(
         io::ErrorKind::NotConnected,
         "the socket was closed (another handle to it was dropped)",
+    )
+}
+
+/// `into_std`'s error on a socket other handles share.
+fn shared_error() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::ResourceBusy,
+        "into_std: other handles share this socket (try_clone); it stays theirs",
     )
 }
 

@@ -91,6 +91,31 @@ impl TcpListener {
         self.sock.get().take_error()
     }
 
+    /// Hands the socket back as a `std` listener, in blocking mode (as `std` makes its sockets;
+    /// tokio's `into_std` leaves them nonblocking), out of every corio epoll set: a socket that
+    /// waited inside a runtime is removed from that runtime's. It can be adopted again with
+    /// [`from_std`](Self::from_std), by any runtime. Timeouts set with corio do not carry over.
+    ///
+    /// # Errors
+    ///
+    /// `ErrorKind::ResourceBusy` if other handles share the socket
+    /// ([`try_clone`](Self::try_clone)): this handle is given up quietly, and the others keep
+    /// the socket open and working (the descriptor cannot be taken from them; `IntoRawFd`
+    /// hands out a duplicate instead).
+    /// `ErrorKind::NotConnected` if another handle closed the socket.
+    ///
+    /// ```
+    /// let listener = corio::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    /// let listener = listener.into_std().unwrap();
+    /// let addr = listener.local_addr().unwrap();
+    /// let client = std::thread::spawn(move || std::net::TcpStream::connect(addr).unwrap());
+    /// let (_connection, _) = listener.accept().unwrap(); // std's accept, blocking
+    /// client.join().unwrap();
+    /// ```
+    pub fn into_std(self) -> io::Result<std::net::TcpListener> {
+        self.sock.into_std()
+    }
+
     /// A second handle to the same listener (see `docs/io.md`: dropping either closes it).
     pub fn try_clone(&self) -> io::Result<TcpListener> {
         Ok(TcpListener {
@@ -288,6 +313,46 @@ impl TcpStream {
             return self.sock.at_once(|s| s.peek(buf));
         }
         self.sock.op_async(Direction::Read, |s| s.peek(buf)).await
+    }
+
+    /// Hands the socket back as a `std` stream, in blocking mode (as `std` makes its sockets;
+    /// tokio's `into_std` leaves them nonblocking), out of every corio epoll set: a socket that
+    /// waited inside a runtime is removed from that runtime's. It can be adopted again with
+    /// [`from_std`](Self::from_std), by any runtime. Timeouts set with corio do not carry over.
+    ///
+    /// # Errors
+    ///
+    /// `ErrorKind::ResourceBusy` if other handles share the socket
+    /// ([`try_clone`](Self::try_clone)): this handle is given up quietly, and the others keep
+    /// the socket open and working (the descriptor cannot be taken from them; `IntoRawFd`
+    /// hands out a duplicate instead).
+    /// `ErrorKind::NotConnected` if another handle closed the socket.
+    ///
+    /// ```
+    /// use std::io::{ErrorKind, Read, Write};
+    ///
+    /// let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    /// let addr = listener.local_addr().unwrap();
+    /// let rt = corio::Runtime::builder().workers(1).build().unwrap();
+    /// let stream = rt.run(move || {
+    ///     let mut stream = corio::net::TcpStream::connect(addr).unwrap();
+    ///     stream.write_all(b"hi from corio, ").unwrap(); // in the runtime's epoll set now
+    ///     stream
+    /// });
+    /// // Shared with a second handle: refused, and the second handle keeps the socket.
+    /// let other = stream.try_clone().unwrap();
+    /// assert_eq!(stream.into_std().unwrap_err().kind(), ErrorKind::ResourceBusy);
+    /// // The last handle hands it back.
+    /// let mut stream = other.into_std().unwrap();
+    /// stream.write_all(b"and from std").unwrap();
+    /// drop(stream);
+    /// let (mut peer, _) = listener.accept().unwrap();
+    /// let mut got = String::new();
+    /// peer.read_to_string(&mut got).unwrap();
+    /// assert_eq!(got, "hi from corio, and from std");
+    /// ```
+    pub fn into_std(self) -> io::Result<std::net::TcpStream> {
+        self.sock.into_std()
     }
 
     /// A second handle to the same socket, to use it from two coroutines or tasks at once.

@@ -44,6 +44,31 @@ impl UdpSocket {
         })
     }
 
+    /// Hands the socket back as a `std` socket, in blocking mode (as `std` makes its sockets;
+    /// tokio's `into_std` leaves them nonblocking), out of every corio epoll set: a socket that
+    /// waited inside a runtime is removed from that runtime's. It can be adopted again with
+    /// [`from_std`](Self::from_std), by any runtime. Timeouts set with corio do not carry over.
+    ///
+    /// # Errors
+    ///
+    /// `ErrorKind::ResourceBusy` if other handles share the socket
+    /// ([`try_clone`](Self::try_clone)): this handle is given up quietly, and the others keep
+    /// the socket open and working (the descriptor cannot be taken from them; `IntoRawFd`
+    /// hands out a duplicate instead).
+    /// `ErrorKind::NotConnected` if another handle closed the socket.
+    ///
+    /// ```
+    /// let socket = corio::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    /// let socket = socket.into_std().unwrap();
+    /// socket.send_to(b"to myself", socket.local_addr().unwrap()).unwrap();
+    /// let mut buf = [0; 16];
+    /// let (n, _) = socket.recv_from(&mut buf).unwrap(); // std's receive, blocking
+    /// assert_eq!(&buf[..n], b"to myself");
+    /// ```
+    pub fn into_std(self) -> io::Result<std::net::UdpSocket> {
+        self.sock.into_std()
+    }
+
     /// Sends to `target` (its first address), blocking-style.
     ///
     /// # Panics

@@ -91,6 +91,33 @@ impl UnixListener {
         self.sock.get().take_error()
     }
 
+    /// Hands the socket back as a `std` listener, in blocking mode (as `std` makes its sockets;
+    /// tokio's `into_std` leaves them nonblocking), out of every corio epoll set: a socket that
+    /// waited inside a runtime is removed from that runtime's. It can be adopted again with
+    /// [`from_std`](Self::from_std), by any runtime. Timeouts set with corio do not carry over.
+    ///
+    /// # Errors
+    ///
+    /// `ErrorKind::ResourceBusy` if other handles share the socket
+    /// ([`try_clone`](Self::try_clone)): this handle is given up quietly, and the others keep
+    /// the socket open and working (the descriptor cannot be taken from them; `IntoRawFd`
+    /// hands out a duplicate instead).
+    /// `ErrorKind::NotConnected` if another handle closed the socket.
+    ///
+    /// ```
+    /// let path = std::env::temp_dir().join(format!("corio-doc-into-std-{}", std::process::id()));
+    /// let _ = std::fs::remove_file(&path);
+    /// let listener = corio::net::UnixListener::bind(&path).unwrap().into_std().unwrap();
+    /// let to = path.clone();
+    /// let client = std::thread::spawn(move || std::os::unix::net::UnixStream::connect(to));
+    /// let (_connection, _) = listener.accept().unwrap(); // std's accept, blocking
+    /// client.join().unwrap().unwrap();
+    /// std::fs::remove_file(&path).unwrap();
+    /// ```
+    pub fn into_std(self) -> io::Result<std_unix::UnixListener> {
+        self.sock.into_std()
+    }
+
     /// A second handle to the same listener (see `docs/io.md`: dropping either closes it).
     pub fn try_clone(&self) -> io::Result<UnixListener> {
         Ok(UnixListener {
@@ -202,6 +229,33 @@ impl UnixStream {
 
     timeout_methods!(sock);
 
+    /// Hands the socket back as a `std` stream, in blocking mode (as `std` makes its sockets;
+    /// tokio's `into_std` leaves them nonblocking), out of every corio epoll set: a socket that
+    /// waited inside a runtime is removed from that runtime's. It can be adopted again with
+    /// [`from_std`](Self::from_std), by any runtime. Timeouts set with corio do not carry over.
+    ///
+    /// # Errors
+    ///
+    /// `ErrorKind::ResourceBusy` if other handles share the socket
+    /// ([`try_clone`](Self::try_clone)): this handle is given up quietly, and the others keep
+    /// the socket open and working (the descriptor cannot be taken from them; `IntoRawFd`
+    /// hands out a duplicate instead).
+    /// `ErrorKind::NotConnected` if another handle closed the socket.
+    ///
+    /// ```
+    /// use std::io::{Read, Write};
+    ///
+    /// let (a, mut b) = corio::net::UnixStream::pair().unwrap();
+    /// let mut a = a.into_std().unwrap();
+    /// b.write_all(b"hi").unwrap();
+    /// let mut buf = [0; 2];
+    /// a.read_exact(&mut buf).unwrap(); // std's read, blocking
+    /// assert_eq!(&buf, b"hi");
+    /// ```
+    pub fn into_std(self) -> io::Result<std_unix::UnixStream> {
+        self.sock.into_std()
+    }
+
     /// A second handle to the same socket (see `docs/io.md`: dropping either closes it).
     pub fn try_clone(&self) -> io::Result<UnixStream> {
         Ok(UnixStream {
@@ -281,6 +335,30 @@ impl UnixDatagram {
     pub fn pair() -> io::Result<(UnixDatagram, UnixDatagram)> {
         let (a, b) = std_unix::UnixDatagram::pair()?;
         Ok((UnixDatagram::from_std(a)?, UnixDatagram::from_std(b)?))
+    }
+
+    /// Hands the socket back as a `std` socket, in blocking mode (as `std` makes its sockets;
+    /// tokio's `into_std` leaves them nonblocking), out of every corio epoll set: a socket that
+    /// waited inside a runtime is removed from that runtime's. It can be adopted again with
+    /// [`from_std`](Self::from_std), by any runtime. Timeouts set with corio do not carry over.
+    ///
+    /// # Errors
+    ///
+    /// `ErrorKind::ResourceBusy` if other handles share the socket
+    /// ([`try_clone`](Self::try_clone)): this handle is given up quietly, and the others keep
+    /// the socket open and working (the descriptor cannot be taken from them; `IntoRawFd`
+    /// hands out a duplicate instead).
+    /// `ErrorKind::NotConnected` if another handle closed the socket.
+    ///
+    /// ```
+    /// let (a, b) = corio::net::UnixDatagram::pair().unwrap();
+    /// let a = a.into_std().unwrap();
+    /// b.send(b"hi").unwrap();
+    /// let mut buf = [0; 2];
+    /// assert_eq!(a.recv(&mut buf).unwrap(), 2); // std's receive, blocking
+    /// ```
+    pub fn into_std(self) -> io::Result<std_unix::UnixDatagram> {
+        self.sock.into_std()
     }
 
     /// Sets the peer for `send` and `recv`.

@@ -95,7 +95,8 @@ const TIMER_TOKEN: u64 = 2;
 const EVENTS: usize = 128;
 
 pub(crate) struct Driver {
-    epoll: OwnedFd,
+    /// Shared with the registry only weakly (`Registration::deregister`): the driver owns it.
+    epoll: Arc<OwnedFd>,
     event: OwnedFd,
     timer: OwnedFd,
     /// `CLOCK_MONOTONIC` at the runtime's epoch, in ns: runtime deadlines plus this are the
@@ -148,7 +149,7 @@ impl Driver {
     /// A driver for a runtime whose clock started at `epoch` (read just before this call).
     pub(crate) fn new(epoch: std::time::Instant) -> io::Result<Driver> {
         // SAFETY: plain system calls; results are checked by `owned`.
-        let epoll = owned(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) })?;
+        let epoll = Arc::new(owned(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) })?);
         // SAFETY: as above.
         let event = owned(unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) })?;
         // SAFETY: as above.
@@ -178,6 +179,7 @@ impl Driver {
         }
         // Instant is CLOCK_MONOTONIC on Linux: map the epoch onto it.
         let epoch_monotonic = monotonic_now_ns().saturating_sub(epoch.elapsed().as_nanos() as u64);
+        let registry = Arc::new(Registry::new(Arc::downgrade(&epoll)));
         Ok(Driver {
             epoll,
             event,
@@ -186,7 +188,7 @@ impl Driver {
             held: AtomicBool::new(false),
             until: AtomicU64::new(u64::MAX),
             arm_lock: Mutex::new(()),
-            registry: Arc::new(Registry::default()),
+            registry,
             polls: AtomicU64::new(0),
             socket_events: AtomicU64::new(0),
             wakes: AtomicU64::new(0),
