@@ -97,6 +97,7 @@ impl<T: AsRawFd> Source<T> {
     /// since `e` may be the close's own `shutdown(2)` (`EPIPE` for a write, `EINVAL` for an
     /// accept) rather than anything the peer did.
     #[cold]
+    #[inline(never)]
     fn error_unless_closed(&self, e: io::Error) -> io::Error {
         // Acquire: pairs with the Release store in `close`, made before its `shutdown(2)`; an
         // operation that saw the shutdown ran after it (the kernel's socket lock orders them).
@@ -107,14 +108,36 @@ impl<T: AsRawFd> Source<T> {
         }
     }
 
-    /// A stream read or write's `result` for a buffer of `len` bytes, as `error_unless_closed`
+    /// An operation's `result`, its error as `error_unless_closed` would have it. Applied by
+    /// the public faces (`poll_op`, `block_op_timeout`), not in the retry loop, whose
+    /// registers the call would cost (callgrind: ~10 instructions per operation).
+    #[inline(always)]
+    fn op_unless_closed<R>(&self, result: io::Result<R>) -> io::Result<R> {
+        match result {
+            Ok(r) => Ok(r),
+            Err(e) => Err(self.error_unless_closed(e)),
+        }
+    }
+
+    /// A stream read or write's `result` for a buffer of `len` bytes, as `op_unless_closed`
     /// would have it; its `Ok(0)` too, when another handle closed the socket: a read's end of
     /// stream that the close's `shutdown(SHUT_RD)` made up, not a FIN from the peer.
-    #[inline]
+    #[inline(always)]
     fn stream_unless_closed(&self, len: usize, result: io::Result<usize>) -> io::Result<usize> {
         match result {
-            // Acquire: as in `error_unless_closed`.
-            Ok(0) if len > 0 && self.closed.load(Ordering::Acquire) => Err(closed_error()),
+            Ok(n) if n > 0 || len == 0 => Ok(n),
+            result => self.stream_end_unless_closed(result),
+        }
+    }
+
+    /// `stream_unless_closed`'s rare half: an error, or `Ok(0)` for a non-empty buffer.
+    #[cold]
+    #[inline(never)]
+    fn stream_end_unless_closed(&self, result: io::Result<usize>) -> io::Result<usize> {
+        // Acquire: as in `error_unless_closed`.
+        match result {
+            Ok(0) if self.closed.load(Ordering::Acquire) => Err(closed_error()),
+            Err(e) => Err(self.error_unless_closed(e)),
             result => result,
         }
     }
@@ -199,6 +222,7 @@ impl<T: AsRawFd> Source<T> {
         op: impl FnMut(&T) -> io::Result<R>,
     ) -> Poll<io::Result<R>> {
         self.poll_op_drains(dir, cx, op, |_| false)
+            .map(|result| self.op_unless_closed(result))
     }
 
     /// `poll_op` for a stream read or write of `len` bytes: a result short of `len` drained
@@ -210,6 +234,9 @@ impl<T: AsRawFd> Source<T> {
         len: usize,
         op: impl FnMut(&T) -> io::Result<usize>,
     ) -> Poll<io::Result<usize>> {
+        if len == 0 {
+            return Poll::Ready(self.at_once(op)); // `net/stream.rs`, "Zero-length reads..."
+        }
         self.poll_op_drains(dir, cx, op, |&n| n > 0 && n < len)
             .map(|result| self.stream_unless_closed(len, result))
     }
@@ -288,7 +315,9 @@ impl<T: AsRawFd> Source<T> {
                     }
                     return Ok(Ok(r));
                 }
-                Err(e) => return Ok(Err(self.error_unless_closed(e))),
+                // Raw: the public faces map an error of a socket closed meanwhile
+                // (`op_unless_closed`), out of this loop's way.
+                result => return Ok(result),
             }
         }
     }
@@ -330,6 +359,9 @@ impl<T: AsRawFd> Source<T> {
         len: usize,
         op: impl FnMut(&T) -> io::Result<usize>,
     ) -> io::Result<usize> {
+        if len == 0 {
+            return self.at_once(op); // `net/stream.rs`, "Zero-length reads and writes"
+        }
         let result = self.block_drains(dir, self.timeout(dir), op, |&n| n > 0 && n < len);
         self.stream_unless_closed(len, result)
     }
@@ -342,7 +374,8 @@ impl<T: AsRawFd> Source<T> {
         timeout: Option<Duration>,
         op: impl FnMut(&T) -> io::Result<R>,
     ) -> io::Result<R> {
-        self.block_drains(dir, timeout, op, |_| false)
+        let result = self.block_drains(dir, timeout, op, |_| false);
+        self.op_unless_closed(result)
     }
 
     /// The blocking-style face of `poll_op_drains`.

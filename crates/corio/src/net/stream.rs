@@ -2,7 +2,6 @@
 //! `Write` for the type and for a shared reference to it, the `_async` methods, and the
 //! `futures_io` (and, with the `tokio-io` feature, `tokio::io`) traits — written once as a
 //! macro over the type's `Shared` socket field.
-
 //!
 //! # Zero-length reads and writes
 //!
@@ -16,13 +15,9 @@
 //! while `read(2)` of 0 bytes on the same socket returns 0; corio answers at once: `Ok(0)`
 //! is what the `Read` contract gives an empty buffer, and nothing is consumed either way.)
 //! Errors the system call reports (`EPIPE` after `shutdown(Write)`, a reset) are returned.
+//! `Source::poll_stream` and `Source::block_stream` answer a zero length (`Source::at_once`).
 
 use std::io;
-use std::os::fd::AsRawFd;
-use std::task::{Context, Poll};
-
-use crate::io::registry::Direction;
-use crate::io::source::Source;
 
 /// The most buffers one `writev(2)` takes on Linux (`IOV_MAX`; std's `write_vectored` passes
 /// no more).
@@ -44,49 +39,6 @@ pub(crate) fn as_received<T, R>(
     _: impl FnOnce() -> R,
 ) -> io::Result<R> {
     result
-}
-
-/// `Source::block_stream` for a read or write of `len` bytes, at once if `len` is 0.
-#[track_caller]
-#[inline]
-pub(crate) fn block_stream<T: AsRawFd>(
-    sock: &Source<T>,
-    dir: Direction,
-    len: usize,
-    op: impl FnMut(&T) -> io::Result<usize>,
-) -> io::Result<usize> {
-    if len == 0 {
-        return sock.at_once(op);
-    }
-    sock.block_stream(dir, len, op)
-}
-
-/// `Source::poll_stream` for a read or write of `len` bytes, at once if `len` is 0.
-#[inline]
-pub(crate) fn poll_stream<T: AsRawFd>(
-    sock: &Source<T>,
-    dir: Direction,
-    cx: &mut Context<'_>,
-    len: usize,
-    op: impl FnMut(&T) -> io::Result<usize>,
-) -> Poll<io::Result<usize>> {
-    if len == 0 {
-        return Poll::Ready(sock.at_once(op));
-    }
-    sock.poll_stream(dir, cx, len, op)
-}
-
-/// `Source::stream_async` for a read or write of `len` bytes, at once if `len` is 0.
-pub(crate) async fn stream_async<T: AsRawFd>(
-    sock: &Source<T>,
-    dir: Direction,
-    len: usize,
-    op: impl FnMut(&T) -> io::Result<usize>,
-) -> io::Result<usize> {
-    if len == 0 {
-        return sock.at_once(op);
-    }
-    sock.stream_async(dir, len, op).await
 }
 
 /// `futures_io::AsyncRead`/`AsyncWrite` for `$t` (a stream type or a reference to one).
@@ -146,11 +98,8 @@ macro_rules! stream_face {
             /// closed its side).
             pub async fn read_async(&self, buf: &mut [u8]) -> std::io::Result<usize> {
                 let len = buf.len();
-                $crate::net::stream::stream_async(
-                    &self.$sock,
-                    $crate::io::registry::Direction::Read,
-                    len,
-                    |s: &$std| {
+                self.$sock
+                    .stream_async($crate::io::registry::Direction::Read, len, |s: &$std| {
                         // SAFETY: `buf` is writable for `len` bytes, borrowed for this call.
                         unsafe {
                             $crate::io::sys::recv(
@@ -159,20 +108,19 @@ macro_rules! stream_face {
                                 len,
                             )
                         }
-                    },
-                )
-                .await
+                    })
+                    .await
             }
 
             /// Writes some of `buf`, suspending the task until the socket can take data.
             pub async fn write_async(&self, buf: &[u8]) -> std::io::Result<usize> {
-                $crate::net::stream::stream_async(
-                    &self.$sock,
-                    $crate::io::registry::Direction::Write,
-                    buf.len(),
-                    |s: &$std| $crate::io::sys::send(std::os::fd::AsRawFd::as_raw_fd(s), buf),
-                )
-                .await
+                self.$sock
+                    .stream_async(
+                        $crate::io::registry::Direction::Write,
+                        buf.len(),
+                        |s: &$std| $crate::io::sys::send(std::os::fd::AsRawFd::as_raw_fd(s), buf),
+                    )
+                    .await
             }
 
             /// Writes all of `buf`.
@@ -228,8 +176,7 @@ macro_rules! stream_face {
             ) -> std::task::Poll<std::io::Result<usize>> {
                 let len = buf.len();
                 let ptr = buf.as_mut_ptr().cast::<u8>();
-                $crate::net::stream::poll_stream(
-                    &self.$sock,
+                self.$sock.poll_stream(
                     $crate::io::registry::Direction::Read,
                     cx,
                     len,
@@ -250,8 +197,7 @@ macro_rules! stream_face {
                 buf: &mut [u8],
             ) -> std::task::Poll<std::io::Result<usize>> {
                 let len = buf.len();
-                $crate::net::stream::poll_stream(
-                    &self.$sock,
+                self.$sock.poll_stream(
                     $crate::io::registry::Direction::Read,
                     cx,
                     len,
@@ -273,8 +219,7 @@ macro_rules! stream_face {
                 cx: &mut std::task::Context<'_>,
                 buf: &[u8],
             ) -> std::task::Poll<std::io::Result<usize>> {
-                $crate::net::stream::poll_stream(
-                    &self.$sock,
+                self.$sock.poll_stream(
                     $crate::io::registry::Direction::Write,
                     cx,
                     buf.len(),
@@ -292,8 +237,7 @@ macro_rules! stream_face {
             ) -> std::task::Poll<std::io::Result<usize>> {
                 use std::io::Write;
                 let len = $crate::net::stream::writev_len(bufs);
-                $crate::net::stream::poll_stream(
-                    &self.$sock,
+                self.$sock.poll_stream(
                     $crate::io::registry::Direction::Write,
                     cx,
                     len,
@@ -312,11 +256,8 @@ macro_rules! stream_face {
             /// Inside an async task (use `read_async` there).
             fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
                 let len = buf.len();
-                $crate::net::stream::block_stream(
-                    &self.$sock,
-                    $crate::io::registry::Direction::Read,
-                    len,
-                    |s: &$std| {
+                self.$sock
+                    .block_stream($crate::io::registry::Direction::Read, len, |s: &$std| {
                         // SAFETY: `buf` is writable for `len` bytes, borrowed for this call.
                         unsafe {
                             $crate::io::sys::recv(
@@ -325,8 +266,7 @@ macro_rules! stream_face {
                                 len,
                             )
                         }
-                    },
-                )
+                    })
             }
         }
 
@@ -338,8 +278,7 @@ macro_rules! stream_face {
             ///
             /// Inside an async task (use `write_async` there).
             fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-                $crate::net::stream::block_stream(
-                    &self.$sock,
+                self.$sock.block_stream(
                     $crate::io::registry::Direction::Write,
                     buf.len(),
                     |s: &$std| $crate::io::sys::send(std::os::fd::AsRawFd::as_raw_fd(s), buf),
@@ -349,8 +288,7 @@ macro_rules! stream_face {
             /// One `writev(2)`, blocking-style, as `std`'s: all of `bufs` as far as the socket
             /// takes them.
             fn write_vectored(&mut self, bufs: &[std::io::IoSlice<'_>]) -> std::io::Result<usize> {
-                $crate::net::stream::block_stream(
-                    &self.$sock,
+                self.$sock.block_stream(
                     $crate::io::registry::Direction::Write,
                     $crate::net::stream::writev_len(bufs),
                     |s: &$std| std::io::Write::write_vectored(&mut &*s, bufs),
