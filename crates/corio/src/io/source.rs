@@ -521,8 +521,8 @@ impl<T: AsRawFd> Source<T> {
             match op(&self.inner) {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(self.error_unless_closed(e)),
-                ok => return ok,
+                // Raw, as `attempt`'s: the faces map a closed socket's error.
+                result => return result,
             }
             if !backoff.is_zero() {
                 std::thread::sleep(left()?.map_or(backoff, |left| left.min(backoff)));
