@@ -5,7 +5,8 @@
 //! `spawn_blocking` — every call here runs the `std::fs` call on the runtime's blocking pool.
 //! The blocking-style forms wait for it as `block_on` waits: only the coroutine is suspended
 //! (on a plain thread the call simply runs in place; inside an async task they panic with
-//! advice). The `_async` forms are for async tasks.
+//! advice). The `_async` forms are for async tasks, and [`File`] has the ecosystem's async IO
+//! traits too ([The async IO traits](#the-async-io-traits)).
 //!
 //! A pool job must own what it touches, so [`File`] keeps a buffer that travels to the pool
 //! thread and back: a read fills it there and copies out here, a write copies in here. The
@@ -66,7 +67,8 @@
 //!
 //! 1. Every call first waits for that job if it is still running (the previous call's future
 //!    was dropped), then keeps what it brought back. Calls on one `File` therefore take effect
-//!    in the order they were made, whatever was dropped; `flush` just waits for it.
+//!    in the order they were made, whatever was dropped; `flush` just waits for it (and
+//!    returns the error of a [write behind](#writes-behind)).
 //! 2. A call's job is the one kept while it runs; the call takes it back when it finishes.
 //! 3. A dropped *read* is as if it had not been made: the next call first moves the cursor
 //!    back over the bytes its job read, so the cursor is where the caller left it and the next
@@ -80,7 +82,9 @@
 //! A `File` dropped with a job running does not wait: the job finishes on the pool, then the
 //! descriptor is closed (each job holds it, so its number is never reused under a running
 //! job; the write reaches *this* file). A reader that opens the path at once may not see that
-//! write yet. Jobs still queued when the runtime shuts down are dropped unrun.
+//! write yet. That holds for a [write behind](#writes-behind) too, whose error is then lost:
+//! flush (or close) a `File` before dropping it to know its writes landed. Jobs still queued
+//! when the runtime shuts down are dropped unrun.
 //!
 //! # Sharing a `File`
 //!
@@ -90,12 +94,74 @@
 //! thread: a blocking-style call made *from* a pool job (inside `spawn_blocking`) on a `File`
 //! that others use can wait for ever if the pool is at `max_blocking_threads`, as with any
 //! lock taken there.
+//!
+//! # The async IO traits
+//!
+//! `File` implements `futures_io::AsyncRead`, `AsyncWrite` and `AsyncSeek`, and with the
+//! `tokio-io` feature `tokio::io::AsyncRead`, `AsyncWrite` and `AsyncSeek` (tokio without its
+//! runtime), so `futures::io::copy`, `tokio::io::copy`, `BufReader`, `tokio_util`'s
+//! `FramedRead` and the like work on it, in async tasks, in coroutines (through
+//! [`block_on`](crate::block_on())) and on plain threads. Each poll runs its part of the work as
+//! a pool job that the `File` keeps in flight between polls, the slot a dropped call's job
+//! uses, so calls on one `File` — polls, `_async` and blocking-style calls mixed — take effect
+//! in the order they were made, and a read after a write sees it. A read whose poll is left
+//! pending for another call is undone as a dropped read is (above); if its caller polls again
+//! with a smaller buffer, the bytes the buffer cannot take are given back the same way.
+//!
+//! A poll cannot tell a caller that polls again from a new call: a `poll_read` or `poll_seek`
+//! (to the same position) that finds the job an earlier one left pending takes its result. A
+//! relative seek (`SeekFrom::Current`) left pending and then made again therefore moves the
+//! cursor once, not twice; a seek to another position runs after the first.
+//!
+//! ## Writes behind
+//!
+//! As with tokio's `fs::File`, `poll_write` copies the bytes (up to 2 MiB) into the `File`'s
+//! buffer, hands them to a pool job that writes them all, and returns `Ok` at once; a pool
+//! thread never sees the caller's slice. The next call on the `File`, of any kind, waits for
+//! that job, and if it failed returns its error instead of doing its own work (the error is
+//! returned once). `poll_flush` and `poll_close` (tokio's `poll_shutdown`) wait for it and
+//! return its error; `Write::flush` does too. A `File` dropped with a write behind still
+//! writes it, and its error is lost (above). The `_async` and blocking-style writes still
+//! wait for their job and return its result.
+//!
+//! ```
+//! use std::io::SeekFrom;
+//!
+//! use futures::io::{AsyncReadExt, AsyncSeekExt, AsyncWriteExt};
+//!
+//! let rt = corio::Runtime::builder().workers(2).build().unwrap();
+//! let path = std::env::temp_dir().join(format!("corio-fs-traits-doc-{}", std::process::id()));
+//! let p = path.clone();
+//! let text = rt.block_on(async move {
+//!     let mut f = corio::fs::File::options()
+//!         .read(true)
+//!         .write(true)
+//!         .create(true)
+//!         .truncate(true)
+//!         .open_async(&p)
+//!         .await?;
+//!     f.write_all(b"hello, world").await?; // behind
+//!     f.seek(SeekFrom::Start(7)).await?; // after the write
+//!     let mut text = String::new();
+//!     f.read_to_string(&mut text).await?;
+//!     f.close().await?; // nothing behind any more: the writes' errors, if any
+//!     std::io::Result::Ok(text)
+//! });
+//! assert_eq!(text.unwrap(), "world");
+//! std::fs::remove_file(path).unwrap();
+//! ```
+//!
+//! The traits are not implemented for `&File` (unlike `Read`, `Write` and `Seek`): a poll
+//! through a shared reference would have nowhere to keep its place in the lock's queue
+//! between polls, and the job one sharer's poll started would be taken by whichever sharer
+//! polled next — one task's read returned to another, the first left waiting unwoken. tokio
+//! has none for `&tokio::fs::File` either. Give each task its own `File`.
 
 use std::fmt;
 use std::future::Future;
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::Path;
-use std::pin::pin;
+use std::pin::{Pin, pin};
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
@@ -103,6 +169,7 @@ use crate::JoinHandle;
 use crate::runtime::context::{self, Here};
 
 mod paths;
+mod traits;
 
 pub use paths::*;
 
@@ -202,9 +269,12 @@ pub async fn write_async<P: AsRef<Path>, C: AsRef<[u8]>>(path: P, contents: C) -
 /// An open file whose calls run on the blocking pool (see the module doc).
 ///
 /// `Read`, `Write` and `Seek` (for `File` and, as `std`, for `&File`) are blocking-style;
-/// `read_async`, `write_async`, `write_all_async` and `seek_async` are the async forms. Writes
-/// go straight to the file (no write-behind), so `flush` has nothing to do but wait for the
-/// job of a dropped call.
+/// `read_async`, `write_async`, `write_all_async` and `seek_async` are the async forms; and
+/// `futures_io::AsyncRead`/`AsyncWrite`/`AsyncSeek` (with the `tokio-io` feature, `tokio::io`'s
+/// too) are the ecosystem's ([The async IO traits](self#the-async-io-traits)). The
+/// blocking-style and `_async` writes go straight to the file; the traits' `poll_write` goes
+/// [behind](self#writes-behind), and then `flush` (any of them) waits for it and returns its
+/// error.
 ///
 /// Calls take effect in the order they were made, even when the future of one was dropped
 /// before it finished: see [Calls whose future is dropped](self#calls-whose-future-is-dropped).
@@ -252,9 +322,38 @@ struct State {
     /// `unread[unread_at..]` are still due.
     unread: Vec<u8>,
     unread_at: usize,
-    /// The job of the call being made, or of one whose future was dropped: the next call
-    /// waits for it first ([`State::settle`]).
-    in_flight: Option<JoinHandle<Done>>,
+    /// The job of the call being made, or of one whose future was dropped, or of an async
+    /// trait's poll (`fs/traits.rs`): the next call waits for it first ([`State::settle`]).
+    in_flight: Option<InFlight>,
+    /// The error of a write behind (`poll_write`, which returned before its job ran), kept
+    /// when a call settled that job: the next call returns it instead of doing its own work
+    /// ([Writes behind](self#writes-behind)).
+    write_error: Option<io::Error>,
+}
+
+/// A job on the pool, and who takes what it brings back.
+struct InFlight {
+    job: JoinHandle<Done>,
+    by: By,
+}
+
+/// Who takes the result of the job in flight.
+///
+/// A call that finds a job it did not start settles it ([`State::poll_settle`]): as the job
+/// of a dropped call, except a write behind, whose error it keeps. An async trait's poll that
+/// finds the job an earlier poll of the same kind started takes its result instead.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum By {
+    /// An `_async` or blocking-style call, which awaits it; found by another call, it is the
+    /// job of a call whose future was dropped.
+    Call,
+    /// `poll_read`: the next `poll_read` returns what it read.
+    PollRead,
+    /// `poll_write`: a write behind, already reported written.
+    PollWrite,
+    /// `poll_seek` to this position (`start_seek`, in tokio's trait): the next `poll_seek`
+    /// to the same position (`poll_complete`) returns where it went.
+    PollSeek(SeekFrom),
 }
 
 /// What a pool job hands back.
@@ -407,6 +506,7 @@ impl State {
             unread: Vec::new(),
             unread_at: 0,
             in_flight: None,
+            write_error: None,
         }
     }
 
@@ -416,31 +516,85 @@ impl State {
     }
 
     /// Waits for the job of a call whose future was dropped, if any, and keeps what it
-    /// brought back: the buffer for reuse, and a read's bytes, over which it then moves the
-    /// cursor back (steps 1 and 3 in
-    /// [Calls whose future is dropped](self#calls-whose-future-is-dropped)).
-    async fn settle(&mut self, via: Via, file: &Arc<std::fs::File>) {
-        let Some(job) = &mut self.in_flight else {
-            return;
-        };
-        let done = job.await;
-        self.in_flight = None;
-        match done {
-            Ok(Done::Read(Ok(n), mut buf)) if n > 0 => {
-                // Kept before the seek back, so that if this future is dropped during it the
-                // bytes are still here (and the seek, in flight, is settled as any seek).
-                buf.truncate(n);
-                self.unread = buf;
-                self.unread_at = 0;
-                let (file, back) = (file.clone(), n as i64); // n <= MAX_CHUNK
-                let job = move || Done::Seek((&*file).seek(SeekFrom::Current(-back)));
-                let done = self.call(via, job).await;
-                self.settled(done);
+    /// brought back (step 1 in [Calls whose future is dropped](self#calls-whose-future-is-dropped)),
+    /// then returns the error of a write behind, if one failed.
+    async fn settle(&mut self, via: Via, file: &Arc<std::fs::File>) -> io::Result<()> {
+        std::future::poll_fn(|cx| self.poll_settle(cx, via, file)).await;
+        self.take_write_error()
+    }
+
+    /// Waits for the job in flight, whoever started it, and keeps what it brought back: the
+    /// buffer for reuse; a read's bytes, over which it then moves the cursor back (step 3);
+    /// a write behind's error, for the next call ([Writes behind](self#writes-behind)).
+    fn poll_settle(
+        &mut self,
+        cx: &mut Context<'_>,
+        via: Via,
+        file: &Arc<std::fs::File>,
+    ) -> Poll<()> {
+        while let Some(in_flight) = &mut self.in_flight {
+            let done = std::task::ready!(Pin::new(&mut in_flight.job).poll(cx));
+            let by = in_flight.by;
+            self.in_flight = None;
+            match (done, by) {
+                (Ok(Done::Write(r, buf)), By::PollWrite) => {
+                    self.buf = buf;
+                    if let Err(e) = r {
+                        self.keep_write_error(e);
+                    }
+                }
+                // Cancelled at runtime shutdown before it ran (or, never seen, a panic): the
+                // caller was told its bytes were taken, so this is its error.
+                (Err(e), By::PollWrite) => self.keep_write_error(io::Error::other(format!(
+                    "corio::fs: a write behind did not run to its end: {e}"
+                ))),
+                (Ok(Done::Read(Ok(n), mut buf)), _) if n > 0 => {
+                    buf.truncate(n);
+                    self.give_back(via, file, buf, 0);
+                }
+                (Ok(done), _) => self.settled(done),
+                // Its panic went unseen (as its result); cancelled only at runtime shutdown.
+                (Err(_), _) => {}
             }
-            Ok(done) => self.settled(done),
-            // Its panic went unseen (as its result); cancelled only at runtime shutdown.
-            Err(_) => {}
         }
+        Poll::Ready(())
+    }
+
+    /// Keeps `buf[at..]`, read from the file but never returned, as the unread bytes and
+    /// moves the cursor back over them (step 3): on the pool that seek is left in flight, to be
+    /// settled as any seek by the next call; in place it runs now.
+    ///
+    /// The bytes are kept before the seek back, so that if the call waiting for it is dropped
+    /// they are still here (and the seek, in flight, is settled as any seek).
+    fn give_back(&mut self, via: Via, file: &Arc<std::fs::File>, buf: Vec<u8>, at: usize) {
+        let back = (buf.len() - at) as i64; // <= MAX_CHUNK
+        let spare = std::mem::replace(&mut self.unread, buf);
+        if self.buf.capacity() < spare.capacity() {
+            self.buf = spare;
+        }
+        self.unread_at = at;
+        let file = file.clone();
+        let job = move || Done::Seek((&*file).seek(SeekFrom::Current(-back)));
+        match via {
+            Via::InPlace => self.settled(job()),
+            Via::Pool => {
+                self.in_flight = Some(InFlight {
+                    job: crate::spawn_blocking(job),
+                    by: By::Call,
+                });
+            }
+        }
+    }
+
+    /// Keeps a write behind's error for the next call (there is at most one: a write behind
+    /// starts only after the last one's error was taken).
+    fn keep_write_error(&mut self, e: io::Error) {
+        self.write_error.get_or_insert(e);
+    }
+
+    /// The error of a write behind that failed, once.
+    fn take_write_error(&mut self) -> io::Result<()> {
+        self.write_error.take().map_or(Ok(()), Err)
     }
 
     /// Drops the unread bytes (the cursor is no longer after them); their vector becomes the
@@ -477,8 +631,11 @@ impl State {
             Via::InPlace => job(),
             Via::Pool => {
                 debug_assert!(self.in_flight.is_none(), "settle first");
-                let handle = self.in_flight.insert(crate::spawn_blocking(job));
-                let done = handle.await;
+                let in_flight = self.in_flight.insert(InFlight {
+                    job: crate::spawn_blocking(job),
+                    by: By::Call,
+                });
+                let done = (&mut in_flight.job).await;
                 self.in_flight = None;
                 join(done)
             }
@@ -491,7 +648,7 @@ impl State {
         file: &Arc<std::fs::File>,
         out: &mut [u8],
     ) -> io::Result<usize> {
-        self.settle(via, file).await;
+        self.settle(via, file).await?;
         if self.unread_len() > 0 {
             let n = self.unread_len().min(out.len());
             out[..n].copy_from_slice(&self.unread[self.unread_at..][..n]);
@@ -522,7 +679,7 @@ impl State {
         file: &Arc<std::fs::File>,
         data: &[u8],
     ) -> io::Result<usize> {
-        self.settle(via, file).await;
+        self.settle(via, file).await?;
         let (file, mut buf) = (file.clone(), std::mem::take(&mut self.buf));
         buf.clear();
         buf.extend_from_slice(&data[..data.len().min(MAX_CHUNK)]);
@@ -543,7 +700,7 @@ impl State {
         file: &Arc<std::fs::File>,
         pos: SeekFrom,
     ) -> io::Result<u64> {
-        self.settle(via, file).await;
+        self.settle(via, file).await?;
         let file = file.clone();
         let Done::Seek(r) = self.call(via, move || Done::Seek((&*file).seek(pos))).await else {
             unreachable!("a seek job seeks")
@@ -561,7 +718,7 @@ impl State {
         file: &Arc<std::fs::File>,
         f: fn(&std::fs::File) -> io::Result<()>,
     ) -> io::Result<()> {
-        self.settle(via, file).await;
+        self.settle(via, file).await?;
         let file = file.clone();
         let Done::Unit(r) = self.call(via, move || Done::Unit(f(&file))).await else {
             unreachable!("a unit job")
@@ -570,7 +727,7 @@ impl State {
     }
 
     async fn set_len(&mut self, via: Via, file: &Arc<std::fs::File>, size: u64) -> io::Result<()> {
-        self.settle(via, file).await;
+        self.settle(via, file).await?;
         let file = file.clone();
         let Done::Unit(r) = self.call(via, move || Done::Unit(file.set_len(size))).await else {
             unreachable!("a set_len job")
@@ -583,7 +740,7 @@ impl State {
         via: Via,
         file: &Arc<std::fs::File>,
     ) -> io::Result<std::fs::Metadata> {
-        self.settle(via, file).await;
+        self.settle(via, file).await?;
         let file = file.clone();
         let Done::Metadata(r) = self
             .call(via, move || Done::Metadata(file.metadata()))
@@ -801,13 +958,13 @@ impl Write for File {
         blocking_style(|via| state.write(via, file, buf))
     }
 
-    /// Writes go straight to the file, so there is nothing to flush; this only waits for the
-    /// job of a call whose future was dropped, if one is still running.
+    /// Waits for the job of a call whose future was dropped or of a write behind (the async
+    /// traits' `poll_write`), and returns the error of a write behind that failed. (`write`
+    /// itself goes straight to the file.)
     #[track_caller]
     fn flush(&mut self) -> io::Result<()> {
         let (state, file) = (self.state.get_mut(), &self.std);
-        blocking_style(|via| state.settle(via, file));
-        Ok(())
+        blocking_style(|via| state.settle(via, file))
     }
 }
 
@@ -868,15 +1025,15 @@ impl Write for &File {
         })
     }
 
-    /// As `File`'s: waits for the job of a call whose future was dropped, if one is running.
+    /// As `File`'s: waits for the job of a call whose future was dropped or of a write
+    /// behind, and returns the error of a write behind that failed.
     #[track_caller]
     fn flush(&mut self) -> io::Result<()> {
         let file = *self;
         blocking_style(|via| async move {
             let mut state = file.state.lock_async().await;
             state.settle(via, &file.std).await
-        });
-        Ok(())
+        })
     }
 }
 

@@ -197,8 +197,9 @@ rt_common! {
             let dir = TempDir::new(&format!("traits-write-error-{WORKERS}"));
             let path = dir.join("f");
             std::fs::write(&path, b"read-only").unwrap();
+            let p = path.clone();
             rt().block_on(async move {
-                let mut f = File::open_async(&path).await.unwrap();
+                let mut f = File::open_async(&p).await.unwrap();
                 // Written behind: ready once the job has the byte.
                 assert_eq!(f.write(b"x").await.unwrap(), 1);
                 let e = f.flush().await.unwrap_err();
@@ -242,7 +243,14 @@ fn a_write_behind_error_is_the_next_calls_error_whatever_the_call() {
         let path = dir.join("f");
         std::fs::write(&path, b"0123").unwrap();
         let rt = support::rt(2);
-        for call in ["read", "write", "seek", "sync_all_async", "read_async", "metadata"] {
+        for call in [
+            "read",
+            "write",
+            "seek",
+            "sync_all_async",
+            "read_async",
+            "metadata",
+        ] {
             let p = path.clone();
             rt.block_on(async move {
                 let mut f = File::open_async(&p).await.unwrap();
@@ -296,7 +304,11 @@ fn a_file_dropped_with_a_write_behind_still_writes_it() {
             let gate = hold_the_pool();
             f.write_all(b"behind").await.unwrap(); // queued behind the gate
             drop(f);
-            assert_eq!(std::fs::read(&path).unwrap(), b"", "the write ran before the gate");
+            assert_eq!(
+                std::fs::read(&path).unwrap(),
+                b"",
+                "the write ran before the gate"
+            );
             drop(gate);
             // One pool thread, first in first out: the write has run when this has.
             corio::spawn_blocking(|| ()).await.unwrap();
@@ -431,7 +443,11 @@ fn a_write_after_a_read_left_pending_lands_at_the_callers_cursor() {
             let mut f = open_rw(&p).await;
             let gate = hold_the_pool();
             let mut four = [0u8; 4];
-            assert!(Pin::new(&mut f).poll_read(&mut noop_cx(), &mut four).is_pending());
+            assert!(
+                Pin::new(&mut f)
+                    .poll_read(&mut noop_cx(), &mut four)
+                    .is_pending()
+            );
             drop(gate);
             f.write_all(b"AB").await.unwrap();
             f.close().await.unwrap();
@@ -567,7 +583,12 @@ mod tokio_io {
                 lines
             });
             assert_eq!(lines.len(), 10_000);
-            assert!(lines.iter().enumerate().all(|(i, l)| *l == format!("line {i}")));
+            assert!(
+                lines
+                    .iter()
+                    .enumerate()
+                    .all(|(i, l)| *l == format!("line {i}"))
+            );
         });
     }
 
