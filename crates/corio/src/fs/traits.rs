@@ -35,7 +35,13 @@
 //!    settles what is there and returns 0, a placeholder tokio's trait allows.
 //!
 //! A poll that returns `Pending` has left the task's waker with the job's `JoinHandle`. Zero
-//! length reads and writes are ready at once with `Ok(0)` and touch nothing.
+//! length reads and writes are ready at once with `Ok(0)` and touch nothing. A poll cannot
+//! tell a caller polling again from a new call, so a `poll_read` (or a `poll_seek` to the same
+//! position) that finds a job an earlier one left takes its result: a `SeekFrom::Current`
+//! seek given up and made again moves the cursor once.
+//!
+//! A poll allocates nothing but its job (the pool task): the bytes travel in the `File`'s
+//! buffer, which comes back with each job and is reused, as tokio's `File` reuses its `Buf`.
 //!
 //! # Why writes go behind
 //!
