@@ -10,10 +10,10 @@
 #[macro_use]
 mod support;
 
+use std::future::Future;
 use std::io::{ErrorKind, Read, Write};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::future::Future;
 use std::task::{Context, Waker};
 use std::time::{Duration, Instant};
 

@@ -329,10 +329,10 @@ impl<T: AsRawFd> Source<T> {
         dir: Direction,
         mut op: impl FnMut(&T) -> io::Result<R>,
     ) -> io::Result<R> {
-        let mut left = Left::new(dir);
+        let mut left = Left::new(self, dir);
         poll_fn(|cx| {
             let poll = self.poll_op(dir, cx, &mut op);
-            left.note(self, cx, poll)
+            left.note(cx, poll)
         })
         .await
     }
@@ -344,10 +344,10 @@ impl<T: AsRawFd> Source<T> {
         len: usize,
         mut op: impl FnMut(&T) -> io::Result<usize>,
     ) -> io::Result<usize> {
-        let mut left = Left::new(dir);
+        let mut left = Left::new(self, dir);
         poll_fn(|cx| {
             let poll = self.poll_stream(dir, cx, len, &mut op);
-            left.note(self, cx, poll)
+            left.note(cx, poll)
         })
         .await
     }
@@ -435,14 +435,32 @@ impl<T: AsRawFd> Source<T> {
                 Err(state) => waiting = Some((io, Some(state))),
             }
         }
+        self.block_future(ctx, dir, timeout, waiting, op, drained)
+    }
+
+    /// `block_drains` through a future under `block_on` (or `time::timeout`): a socket not
+    /// registered yet, a coroutine out of budget, a wait with a timeout. Out of line, so that
+    /// the fast path above stays small enough to be inlined into its callers (with this
+    /// inline, `write_all`'s loop no longer inlined its `write`: 40 instructions per echo
+    /// message).
+    #[inline(never)]
+    fn block_future<R>(
+        &self,
+        ctx: &crate::task::stackful::StackfulCtx,
+        dir: Direction,
+        timeout: Option<Duration>,
+        mut waiting: Option<(&ScheduledIo, Option<u64>)>,
+        mut op: impl FnMut(&T) -> io::Result<R>,
+        drained: impl Fn(&R) -> bool,
+    ) -> io::Result<R> {
         // The waker a timed-out wait leaves, taken back when this frame returns.
-        let mut left = Left::new(dir);
+        let mut left = Left::new(self, dir);
         let fut = poll_fn(|cx| match &mut waiting {
             Some((io, first)) => {
                 if let Some(state) = first.take()
                     && io.wait(dir, state, cx.waker()) == Wait::Queued
                 {
-                    return left.note(self, cx, Poll::Pending);
+                    return left.note(cx, Poll::Pending);
                 }
                 // A wake-up, a retry (an edge came after the attempt) or a closed
                 // registration: the protocol from step 1, without the budget. A poll
@@ -453,13 +471,13 @@ impl<T: AsRawFd> Source<T> {
                     return Poll::Ready(Err(e));
                 }
                 let poll = self.poll_registered(io, dir, cx, &mut op, &drained);
-                left.note(self, cx, poll)
+                left.note(cx, poll)
             }
             // Not registered yet, or out of budget (`block_on_stackful` yields first;
             // the poll after the resume takes a unit of the new budget).
             None => {
                 let poll = self.poll_op_drains(dir, cx, &mut op, &drained);
-                left.note(self, cx, poll)
+                left.note(cx, poll)
             }
         });
         match timeout {
@@ -485,16 +503,11 @@ impl<T: AsRawFd> Source<T> {
         drained: &impl Fn(&R) -> bool,
     ) -> io::Result<R> {
         let _no_preempt = ctx.no_preempt();
-        // Noted only while suspended: an abort unwinds from the suspension.
-        let mut left = Left::new(dir);
         loop {
             match io.wait(dir, state, ctx.waker()) {
-                // Resumed by the wake-up (or spuriously): the protocol from step 1.
-                Wait::Queued => {
-                    left.at = Some((io, WakerId::of(ctx.waker())));
-                    ctx.suspend_blocked();
-                    left.at = None;
-                }
+                // Resumed by the wake-up (or spuriously): the protocol from step 1. An abort
+                // unwinds from the suspension, taking the waker back first.
+                Wait::Queued => ctx.suspend_blocked_on_io(io, dir),
                 Wait::Retry => {}
                 Wait::Closed => {
                     self.check_open()?;
@@ -755,45 +768,56 @@ impl<T: AsRawFd + std::fmt::Debug> std::fmt::Debug for Shared<T> {
 }
 
 /// The error of an operation on a socket another handle closed.
-/// Where a waiting future left its waker — a direction of a socket and the waker's identity —
+/// Where a waiting future left its waker — a direction of `source` and the waker's identity —
 /// so that a future dropped before its wake-up (a `select`, a timeout) takes it back
 /// (`ScheduledIo::withdraw`) instead of leaving it, and its task, held by the socket until the
-/// next edge. Costs a few stores per `Pending` and a test when the future goes.
-pub(crate) struct Left<'a> {
+/// next edge. Costs two stores per `Pending`, one per `Ready`, and a test when it goes.
+pub(crate) struct Left<'a, T: AsRawFd> {
+    source: &'a Source<T>,
     dir: Direction,
-    at: Option<(&'a ScheduledIo, WakerId)>,
+    waker: Option<WakerId>,
 }
 
-impl<'a> Left<'a> {
-    pub(crate) fn new(dir: Direction) -> Left<'a> {
-        Left { dir, at: None }
+impl<'a, T: AsRawFd> Left<'a, T> {
+    pub(crate) fn new(source: &'a Source<T>, dir: Direction) -> Left<'a, T> {
+        Left {
+            source,
+            dir,
+            waker: None,
+        }
     }
 
-    /// Notes `poll`, the result of a poll of `source` for this direction with `cx`: a waker
-    /// left there if `Pending` (or a spurious note, after a budget yield: then `withdraw`
-    /// finds nothing, or this task's waker left by an earlier wait, which it wakes once).
+    /// Notes `poll`, the result of a poll for this direction with `cx`: a waker left with the
+    /// socket if `Pending` (or a spurious note, after a budget yield: then `withdraw` finds
+    /// nothing, or this task's waker left by an earlier wait, which it wakes once).
     #[inline]
-    pub(crate) fn note<T: AsRawFd, R>(
-        &mut self,
-        source: &'a Source<T>,
-        cx: &Context<'_>,
-        poll: Poll<R>,
-    ) -> Poll<R> {
-        self.at = match poll {
-            Poll::Pending => source
-                .registration
-                .get()
-                .map(|r| (r.io(), WakerId::of(cx.waker()))),
+    pub(crate) fn note<R>(&mut self, cx: &Context<'_>, poll: Poll<R>) -> Poll<R> {
+        self.waker = match poll {
+            Poll::Pending => Some(WakerId::of(cx.waker())),
             Poll::Ready(_) => None,
         };
         poll
     }
 }
 
-impl Drop for Left<'_> {
+impl<T: AsRawFd> Drop for Left<'_, T> {
+    /// Inline: almost every future goes after its wake-up (or without waiting), with nothing
+    /// to take back — a test and no call.
+    #[inline]
     fn drop(&mut self) {
-        if let Some((io, waker)) = self.at {
-            io.withdraw(self.dir, waker);
+        if let Some(waker) = self.waker {
+            self.source.withdraw(self.dir, waker);
+        }
+    }
+}
+
+impl<T: AsRawFd> Source<T> {
+    /// `Left`'s drop for a waiting future (out of line: rare).
+    #[cold]
+    #[inline(never)]
+    fn withdraw(&self, dir: Direction, waker: WakerId) {
+        if let Some(registration) = self.registration.get() {
+            registration.io().withdraw(dir, waker);
         }
     }
 }
