@@ -101,6 +101,22 @@ fn reads_and_writes_allocate_nothing() {
             "stackful, {workers} workers: {allocs} allocations in {ROUNDS} round trips"
         );
 
+        // Datagrams to a `SocketAddr`: no lookup, so nothing to allocate either.
+        let allocs = rt.run(|| {
+            let a = corio::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+            let b = corio::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+            let to = b.local_addr().unwrap();
+            let mut buf = [0u8; 64];
+            allocations_in(|| {
+                a.send_to(&[7; 64], to).unwrap();
+                b.recv_from(&mut buf).unwrap();
+            })
+        });
+        assert!(
+            allocs <= ONE_TIME,
+            "stackful UDP, {workers} workers: {allocs} allocations in {ROUNDS} round trips"
+        );
+
         let allocs = rt.block_on(async {
             let listener = TcpListener::bind("127.0.0.1:0").unwrap();
             let addr = listener.local_addr().unwrap();

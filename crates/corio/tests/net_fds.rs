@@ -75,8 +75,8 @@ fn dropping_the_runtime_closes_every_fd_it_opened() {
             });
             drop(rt);
             // The runtime's own three (epoll, eventfd, timerfd) close when its last reference
-            // goes: blocking-pool threads (`connect_async` resolved on them) hold one until
-            // they notice the shutdown, a moment after `drop` returns (they are not joined).
+            // goes: blocking-pool threads, if any ran, hold one until they notice the
+            // shutdown, a moment after `drop` returns (they are not joined).
             let deadline = Instant::now() + Duration::from_secs(5);
             while open_fds() != before && Instant::now() < deadline {
                 std::thread::sleep(Duration::from_millis(5));

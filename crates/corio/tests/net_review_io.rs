@@ -10,6 +10,7 @@
 #[macro_use]
 mod support;
 
+use std::future::Future;
 use std::io::{ErrorKind, Read, Write};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -106,12 +107,20 @@ impl CountWakes {
 
 /// A waiter that gives up: polls a read of `s` once with `waker`, in `rt`'s context (so that
 /// `s` is registered there), checks that it waits, and drops it — its waker stays queued.
+///
+/// Through the poll-based trait (`futures_io::AsyncRead::poll_read`), which has no future to
+/// take the waker back when its caller gives up, so the waker stays until the next edge, the
+/// socket's drop or the runtime's. (A `read_async` future does take it back when dropped:
+/// `a_dropped_read_future_takes_its_waker_back`.)
 fn give_up_reading(rt: &corio::Runtime, s: &UnixStream, waker: &Arc<CountWakes>) {
     let _enter = rt.enter();
     let mut buf = [0u8; 8];
-    let mut read = std::pin::pin!(s.read_async(&mut buf));
     let waker = Waker::from(waker.clone());
-    let poll = std::future::Future::poll(read.as_mut(), &mut Context::from_waker(&waker));
+    let poll = futures_io::AsyncRead::poll_read(
+        std::pin::Pin::new(&mut &*s),
+        &mut Context::from_waker(&waker),
+        &mut buf,
+    );
     assert!(poll.is_pending(), "nothing was sent yet: {poll:?}");
 }
 
@@ -560,6 +569,36 @@ rt_common! {
             assert_eq!(Arc::strong_count(&first), 1, "the slot's waker outlived its socket");
             assert_eq!(Arc::strong_count(&second), 1, "the list's waker outlived its socket");
             assert_eq!(first.wakes() + second.wakes(), 0);
+        });
+    }
+
+    /// A `read_async` future dropped while it waits takes its waker back at once — from the
+    /// slot and from the list — and wakes it (another future of that task may share it).
+    #[test]
+    fn a_dropped_read_future_takes_its_waker_back() {
+        within(LIMIT, || {
+            let rt = rt();
+            let _enter = rt.enter();
+            let (a, _b) = UnixStream::pair().unwrap();
+            let (first, second) = (CountWakes::new(), CountWakes::new());
+            let mut first_buf = [0u8; 8];
+            let mut first_read = Box::pin(a.read_async(&mut first_buf));
+            let first_waker = Waker::from(first.clone());
+            let poll = first_read.as_mut().poll(&mut Context::from_waker(&first_waker));
+            assert!(poll.is_pending());
+            {
+                let mut buf = [0u8; 8];
+                let mut read = std::pin::pin!(a.read_async(&mut buf));
+                let waker = Waker::from(second.clone());
+                assert!(read.as_mut().poll(&mut Context::from_waker(&waker)).is_pending());
+                assert_eq!(Arc::strong_count(&second), 3, "the list holds the second waker");
+            }
+            assert_eq!(Arc::strong_count(&second), 1, "the list kept the second waker");
+            assert_eq!(second.wakes(), 1);
+            assert_eq!(Arc::strong_count(&first), 3, "the slot holds the first waker");
+            drop(first_read);
+            assert_eq!(Arc::strong_count(&first), 2, "the slot kept the first waker");
+            assert_eq!(first.wakes(), 1);
         });
     }
 

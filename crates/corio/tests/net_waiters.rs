@@ -175,3 +175,66 @@ rt_common! {
         });
     }
 }
+
+/// A waker that counts its wakes; `Arc::strong_count` tells who still holds it.
+struct Count(std::sync::atomic::AtomicUsize);
+
+impl std::task::Wake for Count {
+    fn wake(self: Arc<Self>) {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// Polls `fut` once with `waker`; it must be waiting.
+fn poll_pending<F: std::future::Future>(fut: std::pin::Pin<&mut F>, waker: &std::task::Waker) {
+    let mut cx = std::task::Context::from_waker(waker);
+    assert!(
+        fut.poll(&mut cx).is_pending(),
+        "the socket has nothing to read"
+    );
+}
+
+/// A future that waited and is dropped (a `select`, a timeout) takes its waker back: the
+/// socket does not hold the task until its next edge. Before, the slot kept the first
+/// waiter's waker and the list every later one's — a list that grew with every task that
+/// gave up on a socket that saw no traffic.
+#[test]
+fn a_dropped_read_future_leaves_no_waker_behind() {
+    let socket = corio::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let wakers: Vec<Arc<Count>> = (0..3)
+        .map(|_| Arc::new(Count(std::sync::atomic::AtomicUsize::new(0))))
+        .collect();
+    for round in 0..2 {
+        // The first waiter takes the slot, the others the list; all give up.
+        for count in &wakers {
+            let waker = std::task::Waker::from(count.clone());
+            let mut buf = [0u8; 8];
+            let mut fut = std::pin::pin!(socket.recv_async(&mut buf));
+            poll_pending(fut.as_mut(), &waker);
+        }
+        for (i, count) in wakers.iter().enumerate() {
+            assert_eq!(
+                Arc::strong_count(count),
+                1,
+                "round {round}: waiter {i}'s waker is still held by the socket"
+            );
+        }
+    }
+    // The socket still works, and wakes a waiter that stays.
+    let keep = &wakers[0];
+    let waker = std::task::Waker::from(keep.clone());
+    let mut buf = [0u8; 8];
+    let mut fut = std::pin::pin!(socket.recv_async(&mut buf));
+    poll_pending(fut.as_mut(), &waker);
+    let before = keep.0.load(std::sync::atomic::Ordering::SeqCst);
+    let sender = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    sender.send_to(b"hi", socket.local_addr().unwrap()).unwrap();
+    support::wait_until("the waiter that stayed is woken", || {
+        keep.0.load(std::sync::atomic::Ordering::SeqCst) > before
+    });
+    let mut cx = std::task::Context::from_waker(&waker);
+    assert!(matches!(
+        fut.as_mut().poll(&mut cx),
+        std::task::Poll::Ready(Ok(2))
+    ));
+}

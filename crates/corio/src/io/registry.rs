@@ -102,9 +102,21 @@
 //! one.)
 //!
 //! Waker lists keep their capacity, so after a socket's first wait its waits do not allocate.
-//! A waiter that gives up (its future dropped, a timeout) leaves its waker in the slot or the
-//! list; the next edge wakes it for nothing and empties them (until then, a different task
-//! waiting on that direction finds the slot taken and uses the list).
+//!
+//! # A waiter that gives up
+//!
+//! A wait can end without its edge: a future dropped (`select`, `timeout_async`), a
+//! blocking-style timeout, an aborted coroutine. Its waker would stay in the slot or the list
+//! until the next edge, holding its task — and on a socket that sees no traffic, each task
+//! that gave up would add one to the list. So the waiting side notes where it left its waker
+//! (`Source`'s `Left`: the direction and the waker's identity, no clone) and, when it goes
+//! without its wake-up, calls [`ScheduledIo::withdraw`], which takes that waker back from the
+//! slot (holding it as a registering waiter does, `slot.rs`) or the list and *wakes* it:
+//! `wait` keeps one entry per task, so another future of the same task may be waiting on the
+//! same entry, and must not lose its wake-up (a finished task ignores the wake). The
+//! poll-based traits (`AsyncRead::poll_read` and the like) have no future to note it in: a
+//! caller that stops polling leaves its waker until the next edge, the socket's drop or the
+//! runtime's (as tokio's `poll_read_ready` does).
 
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::ptr::NonNull;
@@ -112,7 +124,7 @@ use std::sync::atomic::{AtomicPtr, AtomicUsize};
 use std::sync::{Arc, Mutex, Weak};
 use std::task::Waker;
 
-use super::slot::{Register, WaiterSlot};
+use super::slot::{Register, WaiterSlot, WakerId};
 use crate::loom::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 // The waker lists' lock: loom's under the model checker (a std lock held by a thread loom
 // switched away from would block the model for real), std's otherwise.
@@ -272,6 +284,40 @@ impl ScheduledIo {
         Wait::Queued
     }
 
+    /// Takes `waker` back from `dir`'s slot or list, where a waiter that gives up (its future
+    /// dropped, a timeout) left it, and wakes it: another future of the same task may wait on
+    /// this direction under the same waker (`wait` keeps one entry per task), and must not
+    /// lose its wake-up; a task that finished ignores it. Another task's waker stays. Cheap
+    /// when nothing is there (a load of the slot's state and of the list's flag).
+    pub(crate) fn withdraw(&self, dir: Direction, waker: WakerId) {
+        if let Some(mine) = self.slots[dir as usize].withdraw(waker) {
+            mine.wake();
+        }
+        // Relaxed: a waiter that queued in the list set the flag itself (under the lock), and
+        // only `ready` or a release, which empty the list, clear it.
+        if self.waiting[dir as usize].load(Ordering::Relaxed) {
+            self.withdraw_from_list(dir, waker);
+        }
+    }
+
+    #[inline(never)]
+    fn withdraw_from_list(&self, dir: Direction, waker: WakerId) {
+        let mut waiters = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
+        let list = &mut waiters[dir as usize];
+        // `wait_in_list` queues a task's waker once.
+        let mine = list
+            .iter()
+            .position(|w| waker.is(w))
+            .map(|i| list.swap_remove(i));
+        if list.is_empty() {
+            self.waiting[dir as usize].store(false, Ordering::Relaxed); // under the lock
+        }
+        drop(waiters);
+        if let Some(mine) = mine {
+            mine.wake();
+        }
+    }
+
     /// An edge for `dir` of the registration of generation `generation` (as in a state word):
     /// bump its sequence number, set its ready bit (and with `closed` its final bit), and wake
     /// its waiters. Does nothing if that registration has been released ("Tokens", rule 2).
@@ -317,6 +363,16 @@ impl ScheduledIo {
         for waker in waiters[dir as usize].drain(..) {
             waker.wake();
         }
+    }
+
+    /// Whether a waker waits on `dir` (in the slot or the list).
+    #[cfg(test)]
+    pub(crate) fn holds_wakers(&self, dir: Direction) -> bool {
+        self.slots[dir as usize]
+            .take()
+            .inspect(Waker::wake_by_ref)
+            .is_some()
+            || !self.waiters.lock().unwrap()[dir as usize].is_empty()
     }
 
     /// The generation of the current registration (as in a state word).
@@ -785,6 +841,50 @@ mod tests {
         );
     }
 
+    /// A waiter that gives up takes its waker back (`withdraw`), from the slot or the list,
+    /// and wakes it (another future of its task may share that entry); another task's waker
+    /// stays. Before, both stayed until the next edge: each holds its task.
+    #[test]
+    fn a_waiter_that_gives_up_takes_its_waker_back() {
+        let registry = Arc::new(Registry::default());
+        let registration = registry.insert();
+        let io = registration.io();
+        let dir = Direction::Read;
+        let (first, second) = (waiting(&registration), waiting(&registration));
+        assert_eq!(
+            (Arc::strong_count(&first), Arc::strong_count(&second)),
+            (2, 2)
+        );
+        let first_waker = Waker::from(first.clone());
+        let second_waker = Waker::from(second.clone());
+        // The list's waiter gives up; the slot's stays.
+        io.withdraw(dir, WakerId::of(&second_waker));
+        assert_eq!(
+            Arc::strong_count(&second),
+            2,
+            "only the caller's own waker is left"
+        );
+        assert_eq!(second.0.load(Ordering::SeqCst), 1, "woken as it left");
+        assert_eq!(Arc::strong_count(&first), 3, "the slot's waker stays");
+        // Then the slot's: nothing left, and an edge wakes nobody.
+        io.withdraw(dir, WakerId::of(&first_waker));
+        assert_eq!(Arc::strong_count(&first), 2, "the slot let go of its waker");
+        assert_eq!(first.0.load(Ordering::SeqCst), 1);
+        let (_, generation) = split(registration.token());
+        io.ready(dir, false, generation);
+        assert_eq!(
+            (
+                first.0.load(Ordering::SeqCst),
+                second.0.load(Ordering::SeqCst)
+            ),
+            (1, 1)
+        );
+        // Withdrawing what is not there changes nothing.
+        io.withdraw(dir, WakerId::of(&first_waker));
+        io.withdraw(Direction::Write, WakerId::of(&first_waker));
+        assert_eq!(first.0.load(Ordering::SeqCst), 1);
+    }
+
     /// A socket first registered after the runtime shut down (its `Handle` outlived it) must
     /// not wait in an epoll set nobody polls: its registration starts closed. The next one
     /// made from its `ScheduledIo` after it is released does too.
@@ -1088,6 +1188,31 @@ mod loom_tests {
                 loom::thread::spawn(move || io.ready(Direction::Read, false, 0))
             };
             assert_eq!(wait_for_edge(&io), Ok(()));
+            poller.join().unwrap();
+        });
+    }
+
+    #[test]
+    fn loom_a_waiter_giving_up_racing_with_an_edge_and_another_waiter_loses_no_wake_up() {
+        // The waiter that gives up holds the slot; the other finds it taken (the list) or
+        // free again (the slot); the edge must reach the other either way.
+        model(|| {
+            let io = Arc::new(ScheduledIo::new());
+            let gone = Waker::from(std::sync::Arc::new(Signal::new()));
+            let dir = Direction::Read;
+            let state = io.clear(dir, io.state(dir));
+            assert_eq!(io.wait(dir, state, &gone), Wait::Queued);
+            let withdrawer = {
+                let io = io.clone();
+                let id = WakerId::of(&gone);
+                loom::thread::spawn(move || io.withdraw(dir, id))
+            };
+            let poller = {
+                let io = io.clone();
+                loom::thread::spawn(move || io.ready(dir, false, 0))
+            };
+            assert_eq!(wait_for_edge(&io), Ok(()));
+            withdrawer.join().unwrap();
             poller.join().unwrap();
         });
     }

@@ -60,7 +60,7 @@
 //! `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test -p corio --release --lib
 //! --target-dir target/loom -- loom`.
 
-use std::task::Waker;
+use std::task::{RawWakerVTable, Waker};
 
 use crate::loom::cell::UnsafeCell;
 use crate::loom::sync::atomic::AtomicUsize;
@@ -72,6 +72,34 @@ const REGISTERING: usize = 0b001;
 const WAKING: usize = 0b010;
 /// The cell holds a waker.
 const FULL: usize = 0b100;
+
+/// A waker's identity — what [`Waker::will_wake`] compares, its data and vtable pointers —
+/// kept without a reference: a future notes the waker it left with a socket when it returns
+/// `Pending` (no clone, no atomic operation), to take it back if it is dropped before the
+/// wake (`ScheduledIo::withdraw`). An identity gone stale (the task freed, its address reused
+/// by another) can at worst match that other task's waker, which `withdraw` then wakes once
+/// for nothing. The data pointer is kept as an address, so that the futures stay `Send`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct WakerId {
+    data: usize,
+    vtable: &'static RawWakerVTable,
+}
+
+impl WakerId {
+    #[inline]
+    pub(crate) fn of(waker: &Waker) -> WakerId {
+        WakerId {
+            data: waker.data() as usize,
+            vtable: waker.vtable(),
+        }
+    }
+
+    /// Whether `waker` is the one this identity was taken from (as `will_wake` decides).
+    #[inline]
+    pub(crate) fn is(&self, waker: &Waker) -> bool {
+        waker.data() as usize == self.data && std::ptr::eq(waker.vtable(), self.vtable)
+    }
+}
 
 /// What [`WaiterSlot::register`] did.
 #[derive(Debug, PartialEq, Eq)]
@@ -193,6 +221,49 @@ impl WaiterSlot {
             waker.wake();
         }
         // Else a registering waiter will see `WAKING` and retry, or another poller is waking.
+    }
+
+    /// Takes the stored waker back if it is `waker`'s (a waiter that gave up: its future was
+    /// dropped, or it timed out), as a registering waiter holds the slot: `REGISTERING` from
+    /// a state of exactly `FULL`. Any other state leaves the slot alone: empty, or a poller
+    /// or another waiter is at it (a poller then takes the waker; a waiter leaves it, and the
+    /// next edge or `withdraw` takes it). A poller that comes while the slot is held leaves
+    /// the wake to this holder, as in `register`: whatever the cell then holds is taken, and
+    /// another task's waker woken.
+    pub(crate) fn withdraw(&self, waker: WakerId) -> Option<Waker> {
+        // Acquire (both): as `register`'s first CAS.
+        if self
+            .state
+            .compare_exchange(FULL, FULL | REGISTERING, Acquire, Acquire)
+            .is_err()
+        {
+            return None;
+        }
+        // SAFETY: our CAS set `REGISTERING` on a state without it or `WAKING`, as
+        // `register`'s: the cell is ours until we release it.
+        let mine = self.waker.with_mut(|cell| unsafe {
+            match &*cell {
+                Some(stored) if waker.is(stored) => (*cell).take(),
+                _ => None,
+            }
+        });
+        let released = if mine.is_some() { 0 } else { FULL };
+        // As `register`'s releasing CAS: Release on success hands the cell on; a failure
+        // (Acquire) means a poller set `WAKING` meanwhile and left the wake to us.
+        if self
+            .state
+            .compare_exchange(FULL | REGISTERING, released, AcqRel, Acquire)
+            .is_err()
+        {
+            // SAFETY: as in `register`'s failure path, the cell is still ours.
+            let other = self.waker.with_mut(|cell| unsafe { (*cell).take() });
+            // Release: hands the empty cell to the next owner.
+            self.state.store(0, Release);
+            if let Some(other) = other {
+                other.wake();
+            }
+        }
+        mine
     }
 
     /// Takes the stored waker without waking it, as `wake` would take it (a released

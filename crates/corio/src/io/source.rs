@@ -31,6 +31,7 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use super::registry::{Direction, Registration, ScheduledIo, Wait, may_be_ready};
+use super::slot::WakerId;
 use crate::runtime::context::{self, Here};
 
 /// A nonblocking socket `T` (a `std` socket type) as corio waits on it.
@@ -328,7 +329,12 @@ impl<T: AsRawFd> Source<T> {
         dir: Direction,
         mut op: impl FnMut(&T) -> io::Result<R>,
     ) -> io::Result<R> {
-        poll_fn(|cx| self.poll_op(dir, cx, &mut op)).await
+        let mut left = Left::new(self, dir);
+        poll_fn(|cx| {
+            let poll = self.poll_op(dir, cx, &mut op);
+            left.note(cx, poll)
+        })
+        .await
     }
 
     /// `poll_stream` as a future.
@@ -338,7 +344,12 @@ impl<T: AsRawFd> Source<T> {
         len: usize,
         mut op: impl FnMut(&T) -> io::Result<usize>,
     ) -> io::Result<usize> {
-        poll_fn(|cx| self.poll_stream(dir, cx, len, &mut op)).await
+        let mut left = Left::new(self, dir);
+        poll_fn(|cx| {
+            let poll = self.poll_stream(dir, cx, len, &mut op);
+            left.note(cx, poll)
+        })
+        .await
     }
 
     /// The blocking-style face of `poll_op`, with the socket's timeout for `dir`.
@@ -424,12 +435,32 @@ impl<T: AsRawFd> Source<T> {
                 Err(state) => waiting = Some((io, Some(state))),
             }
         }
+        self.block_future(ctx, dir, timeout, waiting, op, drained)
+    }
+
+    /// `block_drains` through a future under `block_on` (or `time::timeout`): a socket not
+    /// registered yet, a coroutine out of budget, a wait with a timeout. Out of line, so that
+    /// the fast path above stays small enough to be inlined into its callers (with this
+    /// inline, `write_all`'s loop no longer inlined its `write`: 40 instructions per echo
+    /// message).
+    #[inline(never)]
+    fn block_future<R>(
+        &self,
+        ctx: &crate::task::stackful::StackfulCtx,
+        dir: Direction,
+        timeout: Option<Duration>,
+        mut waiting: Option<(&ScheduledIo, Option<u64>)>,
+        mut op: impl FnMut(&T) -> io::Result<R>,
+        drained: impl Fn(&R) -> bool,
+    ) -> io::Result<R> {
+        // The waker a timed-out wait leaves, taken back when this frame returns.
+        let mut left = Left::new(self, dir);
         let fut = poll_fn(|cx| match &mut waiting {
             Some((io, first)) => {
                 if let Some(state) = first.take()
                     && io.wait(dir, state, cx.waker()) == Wait::Queued
                 {
-                    return Poll::Pending;
+                    return left.note(cx, Poll::Pending);
                 }
                 // A wake-up, a retry (an edge came after the attempt) or a closed
                 // registration: the protocol from step 1, without the budget. A poll
@@ -439,11 +470,15 @@ impl<T: AsRawFd> Source<T> {
                 if let Err(e) = self.check_open() {
                     return Poll::Ready(Err(e));
                 }
-                self.poll_registered(io, dir, cx, &mut op, &drained)
+                let poll = self.poll_registered(io, dir, cx, &mut op, &drained);
+                left.note(cx, poll)
             }
             // Not registered yet, or out of budget (`block_on_stackful` yields first;
             // the poll after the resume takes a unit of the new budget).
-            None => self.poll_op_drains(dir, cx, &mut op, &drained),
+            None => {
+                let poll = self.poll_op_drains(dir, cx, &mut op, &drained);
+                left.note(cx, poll)
+            }
         });
         match timeout {
             None => crate::block_on::block_on_stackful(ctx, fut),
@@ -470,8 +505,9 @@ impl<T: AsRawFd> Source<T> {
         let _no_preempt = ctx.no_preempt();
         loop {
             match io.wait(dir, state, ctx.waker()) {
-                // Resumed by the wake-up (or spuriously): the protocol from step 1.
-                Wait::Queued => ctx.suspend_blocked(),
+                // Resumed by the wake-up (or spuriously): the protocol from step 1. An abort
+                // unwinds from the suspension, taking the waker back first.
+                Wait::Queued => ctx.suspend_blocked_on_io(io, dir),
                 Wait::Retry => {}
                 Wait::Closed => {
                     self.check_open()?;
@@ -732,6 +768,60 @@ impl<T: AsRawFd + std::fmt::Debug> std::fmt::Debug for Shared<T> {
 }
 
 /// The error of an operation on a socket another handle closed.
+/// Where a waiting future left its waker — a direction of `source` and the waker's identity —
+/// so that a future dropped before its wake-up (a `select`, a timeout) takes it back
+/// (`ScheduledIo::withdraw`) instead of leaving it, and its task, held by the socket until the
+/// next edge. Costs two stores per `Pending`, one per `Ready`, and a test when it goes.
+pub(crate) struct Left<'a, T: AsRawFd> {
+    source: &'a Source<T>,
+    dir: Direction,
+    waker: Option<WakerId>,
+}
+
+impl<'a, T: AsRawFd> Left<'a, T> {
+    pub(crate) fn new(source: &'a Source<T>, dir: Direction) -> Left<'a, T> {
+        Left {
+            source,
+            dir,
+            waker: None,
+        }
+    }
+
+    /// Notes `poll`, the result of a poll for this direction with `cx`: a waker left with the
+    /// socket if `Pending` (or a spurious note, after a budget yield: then `withdraw` finds
+    /// nothing, or this task's waker left by an earlier wait, which it wakes once).
+    #[inline]
+    pub(crate) fn note<R>(&mut self, cx: &Context<'_>, poll: Poll<R>) -> Poll<R> {
+        self.waker = match poll {
+            Poll::Pending => Some(WakerId::of(cx.waker())),
+            Poll::Ready(_) => None,
+        };
+        poll
+    }
+}
+
+impl<T: AsRawFd> Drop for Left<'_, T> {
+    /// Inline: almost every future goes after its wake-up (or without waiting), with nothing
+    /// to take back — a test and no call.
+    #[inline]
+    fn drop(&mut self) {
+        if let Some(waker) = self.waker {
+            self.source.withdraw(self.dir, waker);
+        }
+    }
+}
+
+impl<T: AsRawFd> Source<T> {
+    /// `Left`'s drop for a waiting future (out of line: rare).
+    #[cold]
+    #[inline(never)]
+    fn withdraw(&self, dir: Direction, waker: WakerId) {
+        if let Some(registration) = self.registration.get() {
+            registration.io().withdraw(dir, waker);
+        }
+    }
+}
+
 pub(crate) fn closed_error() -> io::Error {
     io::Error::new(
         io::ErrorKind::NotConnected,
@@ -761,5 +851,52 @@ pub(crate) fn sleep_here(d: Duration) {
     match context::here() {
         Here::Stackful(_) => crate::sleep(d),
         _ => std::thread::sleep(d),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Whether a waker waits on `source`'s reads (taking the slot's, if any, and waking it).
+    fn holds_wakers(source: &Source<std::net::UdpSocket>) -> bool {
+        let registration = source.registration.get().expect("the socket waited");
+        registration.io().holds_wakers(Direction::Read)
+    }
+
+    /// A coroutine whose read timed out, or that was aborted while it waited, takes its waker
+    /// back: the socket does not hold the finished task until its next edge. Before, both
+    /// left it in the slot.
+    #[test]
+    fn a_coroutine_that_gives_up_a_wait_takes_its_waker_back() {
+        let rt = crate::Runtime::builder().workers(1).build().unwrap();
+        let socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        socket.set_nonblocking(true).unwrap();
+        let source = Arc::new(Source::new(socket));
+        rt.run(move || {
+            let recv = |s: &std::net::UdpSocket| s.recv(&mut [0; 8]);
+            source
+                .set_timeout(Direction::Read, Some(Duration::from_millis(20)))
+                .unwrap();
+            // The first registers the socket (the future's path), the second waits from the
+            // fast path's attempt.
+            for read in ["first", "second"] {
+                let e = source.block_op(Direction::Read, recv).unwrap_err();
+                assert_eq!(e.kind(), io::ErrorKind::TimedOut);
+                assert!(
+                    !holds_wakers(&source),
+                    "the {read} timed-out read left its waker"
+                );
+            }
+
+            source.set_timeout(Direction::Read, None).unwrap();
+            let waiting = source.clone();
+            let reader = crate::go(move || waiting.block_op(Direction::Read, recv));
+            // One worker: the reader runs and waits while this coroutine sleeps.
+            crate::sleep(Duration::from_millis(50));
+            reader.abort();
+            assert!(reader.join().is_err());
+            assert!(!holds_wakers(&source), "the aborted read left its waker");
+        });
     }
 }

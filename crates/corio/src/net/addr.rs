@@ -2,7 +2,7 @@
 //! `connect` that `std` lacks.
 
 use std::io;
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::net::{SocketAddr, ToSocketAddrs as _};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
@@ -12,34 +12,206 @@ use crate::io::registry::Direction;
 use crate::io::source::{Source, sleep_here};
 use crate::runtime::context::{self, Here};
 
-/// Resolves `addr` blocking-style. A host name needs `getaddrinfo`, which blocks the thread:
-/// in a coroutine it runs inside `corio::blocking`, so sysmon hands the worker's queued work
-/// to others meanwhile.
-pub(crate) fn resolve<A: ToSocketAddrs>(addr: A) -> io::Result<Vec<SocketAddr>> {
-    let lookup = || addr.to_socket_addrs().map(Iterator::collect);
-    match context::here() {
-        Here::Stackful(_) => crate::blocking(lookup),
-        _ => lookup(),
+/// Addresses that corio's `connect`, `bind` and `send_to` accept: every type `std`'s
+/// [`ToSocketAddrs`](std::net::ToSocketAddrs) is implemented for, and nothing else (the trait
+/// is sealed).
+///
+/// corio has its own trait, as tokio does, because it must tell *before* calling anything
+/// whether a lookup is needed. A host name is resolved by `getaddrinfo`, which blocks its
+/// thread (reading `/etc/hosts`, asking a DNS server): corio runs it on the blocking pool,
+/// while the calling coroutine (or task) waits without holding its worker. An address written
+/// out — a [`SocketAddr`], `"127.0.0.1:80"`, `("::1", 80)`, a slice of addresses — is parsed
+/// in place, with no pool job and no allocation, so a `send_to` per datagram costs no more
+/// than `std`'s. A lookup copies the name, so a borrowed one (`(host.as_str(), 80)`) is fine
+/// for the async forms too.
+///
+/// Implemented for: [`SocketAddr`], [`SocketAddrV4`](std::net::SocketAddrV4),
+/// [`SocketAddrV6`](std::net::SocketAddrV6), `(IpAddr, u16)`, `(Ipv4Addr, u16)`,
+/// `(Ipv6Addr, u16)`, `str` (`"host:port"`), `String`, `(&str, u16)`, `(String, u16)`,
+/// `&[SocketAddr]`, and references to any of these. A generic `A: std::net::ToSocketAddrs`
+/// cannot be passed through: resolve it first (on the blocking pool, with
+/// [`spawn_blocking`](crate::spawn_blocking), if it may be a host name) and pass the
+/// addresses.
+///
+/// ```
+/// use corio::net::{TcpListener, TcpStream};
+///
+/// let rt = corio::Runtime::builder().workers(1).build().unwrap();
+/// rt.run(|| {
+///     let listener = TcpListener::bind(("localhost", 0)).unwrap(); // looked up on the pool
+///     let port = listener.local_addr().unwrap().port();
+///     let host = String::from("127.0.0.1");
+///     let _client = TcpStream::connect((host.as_str(), port)).unwrap(); // parsed in place
+/// });
+/// ```
+pub trait ToSocketAddrs: sealed::ToSocketAddrsPriv {}
+
+impl<T: sealed::ToSocketAddrsPriv + ?Sized> ToSocketAddrs for T {}
+
+pub(crate) mod sealed {
+    use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
+
+    /// What [`ToSocketAddrsPriv::to_addrs`] found: the addresses, or a name to look up.
+    #[derive(Debug)]
+    pub enum Addrs {
+        One(SocketAddr),
+        Many(Vec<SocketAddr>),
+        /// `"host:port"`, for `std`'s `str` lookup.
+        HostPort(String),
+        Host(String, u16),
+    }
+
+    /// The sealed half of [`ToSocketAddrs`](super::ToSocketAddrs).
+    pub trait ToSocketAddrsPriv {
+        /// Parses what needs no lookup; copies the name of what does.
+        fn to_addrs(&self) -> Addrs;
+    }
+
+    macro_rules! one {
+        ($($t:ty),*) => {$(
+            impl ToSocketAddrsPriv for $t {
+                fn to_addrs(&self) -> Addrs {
+                    Addrs::One(SocketAddr::from(*self))
+                }
+            }
+        )*};
+    }
+    one!(
+        SocketAddr,
+        SocketAddrV4,
+        SocketAddrV6,
+        (IpAddr, u16),
+        (Ipv4Addr, u16),
+        (Ipv6Addr, u16)
+    );
+
+    impl ToSocketAddrsPriv for str {
+        fn to_addrs(&self) -> Addrs {
+            // `std`'s order: a socket address first, then `host:port` for `getaddrinfo`.
+            match self.parse() {
+                Ok(addr) => Addrs::One(addr),
+                Err(_) => Addrs::HostPort(self.to_owned()),
+            }
+        }
+    }
+
+    impl ToSocketAddrsPriv for String {
+        fn to_addrs(&self) -> Addrs {
+            self.as_str().to_addrs()
+        }
+    }
+
+    impl ToSocketAddrsPriv for (&str, u16) {
+        fn to_addrs(&self) -> Addrs {
+            let (host, port) = *self;
+            match host.parse::<IpAddr>() {
+                Ok(ip) => Addrs::One(SocketAddr::new(ip, port)),
+                Err(_) => Addrs::Host(host.to_owned(), port),
+            }
+        }
+    }
+
+    impl ToSocketAddrsPriv for (String, u16) {
+        fn to_addrs(&self) -> Addrs {
+            (self.0.as_str(), self.1).to_addrs()
+        }
+    }
+
+    impl ToSocketAddrsPriv for [SocketAddr] {
+        fn to_addrs(&self) -> Addrs {
+            match self {
+                [one] => Addrs::One(*one),
+                many => Addrs::Many(many.to_vec()),
+            }
+        }
+    }
+
+    impl<T: ToSocketAddrsPriv + ?Sized> ToSocketAddrsPriv for &T {
+        fn to_addrs(&self) -> Addrs {
+            (**self).to_addrs()
+        }
     }
 }
 
-/// Resolves `addr` on the blocking pool.
-pub(crate) async fn resolve_async<A>(addr: A) -> io::Result<Vec<SocketAddr>>
-where
-    A: ToSocketAddrs + Send + 'static,
-{
-    crate::spawn_blocking(move || addr.to_socket_addrs().map(Iterator::collect))
-        .await
-        .unwrap_or_else(|e| Err(io::Error::other(e.to_string())))
+use sealed::Addrs;
+
+/// Resolved addresses: one (no allocation) or several.
+pub(crate) enum Resolved {
+    One(SocketAddr),
+    Many(Vec<SocketAddr>),
+}
+
+impl Resolved {
+    pub(crate) fn as_slice(&self) -> &[SocketAddr] {
+        match self {
+            Resolved::One(addr) => std::slice::from_ref(addr),
+            Resolved::Many(addrs) => addrs,
+        }
+    }
+
+    /// The first address (`send_to`'s target), or the "no addresses" error.
+    pub(crate) fn first(&self) -> io::Result<SocketAddr> {
+        self.as_slice().first().copied().ok_or_else(no_addresses)
+    }
+}
+
+impl Addrs {
+    /// The addresses, if no lookup is needed.
+    fn known(self) -> Result<Resolved, Addrs> {
+        match self {
+            Addrs::One(addr) => Ok(Resolved::One(addr)),
+            Addrs::Many(addrs) => Ok(Resolved::Many(addrs)),
+            name => Err(name),
+        }
+    }
+
+    /// `getaddrinfo`, blocking the thread (a pool job's).
+    fn lookup(self) -> io::Result<Resolved> {
+        let addrs: Vec<SocketAddr> = match self {
+            Addrs::HostPort(name) => name.as_str().to_socket_addrs()?.collect(),
+            Addrs::Host(host, port) => (host.as_str(), port).to_socket_addrs()?.collect(),
+            Addrs::One(addr) => vec![addr],
+            Addrs::Many(addrs) => addrs,
+        };
+        Ok(Resolved::Many(addrs))
+    }
+}
+
+/// Resolves `addr` blocking-style: a host name on the blocking pool from a coroutine (which
+/// suspends meanwhile), in place on a plain thread.
+#[track_caller]
+pub(crate) fn resolve<A: ToSocketAddrs + ?Sized>(addr: &A) -> io::Result<Resolved> {
+    match addr.to_addrs().known() {
+        Ok(known) => Ok(known),
+        Err(name) => match context::here() {
+            Here::Stackful(_) => join_lookup(crate::block_on(crate::spawn_blocking(move || {
+                name.lookup()
+            }))),
+            _ => name.lookup(),
+        },
+    }
+}
+
+/// Resolves `addr`, a host name on the blocking pool.
+pub(crate) async fn resolve_async<A: ToSocketAddrs + ?Sized>(addr: &A) -> io::Result<Resolved> {
+    match addr.to_addrs().known() {
+        Ok(known) => Ok(known),
+        Err(name) => join_lookup(crate::spawn_blocking(move || name.lookup()).await),
+    }
+}
+
+/// A lookup job's result (its panic, or the runtime's shutting down, as an error).
+fn join_lookup(joined: Result<io::Result<Resolved>, crate::JoinError>) -> io::Result<Resolved> {
+    joined.unwrap_or_else(|e| Err(io::Error::other(e.to_string())))
 }
 
 /// Tries `connect` on each address in turn; the last error if none answers.
 pub(crate) fn each_addr<T>(
-    addrs: Vec<SocketAddr>,
+    addrs: Resolved,
     mut connect: impl FnMut(&SocketAddr) -> io::Result<T>,
 ) -> io::Result<T> {
     let mut last = None;
-    for addr in &addrs {
+    for addr in addrs.as_slice() {
         match connect(addr) {
             Ok(v) => return Ok(v),
             Err(e) => last = Some(e),

@@ -42,6 +42,7 @@ mod tcp;
 mod udp;
 mod unix;
 
+pub use self::addr::ToSocketAddrs;
 pub use self::tcp::{Incoming, OwnedReadHalf, OwnedWriteHalf, TcpListener, TcpStream};
 pub use self::udp::UdpSocket;
 pub use self::unix::{UnixDatagram, UnixListener, UnixStream};

@@ -1,11 +1,11 @@
 //! TCP: [`TcpListener`] and [`TcpStream`].
 
 use std::io;
-use std::net::{Shutdown, SocketAddr, ToSocketAddrs};
+use std::net::{Shutdown, SocketAddr};
 use std::os::fd::AsRawFd;
 use std::time::Duration;
 
-use super::addr;
+use super::addr::{self, ToSocketAddrs};
 use crate::io::registry::Direction;
 use crate::io::source::Shared;
 
@@ -36,9 +36,12 @@ pub struct TcpListener {
 }
 
 impl TcpListener {
-    /// Binds a listening socket (never waits: a host name is resolved as `std` does).
+    /// Binds a listening socket to the first address `addr` resolves to that it can bind (a
+    /// host name is looked up on the blocking pool in a coroutine: [`ToSocketAddrs`]).
+    #[track_caller]
     pub fn bind<A: ToSocketAddrs>(addr: A) -> io::Result<TcpListener> {
-        TcpListener::from_std(std::net::TcpListener::bind(addr)?)
+        let listener = addr::each_addr(addr::resolve(&addr)?, |a| std::net::TcpListener::bind(a))?;
+        TcpListener::from_std(listener)
     }
 
     /// Wraps a `std` listener (made nonblocking here).
@@ -184,14 +187,14 @@ pub struct TcpStream {
 
 impl TcpStream {
     /// Connects, blocking-style, trying each address `addr` resolves to (a host name is
-    /// resolved inside `corio::blocking` in a coroutine).
+    /// looked up on the blocking pool in a coroutine, which waits meanwhile: [`ToSocketAddrs`]).
     ///
     /// # Panics
     ///
     /// Inside an async task: use [`connect_async`](Self::connect_async).
     #[track_caller]
     pub fn connect<A: ToSocketAddrs>(addr: A) -> io::Result<TcpStream> {
-        addr::each_addr(addr::resolve(addr)?, |a| TcpStream::connect_one(a, None))
+        addr::each_addr(addr::resolve(&addr)?, |a| TcpStream::connect_one(a, None))
     }
 
     /// Connects to one address, giving up after `timeout` (`ErrorKind::TimedOut`; the
@@ -217,15 +220,12 @@ impl TcpStream {
         Ok(TcpStream { sock })
     }
 
-    /// Connects, trying each address `addr` resolves to (on the blocking pool: hence the
-    /// `Send + 'static` bound; a `SocketAddr` or `(&'static str, u16)` qualifies).
-    pub async fn connect_async<A>(addr: A) -> io::Result<TcpStream>
-    where
-        A: ToSocketAddrs + Send + 'static,
-    {
+    /// Connects, trying each address `addr` resolves to (a host name is looked up on the
+    /// blocking pool: [`ToSocketAddrs`]).
+    pub async fn connect_async<A: ToSocketAddrs>(addr: A) -> io::Result<TcpStream> {
         let mut last = None;
-        for a in addr::resolve_async(addr).await? {
-            match TcpStream::connect_one_async(&a).await {
+        for a in addr::resolve_async(&addr).await?.as_slice() {
+            match TcpStream::connect_one_async(a).await {
                 Ok(stream) => return Ok(stream),
                 Err(e) => last = Some(e),
             }

@@ -1,9 +1,9 @@
 //! UDP: [`UdpSocket`].
 
 use std::io;
-use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs};
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 
-use super::addr;
+use super::addr::{self, ToSocketAddrs};
 use crate::io::registry::Direction;
 use crate::io::source::Shared;
 
@@ -31,9 +31,12 @@ pub struct UdpSocket {
 }
 
 impl UdpSocket {
-    /// Binds a socket (never waits: a host name is resolved as `std` does).
+    /// Binds a socket to the first address `addr` resolves to that it can bind (a host name
+    /// is looked up on the blocking pool in a coroutine: [`ToSocketAddrs`]).
+    #[track_caller]
     pub fn bind<A: ToSocketAddrs>(addr: A) -> io::Result<UdpSocket> {
-        UdpSocket::from_std(std::net::UdpSocket::bind(addr)?)
+        let socket = addr::each_addr(addr::resolve(&addr)?, |a| std::net::UdpSocket::bind(a))?;
+        UdpSocket::from_std(socket)
     }
 
     /// Wraps a `std` socket (made nonblocking here).
@@ -76,9 +79,7 @@ impl UdpSocket {
     /// Inside an async task: use [`send_to_async`](Self::send_to_async).
     #[track_caller]
     pub fn send_to<A: ToSocketAddrs>(&self, buf: &[u8], target: A) -> io::Result<usize> {
-        let to = *addr::resolve(target)?
-            .first()
-            .ok_or_else(addr::no_addresses)?;
+        let to = addr::resolve(&target)?.first()?;
         self.sock.block_op(Direction::Write, |s| s.send_to(buf, to))
     }
 
@@ -109,7 +110,7 @@ impl UdpSocket {
     /// Sets the peer for `send` and `recv` (never waits).
     #[track_caller]
     pub fn connect<A: ToSocketAddrs>(&self, addr: A) -> io::Result<()> {
-        addr::each_addr(addr::resolve(addr)?, |a| self.sock.get().connect(a))
+        addr::each_addr(addr::resolve(&addr)?, |a| self.sock.get().connect(a))
     }
 
     /// Sends to `target`.

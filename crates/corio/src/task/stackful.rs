@@ -61,6 +61,8 @@ use std::task::{Context, Poll, Waker};
 
 use corio_context::coroutine::{Coroutine, CoroutineResult, Detached, RawCoroutine, Yielder};
 
+use crate::io::registry::{Direction, ScheduledIo};
+use crate::io::slot::WakerId;
 use crate::runtime::preempt::{self, NoPreempt, PreemptState};
 
 use super::alloc::PoolBox;
@@ -101,6 +103,9 @@ pub(crate) struct StackfulCtx {
     yielded: Cell<bool>,
     /// Set once a resume has delivered `Signal::Cancel`.
     cancel_requested: Cell<bool>,
+    /// While suspended in [`suspend_blocked_on_io`](Self::suspend_blocked_on_io): the socket
+    /// direction whose waiter slot or list holds this coroutine's waker.
+    io_wait: Cell<Option<(NonNull<ScheduledIo>, Direction)>>,
     /// While the cancellation raised by this coroutine unwinds its stack: true (see the
     /// module docs, "Cancellation").
     unwinding: std::cell::RefCell<Option<Arc<AtomicBool>>>,
@@ -323,6 +328,19 @@ impl StackfulCtx {
         self.suspend_on(yielder);
     }
 
+    /// [`suspend_blocked`](Self::suspend_blocked) with this coroutine's waker left in `io`'s
+    /// `dir` slot or list (`Source::wait_stackful`): a cancellation raised from this
+    /// suspension (an abort, the runtime's shutdown) first takes the waker back
+    /// (`ScheduledIo::withdraw`), which the socket would otherwise hold, with the task, until
+    /// its next edge. Two stores on the wait path, rather than a drop guard in the caller,
+    /// whose unwind cleanup cost ~50 instructions per echo message (`docs/net-bench.md`).
+    #[inline]
+    pub(crate) fn suspend_blocked_on_io(&self, io: &ScheduledIo, dir: Direction) {
+        self.io_wait.set(Some((NonNull::from(io), dir)));
+        self.suspend_blocked();
+        self.io_wait.set(None);
+    }
+
     /// Asks this thread's worker for a direct hand-off to the coroutine in its next-task slot
     /// (`WorkerCtx::direct_block`); `None` when the loop must decide instead.
     #[inline]
@@ -392,6 +410,12 @@ impl StackfulCtx {
             .is_some_and(|f| f.load(Ordering::Relaxed))
             && std::thread::panicking();
         if !unwinding {
+            if let Some((io, dir)) = self.io_wait.take() {
+                // SAFETY: set only during `suspend_blocked_on_io`, whose caller holds the socket,
+                // and with it the registration that owns `io`, across the call we are in.
+                let io = unsafe { io.as_ref() };
+                io.withdraw(dir, WakerId::of(self.waker()));
+            }
             let flag = Arc::new(AtomicBool::new(true));
             *self.unwinding.borrow_mut() = Some(flag.clone());
             resume_unwind(Box::new(Cancelled {
@@ -580,6 +604,7 @@ where
                     waker: unsafe { unowned_waker(header) },
                     yielded: Cell::new(false),
                     cancel_requested: Cell::new(false),
+                    io_wait: Cell::new(None),
                     unwinding: std::cell::RefCell::new(None),
                     pinned,
                     locals: std::cell::RefCell::new(Vec::new()),
