@@ -2,8 +2,10 @@
 //! the shared-handle close of `docs/io.md` ("`try_clone` shares the socket").
 //!
 //! Handles ([`Shared`]) share one `Source` through an `Arc`. Dropping a handle while others
-//! remain closes the socket for all of them (Go's `Close`; `into_split`'s halves are quiet
-//! handles instead, as tokio's: see `docs/io.md`): `closed` is set, the waiters are
+//! remain closes the socket for all of them (Go's `Close`; `into_split`'s halves behave as
+//! tokio's instead — the read half's drop does nothing, the write half's shuts the write
+//! direction down — and `reunite` makes them one whole handle again: [`OnDrop`], and
+//! `docs/io.md`): `closed` is set, the waiters are
 //! woken (`ScheduledIo::close`) and the socket is shut down, which also wakes plain threads
 //! waiting in `poll(2)` and tells the peer. The fd itself is closed by the last handle, so its
 //! number cannot be reused while another handle still names it.
@@ -610,18 +612,34 @@ impl<T: AsRawFd> Drop for Source<T> {
     }
 }
 
-/// One handle to a shared [`Source`]; dropping it while other handles remain closes the socket
-/// for all of them, unless it is a *quiet* handle (the halves of `into_split`).
+/// One handle to a shared [`Source`]; what its drop does to the socket depends on what kind of
+/// handle it is ([`OnDrop`]).
 pub(crate) struct Shared<T: AsRawFd> {
     source: Arc<Source<T>>,
-    closes_all: bool,
+    /// Changed only by the owner of the handle (`split`, `reunite`), which holds it by value
+    /// or `&mut`.
+    on_drop: OnDrop,
+}
+
+/// What dropping a [`Shared`] handle does while other handles remain (the last handle's drop
+/// closes the descriptor, whatever its kind).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum OnDrop {
+    /// A whole handle (`new`, `try_clone`, a reunited stream): close the socket for all of
+    /// them (the module doc).
+    CloseAll,
+    /// `into_split`'s read half: nothing.
+    Nothing,
+    /// `into_split`'s write half: shut the write direction down (the peer reads EOF), as
+    /// tokio's `OwnedWriteHalf`.
+    ShutdownWrite,
 }
 
 impl<T: AsRawFd> Shared<T> {
     pub(crate) fn new(inner: T) -> Shared<T> {
         Shared {
             source: Arc::new(Source::new(inner)),
-            closes_all: true,
+            on_drop: OnDrop::CloseAll,
         }
     }
 
@@ -629,18 +647,38 @@ impl<T: AsRawFd> Shared<T> {
     pub(crate) fn share(&self) -> Shared<T> {
         Shared {
             source: self.source.clone(),
-            closes_all: true,
+            on_drop: OnDrop::CloseAll,
         }
     }
 
-    /// Makes this handle quiet and returns a second quiet one (`into_split`): dropping either
-    /// leaves the other working; the socket closes when both are gone.
+    /// Makes this handle the read half of `into_split` and returns the write half: dropping
+    /// either leaves the other working (the write half's drop shuts the write direction
+    /// down); the socket closes when both are gone.
     pub(crate) fn split(&mut self) -> Shared<T> {
-        self.closes_all = false;
+        self.on_drop = OnDrop::Nothing;
         Shared {
             source: self.source.clone(),
-            closes_all: false,
+            on_drop: OnDrop::ShutdownWrite,
         }
+    }
+
+    /// Whether `self` and `other` are handles to the same socket (`reunite`'s test).
+    pub(crate) fn same_socket(&self, other: &Shared<T>) -> bool {
+        Arc::ptr_eq(&self.source, &other.source)
+    }
+
+    /// Undoes `split`: makes this handle whole again and lets `other`, a handle to the same
+    /// socket, go without its drop's effect — the two count as one handle from here on, so
+    /// the last-handle rules (`into_std`, the fd's close) see one handle where `split` made
+    /// two.
+    pub(crate) fn reunite(&mut self, mut other: Shared<T>) {
+        debug_assert!(
+            self.same_socket(&other),
+            "reunite: halves of different sockets"
+        );
+        other.on_drop = OnDrop::Nothing;
+        drop(other);
+        self.on_drop = OnDrop::CloseAll;
     }
 }
 
@@ -719,8 +757,12 @@ impl<T: AsRawFd> std::ops::Deref for Shared<T> {
 
 impl<T: AsRawFd> Drop for Shared<T> {
     fn drop(&mut self) {
-        if self.closes_all && Arc::strong_count(&self.source) > 1 {
-            self.source.close();
+        match self.on_drop {
+            OnDrop::CloseAll if Arc::strong_count(&self.source) > 1 => self.source.close(),
+            OnDrop::ShutdownWrite => {
+                let _ = self.source.shutdown(std::net::Shutdown::Write); // the peer may be gone
+            }
+            _ => {}
         }
     }
 }

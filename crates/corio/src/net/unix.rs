@@ -268,6 +268,13 @@ fd_traits!(UnixStream, sock, std_unix::UnixStream);
 
 stream_face!(UnixStream, sock, std_unix::UnixStream);
 
+owned_halves!(
+    UnixStream,
+    sock,
+    "let (stream, peer) = std::os::unix::net::UnixStream::pair().unwrap();
+(corio::net::UnixStream::from_std(stream).unwrap(), peer)"
+);
+
 /// A Unix-domain datagram receive's result, with a `WouldBlock` turned into the end `at_eof()`
 /// once the socket's read side is shut down: the kernel's *blocking* receive then returns 0
 /// at once (what `std` gives), its nonblocking one says `EAGAIN` — and the shutdown's
