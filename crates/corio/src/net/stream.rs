@@ -439,6 +439,46 @@ macro_rules! timeout_methods {
     };
 }
 
+/// `set_nonblocking`, which every socket type has (`self.$sock` is its `Shared`). `$socket`
+/// is the doc example's code that makes a `socket` of the type, `$call` a call on it that
+/// would wait.
+macro_rules! nonblocking_method {
+    ($sock:ident, $socket:literal, $call:literal) => {
+        /// Moves the socket into or out of nonblocking mode, as `std`'s `set_nonblocking`: in
+        /// nonblocking mode a blocking-style call (`read`, `write`, `accept`, `recv_from`,
+        /// ...) that would wait returns `ErrorKind::WouldBlock` at once instead — in a
+        /// coroutine, on a plain thread, and in an async task, where a blocking-style call
+        /// otherwise panics. The timeouts stay set, for when the mode is turned off.
+        ///
+        /// The `_async` forms and the `AsyncRead`/`AsyncWrite` traits ignore the mode (as
+        /// tokio, which has none): a task that waits returns `Pending`, which blocks nothing.
+        /// The mode belongs to the socket, as `O_NONBLOCK` to an open file: every handle
+        /// (`try_clone`, the halves of `into_split`) shares it, and `into_std` hands a
+        /// nonblocking socket back nonblocking. (corio's sockets are nonblocking
+        /// underneath in either mode; this only says whether a call may wait.)
+        ///
+        #[doc = concat!(
+                            "```
+",
+                            $socket, "
+",
+                            "socket.set_nonblocking(true).unwrap();
+",
+                            "let e = ", $call, ".unwrap_err(); // nothing there: no wait
+",
+                            "assert_eq!(e.kind(), std::io::ErrorKind::WouldBlock);
+",
+                            "socket.set_nonblocking(false).unwrap(); // the call would wait again
+",
+                            "```"
+                        )]
+        pub fn set_nonblocking(&self, nonblocking: bool) -> std::io::Result<()> {
+            self.$sock.set_nonblocking(nonblocking);
+            Ok(())
+        }
+    };
+}
+
 /// The datagram calls `UdpSocket` and `UnixDatagram` share (`self.$sock` is the `Shared`
 /// socket, `$addr` the address type): blocking-style and async receive and connected send.
 /// Every receive's result passes through `$received(socket, result, at_eof)`, which may turn

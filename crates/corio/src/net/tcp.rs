@@ -91,10 +91,17 @@ impl TcpListener {
         self.sock.get().take_error()
     }
 
+    nonblocking_method!(
+        sock,
+        "let socket = corio::net::TcpListener::bind(\"127.0.0.1:0\").unwrap();",
+        "socket.accept()"
+    );
+
     /// Hands the socket back as a `std` listener, in blocking mode (as `std` makes its sockets;
     /// tokio's `into_std` leaves them nonblocking), out of every corio epoll set: a socket that
     /// waited inside a runtime is removed from that runtime's. It can be adopted again with
-    /// [`from_std`](Self::from_std), by any runtime. Timeouts set with corio do not carry over.
+    /// [`from_std`](Self::from_std), by any runtime. Timeouts set with corio do not carry over;
+    /// nonblocking mode ([`set_nonblocking`](Self::set_nonblocking)) does.
     ///
     /// # Errors
     ///
@@ -294,6 +301,13 @@ impl TcpStream {
 
     timeout_methods!(sock);
 
+    nonblocking_method!(
+        sock,
+        "let listener = std::net::TcpListener::bind(\"127.0.0.1:0\").unwrap();
+let socket = corio::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();",
+        "socket.peek(&mut [0; 8])"
+    );
+
     /// Reads without consuming, blocking-style (an empty `buf` returns `Ok(0)` at once).
     ///
     /// # Panics
@@ -318,7 +332,8 @@ impl TcpStream {
     /// Hands the socket back as a `std` stream, in blocking mode (as `std` makes its sockets;
     /// tokio's `into_std` leaves them nonblocking), out of every corio epoll set: a socket that
     /// waited inside a runtime is removed from that runtime's. It can be adopted again with
-    /// [`from_std`](Self::from_std), by any runtime. Timeouts set with corio do not carry over.
+    /// [`from_std`](Self::from_std), by any runtime. Timeouts set with corio do not carry over;
+    /// nonblocking mode ([`set_nonblocking`](Self::set_nonblocking)) does.
     ///
     /// # Errors
     ///
