@@ -11,6 +11,7 @@ mod support;
 
 use std::io::{Read, Write};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 
 use support::{EVENTUALLY, within};
 
@@ -40,6 +41,24 @@ fn messages(n: usize) -> Vec<u8> {
     (0..n)
         .flat_map(|i| vec![i as u8; message_size(i)])
         .collect()
+}
+
+/// Puts the two coroutines of a test on different workers: coroutine `me` (0 or 1) says it
+/// has started, then spins — without a runtime call, so that nothing else can start on its
+/// worker (coroutines are not preempted unless asked to be) — until the other has started,
+/// which must then be on the other worker (a started coroutine never changes thread).
+/// Returns the thread it runs on.
+fn meet(started: &[AtomicBool; 2], me: usize) -> std::thread::ThreadId {
+    started[me].store(true, SeqCst);
+    let since = std::time::Instant::now();
+    while !started[1 - me].load(SeqCst) {
+        assert!(
+            since.elapsed() < EVENTUALLY,
+            "the other coroutine never started"
+        );
+        std::hint::spin_loop();
+    }
+    std::thread::current().id()
 }
 
 /// Echoes what `peer` reads until EOF, on a plain thread, then drops it (the EOF the reader
@@ -151,24 +170,23 @@ macro_rules! halves_tests {
                 });
             }
 
-            /// A reader coroutine and a writer coroutine on the two halves, with the peer
-            /// echoing on a plain thread; rounds until the two ran on different workers (a
-            /// started coroutine never changes thread), every round's bytes checked.
+            /// A reader coroutine and a writer coroutine on the two halves, on different
+            /// workers (`meet`), with the peer echoing on a plain thread; every byte checked.
             #[test]
             fn a_reader_and_a_writer_coroutine_on_two_workers_move_every_byte() {
                 const MESSAGES: usize = 400;
-                const ROUNDS: usize = 50;
                 within(EVENTUALLY, || {
                     let rt = support::rt(2);
                     let expected = Arc::new(messages(MESSAGES));
-                    for _ in 0..ROUNDS {
+                    for _round in 0..3 {
                         let (stream, peer) = super::pairs::$kind();
                         let echo = echo_on_a_thread(peer);
                         let (mut read, mut write) = stream.into_split();
+                        let started = Arc::new([AtomicBool::new(false), AtomicBool::new(false)]);
                         let reader = rt.go({
-                            let expected = expected.clone();
+                            let (expected, started) = (expected.clone(), started.clone());
                             move || {
-                                let thread = std::thread::current().id();
+                                let thread = meet(&started, 0);
                                 let mut got = Vec::with_capacity(expected.len());
                                 let mut buf = vec![0u8; 64 << 10];
                                 loop {
@@ -182,7 +200,7 @@ macro_rules! halves_tests {
                             }
                         });
                         let writer = rt.go(move || {
-                            let thread = std::thread::current().id();
+                            let thread = meet(&started, 1);
                             for i in 0..MESSAGES {
                                 write.write_all(&vec![i as u8; message_size(i)]).unwrap();
                             }
@@ -191,11 +209,8 @@ macro_rules! halves_tests {
                         let writer_thread = writer.join().unwrap();
                         let reader_thread = reader.join().unwrap();
                         echo.join().unwrap();
-                        if writer_thread != reader_thread {
-                            return;
-                        }
+                        assert_ne!(writer_thread, reader_thread);
                     }
-                    panic!("in {ROUNDS} rounds the reader and the writer never ran on two workers");
                 });
             }
 
