@@ -1,6 +1,7 @@
 //! File descriptors: dropping a runtime closes every descriptor it opened (its own and the
 //! sockets of the coroutines and tasks it cancels), and `accept` at `EMFILE` backs off and
-//! keeps serving (in a child process whose descriptor limit is lowered).
+//! keeps serving — or, in nonblocking mode, returns the error (in a child process whose
+//! descriptor limit is lowered).
 //!
 //! Both tests count or limit the whole process's descriptors, so they run one at a time.
 
@@ -133,6 +134,12 @@ fn emfile_child() {
             }
             fillers.push(fd);
         }
+        // In nonblocking mode, which never waits, `accept` returns the error at once, as
+        // `std`'s (Linux's accept takes the descriptor first: no connection need be queued).
+        listener.set_nonblocking(true).unwrap();
+        let e = listener.accept().unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::EMFILE), "{e}");
+        listener.set_nonblocking(false).unwrap();
         // The second connection waits in the backlog: `accept` hits EMFILE and backs off.
         let usage = cpu_time();
         let second = corio::go(move || listener.accept().map(|_| ()));

@@ -342,6 +342,76 @@ rt_common! {
         });
     }
 
+    /// `into_split`'s halves are two handles to one socket; `reunite` makes them one again,
+    /// so the stream it gives back can be handed back as an unsplit one can.
+    #[test]
+    fn a_reunited_stream_is_one_handle_again_and_into_std_hands_it_back() {
+        within(EVENTUALLY, || {
+            let rt = rt();
+            let (stream, mut peer) = tcp_pair();
+            let (stream, peer) = rt.run(move || {
+                let (mut read, write) = stream.into_split();
+                // A coroutine waits on the read half: the socket is in the epoll set.
+                let reader = corio::go(move || {
+                    let mut buf = [0u8; 4];
+                    read.read_exact(&mut buf).unwrap();
+                    assert_eq!(&buf, b"ping");
+                    read
+                });
+                corio::sleep(Duration::from_millis(10)); // (let it wait; not required)
+                peer.write_all(b"ping").unwrap();
+                let read = reader.join().unwrap();
+                (read.reunite(write).unwrap(), peer)
+            });
+            let fd = stream.as_raw_fd();
+            let ino = socket_ino(fd);
+            assert_eq!(epolls_holding(fd, ino).len(), 1, "the stream was not registered");
+
+            let mut stream = stream.into_std().unwrap();
+            assert_eq!(epolls_holding(fd, ino), Vec::<RawFd>::new());
+            assert!(!is_nonblocking(fd), "into_std leaves the stream nonblocking");
+            // Reuniting did not shut the write side down; `std` writes on it.
+            stream.write_all(b"from std").unwrap();
+            drop(stream);
+            let mut got = Vec::new();
+            let mut peer = peer;
+            peer.read_to_end(&mut got).unwrap();
+            assert_eq!(got, b"from std");
+        });
+    }
+
+    /// A stream whose socket another handle shares (`try_clone` before the split) is still
+    /// shared once reunited: `into_std` refuses, quietly, and the other handle keeps working.
+    #[test]
+    fn a_reunited_stream_that_another_handle_shares_is_refused_by_into_std() {
+        within(EVENTUALLY, || {
+            let rt = rt();
+            let (stream, peer) = UnixStream::pair().unwrap();
+            let clone = stream.try_clone().unwrap();
+            let (read, write) = stream.into_split();
+            let stream = write.reunite(read).unwrap();
+            let e = stream.into_std().unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::ResourceBusy, "{e}");
+            let clone = rt.run(move || {
+                let reader = corio::go(move || {
+                    let mut buf = [0u8; 4];
+                    (&clone).read_exact(&mut buf).unwrap();
+                    assert_eq!(&buf, b"open");
+                    clone
+                });
+                (&peer).write_all(b"open").unwrap();
+                let clone = reader.join().unwrap();
+                (&clone).write_all(b"back").unwrap();
+                let mut buf = [0u8; 4];
+                (&peer).read_exact(&mut buf).unwrap();
+                assert_eq!(&buf, b"back");
+                clone
+            });
+            // The clone is the last handle now.
+            clone.into_std().unwrap();
+        });
+    }
+
     #[test]
     fn into_raw_fd_on_a_shared_socket_hands_out_a_duplicate_that_outlives_the_others() {
         within(EVENTUALLY, || {

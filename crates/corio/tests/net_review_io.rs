@@ -430,7 +430,7 @@ rt_common! {
     /// The same with async tasks, which may run on any worker (and move between them).
     #[test]
     fn the_two_halves_of_a_stream_in_two_tasks_lose_no_wake_up() {
-        use futures_io_compat::*;
+        use support::futures_io_compat::*;
         within(LIMIT, || {
             let rt = rt();
             let (client, server) = rt.run(pair);
@@ -648,33 +648,6 @@ rt_common! {
             (&a).read_exact(&mut buf).unwrap();
             assert_eq!(&buf, b"after");
         });
-    }
-}
-
-/// `futures_io` reads and writes through `poll_fn` (the test crate has no `futures-util`).
-mod futures_io_compat {
-    use std::future::poll_fn;
-    use std::pin::Pin;
-
-    pub async fn read<R: futures_io::AsyncRead + Unpin>(
-        r: &mut R,
-        buf: &mut [u8],
-    ) -> std::io::Result<usize> {
-        poll_fn(|cx| Pin::new(&mut *r).poll_read(cx, buf)).await
-    }
-
-    pub async fn write_all<W: futures_io::AsyncWrite + Unpin>(
-        w: &mut W,
-        mut buf: &[u8],
-    ) -> std::io::Result<()> {
-        while !buf.is_empty() {
-            let n = poll_fn(|cx| Pin::new(&mut *w).poll_write(cx, buf)).await?;
-            if n == 0 {
-                return Err(std::io::ErrorKind::WriteZero.into());
-            }
-            buf = &buf[n..];
-        }
-        Ok(())
     }
 }
 

@@ -1,9 +1,12 @@
-//! [`Source`]: a nonblocking socket with its (lazy) netpoller registration, its timeouts and
-//! the shared-handle close of `docs/io.md` ("`try_clone` shares the socket").
+//! [`Source`]: a nonblocking socket with its (lazy) netpoller registration, its timeouts, its
+//! user-visible nonblocking mode and the shared-handle close of `docs/io.md` ("`try_clone`
+//! shares the socket").
 //!
 //! Handles ([`Shared`]) share one `Source` through an `Arc`. Dropping a handle while others
-//! remain closes the socket for all of them (Go's `Close`; `into_split`'s halves are quiet
-//! handles instead, as tokio's: see `docs/io.md`): `closed` is set, the waiters are
+//! remain closes the socket for all of them (Go's `Close`; `into_split`'s halves behave as
+//! tokio's instead — the read half's drop does nothing, the write half's shuts the write
+//! direction down — and `reunite` makes them one whole handle again: [`OnDrop`], and
+//! `docs/io.md`): `closed` is set, the waiters are
 //! woken (`ScheduledIo::close`) and the socket is shut down, which also wakes plain threads
 //! waiting in `poll(2)` and tells the peer. The fd itself is closed by the last handle, so its
 //! number cannot be reused while another handle still names it.
@@ -14,12 +17,47 @@
 //! socket: [`Shared::into_std`] takes the `Source` out of its `Arc` — only the last handle
 //! can, since other handles may be waiting on it — removes the socket from its runtime's epoll
 //! set and releases its registration (`Registration::deregister`), and hands the socket back
-//! in blocking mode. With other handles left it refuses, and the handle it consumed goes
+//! in blocking mode (nonblocking if `set_nonblocking` said so: "Nonblocking mode"). With other
+//! handles left it refuses, and the handle it consumed goes
 //! quietly (as `Arc::into_inner`: the others keep the socket open and working).
 //! [`Shared::into_fd`], which cannot refuse, hands out a duplicate of the descriptor then; the
 //! socket then outlives this `Source`'s fd, and epoll drops an entry only when the socket's
 //! last descriptor closes, so the `Source` is marked `duplicated` and its drop removes the
 //! socket from the epoll set first.
+//!
+//! # Nonblocking mode
+//!
+//! Every socket is nonblocking underneath (`O_NONBLOCK`): waiting is corio's business. The
+//! *user's* nonblocking mode (`set_nonblocking`, `std`'s semantics) makes the blocking-style
+//! calls (`block_op`, `block_stream`) return the system call's `WouldBlock` instead of
+//! waiting: in a coroutine, on a plain thread, and in an async task (where a call that may
+//! wait panics, a call that never waits is allowed). The async faces (`poll_op`,
+//! `poll_stream`) ignore it, as they ignore the timeouts: a task waits by returning
+//! `Pending`, which blocks nothing, and tokio has no such mode.
+//!
+//! The mode must cost nothing on the hot path, where a call that finds its socket ready
+//! never looks at it, and a call that must wait with no timeout pays nothing either. So it is
+//! not a flag of its own: it is the top bit ([`NONBLOCKING`]) of each direction's `limits`
+//! word, which holds that direction's timeout in the bits below and which every
+//! blocking-style call already loads. Decoded ([`Limit`]), 0 is `Forever` — one comparison,
+//! as when the word held the timeout alone — and a word with the bit set is `NoWait`, which
+//! takes the path a timeout takes: past the ready-socket fast path and the no-timeout wait
+//! (`block_drains`), it returns the system call's own answer (`Source::once`) instead of
+//! building a future; on a plain thread, `block_thread` returns a `WouldBlock` instead of
+//! calling `poll(2)`.
+//!
+//! That answer is a system call's, never the readiness state's. The state says "not ready"
+//! until a poller applies the socket's next edge, and the data that edge announces may
+//! already be there: a nonblocking read must find it, as `std`'s does. So a call in
+//! nonblocking mode that `attempt` answered with "not ready" makes its system call anyway;
+//! when `attempt` had made one already (the state said ready), that is two `EAGAIN`s for the
+//! call, one for each later call until the next edge (the state is not ready then, and
+//! `attempt` skips its system call). A nonblocking call never registers the socket: it never
+//! waits.
+//!
+//! The mode belongs to the socket (`std`'s `O_NONBLOCK` belongs to the open file): every
+//! handle sees it, and a socket handed back keeps it. The timeouts stay set under it, for
+//! when it is turned off.
 
 use std::future::poll_fn;
 use std::io;
@@ -34,6 +72,21 @@ use super::registry::{Direction, Registration, ScheduledIo, Wait, may_be_ready};
 use super::slot::WakerId;
 use crate::runtime::context::{self, Here};
 
+/// The bit of a `Source`'s `limits` words that says nonblocking mode ("Nonblocking mode");
+/// the bits below it hold the timeout in ns.
+const NONBLOCKING: u64 = 1 << 63;
+
+/// How long a blocking-style call may wait for the socket (decoded from `Source::limits`).
+#[derive(Clone, Copy, Debug)]
+enum Limit {
+    /// Until the socket is ready: no timeout.
+    Forever,
+    /// Until the socket's timeout expires (then `ErrorKind::TimedOut`).
+    For(Duration),
+    /// Not at all (then `ErrorKind::WouldBlock`): nonblocking mode.
+    NoWait,
+}
+
 /// A nonblocking socket `T` (a `std` socket type) as corio waits on it.
 pub(crate) struct Source<T: AsRawFd> {
     inner: T,
@@ -43,8 +96,9 @@ pub(crate) struct Source<T: AsRawFd> {
     init: Mutex<()>,
     /// Set when a handle was dropped while others remain (see the module doc).
     closed: AtomicBool,
-    /// Timeouts of the blocking-style calls, in ns (0: none).
-    timeouts: [AtomicU64; 2],
+    /// Per direction, how long a blocking-style call may wait: the timeout in ns (0: none)
+    /// and, in the top bit, nonblocking mode ([`NONBLOCKING`]; "Nonblocking mode").
+    limits: [AtomicU64; 2],
     /// Set when a duplicate of the descriptor was handed out (`Shared::into_fd` with other
     /// handles left), by that handle before it lets go of the `Arc`: the drop then takes the
     /// socket out of the epoll set ("Handing the socket back").
@@ -59,7 +113,7 @@ impl<T: AsRawFd> Source<T> {
             registration: OnceLock::new(),
             init: Mutex::new(()),
             closed: AtomicBool::new(false),
-            timeouts: [AtomicU64::new(0), AtomicU64::new(0)],
+            limits: [AtomicU64::new(0), AtomicU64::new(0)],
             duplicated: AtomicBool::new(false),
         }
     }
@@ -147,23 +201,63 @@ impl<T: AsRawFd> Source<T> {
     /// reads and writes"), `Ok(0)` for `WouldBlock`. On a socket another handle closed it is
     /// `NotConnected`, as every other call.
     #[cold]
-    pub(crate) fn at_once(&self, mut op: impl FnMut(&T) -> io::Result<usize>) -> io::Result<usize> {
+    pub(crate) fn at_once(&self, op: impl FnMut(&T) -> io::Result<usize>) -> io::Result<usize> {
+        match self.once(op) {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(0),
+            Err(e) => Err(self.error_unless_closed(e)),
+            ok => ok,
+        }
+    }
+
+    /// `op` once (again after `EINTR`), on an open socket, whatever the readiness state says;
+    /// its result raw, `WouldBlock` included (`at_once`, and a call in nonblocking mode).
+    #[cold]
+    fn once<R>(&self, mut op: impl FnMut(&T) -> io::Result<R>) -> io::Result<R> {
         self.check_open()?;
         loop {
             match op(&self.inner) {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(0),
-                Err(e) => return Err(self.error_unless_closed(e)),
-                ok => return ok,
+                result => return result,
             }
         }
     }
 
+    /// The timeout of `dir`'s blocking-style calls (`read_timeout`, `write_timeout`), which
+    /// nonblocking mode keeps for when it is turned off.
     pub(crate) fn timeout(&self, dir: Direction) -> Option<Duration> {
-        match self.timeouts[dir as usize].load(Ordering::Relaxed) {
+        match self.limits[dir as usize].load(Ordering::Relaxed) & !NONBLOCKING {
             0 => None,
             ns => Some(Duration::from_nanos(ns)),
         }
+    }
+
+    /// How long a blocking-style call for `dir` may wait: one load, whose common value (0)
+    /// decodes with one comparison, as the bare timeout did ("Nonblocking mode").
+    fn limit(&self, dir: Direction) -> Limit {
+        match self.limits[dir as usize].load(Ordering::Relaxed) {
+            0 => Limit::Forever,
+            NONBLOCKING.. => Limit::NoWait,
+            ns => Limit::For(Duration::from_nanos(ns)),
+        }
+    }
+
+    /// `set_nonblocking`: the mode of both directions ("Nonblocking mode"); the timeouts are
+    /// kept.
+    pub(crate) fn set_nonblocking(&self, nonblocking: bool) {
+        // Relaxed, as the timeouts: a setting publishes no data, and a call that runs at the
+        // same time on another thread may see the old mode or the new one.
+        for limit in &self.limits {
+            if nonblocking {
+                limit.fetch_or(NONBLOCKING, Ordering::Relaxed);
+            } else {
+                limit.fetch_and(!NONBLOCKING, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Whether the socket is in nonblocking mode.
+    pub(crate) fn is_nonblocking(&self) -> bool {
+        self.limits[Direction::Read as usize].load(Ordering::Relaxed) & NONBLOCKING != 0
     }
 
     /// `set_read_timeout`/`set_write_timeout`: `Some(0)` is an error, as in `std`.
@@ -175,10 +269,23 @@ impl<T: AsRawFd> Source<T> {
                     "cannot set a 0 duration timeout",
                 ));
             }
-            Some(d) => u64::try_from(d.as_nanos()).unwrap_or(u64::MAX).max(1),
+            // Below the mode's bit: 2^63 ns is 292 years.
+            Some(d) => u64::try_from(d.as_nanos())
+                .map_or(NONBLOCKING - 1, |ns| ns.clamp(1, NONBLOCKING - 1)),
             None => 0,
         };
-        self.timeouts[dir as usize].store(ns, Ordering::Relaxed);
+        // The mode's bit as it is (a compare-exchange loop: `set_nonblocking` may run at the
+        // same time; `fetch_update` is deprecated on nightly).
+        let limit = &self.limits[dir as usize];
+        let mut old = limit.load(Ordering::Relaxed);
+        while let Err(now) = limit.compare_exchange_weak(
+            old,
+            (old & NONBLOCKING) | ns,
+            Ordering::Relaxed,
+            Ordering::Relaxed,
+        ) {
+            old = now;
+        }
         Ok(())
     }
 
@@ -352,17 +459,18 @@ impl<T: AsRawFd> Source<T> {
         .await
     }
 
-    /// The blocking-style face of `poll_op`, with the socket's timeout for `dir`.
+    /// The blocking-style face of `poll_op`, with the socket's timeout and mode for `dir`.
     #[track_caller]
     pub(crate) fn block_op<R>(
         &self,
         dir: Direction,
         op: impl FnMut(&T) -> io::Result<R>,
     ) -> io::Result<R> {
-        self.block_op_timeout(dir, self.timeout(dir), op)
+        let result = self.block_drains(dir, self.limit(dir), op, |_| false);
+        self.op_unless_closed(result)
     }
 
-    /// The blocking-style face of `poll_stream`, with the socket's timeout for `dir`.
+    /// The blocking-style face of `poll_stream`, with the socket's timeout and mode for `dir`.
     #[track_caller]
     pub(crate) fn block_stream(
         &self,
@@ -373,7 +481,7 @@ impl<T: AsRawFd> Source<T> {
         if len == 0 {
             return self.at_once(op); // `net/stream.rs`, "Zero-length reads and writes"
         }
-        let result = self.block_drains(dir, self.timeout(dir), op, |&n| n > 0 && n < len);
+        let result = self.block_drains(dir, self.limit(dir), op, |&n| n > 0 && n < len);
         self.stream_unless_closed(len, result)
     }
 
@@ -385,16 +493,17 @@ impl<T: AsRawFd> Source<T> {
         timeout: Option<Duration>,
         op: impl FnMut(&T) -> io::Result<R>,
     ) -> io::Result<R> {
-        let result = self.block_drains(dir, timeout, op, |_| false);
+        let limit = timeout.map_or(Limit::Forever, Limit::For);
+        let result = self.block_drains(dir, limit, op, |_| false);
         self.op_unless_closed(result)
     }
 
-    /// The blocking-style face of `poll_op_drains`.
+    /// The blocking-style face of `poll_op_drains`, waiting as long as `limit` allows.
     #[track_caller]
     fn block_drains<R>(
         &self,
         dir: Direction,
-        timeout: Option<Duration>,
+        limit: Limit,
         mut op: impl FnMut(&T) -> io::Result<R>,
         drained: impl Fn(&R) -> bool,
     ) -> io::Result<R> {
@@ -404,12 +513,14 @@ impl<T: AsRawFd> Source<T> {
             Some(ctx) => (ctx, true),
             None => match context::here() {
                 Here::Stackful(ctx) => (ctx, false),
+                // A call that never waits cannot stall the task's worker.
+                Here::Stackless if matches!(limit, Limit::NoWait) => return self.once(op),
                 Here::Stackless => panic!(
                     "a blocking-style corio::net call (read, write, accept, connect...) inside an \
                      async task would stall its worker: use the `_async` form (or the AsyncRead / \
                      AsyncWrite traits) and `.await` it"
                 ),
-                Here::Thread => return self.block_thread(dir, timeout, op),
+                Here::Thread => return self.block_thread(dir, limit, op),
             },
         };
         // A registered socket that is ready completes here, without building and
@@ -427,28 +538,33 @@ impl<T: AsRawFd> Source<T> {
             match self.attempt(io, dir, &mut op, &drained) {
                 Ok(result) => return result,
                 // Not ready, and no timeout: wait without a future.
-                Err(state) if timeout.is_none() => {
+                Err(state) if matches!(limit, Limit::Forever) => {
                     return self.wait_stackful(ctx, io, dir, state, &mut op, &drained);
                 }
                 // Not ready: the future's first poll queues the waker with this state
-                // at once (step 3), rather than repeat steps 1 and 2.
+                // at once (step 3), rather than repeat steps 1 and 2 — or, in nonblocking
+                // mode, no wait (below).
                 Err(state) => waiting = Some((io, Some(state))),
             }
         }
-        self.block_future(ctx, dir, timeout, waiting, op, drained)
+        // Nonblocking mode: the system call's own answer, without a wait or a registration.
+        // Not the readiness state's: an edge for data already there may be waiting for a
+        // poller, and `attempt` then skipped the system call ("Nonblocking mode").
+        if matches!(limit, Limit::NoWait) {
+            return self.once(op);
+        }
+        self.block_future(ctx, dir, limit, waiting, op, drained)
     }
 
     /// `block_drains` through a future under `block_on` (or `time::timeout`): a socket not
     /// registered yet, a coroutine out of budget, a wait with a timeout. Out of line, so that
-    /// the fast path above stays small enough to be inlined into its callers (with this
-    /// inline, `write_all`'s loop no longer inlined its `write`: 40 instructions per echo
-    /// message).
+    /// the fast path above stays small enough to be inlined into its callers.
     #[inline(never)]
     fn block_future<R>(
         &self,
         ctx: &crate::task::stackful::StackfulCtx,
         dir: Direction,
-        timeout: Option<Duration>,
+        limit: Limit,
         mut waiting: Option<(&ScheduledIo, Option<u64>)>,
         mut op: impl FnMut(&T) -> io::Result<R>,
         drained: impl Fn(&R) -> bool,
@@ -480,9 +596,9 @@ impl<T: AsRawFd> Source<T> {
                 left.note(cx, poll)
             }
         });
-        match timeout {
-            None => crate::block_on::block_on_stackful(ctx, fut),
-            Some(d) => crate::time::timeout(d, fut).unwrap_or_else(|_| Err(timed_out())),
+        match limit {
+            Limit::For(d) => crate::time::timeout(d, fut).unwrap_or_else(|_| Err(timed_out())),
+            _ => crate::block_on::block_on_stackful(ctx, fut),
         }
     }
 
@@ -532,12 +648,15 @@ impl<T: AsRawFd> Source<T> {
     fn block_thread<R>(
         &self,
         dir: Direction,
-        timeout: Option<Duration>,
+        limit: Limit,
         mut op: impl FnMut(&T) -> io::Result<R>,
     ) -> io::Result<R> {
         const BACKOFF_MIN: Duration = Duration::from_micros(50);
         const BACKOFF_MAX: Duration = Duration::from_millis(10);
-        let deadline = timeout.map(|d| Instant::now() + d);
+        let deadline = match limit {
+            Limit::For(d) => Some(Instant::now() + d),
+            _ => None,
+        };
         // The time left, `None` for no deadline; `Err` once it has passed.
         let left = || match deadline {
             None => Ok(None),
@@ -555,7 +674,10 @@ impl<T: AsRawFd> Source<T> {
         loop {
             self.check_open()?;
             match op(&self.inner) {
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                // Nonblocking mode: no `poll`.
+                Err(e)
+                    if e.kind() == io::ErrorKind::WouldBlock && !matches!(limit, Limit::NoWait) => {
+                }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 // Raw, as `attempt`'s: the faces map a closed socket's error.
                 result => return result,
@@ -646,18 +768,34 @@ impl<T: AsRawFd> Drop for Source<T> {
     }
 }
 
-/// One handle to a shared [`Source`]; dropping it while other handles remain closes the socket
-/// for all of them, unless it is a *quiet* handle (the halves of `into_split`).
+/// One handle to a shared [`Source`]; what its drop does to the socket depends on what kind of
+/// handle it is ([`OnDrop`]).
 pub(crate) struct Shared<T: AsRawFd> {
     source: Arc<Source<T>>,
-    closes_all: bool,
+    /// Changed only by the owner of the handle (`split`, `reunite`), which holds it by value
+    /// or `&mut`.
+    on_drop: OnDrop,
+}
+
+/// What dropping a [`Shared`] handle does while other handles remain (the last handle's drop
+/// closes the descriptor, whatever its kind).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum OnDrop {
+    /// A whole handle (`new`, `try_clone`, a reunited stream): close the socket for all of
+    /// them (the module doc).
+    CloseAll,
+    /// `into_split`'s read half: nothing.
+    Nothing,
+    /// `into_split`'s write half: shut the write direction down (the peer reads EOF), as
+    /// tokio's `OwnedWriteHalf`.
+    ShutdownWrite,
 }
 
 impl<T: AsRawFd> Shared<T> {
     pub(crate) fn new(inner: T) -> Shared<T> {
         Shared {
             source: Arc::new(Source::new(inner)),
-            closes_all: true,
+            on_drop: OnDrop::CloseAll,
         }
     }
 
@@ -665,18 +803,38 @@ impl<T: AsRawFd> Shared<T> {
     pub(crate) fn share(&self) -> Shared<T> {
         Shared {
             source: self.source.clone(),
-            closes_all: true,
+            on_drop: OnDrop::CloseAll,
         }
     }
 
-    /// Makes this handle quiet and returns a second quiet one (`into_split`): dropping either
-    /// leaves the other working; the socket closes when both are gone.
+    /// Makes this handle the read half of `into_split` and returns the write half: dropping
+    /// either leaves the other working (the write half's drop shuts the write direction
+    /// down); the socket closes when both are gone.
     pub(crate) fn split(&mut self) -> Shared<T> {
-        self.closes_all = false;
+        self.on_drop = OnDrop::Nothing;
         Shared {
             source: self.source.clone(),
-            closes_all: false,
+            on_drop: OnDrop::ShutdownWrite,
         }
+    }
+
+    /// Whether `self` and `other` are handles to the same socket (`reunite`'s test).
+    pub(crate) fn same_socket(&self, other: &Shared<T>) -> bool {
+        Arc::ptr_eq(&self.source, &other.source)
+    }
+
+    /// Undoes `split`: makes this handle whole again and lets `other`, a handle to the same
+    /// socket, go without its drop's effect — the two count as one handle from here on, so
+    /// the last-handle rules (`into_std`, the fd's close) see one handle where `split` made
+    /// two.
+    pub(crate) fn reunite(&mut self, mut other: Shared<T>) {
+        debug_assert!(
+            self.same_socket(&other),
+            "reunite: halves of different sockets"
+        );
+        other.on_drop = OnDrop::Nothing;
+        drop(other);
+        self.on_drop = OnDrop::CloseAll;
     }
 }
 
@@ -691,7 +849,8 @@ impl<T: AsRawFd + AsFd> Shared<T> {
         Arc::try_unwrap(source)
     }
 
-    /// `into_std` (`net/fd.rs`): the socket in blocking mode, out of corio's epoll sets;
+    /// `into_std` (`net/fd.rs`): the socket in blocking mode (unless in nonblocking mode), out
+    /// of corio's epoll sets;
     /// `ResourceBusy` if other handles share it (this one goes quietly), `NotConnected` if
     /// another handle closed it (it is closed now).
     pub(crate) fn into_std(self) -> io::Result<T> {
@@ -700,8 +859,11 @@ impl<T: AsRawFd + AsFd> Shared<T> {
         if source.closed.load(Ordering::Acquire) {
             return Err(closed_error());
         }
+        let nonblocking = source.is_nonblocking();
         let socket = source.into_inner();
-        set_blocking(socket.as_fd())?;
+        if !nonblocking {
+            set_blocking(socket.as_fd())?;
+        }
         Ok(socket)
     }
 
@@ -718,8 +880,11 @@ impl<T: AsRawFd + AsFd> Shared<T> {
     {
         match self.into_source() {
             Ok(source) => {
+                let nonblocking = source.is_nonblocking();
                 let fd: OwnedFd = source.into_inner().into();
-                set_blocking(fd.as_fd()).expect("FIONBIO on an open descriptor cannot fail");
+                if !nonblocking {
+                    set_blocking(fd.as_fd()).expect("FIONBIO on an open descriptor cannot fail");
+                }
                 fd
             }
             Err(source) => {
@@ -755,8 +920,12 @@ impl<T: AsRawFd> std::ops::Deref for Shared<T> {
 
 impl<T: AsRawFd> Drop for Shared<T> {
     fn drop(&mut self) {
-        if self.closes_all && Arc::strong_count(&self.source) > 1 {
-            self.source.close();
+        match self.on_drop {
+            OnDrop::CloseAll if Arc::strong_count(&self.source) > 1 => self.source.close(),
+            OnDrop::ShutdownWrite => {
+                let _ = self.source.shutdown(std::net::Shutdown::Write); // the peer may be gone
+            }
+            _ => {}
         }
     }
 }

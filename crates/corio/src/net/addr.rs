@@ -422,7 +422,8 @@ const BACKOFF_MIN: Duration = Duration::from_millis(5);
 const BACKOFF_MAX: Duration = Duration::from_secs(1);
 
 /// `accept` blocking-style on `sock` (`op`: the nonblocking accept), sleeping out descriptor
-/// exhaustion with a doubling back-off instead of returning it or spinning.
+/// exhaustion with a doubling back-off instead of returning it or spinning — except in
+/// nonblocking mode, which never waits: there the error is returned, as `std`'s.
 #[track_caller]
 pub(crate) fn accept<T: AsRawFd, R>(
     sock: &Source<T>,
@@ -431,7 +432,7 @@ pub(crate) fn accept<T: AsRawFd, R>(
     let mut backoff = BACKOFF_MIN;
     loop {
         match sock.block_op(Direction::Read, &mut op) {
-            Err(e) if is_exhaustion(&e) => {
+            Err(e) if is_exhaustion(&e) && !sock.is_nonblocking() => {
                 sleep_here(backoff);
                 backoff = (backoff * 2).min(BACKOFF_MAX);
             }

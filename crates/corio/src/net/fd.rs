@@ -19,7 +19,9 @@
 //! - **Blocking mode.** The socket comes back *blocking*, as `std` makes its sockets: a corio
 //!   socket's calls wait, and the `std` socket it becomes waits too (tokio's `into_std` leaves
 //!   it nonblocking, which a `std` user meets as a `WouldBlock` on the first read that finds
-//!   no data). `from_std` makes it nonblocking again.
+//!   no data). `from_std` makes it nonblocking again. A socket in corio's nonblocking mode
+//!   (`set_nonblocking(true)`) comes back nonblocking: its calls did not wait, and the `std`
+//!   socket's do not either. `from_std` starts in blocking mode whatever the `std` socket's.
 //! - **Timeouts** set with `set_read_timeout`/`set_write_timeout` are corio's own (the socket
 //!   is nonblocking underneath) and do not carry over; set them again on the `std` socket.
 //! - **Shared sockets.** Handles from `try_clone` share one descriptor (`docs/io.md`), and
@@ -79,8 +81,8 @@ macro_rules! fd_traits {
         }
 
         impl std::os::fd::IntoRawFd for $ty {
-            /// Hands the descriptor back, out of corio's epoll sets and in blocking mode, as
-            /// `into_std`; if other handles share the socket (`try_clone`), a duplicate of it,
+            /// Hands the descriptor back, out of corio's epoll sets and in blocking mode
+            /// (unless `set_nonblocking(true)`), as `into_std`; if other handles share the socket (`try_clone`), a duplicate of it,
             /// nonblocking (see `corio::net`'s `fd` module doc, "Handing a descriptor back").
             ///
             /// # Panics

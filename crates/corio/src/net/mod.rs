@@ -5,8 +5,10 @@
 //! same methods: in a stackful coroutine a blocking-style call (`read`, `accept`, ...) suspends
 //! the coroutine until the netpoller sees the socket ready; on a plain thread it blocks the
 //! thread; in an async task it panics with advice — use the `_async` form there (or the
-//! `futures_io` / `tokio::io` traits). `docs/io.md` lists the decisions (timeouts, `try_clone`,
-//! errors, `accept` back-off); `crate::io` and the driver explain the netpoller.
+//! `futures_io` / `tokio::io` traits). `docs/io.md` lists the decisions (timeouts, nonblocking
+//! mode, `try_clone`, errors, `accept` back-off); `crate::io` and the driver explain the netpoller. The halves of
+//! a split stream, and the error of their `reunite`, are in the modules [`tcp`] and [`unix`]
+//! (as tokio's); the socket types are here too.
 //!
 //! ```
 //! use std::io::{BufRead, BufReader, Write};
@@ -37,10 +39,12 @@
 mod fd;
 #[macro_use]
 mod stream;
+#[macro_use]
+mod split;
 mod addr;
-mod tcp;
+pub mod tcp;
 mod udp;
-mod unix;
+pub mod unix;
 
 pub use self::addr::ToSocketAddrs;
 pub use self::tcp::{Incoming, OwnedReadHalf, OwnedWriteHalf, TcpListener, TcpStream};

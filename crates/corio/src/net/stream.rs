@@ -1,7 +1,8 @@
 //! The byte-stream face shared by `TcpStream` and `UnixStream`: `Read` and
 //! `Write` for the type and for a shared reference to it, the `_async` methods, and the
 //! `futures_io` (and, with the `tokio-io` feature, `tokio::io`) traits — written once as a
-//! macro over the type's `Shared` socket field.
+//! macro over the type's `Shared` socket field. The traits are a macro a direction each, so
+//! that the halves of `into_split` (`net/split.rs`) take the read or the write side of them.
 //!
 //! # Zero-length reads and writes
 //!
@@ -41,8 +42,9 @@ pub(crate) fn as_received<T, R>(
     result
 }
 
-/// `futures_io::AsyncRead`/`AsyncWrite` for `$t` (a stream type or a reference to one).
-macro_rules! futures_io_face {
+/// `futures_io::AsyncRead` for `$t` (a stream type, a reference to one, or its read half:
+/// anything whose methods, through `Deref`, include the stream's `poll_read_priv`).
+macro_rules! futures_read_face {
     ($t:ty) => {
         impl futures_io::AsyncRead for $t {
             fn poll_read(
@@ -53,7 +55,12 @@ macro_rules! futures_io_face {
                 self.poll_read_priv(cx, buf)
             }
         }
+    };
+}
 
+/// `futures_io::AsyncWrite` for `$t` (a stream type, a reference to one, or its write half).
+macro_rules! futures_write_face {
+    ($t:ty) => {
         impl futures_io::AsyncWrite for $t {
             fn poll_write(
                 self: std::pin::Pin<&mut Self>,
@@ -80,6 +87,75 @@ macro_rules! futures_io_face {
             }
 
             fn poll_close(
+                self: std::pin::Pin<&mut Self>,
+                _: &mut std::task::Context<'_>,
+            ) -> std::task::Poll<std::io::Result<()>> {
+                std::task::Poll::Ready(self.shutdown(std::net::Shutdown::Write))
+            }
+        }
+    };
+}
+
+/// `tokio::io::AsyncRead` for `$t` (a stream type or its read half), with the `tokio-io`
+/// feature.
+macro_rules! tokio_read_face {
+    ($t:ty) => {
+        #[cfg(feature = "tokio-io")]
+        impl tokio::io::AsyncRead for $t {
+            fn poll_read(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+                buf: &mut tokio::io::ReadBuf<'_>,
+            ) -> std::task::Poll<std::io::Result<()>> {
+                // SAFETY: `poll_read_uninit` only writes into the unfilled part (it never
+                // de-initialises a byte), and the first `n` bytes it reports are initialised.
+                let unfilled = unsafe { buf.unfilled_mut() };
+                let n = std::task::ready!(self.poll_read_uninit(cx, unfilled))?;
+                // SAFETY: as above: the read initialised `n` bytes of the unfilled part.
+                unsafe { buf.assume_init(n) };
+                buf.advance(n);
+                std::task::Poll::Ready(Ok(()))
+            }
+        }
+    };
+}
+
+/// `tokio::io::AsyncWrite` for `$t` (a stream type or its write half), with the `tokio-io`
+/// feature.
+macro_rules! tokio_write_face {
+    ($t:ty) => {
+        #[cfg(feature = "tokio-io")]
+        impl tokio::io::AsyncWrite for $t {
+            fn poll_write(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+                buf: &[u8],
+            ) -> std::task::Poll<std::io::Result<usize>> {
+                self.poll_write_priv(cx, buf)
+            }
+
+            /// One `writev(2)`, as tokio's `TcpStream` (hyper then sends a response's head and
+            /// body without copying them into one buffer, unless told to flatten).
+            fn poll_write_vectored(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+                bufs: &[std::io::IoSlice<'_>],
+            ) -> std::task::Poll<std::io::Result<usize>> {
+                self.poll_write_vectored_priv(cx, bufs)
+            }
+
+            fn is_write_vectored(&self) -> bool {
+                true
+            }
+
+            fn poll_flush(
+                self: std::pin::Pin<&mut Self>,
+                _: &mut std::task::Context<'_>,
+            ) -> std::task::Poll<std::io::Result<()>> {
+                std::task::Poll::Ready(Ok(()))
+            }
+
+            fn poll_shutdown(
                 self: std::pin::Pin<&mut Self>,
                 _: &mut std::task::Context<'_>,
             ) -> std::task::Poll<std::io::Result<()>> {
@@ -320,65 +396,12 @@ macro_rules! stream_face {
             }
         }
 
-        futures_io_face!(&$ty);
-        futures_io_face!($ty);
-
-        #[cfg(feature = "tokio-io")]
-        impl tokio::io::AsyncRead for $ty {
-            fn poll_read(
-                self: std::pin::Pin<&mut Self>,
-                cx: &mut std::task::Context<'_>,
-                buf: &mut tokio::io::ReadBuf<'_>,
-            ) -> std::task::Poll<std::io::Result<()>> {
-                // SAFETY: `poll_read_uninit` only writes into the unfilled part (it never
-                // de-initialises a byte), and the first `n` bytes it reports are initialised.
-                let unfilled = unsafe { buf.unfilled_mut() };
-                let n = std::task::ready!(self.poll_read_uninit(cx, unfilled))?;
-                // SAFETY: as above: the read initialised `n` bytes of the unfilled part.
-                unsafe { buf.assume_init(n) };
-                buf.advance(n);
-                std::task::Poll::Ready(Ok(()))
-            }
-        }
-
-        #[cfg(feature = "tokio-io")]
-        impl tokio::io::AsyncWrite for $ty {
-            fn poll_write(
-                self: std::pin::Pin<&mut Self>,
-                cx: &mut std::task::Context<'_>,
-                buf: &[u8],
-            ) -> std::task::Poll<std::io::Result<usize>> {
-                self.poll_write_priv(cx, buf)
-            }
-
-            /// One `writev(2)`, as tokio's `TcpStream` (hyper then sends a response's head and
-            /// body without copying them into one buffer, unless told to flatten).
-            fn poll_write_vectored(
-                self: std::pin::Pin<&mut Self>,
-                cx: &mut std::task::Context<'_>,
-                bufs: &[std::io::IoSlice<'_>],
-            ) -> std::task::Poll<std::io::Result<usize>> {
-                self.poll_write_vectored_priv(cx, bufs)
-            }
-
-            fn is_write_vectored(&self) -> bool {
-                true
-            }
-
-            fn poll_flush(
-                self: std::pin::Pin<&mut Self>,
-                _: &mut std::task::Context<'_>,
-            ) -> std::task::Poll<std::io::Result<()>> {
-                std::task::Poll::Ready(Ok(()))
-            }
-
-            fn poll_shutdown(
-                self: std::pin::Pin<&mut Self>,
-                _: &mut std::task::Context<'_>,
-            ) -> std::task::Poll<std::io::Result<()>> {
-                std::task::Poll::Ready(self.shutdown(std::net::Shutdown::Write))
-            }
-        }
+        futures_read_face!(&$ty);
+        futures_write_face!(&$ty);
+        futures_read_face!($ty);
+        futures_write_face!($ty);
+        tokio_read_face!($ty);
+        tokio_write_face!($ty);
     };
 }
 
@@ -412,6 +435,46 @@ macro_rules! timeout_methods {
         /// The write timeout.
         pub fn write_timeout(&self) -> std::io::Result<Option<std::time::Duration>> {
             Ok(self.$sock.timeout($crate::io::registry::Direction::Write))
+        }
+    };
+}
+
+/// `set_nonblocking`, which every socket type has (`self.$sock` is its `Shared`). `$socket`
+/// is the doc example's code that makes a `socket` of the type, `$call` a call on it that
+/// would wait.
+macro_rules! nonblocking_method {
+    ($sock:ident, $socket:literal, $call:literal) => {
+        /// Moves the socket into or out of nonblocking mode, as `std`'s `set_nonblocking`: in
+        /// nonblocking mode a blocking-style call (`read`, `write`, `accept`, `recv_from`,
+        /// ...) that would wait returns `ErrorKind::WouldBlock` at once instead — in a
+        /// coroutine, on a plain thread, and in an async task, where a blocking-style call
+        /// otherwise panics. The timeouts stay set, for when the mode is turned off.
+        ///
+        /// The `_async` forms and the `AsyncRead`/`AsyncWrite` traits ignore the mode (as
+        /// tokio, which has none): a task that waits returns `Pending`, which blocks nothing.
+        /// The mode belongs to the socket, as `O_NONBLOCK` to an open file: every handle
+        /// (`try_clone`, the halves of `into_split`) shares it, and `into_std` hands a
+        /// nonblocking socket back nonblocking. (corio's sockets are nonblocking
+        /// underneath in either mode; this only says whether a call may wait.)
+        ///
+        #[doc = concat!(
+                            "```
+",
+                            $socket, "
+",
+                            "socket.set_nonblocking(true).unwrap();
+",
+                            "let e = ", $call, ".unwrap_err(); // nothing there: no wait
+",
+                            "assert_eq!(e.kind(), std::io::ErrorKind::WouldBlock);
+",
+                            "socket.set_nonblocking(false).unwrap(); // the call would wait again
+",
+                            "```"
+                        )]
+        pub fn set_nonblocking(&self, nonblocking: bool) -> std::io::Result<()> {
+            self.$sock.set_nonblocking(nonblocking);
+            Ok(())
         }
     };
 }

@@ -94,10 +94,17 @@ impl TcpListener {
         self.sock.get().take_error()
     }
 
+    nonblocking_method!(
+        sock,
+        "let socket = corio::net::TcpListener::bind(\"127.0.0.1:0\").unwrap();",
+        "socket.accept()"
+    );
+
     /// Hands the socket back as a `std` listener, in blocking mode (as `std` makes its sockets;
     /// tokio's `into_std` leaves them nonblocking), out of every corio epoll set: a socket that
     /// waited inside a runtime is removed from that runtime's. It can be adopted again with
-    /// [`from_std`](Self::from_std), by any runtime. Timeouts set with corio do not carry over.
+    /// [`from_std`](Self::from_std), by any runtime. Timeouts set with corio do not carry over;
+    /// nonblocking mode ([`set_nonblocking`](Self::set_nonblocking)) does.
     ///
     /// # Errors
     ///
@@ -294,6 +301,13 @@ impl TcpStream {
 
     timeout_methods!(sock);
 
+    nonblocking_method!(
+        sock,
+        "let listener = std::net::TcpListener::bind(\"127.0.0.1:0\").unwrap();
+let socket = corio::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();",
+        "socket.peek(&mut [0; 8])"
+    );
+
     /// Reads without consuming, blocking-style (an empty `buf` returns `Ok(0)` at once).
     ///
     /// # Panics
@@ -318,7 +332,8 @@ impl TcpStream {
     /// Hands the socket back as a `std` stream, in blocking mode (as `std` makes its sockets;
     /// tokio's `into_std` leaves them nonblocking), out of every corio epoll set: a socket that
     /// waited inside a runtime is removed from that runtime's. It can be adopted again with
-    /// [`from_std`](Self::from_std), by any runtime. Timeouts set with corio do not carry over.
+    /// [`from_std`](Self::from_std), by any runtime. Timeouts set with corio do not carry over;
+    /// nonblocking mode ([`set_nonblocking`](Self::set_nonblocking)) does.
     ///
     /// # Errors
     ///
@@ -363,159 +378,17 @@ impl TcpStream {
             sock: self.sock.share(),
         })
     }
-
-    /// Splits into a read half and a write half, usable from two coroutines or tasks at once.
-    /// As tokio's: dropping the write half shuts the write direction down (the peer reads
-    /// EOF) and leaves the read half working; the socket closes when both halves are gone.
-    pub fn into_split(mut self) -> (OwnedReadHalf, OwnedWriteHalf) {
-        let other = TcpStream {
-            sock: self.sock.split(),
-        };
-        (OwnedReadHalf(self), OwnedWriteHalf(other))
-    }
 }
 
 fd_traits!(TcpStream, sock, std::net::TcpStream);
 
 stream_face!(TcpStream, sock, std::net::TcpStream);
 
-/// The read half of [`TcpStream::into_split`]; derefs to the stream for its other methods.
-#[derive(Debug)]
-pub struct OwnedReadHalf(TcpStream);
-
-/// The write half of [`TcpStream::into_split`]; derefs to the stream for its other methods.
-/// Dropping it shuts the write direction down.
-#[derive(Debug)]
-pub struct OwnedWriteHalf(TcpStream);
-
-impl Drop for OwnedWriteHalf {
-    fn drop(&mut self) {
-        let _ = self.0.shutdown(Shutdown::Write); // the peer may be gone already
-    }
-}
-
-impl std::ops::Deref for OwnedReadHalf {
-    type Target = TcpStream;
-
-    fn deref(&self) -> &TcpStream {
-        &self.0
-    }
-}
-
-impl std::ops::Deref for OwnedWriteHalf {
-    type Target = TcpStream;
-
-    fn deref(&self) -> &TcpStream {
-        &self.0
-    }
-}
-
-impl io::Read for OwnedReadHalf {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        (&self.0).read(buf)
-    }
-}
-
-impl io::Write for OwnedWriteHalf {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        (&self.0).write(buf)
-    }
-
-    fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
-        (&self.0).write_vectored(bufs)
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
-impl futures_io::AsyncRead for OwnedReadHalf {
-    fn poll_read(
-        self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-        buf: &mut [u8],
-    ) -> std::task::Poll<io::Result<usize>> {
-        self.0.poll_read_priv(cx, buf)
-    }
-}
-
-impl futures_io::AsyncWrite for OwnedWriteHalf {
-    fn poll_write(
-        self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-        buf: &[u8],
-    ) -> std::task::Poll<io::Result<usize>> {
-        self.0.poll_write_priv(cx, buf)
-    }
-
-    fn poll_write_vectored(
-        self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-        bufs: &[io::IoSlice<'_>],
-    ) -> std::task::Poll<io::Result<usize>> {
-        self.0.poll_write_vectored_priv(cx, bufs)
-    }
-
-    fn poll_flush(
-        self: std::pin::Pin<&mut Self>,
-        _: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<io::Result<()>> {
-        std::task::Poll::Ready(Ok(()))
-    }
-
-    fn poll_close(
-        self: std::pin::Pin<&mut Self>,
-        _: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<io::Result<()>> {
-        std::task::Poll::Ready(self.0.shutdown(Shutdown::Write))
-    }
-}
-
-#[cfg(feature = "tokio-io")]
-impl tokio::io::AsyncRead for OwnedReadHalf {
-    fn poll_read(
-        self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-        buf: &mut tokio::io::ReadBuf<'_>,
-    ) -> std::task::Poll<io::Result<()>> {
-        std::pin::Pin::new(&mut self.get_mut().0).poll_read(cx, buf)
-    }
-}
-
-#[cfg(feature = "tokio-io")]
-impl tokio::io::AsyncWrite for OwnedWriteHalf {
-    fn poll_write(
-        self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-        buf: &[u8],
-    ) -> std::task::Poll<io::Result<usize>> {
-        self.0.poll_write_priv(cx, buf)
-    }
-
-    fn poll_write_vectored(
-        self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-        bufs: &[io::IoSlice<'_>],
-    ) -> std::task::Poll<io::Result<usize>> {
-        self.0.poll_write_vectored_priv(cx, bufs)
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        true
-    }
-
-    fn poll_flush(
-        self: std::pin::Pin<&mut Self>,
-        _: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<io::Result<()>> {
-        std::task::Poll::Ready(Ok(()))
-    }
-
-    fn poll_shutdown(
-        self: std::pin::Pin<&mut Self>,
-        _: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<io::Result<()>> {
-        std::task::Poll::Ready(self.0.shutdown(Shutdown::Write))
-    }
-}
+owned_halves!(
+    TcpStream,
+    sock,
+    "let listener = std::net::TcpListener::bind(\"127.0.0.1:0\").unwrap();
+let stream = corio::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+let (peer, _) = listener.accept().unwrap();
+(stream, peer)"
+);

@@ -50,7 +50,8 @@ impl UdpSocket {
     /// Hands the socket back as a `std` socket, in blocking mode (as `std` makes its sockets;
     /// tokio's `into_std` leaves them nonblocking), out of every corio epoll set: a socket that
     /// waited inside a runtime is removed from that runtime's. It can be adopted again with
-    /// [`from_std`](Self::from_std), by any runtime. Timeouts set with corio do not carry over.
+    /// [`from_std`](Self::from_std), by any runtime. Timeouts set with corio do not carry over;
+    /// nonblocking mode ([`set_nonblocking`](Self::set_nonblocking)) does.
     ///
     /// # Errors
     ///
@@ -200,6 +201,12 @@ impl UdpSocket {
         SocketAddr,
         super::stream::as_received,
         SocketAddr::from(([0, 0, 0, 0], 0))
+    );
+
+    nonblocking_method!(
+        sock,
+        "let socket = corio::net::UdpSocket::bind(\"127.0.0.1:0\").unwrap();",
+        "socket.recv_from(&mut [0; 8])"
     );
 }
 

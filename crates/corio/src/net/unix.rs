@@ -91,10 +91,20 @@ impl UnixListener {
         self.sock.get().take_error()
     }
 
+    nonblocking_method!(
+        sock,
+        "use std::os::linux::net::SocketAddrExt;
+let name = format!(\"corio-doc-nonblocking-{}\", std::process::id());
+let addr = std::os::unix::net::SocketAddr::from_abstract_name(name).unwrap();
+let socket = corio::net::UnixListener::bind_addr(&addr).unwrap();",
+        "socket.accept()"
+    );
+
     /// Hands the socket back as a `std` listener, in blocking mode (as `std` makes its sockets;
     /// tokio's `into_std` leaves them nonblocking), out of every corio epoll set: a socket that
     /// waited inside a runtime is removed from that runtime's. It can be adopted again with
-    /// [`from_std`](Self::from_std), by any runtime. Timeouts set with corio do not carry over.
+    /// [`from_std`](Self::from_std), by any runtime. Timeouts set with corio do not carry over;
+    /// nonblocking mode ([`set_nonblocking`](Self::set_nonblocking)) does.
     ///
     /// # Errors
     ///
@@ -229,10 +239,17 @@ impl UnixStream {
 
     timeout_methods!(sock);
 
+    nonblocking_method!(
+        sock,
+        "let (socket, _peer) = corio::net::UnixStream::pair().unwrap();",
+        "std::io::Read::read(&mut &socket, &mut [0; 8])"
+    );
+
     /// Hands the socket back as a `std` stream, in blocking mode (as `std` makes its sockets;
     /// tokio's `into_std` leaves them nonblocking), out of every corio epoll set: a socket that
     /// waited inside a runtime is removed from that runtime's. It can be adopted again with
-    /// [`from_std`](Self::from_std), by any runtime. Timeouts set with corio do not carry over.
+    /// [`from_std`](Self::from_std), by any runtime. Timeouts set with corio do not carry over;
+    /// nonblocking mode ([`set_nonblocking`](Self::set_nonblocking)) does.
     ///
     /// # Errors
     ///
@@ -267,6 +284,13 @@ impl UnixStream {
 fd_traits!(UnixStream, sock, std_unix::UnixStream);
 
 stream_face!(UnixStream, sock, std_unix::UnixStream);
+
+owned_halves!(
+    UnixStream,
+    sock,
+    "let (stream, peer) = std::os::unix::net::UnixStream::pair().unwrap();
+(corio::net::UnixStream::from_std(stream).unwrap(), peer)"
+);
 
 /// A Unix-domain datagram receive's result, with a `WouldBlock` turned into the end `at_eof()`
 /// once the socket's read side is shut down: the kernel's *blocking* receive then returns 0
@@ -340,7 +364,8 @@ impl UnixDatagram {
     /// Hands the socket back as a `std` socket, in blocking mode (as `std` makes its sockets;
     /// tokio's `into_std` leaves them nonblocking), out of every corio epoll set: a socket that
     /// waited inside a runtime is removed from that runtime's. It can be adopted again with
-    /// [`from_std`](Self::from_std), by any runtime. Timeouts set with corio do not carry over.
+    /// [`from_std`](Self::from_std), by any runtime. Timeouts set with corio do not carry over;
+    /// nonblocking mode ([`set_nonblocking`](Self::set_nonblocking)) does.
     ///
     /// # Errors
     ///
@@ -421,6 +446,12 @@ impl UnixDatagram {
     }
 
     datagram_face!(sock, SocketAddr, received, unnamed());
+
+    nonblocking_method!(
+        sock,
+        "let (socket, _peer) = corio::net::UnixDatagram::pair().unwrap();",
+        "socket.recv(&mut [0; 8])"
+    );
 }
 
 fd_traits!(UnixDatagram, sock, std_unix::UnixDatagram);

@@ -395,3 +395,35 @@ impl Drop for TempDir {
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }
+
+/// Small `futures_io` helpers (the crate has no `futures` dependency): `read`, `write_all`
+/// and `close` over the `AsyncRead`/`AsyncWrite` polls.
+pub mod futures_io_compat {
+    use std::future::poll_fn;
+    use std::pin::Pin;
+
+    pub async fn read<R: futures_io::AsyncRead + Unpin>(
+        r: &mut R,
+        buf: &mut [u8],
+    ) -> std::io::Result<usize> {
+        poll_fn(|cx| Pin::new(&mut *r).poll_read(cx, buf)).await
+    }
+
+    pub async fn write_all<W: futures_io::AsyncWrite + Unpin>(
+        w: &mut W,
+        mut buf: &[u8],
+    ) -> std::io::Result<()> {
+        while !buf.is_empty() {
+            let n = poll_fn(|cx| Pin::new(&mut *w).poll_write(cx, buf)).await?;
+            if n == 0 {
+                return Err(std::io::ErrorKind::WriteZero.into());
+            }
+            buf = &buf[n..];
+        }
+        Ok(())
+    }
+
+    pub async fn close<W: futures_io::AsyncWrite + Unpin>(w: &mut W) -> std::io::Result<()> {
+        poll_fn(|cx| Pin::new(&mut *w).poll_close(cx)).await
+    }
+}
