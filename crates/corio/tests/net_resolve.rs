@@ -123,3 +123,77 @@ fn names_that_do_not_resolve_give_the_lookup_error() {
         assert!(started.elapsed() < Duration::from_secs(60));
     });
 }
+
+#[test]
+fn the_async_forms_of_bind_and_udp_connect_and_send_to_look_host_names_up_on_the_pool() {
+    let rt = runtime();
+    rt.block_on(async {
+        let before = spawned();
+        let listener = TcpListener::bind_async("localhost:0").await.unwrap();
+        assert_eq!(
+            spawned() - before,
+            1,
+            "TcpListener::bind_async(\"localhost:0\")"
+        );
+        let before = spawned();
+        let a = UdpSocket::bind_async(("localhost", 0)).await.unwrap();
+        let b = UdpSocket::bind_async("127.0.0.1:0").await.unwrap();
+        assert_eq!(
+            spawned() - before,
+            1,
+            "one of the two UDP binds is a host name"
+        );
+        let port = b.local_addr().unwrap().port();
+        let before = spawned();
+        a.send_to_async(b"by name", ("localhost", port))
+            .await
+            .unwrap();
+        a.send_to_async(b"by address", b.local_addr().unwrap())
+            .await
+            .unwrap();
+        assert_eq!(
+            spawned() - before,
+            1,
+            "send_to_async: the name, not the address"
+        );
+        let mut buf = [0u8; 16];
+        for want in [&b"by name"[..], b"by address"] {
+            let (n, _) = b.recv_from_async(&mut buf).await.unwrap();
+            assert_eq!(&buf[..n], want);
+        }
+        let before = spawned();
+        a.connect_async(("localhost", port)).await.unwrap();
+        assert_eq!(
+            spawned() - before,
+            1,
+            "UdpSocket::connect_async with a host name"
+        );
+        a.send_async(b"connected").await.unwrap();
+        let (n, _) = b.recv_from_async(&mut buf).await.unwrap();
+        assert_eq!(&buf[..n], b"connected");
+        drop(listener);
+    });
+}
+
+#[test]
+fn a_blocking_style_call_that_must_look_a_name_up_panics_with_advice_in_an_async_task() {
+    let rt = runtime();
+    let message = rt
+        .block_on(rt.spawn(async {
+            let hook = std::panic::take_hook();
+            std::panic::set_hook(Box::new(|_| {}));
+            let caught = std::panic::catch_unwind(|| TcpListener::bind("localhost:0"));
+            std::panic::set_hook(hook);
+            let payload = caught.expect_err("a lookup on the worker");
+            let text = payload
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default();
+            // An address written out needs no lookup, and works there.
+            drop(TcpListener::bind("127.0.0.1:0").unwrap());
+            text
+        }))
+        .unwrap();
+    assert!(message.contains("_async"), "{message}");
+}

@@ -179,15 +179,24 @@ impl Addrs {
 
 /// Resolves `addr` blocking-style: a host name on the blocking pool from a coroutine (which
 /// suspends meanwhile), in place on a plain thread.
+///
+/// # Panics
+///
+/// A host name inside an async task: the lookup would stall the worker (`what` names the
+/// call, whose `_async` form the message suggests).
 #[track_caller]
-pub(crate) fn resolve<A: ToSocketAddrs + ?Sized>(addr: &A) -> io::Result<Resolved> {
+pub(crate) fn resolve<A: ToSocketAddrs + ?Sized>(addr: &A, what: &str) -> io::Result<Resolved> {
     match addr.to_addrs().known() {
         Ok(known) => Ok(known),
         Err(name) => match context::here() {
             Here::Stackful(_) => join_lookup(crate::block_on(crate::spawn_blocking(move || {
                 name.lookup()
             }))),
-            _ => name.lookup(),
+            Here::Stackless => panic!(
+                "corio::net: `{what}` with a host name inside an async task would stall its \
+                 worker on the lookup: use `{what}_async` and `.await` it (or pass an address)"
+            ),
+            Here::Thread => name.lookup(),
         },
     }
 }

@@ -40,8 +40,23 @@ impl TcpListener {
     /// host name is looked up on the blocking pool in a coroutine: [`ToSocketAddrs`]).
     #[track_caller]
     pub fn bind<A: ToSocketAddrs>(addr: A) -> io::Result<TcpListener> {
-        let listener = addr::each_addr(addr::resolve(&addr)?, |a| std::net::TcpListener::bind(a))?;
-        TcpListener::from_std(listener)
+        let addrs = addr::resolve(&addr, "bind")?;
+        TcpListener::from_std(addr::each_addr(addrs, |a| std::net::TcpListener::bind(a))?)
+    }
+
+    /// [`bind`](Self::bind) for async tasks: a host name is looked up on the blocking pool
+    /// while the task waits.
+    ///
+    /// ```
+    /// let rt = corio::Runtime::builder().workers(1).build().unwrap();
+    /// rt.block_on(async {
+    ///     let listener = corio::net::TcpListener::bind_async("localhost:0").await.unwrap();
+    ///     assert!(listener.local_addr().unwrap().ip().is_loopback());
+    /// });
+    /// ```
+    pub async fn bind_async<A: ToSocketAddrs>(addr: A) -> io::Result<TcpListener> {
+        let addrs = addr::resolve_async(&addr).await?;
+        TcpListener::from_std(addr::each_addr(addrs, |a| std::net::TcpListener::bind(a))?)
     }
 
     /// Wraps a `std` listener (made nonblocking here).
@@ -201,7 +216,9 @@ impl TcpStream {
     /// Inside an async task: use [`connect_async`](Self::connect_async).
     #[track_caller]
     pub fn connect<A: ToSocketAddrs>(addr: A) -> io::Result<TcpStream> {
-        addr::each_addr(addr::resolve(&addr)?, |a| TcpStream::connect_one(a, None))
+        addr::each_addr(addr::resolve(&addr, "connect")?, |a| {
+            TcpStream::connect_one(a, None)
+        })
     }
 
     /// Connects to one address, giving up after `timeout` (`ErrorKind::TimedOut`; the

@@ -35,8 +35,15 @@ impl UdpSocket {
     /// is looked up on the blocking pool in a coroutine: [`ToSocketAddrs`]).
     #[track_caller]
     pub fn bind<A: ToSocketAddrs>(addr: A) -> io::Result<UdpSocket> {
-        let socket = addr::each_addr(addr::resolve(&addr)?, |a| std::net::UdpSocket::bind(a))?;
-        UdpSocket::from_std(socket)
+        let addrs = addr::resolve(&addr, "bind")?;
+        UdpSocket::from_std(addr::each_addr(addrs, |a| std::net::UdpSocket::bind(a))?)
+    }
+
+    /// [`bind`](Self::bind) for async tasks: a host name is looked up on the blocking pool
+    /// while the task waits.
+    pub async fn bind_async<A: ToSocketAddrs>(addr: A) -> io::Result<UdpSocket> {
+        let addrs = addr::resolve_async(&addr).await?;
+        UdpSocket::from_std(addr::each_addr(addrs, |a| std::net::UdpSocket::bind(a))?)
     }
 
     /// Wraps a `std` socket (made nonblocking here).
@@ -80,7 +87,7 @@ impl UdpSocket {
     /// Inside an async task: use [`send_to_async`](Self::send_to_async).
     #[track_caller]
     pub fn send_to<A: ToSocketAddrs>(&self, buf: &[u8], target: A) -> io::Result<usize> {
-        let to = addr::resolve(&target)?.first()?;
+        let to = addr::resolve(&target, "send_to")?.first()?;
         self.sock.block_op(Direction::Write, |s| s.send_to(buf, to))
     }
 
@@ -111,11 +118,26 @@ impl UdpSocket {
     /// Sets the peer for `send` and `recv` (never waits).
     #[track_caller]
     pub fn connect<A: ToSocketAddrs>(&self, addr: A) -> io::Result<()> {
-        addr::each_addr(addr::resolve(&addr)?, |a| self.sock.get().connect(a))
+        addr::each_addr(addr::resolve(&addr, "connect")?, |a| {
+            self.sock.get().connect(a)
+        })
     }
 
-    /// Sends to `target`.
-    pub async fn send_to_async(&self, buf: &[u8], target: SocketAddr) -> io::Result<usize> {
+    /// [`connect`](Self::connect) for async tasks: a host name is looked up on the blocking
+    /// pool while the task waits.
+    pub async fn connect_async<A: ToSocketAddrs>(&self, addr: A) -> io::Result<()> {
+        let addrs = addr::resolve_async(&addr).await?;
+        addr::each_addr(addrs, |a| self.sock.get().connect(a))
+    }
+
+    /// Sends to `target` (its first address; a host name is looked up on the blocking pool,
+    /// an address is not: [`ToSocketAddrs`]).
+    pub async fn send_to_async<A: ToSocketAddrs>(
+        &self,
+        buf: &[u8],
+        target: A,
+    ) -> io::Result<usize> {
+        let target = addr::resolve_async(&target).await?.first()?;
         self.sock
             .op_async(Direction::Write, |s| s.send_to(buf, target))
             .await
