@@ -845,6 +845,9 @@ mod tests {
     /// and wakes it (another future of its task may share that entry); another task's waker
     /// stays. Before, both stayed until the next edge: each holds its task.
     #[test]
+    // Miri gives each use of a vtable its own address, so a waker's identity (`WakerId`,
+    // like `Waker::will_wake`) never matches a clone's there.
+    #[cfg_attr(miri, ignore)]
     fn a_waiter_that_gives_up_takes_its_waker_back() {
         let registry = Arc::new(Registry::default());
         let registration = registry.insert();

@@ -79,6 +79,9 @@ const FULL: usize = 0b100;
 /// wake (`ScheduledIo::withdraw`). An identity gone stale (the task freed, its address reused
 /// by another) can at worst match that other task's waker, which `withdraw` then wakes once
 /// for nothing. The data pointer is kept as an address, so that the futures stay `Send`.
+/// Like `will_wake`, it can miss: a vtable duplicated across codegen units gives one waker
+/// two identities (corio's task wakers use one `static` vtable, so theirs always match); a
+/// miss leaves the waker where it was, as before `withdraw` existed, until the next edge.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct WakerId {
     data: usize,

@@ -1037,6 +1037,7 @@ mod tests {
     /// back: the socket does not hold the finished task until its next edge. Before, both
     /// left it in the slot.
     #[test]
+    #[cfg_attr(miri, ignore)] // a runtime: epoll, timerfd, sockets
     fn a_coroutine_that_gives_up_a_wait_takes_its_waker_back() {
         let rt = crate::Runtime::builder().workers(1).build().unwrap();
         let socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
