@@ -8,7 +8,8 @@
 # trips of 64 bytes each (echo_client.py), and prints the server's total instructions (Ir).
 # To compare two builds, build both with CARGO_PROFILE_RELEASE_CODEGEN_UNITS=1: with the
 # default 16 codegen units a change anywhere can move the inlining of the hot path, and one
-# build's counts spread ±30 per message between runs; with 1 unit they agree within ±3.
+# build's counts spread ±30 per message between runs; with 1 unit they mostly agree within
+# ±5 (one run in eight was 35 high here): take the median of three.
 # Instructions per message: run it at N and 2N and divide the difference by CONNS * N
 # (start-up and shutdown cancel out), e.g. N=1000 and N=2000: (total@2000 - total@1000) / 16,000.
 set -eu

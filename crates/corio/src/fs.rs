@@ -185,13 +185,12 @@ where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
-    match context::here() {
-        Here::Stackful(_) => join(crate::block_on(crate::spawn_blocking(f))),
-        Here::Stackless => panic!(
+    match crate::runtime::pool_or_here(f) {
+        Some(result) => join(result),
+        None => panic!(
             "a blocking-style corio::fs call inside an async task would stall its worker: use \
              the `_async` form and `.await` it"
         ),
-        Here::Thread => f(),
     }
 }
 

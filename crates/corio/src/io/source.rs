@@ -571,12 +571,12 @@ impl<T: AsRawFd> Source<T> {
     ) -> io::Result<R> {
         // The waker a timed-out wait leaves, taken back when this frame returns.
         let mut left = Left::new(self, dir);
-        let fut = poll_fn(|cx| match &mut waiting {
+        let mut poll = |cx: &mut Context<'_>| match &mut waiting {
             Some((io, first)) => {
                 if let Some(state) = first.take()
                     && io.wait(dir, state, cx.waker()) == Wait::Queued
                 {
-                    return left.note(cx, Poll::Pending);
+                    return Poll::Pending;
                 }
                 // A wake-up, a retry (an edge came after the attempt) or a closed
                 // registration: the protocol from step 1, without the budget. A poll
@@ -586,15 +586,15 @@ impl<T: AsRawFd> Source<T> {
                 if let Err(e) = self.check_open() {
                     return Poll::Ready(Err(e));
                 }
-                let poll = self.poll_registered(io, dir, cx, &mut op, &drained);
-                left.note(cx, poll)
+                self.poll_registered(io, dir, cx, &mut op, &drained)
             }
             // Not registered yet, or out of budget (`block_on_stackful` yields first;
             // the poll after the resume takes a unit of the new budget).
-            None => {
-                let poll = self.poll_op_drains(dir, cx, &mut op, &drained);
-                left.note(cx, poll)
-            }
+            None => self.poll_op_drains(dir, cx, &mut op, &drained),
+        };
+        let fut = poll_fn(|cx| {
+            let result = poll(cx);
+            left.note(cx, result)
         });
         match limit {
             Limit::For(d) => crate::time::timeout(d, fut).unwrap_or_else(|_| Err(timed_out())),
@@ -941,14 +941,14 @@ impl<T: AsRawFd + std::fmt::Debug> std::fmt::Debug for Shared<T> {
 /// so that a future dropped before its wake-up (a `select`, a timeout) takes it back
 /// (`ScheduledIo::withdraw`) instead of leaving it, and its task, held by the socket until the
 /// next edge. Costs two stores per `Pending`, one per `Ready`, and a test when it goes.
-pub(crate) struct Left<'a, T: AsRawFd> {
+struct Left<'a, T: AsRawFd> {
     source: &'a Source<T>,
     dir: Direction,
     waker: Option<WakerId>,
 }
 
 impl<'a, T: AsRawFd> Left<'a, T> {
-    pub(crate) fn new(source: &'a Source<T>, dir: Direction) -> Left<'a, T> {
+    fn new(source: &'a Source<T>, dir: Direction) -> Left<'a, T> {
         Left {
             source,
             dir,
@@ -960,7 +960,7 @@ impl<'a, T: AsRawFd> Left<'a, T> {
     /// socket if `Pending` (or a spurious note, after a budget yield: then `withdraw` finds
     /// nothing, or this task's waker left by an earlier wait, which it wakes once).
     #[inline]
-    pub(crate) fn note<R>(&mut self, cx: &Context<'_>, poll: Poll<R>) -> Poll<R> {
+    fn note<R>(&mut self, cx: &Context<'_>, poll: Poll<R>) -> Poll<R> {
         self.waker = match poll {
             Poll::Pending => Some(WakerId::of(cx.waker())),
             Poll::Ready(_) => None,

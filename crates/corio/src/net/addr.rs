@@ -10,7 +10,6 @@ use std::time::Duration;
 
 use crate::io::registry::Direction;
 use crate::io::source::{Source, sleep_here};
-use crate::runtime::context::{self, Here};
 
 /// Addresses that corio's `connect`, `bind` and `send_to` accept: every type `std`'s
 /// [`ToSocketAddrs`](std::net::ToSocketAddrs) is implemented for, and nothing else (the trait
@@ -54,8 +53,20 @@ pub(crate) mod sealed {
     /// What [`ToSocketAddrsPriv::to_addrs`] found: the addresses, or a name to look up.
     #[derive(Debug)]
     pub enum Addrs {
+        Known(Resolved),
+        Lookup(Name),
+    }
+
+    /// Addresses: one (no allocation) or several.
+    #[derive(Debug)]
+    pub enum Resolved {
         One(SocketAddr),
         Many(Vec<SocketAddr>),
+    }
+
+    /// A name for `getaddrinfo`, owned so that a pool job can take it.
+    #[derive(Debug)]
+    pub enum Name {
         /// `"host:port"`, for `std`'s `str` lookup.
         HostPort(String),
         Host(String, u16),
@@ -71,7 +82,7 @@ pub(crate) mod sealed {
         ($($t:ty),*) => {$(
             impl ToSocketAddrsPriv for $t {
                 fn to_addrs(&self) -> Addrs {
-                    Addrs::One(SocketAddr::from(*self))
+                    Addrs::Known(Resolved::One(SocketAddr::from(*self)))
                 }
             }
         )*};
@@ -89,8 +100,8 @@ pub(crate) mod sealed {
         fn to_addrs(&self) -> Addrs {
             // `std`'s order: a socket address first, then `host:port` for `getaddrinfo`.
             match self.parse() {
-                Ok(addr) => Addrs::One(addr),
-                Err(_) => Addrs::HostPort(self.to_owned()),
+                Ok(addr) => Addrs::Known(Resolved::One(addr)),
+                Err(_) => Addrs::Lookup(Name::HostPort(self.to_owned())),
             }
         }
     }
@@ -105,8 +116,8 @@ pub(crate) mod sealed {
         fn to_addrs(&self) -> Addrs {
             let (host, port) = *self;
             match host.parse::<IpAddr>() {
-                Ok(ip) => Addrs::One(SocketAddr::new(ip, port)),
-                Err(_) => Addrs::Host(host.to_owned(), port),
+                Ok(ip) => Addrs::Known(Resolved::One(SocketAddr::new(ip, port))),
+                Err(_) => Addrs::Lookup(Name::Host(host.to_owned(), port)),
             }
         }
     }
@@ -120,8 +131,8 @@ pub(crate) mod sealed {
     impl ToSocketAddrsPriv for [SocketAddr] {
         fn to_addrs(&self) -> Addrs {
             match self {
-                [one] => Addrs::One(*one),
-                many => Addrs::Many(many.to_vec()),
+                [one] => Addrs::Known(Resolved::One(*one)),
+                many => Addrs::Known(Resolved::Many(many.to_vec())),
             }
         }
     }
@@ -133,13 +144,8 @@ pub(crate) mod sealed {
     }
 }
 
-use sealed::Addrs;
-
-/// Resolved addresses: one (no allocation) or several.
-pub(crate) enum Resolved {
-    One(SocketAddr),
-    Many(Vec<SocketAddr>),
-}
+pub(crate) use sealed::Resolved;
+use sealed::{Addrs, Name};
 
 impl Resolved {
     pub(crate) fn as_slice(&self) -> &[SocketAddr] {
@@ -155,23 +161,12 @@ impl Resolved {
     }
 }
 
-impl Addrs {
-    /// The addresses, if no lookup is needed.
-    fn known(self) -> Result<Resolved, Addrs> {
-        match self {
-            Addrs::One(addr) => Ok(Resolved::One(addr)),
-            Addrs::Many(addrs) => Ok(Resolved::Many(addrs)),
-            name => Err(name),
-        }
-    }
-
+impl Name {
     /// `getaddrinfo`, blocking the thread (a pool job's).
     fn lookup(self) -> io::Result<Resolved> {
-        let addrs: Vec<SocketAddr> = match self {
-            Addrs::HostPort(name) => name.as_str().to_socket_addrs()?.collect(),
-            Addrs::Host(host, port) => (host.as_str(), port).to_socket_addrs()?.collect(),
-            Addrs::One(addr) => vec![addr],
-            Addrs::Many(addrs) => addrs,
+        let addrs = match self {
+            Name::HostPort(name) => name.as_str().to_socket_addrs()?.collect(),
+            Name::Host(host, port) => (host.as_str(), port).to_socket_addrs()?.collect(),
         };
         Ok(Resolved::Many(addrs))
     }
@@ -186,26 +181,23 @@ impl Addrs {
 /// call, whose `_async` form the message suggests).
 #[track_caller]
 pub(crate) fn resolve<A: ToSocketAddrs + ?Sized>(addr: &A, what: &str) -> io::Result<Resolved> {
-    match addr.to_addrs().known() {
-        Ok(known) => Ok(known),
-        Err(name) => match context::here() {
-            Here::Stackful(_) => join_lookup(crate::block_on(crate::spawn_blocking(move || {
-                name.lookup()
-            }))),
-            Here::Stackless => panic!(
+    match addr.to_addrs() {
+        Addrs::Known(known) => Ok(known),
+        Addrs::Lookup(name) => match crate::runtime::pool_or_here(move || name.lookup()) {
+            Some(joined) => join_lookup(joined),
+            None => panic!(
                 "corio::net: `{what}` with a host name inside an async task would stall its \
                  worker on the lookup: use `{what}_async` and `.await` it (or pass an address)"
             ),
-            Here::Thread => name.lookup(),
         },
     }
 }
 
 /// Resolves `addr`, a host name on the blocking pool.
 pub(crate) async fn resolve_async<A: ToSocketAddrs + ?Sized>(addr: &A) -> io::Result<Resolved> {
-    match addr.to_addrs().known() {
-        Ok(known) => Ok(known),
-        Err(name) => join_lookup(crate::spawn_blocking(move || name.lookup()).await),
+    match addr.to_addrs() {
+        Addrs::Known(known) => Ok(known),
+        Addrs::Lookup(name) => join_lookup(crate::spawn_blocking(move || name.lookup()).await),
     }
 }
 

@@ -177,6 +177,23 @@ pub fn blocking<R>(f: impl FnOnce() -> R) -> R {
     f()
 }
 
+/// Runs `f` blocking-style where this is called: on the blocking pool from a coroutine (only
+/// the coroutine waits; its worker runs the others), in place on a plain thread. `None`
+/// inside an async task, where waiting would stall the worker: the caller panics there with
+/// advice for its own call. (`corio::fs`'s blocking-style calls, `corio::net`'s name lookups.)
+#[track_caller]
+pub(crate) fn pool_or_here<F, T>(f: F) -> Option<Result<T, crate::JoinError>>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    match context::here() {
+        context::Here::Stackful(_) => Some(crate::block_on(spawn_blocking(f))),
+        context::Here::Stackless => None,
+        context::Here::Thread => Some(Ok(f())),
+    }
+}
+
 /// Runs `f` on the blocking pool of the current runtime (or the default one) and returns a
 /// handle to its result.
 ///

@@ -79,6 +79,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::JoinHandle as ThreadHandle;
 use std::time::Instant;
 
+pub(crate) use self::blocking::pool_or_here;
 pub use self::blocking::{blocking, spawn_blocking};
 pub use self::builder::Builder;
 pub use self::local::{go_local, spawn_local};
