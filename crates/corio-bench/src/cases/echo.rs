@@ -173,8 +173,9 @@ fn child_main(args: &[String]) -> Result<(), String> {
 /// same measurement. It still keeps its CPU ~96–98 % busy, because on loopback each side's
 /// `write` also does the kernel's receive work for the other side's socket, so the two
 /// processes' costs per message stay close; the server's share of the round trip is now
-/// the larger one (may's and Go's servers make ~3 calls per message, and those rows
-/// dropped from the lead to last with this client).
+/// the larger one: may's and Go's servers, which make ~3 calls per message (they read until
+/// `EAGAIN`), led or tied with the old client and fell behind corio's and tokio's with this
+/// one (`docs/net-bench.md`, "Thirteenth pass").
 fn load(addr: std::net::SocketAddr, clients: usize, window: Duration) -> Result<(), String> {
     use std::io::{ErrorKind, Read, Write};
     use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
