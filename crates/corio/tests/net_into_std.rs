@@ -11,7 +11,7 @@
 mod support;
 
 use std::io::{ErrorKind, Read, Write};
-use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
 use std::time::Duration;
 
 use corio::net::{TcpListener, TcpStream, UdpSocket, UnixDatagram, UnixListener, UnixStream};
@@ -460,6 +460,59 @@ rt_common! {
             let mut buf = [0u8; 1];
             std_stream.read_exact(&mut buf).unwrap();
             assert_eq!(&buf, b"3");
+        });
+    }
+
+    /// A socket whose descriptor its user duplicated (`as_fd().try_clone_to_owned()`; a
+    /// `fork` or `SCM_RIGHTS` do the same) leaves the runtime's epoll set when its last corio
+    /// handle drops. epoll drops an entry only when the socket's last descriptor closes: before,
+    /// the entry stayed while the duplicate lived, and every edge on the socket woke the idle
+    /// runtime for nothing (a stale token, ignored).
+    #[test]
+    fn a_socket_dropped_while_its_user_holds_a_duplicate_leaves_the_epoll_set() {
+        within(EVENTUALLY, || {
+            let rt = rt();
+            let (stream, peer) = tcp_pair();
+            let (stream, mut peer) = rt.run(move || {
+                let reader = corio::go(move || {
+                    let mut buf = [0u8; 1];
+                    (&stream).read_exact(&mut buf).unwrap();
+                    stream
+                });
+                corio::sleep(Duration::from_millis(10));
+                (&peer).write_all(b"1").unwrap();
+                (reader.join().unwrap(), peer)
+            });
+            let fd = stream.as_raw_fd();
+            let ino = socket_ino(fd);
+            assert_eq!(epolls_holding(fd, ino).len(), 1, "not registered");
+
+            let dup = stream.as_fd().try_clone_to_owned().unwrap();
+            drop(stream);
+            assert_eq!(
+                epolls_holding(fd, ino),
+                Vec::<RawFd>::new(),
+                "the socket stayed in the epoll set behind its duplicate"
+            );
+
+            // The runtime sleeps through the duplicate's traffic.
+            std::thread::sleep(Duration::from_millis(50)); // (a worker's spin ends)
+            let polls = rt.metrics().io_polls;
+            const WRITES: u64 = 20;
+            for _ in 0..WRITES {
+                peer.write_all(b"x").unwrap();
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            let mut dup = std::net::TcpStream::from(dup);
+            dup.set_nonblocking(false).unwrap();
+            let mut buf = [0u8; WRITES as usize];
+            dup.read_exact(&mut buf).unwrap();
+            assert_eq!(buf, [b'x'; WRITES as usize]);
+            let polls = rt.metrics().io_polls - polls;
+            assert!(
+                polls < WRITES / 2,
+                "{polls} netpoller polls while only a dropped socket's duplicate saw {WRITES} writes"
+            );
         });
     }
 

@@ -81,12 +81,14 @@
 //! peer's `send(MSG_OOB)` between two writes left the second one unread until the peer sent
 //! more (`tests/net_review_io.rs`, `urgent_data_does_not_strand_the_data_behind_it`).
 //!
-//! # Leaving the epoll set (handing a socket back)
+//! # Leaving the epoll set (a socket closed or handed back)
 //!
-//! A socket normally leaves the epoll set when its fd closes, and its `Registration` is then
-//! released. A socket handed back to its owner (`into_std`, `IntoRawFd`: `net/fd.rs`) keeps
-//! its fd, so [`Registration::deregister`] first removes it (`EPOLL_CTL_DEL`), then releases
-//! the registration. Releasing is all the rest needs: `EPOLL_CTL_DEL` also drops an event
+//! epoll drops an entry by itself only when the socket's *last* descriptor closes. A socket
+//! handed back to its owner (`into_std`, `IntoRawFd`: `net/fd.rs`) keeps its fd, and one
+//! corio closes may live on in a duplicate (`into_raw_fd`'s, or one the user made, which
+//! corio cannot see), so every registered socket leaves through
+//! [`Registration::deregister`], before its fd closes: it removes the socket
+//! (`EPOLL_CTL_DEL`), then releases the registration. Releasing is all the rest needs: `EPOLL_CTL_DEL` also drops an event
 //! the kernel has queued and no poller has taken yet, and an event a poller took before it
 //! carries the old generation, which the release retires (rule 2 of "Tokens"): it changes
 //! nothing, at worst wakes the next user of the `ScheduledIo` once for nothing.

@@ -22,8 +22,9 @@
 //! quietly (as `Arc::into_inner`: the others keep the socket open and working).
 //! [`Shared::into_fd`], which cannot refuse, hands out a duplicate of the descriptor then; the
 //! socket then outlives this `Source`'s fd, and epoll drops an entry only when the socket's
-//! last descriptor closes, so the `Source` is marked `duplicated` and its drop removes the
-//! socket from the epoll set first.
+//! last descriptor closes, so the `Source`'s drop removes a registered socket from the epoll
+//! set before it closes its fd — always, since a duplicate the user made is as invisible to
+//! corio as it is to epoll.
 //!
 //! # Nonblocking mode
 //!
@@ -99,10 +100,6 @@ pub(crate) struct Source<T: AsRawFd> {
     /// Per direction, how long a blocking-style call may wait: the timeout in ns (0: none)
     /// and, in the top bit, nonblocking mode ([`NONBLOCKING`]; "Nonblocking mode").
     limits: [AtomicU64; 2],
-    /// Set when a duplicate of the descriptor was handed out (`Shared::into_fd` with other
-    /// handles left), by that handle before it lets go of the `Arc`: the drop then takes the
-    /// socket out of the epoll set ("Handing the socket back").
-    duplicated: AtomicBool,
 }
 
 impl<T: AsRawFd> Source<T> {
@@ -114,7 +111,6 @@ impl<T: AsRawFd> Source<T> {
             init: Mutex::new(()),
             closed: AtomicBool::new(false),
             limits: [AtomicU64::new(0), AtomicU64::new(0)],
-            duplicated: AtomicBool::new(false),
         }
     }
 
@@ -756,13 +752,13 @@ impl<T: AsRawFd> Source<T> {
 
 impl<T: AsRawFd> Drop for Source<T> {
     fn drop(&mut self) {
-        // A plain read (`get_mut`): the handle that set the flag let go of its `Arc`
-        // afterwards, and the last `Arc`'s drop synchronises with every earlier one.
-        if *self.duplicated.get_mut()
-            && let Some(registration) = self.registration.take()
-        {
-            // Before `inner` closes: the socket lives on in the duplicate, and so would its
-            // epoll entry ("Handing the socket back").
+        // Before `inner` closes: epoll drops an entry only when the socket's *last* descriptor
+        // closes, and this one may not be the last — `into_raw_fd` handed out a duplicate
+        // (`Shared::into_fd`), or the user made one (`as_fd().try_clone_to_owned()`, a `fork`,
+        // `SCM_RIGHTS`), which corio cannot know of. Left in the set, the socket's every edge
+        // would wake the runtime for nothing while the duplicate lives ("Handing the socket
+        // back"). One system call per registered socket, as Go's and tokio's close.
+        if let Some(registration) = self.registration.take() {
             registration.deregister(self.inner.as_raw_fd());
         }
     }
@@ -891,8 +887,7 @@ impl<T: AsRawFd + AsFd> Shared<T> {
                 let fd = source.inner.as_fd().try_clone_to_owned().expect(
                     "into_raw_fd on a socket other handles share must duplicate its descriptor",
                 );
-                // Before this `Arc` goes: whichever handle drops last sees it.
-                source.duplicated.store(true, Ordering::Relaxed);
+                // Whichever handle drops last takes the socket out of the epoll set.
                 fd
             }
         }
