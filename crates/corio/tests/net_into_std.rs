@@ -81,6 +81,26 @@ fn tcp_pair() -> (TcpStream, std::net::TcpStream) {
     (TcpStream::from_std(client).unwrap(), peer)
 }
 
+/// `stream` and its peer after a coroutine on `rt` waited in a read on `stream` until the peer
+/// sent `msg`: the stream has registered with `rt` (its epoll set holds it), the message is read.
+fn waited_in(
+    rt: &corio::Runtime,
+    stream: TcpStream,
+    peer: std::net::TcpStream,
+    msg: &'static [u8],
+) -> (TcpStream, std::net::TcpStream) {
+    rt.run(move || {
+        let reader = corio::go(move || {
+            let mut buf = vec![0u8; msg.len()];
+            (&stream).read_exact(&mut buf).unwrap();
+            stream
+        });
+        corio::sleep(Duration::from_millis(10));
+        (&peer).write_all(msg).unwrap();
+        (reader.join().unwrap(), peer)
+    })
+}
+
 /// A fresh socket path in the temp dir (removed first).
 fn socket_path(name: &str) -> std::path::PathBuf {
     let path = std::env::temp_dir().join(format!("corio-into-std-{}-{name}", std::process::id()));
@@ -256,16 +276,7 @@ rt_common! {
             let first = rt();
             let second = rt();
             let (stream, peer) = tcp_pair();
-            let (stream, mut peer) = first.run(move || {
-                let reader = corio::go(move || {
-                    let mut buf = [0u8; 3];
-                    (&stream).read_exact(&mut buf).unwrap();
-                    stream
-                });
-                corio::sleep(Duration::from_millis(10));
-                (&peer).write_all(b"one").unwrap();
-                (reader.join().unwrap(), peer)
-            });
+            let (stream, mut peer) = waited_in(&first, stream, peer, b"one");
             let ino = socket_ino(stream.as_raw_fd());
             let in_first = epolls_holding(stream.as_raw_fd(), ino);
             assert_eq!(in_first.len(), 1, "the stream was not registered");
@@ -473,16 +484,7 @@ rt_common! {
         within(EVENTUALLY, || {
             let rt = rt();
             let (stream, peer) = tcp_pair();
-            let (stream, mut peer) = rt.run(move || {
-                let reader = corio::go(move || {
-                    let mut buf = [0u8; 1];
-                    (&stream).read_exact(&mut buf).unwrap();
-                    stream
-                });
-                corio::sleep(Duration::from_millis(10));
-                (&peer).write_all(b"1").unwrap();
-                (reader.join().unwrap(), peer)
-            });
+            let (stream, mut peer) = waited_in(&rt, stream, peer, b"1");
             let fd = stream.as_raw_fd();
             let ino = socket_ino(fd);
             assert_eq!(epolls_holding(fd, ino).len(), 1, "not registered");
@@ -520,18 +522,8 @@ rt_common! {
     fn a_socket_whose_runtime_is_gone_is_handed_back_working() {
         within(EVENTUALLY, || {
             let rt = rt();
-            let (stream, mut peer) = tcp_pair();
-            let stream = rt.run(move || {
-                let reader = corio::go(move || {
-                    let mut buf = [0u8; 1];
-                    (&stream).read_exact(&mut buf).unwrap();
-                    stream
-                });
-                corio::sleep(Duration::from_millis(10));
-                peer.write_all(b"1").unwrap();
-                (reader.join().unwrap(), peer)
-            });
-            let (stream, mut peer) = stream;
+            let (stream, peer) = tcp_pair();
+            let (stream, mut peer) = waited_in(&rt, stream, peer, b"1");
             let ino = socket_ino(stream.as_raw_fd());
             drop(rt);
             let mut stream = stream.into_std().unwrap();

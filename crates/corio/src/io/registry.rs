@@ -84,14 +84,14 @@
 //! # Leaving the epoll set (a socket closed or handed back)
 //!
 //! epoll drops an entry by itself only when the socket's *last* descriptor closes. A socket
-//! handed back to its owner (`into_std`, `IntoRawFd`: `net/fd.rs`) keeps its fd, and one
-//! corio closes may live on in a duplicate (`into_raw_fd`'s, or one the user made, which
-//! corio cannot see), so every registered socket leaves through
-//! [`Registration::deregister`], before its fd closes: it removes the socket
-//! (`EPOLL_CTL_DEL`), then releases the registration. Releasing is all the rest needs: `EPOLL_CTL_DEL` also drops an event
-//! the kernel has queued and no poller has taken yet, and an event a poller took before it
-//! carries the old generation, which the release retires (rule 2 of "Tokens"): it changes
-//! nothing, at worst wakes the next user of the `ScheduledIo` once for nothing.
+//! handed back to its owner (`into_std`, `IntoRawFd`: `net/fd.rs`) keeps its fd, and a socket
+//! corio closes may live on in a duplicate (`into_raw_fd`'s, or one the user made, which corio
+//! cannot see). So every registered socket leaves through [`Registration::deregister`] before
+//! its fd closes: it removes the socket (`EPOLL_CTL_DEL`), then releases the registration.
+//! Releasing is all the rest needs: `EPOLL_CTL_DEL` also drops an event the kernel has queued
+//! and no poller has taken yet, and an event a poller took before it carries the old
+//! generation, which the release retires (rule 2 of "Tokens"): it changes nothing, at worst
+//! wakes the next user of the `ScheduledIo` once for nothing.
 //!
 //! The registry reaches the epoll instance through a weak reference to the driver's fd
 //! (`Registry::epoll`): a socket that outlives its runtime must not keep the runtime's
