@@ -118,14 +118,21 @@ impl<T: AsRawFd> Source<T> {
     /// use without corio (still nonblocking).
     fn into_inner(self) -> T {
         let mut this = ManuallyDrop::new(self);
-        if let Some(registration) = this.registration.take() {
-            registration.deregister(this.inner.as_raw_fd());
-        }
+        this.leave_epoll();
         // SAFETY: `inner` is read once and `this` is never used or dropped after it, so the
         // socket has one owner. The fields left behind need no drop: the registration was
         // taken above, `init` is a `Mutex<()>` and the rest are atomics (forgetting them
         // would at worst leak, never be unsound).
         unsafe { std::ptr::read(&this.inner) }
+    }
+
+    /// Takes a registered socket out of its runtime's epoll set and releases its registration
+    /// (`Registration::deregister`); the fd stays open. What the drop and `into_inner` do
+    /// first.
+    fn leave_epoll(&mut self) {
+        if let Some(registration) = self.registration.take() {
+            registration.deregister(self.inner.as_raw_fd());
+        }
     }
 
     /// The socket, for the calls that never wait (addresses, options).
@@ -758,9 +765,7 @@ impl<T: AsRawFd> Drop for Source<T> {
         // `SCM_RIGHTS`), which corio cannot know of. Left in the set, the socket's every edge
         // would wake the runtime for nothing while the duplicate lives ("Handing the socket
         // back"). One system call per registered socket, as Go's and tokio's close.
-        if let Some(registration) = self.registration.take() {
-            registration.deregister(self.inner.as_raw_fd());
-        }
+        self.leave_epoll();
     }
 }
 
