@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# A paired comparison of two servers, for ratios smaller than the spread of one run's rounds
+# (docs/net-bench.md, "Fifteenth pass"). Both servers run for the whole cell, pinned to CPU 0
+# (an idle corio, tokio or may server makes no wake-ups, so the one not under load costs the
+# other nothing); the load, pinned to CPU 1, alternates between them in short windows, A B, B A,
+# A B, ..., so that a drift of the machine's load lands on both sides of each pair. Prints each
+# pair, then the median of the per-pair ratios A / B with a 95 % bootstrap interval and the
+# number of pairs above 1; the same for p99 (keep-alive only: wrk's own latencies of a pipelined
+# batch are not kept; corio-bench's `http` case reads them from its histogram).
+#
+# usage: pair.sh PAIRS SECS KIND CONNS BIN A B
+#   KIND  ka | pipe (wrk -t1 -cCONNS, pipelined 16 deep) | echo (the `echo load` client, CONNS clients)
+#   A, B  servers: for ka/pipe corio | corio-hyper | may_minihttp | hyper-tokio | go;
+#         for echo corio | corio-async | tokio | may | go
+# example: pair.sh 30 3 ka 256 target/release/corio-bench corio may_minihttp
+set -u
+pairs=$1; secs=$2; kind=$3; conns=$4; bin=$5; a=$6; b=$7
+lua=${TMPDIR:-/tmp}/corio-pair-pipe.lua
+cat > "$lua" <<'L'
+init = function(args) local r = {} for i = 1, 16 do r[i] = wrk.format(nil, "/plaintext") end req = table.concat(r) end
+request = function() return req end
+L
+case $kind in echo) group=echo ;; *) group=http ;; esac
+
+declare -A pid addr
+for s in "$a" "$b"; do
+  out=$(mktemp)
+  taskset -c 0 "$bin" __child $group serve "$s" > "$out" 2>/dev/null &
+  pid[$s]=$!
+  for _ in $(seq 100); do grep -q '@addr' "$out" && break; sleep 0.1; done
+  addr[$s]=$(awk '/@addr/ {print $2}' "$out")
+  rm -f "$out"
+  [ -n "${addr[$s]}" ] || { echo "server $s did not start" >&2; kill "${pid[@]}"; exit 1; }
+done
+trap 'kill "${pid[@]}" 2>/dev/null' EXIT
+
+# One window of load against server $1: prints "rate p99_us" (p99 empty for echo).
+window() {
+  local s=$1 d=$2 res
+  case $kind in
+    echo)
+      res=$(taskset -c 1 timeout 120 "$bin" __child echo load "${addr[$s]}" "$conns" $((d * 1000)) 2>&1)
+      echo "$(echo "$res" | awk '/@messages_per_sec/ {print $2}') -" ;;
+    *)
+      local extra=""; [ "$kind" = pipe ] && extra="-s $lua"
+      res=$(taskset -c 1 timeout 120 wrk -t1 -c"$conns" -d"${d}s" --latency $extra "http://${addr[$s]}/plaintext" 2>&1)
+      echo "$res" | awk '
+        /Requests\/sec/ {r = $2}
+        $1 == "99%" { v = $2
+          if (v ~ /ms$/) { sub(/ms/, "", v); v *= 1000 } else if (v ~ /us$/) { sub(/us/, "", v) }
+          else if (v ~ /s$/) { sub(/s/, "", v); v *= 1e6 }
+          p = v }
+        END { print r, (p == "" || pipe ? "-" : p) }' pipe=$([ "$kind" = pipe ] && echo 1 || echo 0) ;;
+  esac
+}
+
+for s in "$a" "$b"; do window "$s" 1 > /dev/null; done   # warm-up
+data=$(mktemp)
+for i in $(seq "$pairs"); do
+  if [ $((i % 2)) = 1 ]; then first=$a; second=$b; else first=$b; second=$a; fi
+  declare -A got
+  got[$first]=$(window "$first" "$secs")
+  got[$second]=$(window "$second" "$secs")
+  echo "$i ${got[$a]} ${got[$b]}" | tee -a "$data" >&2
+done
+
+python3 - "$data" "$a" "$b" "$kind $conns" <<'PY'
+import random, statistics, sys
+path, a, b, cell = sys.argv[1:]
+rows = [l.split() for l in open(path) if l.strip()]
+def summary(name, ia, ib, higher_is_better):
+    ratios = []
+    for r in rows:
+        try:
+            ratios.append(float(r[ia]) / float(r[ib]))
+        except (ValueError, ZeroDivisionError):
+            pass
+    if not ratios:
+        return
+    random.seed(1)
+    boot = sorted(statistics.median(random.choices(ratios, k=len(ratios))) for _ in range(5000))
+    lo, hi = boot[int(0.025 * len(boot))], boot[int(0.975 * len(boot)) - 1]
+    above = sum(x > 1 for x in ratios)
+    print(f"{cell}: {name} {a}/{b} median {statistics.median(ratios):.3f} "
+          f"[95 % {lo:.3f}-{hi:.3f}], above 1 in {above} of {len(ratios)}; "
+          f"{a} {statistics.median(float(r[ia]) for r in rows if r[ia] != '-'):.0f}, "
+          f"{b} {statistics.median(float(r[ib]) for r in rows if r[ib] != '-'):.0f}")
+summary("rate", 1, 3, True)
+summary("p99", 2, 4, False)
+PY
+rm -f "$data"
