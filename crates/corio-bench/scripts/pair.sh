@@ -11,7 +11,9 @@
 # usage: pair.sh PAIRS SECS KIND CONNS BIN A B
 #   KIND  ka | pipe (wrk -t1 -cCONNS, pipelined 16 deep) | echo (the `echo load` client, CONNS clients)
 #   A, B  servers: for ka/pipe corio | corio-hyper | may_minihttp | hyper-tokio | go;
-#         for echo corio | corio-async | tokio | may | go
+#         for echo corio | corio-async | tokio | may | go; a server may be preceded by
+#         environment settings for its process, `VAR=value,VAR2=value:server` (an A/B of a
+#         build that reads a setting from the environment)
 # example: pair.sh 30 3 ka 256 target/release/corio-bench corio may_minihttp
 set -u
 pairs=$1; secs=$2; kind=$3; conns=$4; bin=$5; a=$6; b=$7
@@ -25,7 +27,9 @@ case $kind in echo) group=echo ;; *) group=http ;; esac
 declare -A pid addr
 for s in "$a" "$b"; do
   out=$(mktemp)
-  taskset -c 0 "$bin" __child $group serve "$s" > "$out" 2>/dev/null &
+  envs=(); srv=$s
+  if [[ $s == *:* ]]; then IFS=, read -ra envs <<< "${s%%:*}"; srv=${s#*:}; fi
+  env "${envs[@]}" taskset -c 0 "$bin" __child $group serve "$srv" > "$out" 2>/dev/null &
   pid[$s]=$!
   for _ in $(seq 100); do grep -q '@addr' "$out" && break; sleep 0.1; done
   addr[$s]=$(awk '/@addr/ {print $2}' "$out")
