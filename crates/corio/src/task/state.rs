@@ -375,10 +375,14 @@ impl State {
     /// completed (the task side may be waking it).
     pub(crate) fn unset_waker(&self) -> Result<Snapshot, Snapshot> {
         self.fetch_update_action(|s| {
-            debug_assert!(s.is_join_interested() && s.is_join_waker_set());
+            debug_assert!(s.is_join_interested());
+            // Completion first: the caller saw JOIN_WAKER set, but a task that completed since
+            // may already have woken the waker and cleared the bit
+            // (`unset_waker_after_complete`). Only a task still running must have it set.
             if s.is_complete() {
                 return (Err(s), None);
             }
+            debug_assert!(s.is_join_waker_set());
             let next = Snapshot(s.0 & !JOIN_WAKER);
             (Ok(next), Some(next))
         })
@@ -519,6 +523,24 @@ mod tests {
         let done = state.transition_to_complete();
         assert!(done.is_complete() && !done.is_running());
         assert!(state.set_join_waker().is_err());
+    }
+
+    /// The race the `JoinHandle` loses when it replaces its waker: it saw `JOIN_WAKER` set and
+    /// the task running, then the task completed, woke the old waker and gave the field back
+    /// (`unset_waker_after_complete`) before the handle's `unset_waker` ran. `unset_waker`
+    /// must then report the completion (the handle reads the output), not assert that the
+    /// bit it saw is still set: a debug build panicked in the joiner's poll
+    /// (`fs_async_traits`, under CI's load).
+    #[test]
+    fn taking_the_join_waker_back_after_the_task_completed_and_gave_it_back_reports_completion() {
+        let state = State::new();
+        assert!(state.set_join_waker().is_ok());
+        let _ = state.transition_to_running();
+        assert!(state.transition_to_complete().is_join_waker_set());
+        let after = state.unset_waker_after_complete();
+        assert!(after.is_complete() && !after.is_join_waker_set());
+        let taken = state.unset_waker();
+        assert!(taken.is_err_and(|s| s.is_complete()));
     }
 
     /// The direct hand-off's transitions (`WorkerCtx::direct_block`) take only the plain
