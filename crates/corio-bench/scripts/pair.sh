@@ -72,7 +72,7 @@ python3 - "$data" "$a" "$b" "$kind $conns" <<'PY'
 import random, statistics, sys
 path, a, b, cell = sys.argv[1:]
 rows = [l.split() for l in open(path) if l.strip()]
-def summary(name, ia, ib, higher_is_better):
+def summary(name, ia, ib):
     ratios = []
     for r in rows:
         try:
@@ -89,7 +89,7 @@ def summary(name, ia, ib, higher_is_better):
           f"[95 % {lo:.3f}-{hi:.3f}], above 1 in {above} of {len(ratios)}; "
           f"{a} {statistics.median(float(r[ia]) for r in rows if r[ia] != '-'):.0f}, "
           f"{b} {statistics.median(float(r[ib]) for r in rows if r[ib] != '-'):.0f}")
-summary("rate", 1, 3, True)
-summary("p99", 2, 4, False)
+summary("rate", 1, 3)
+summary("p99", 2, 4)
 PY
 rm -f "$data"

@@ -13,18 +13,9 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use corio::net::{TcpListener, TcpStream};
-use support::{EVENTUALLY, within};
+use support::{EVENTUALLY, open_fds, within};
 
 static SERIAL: Mutex<()> = Mutex::new(());
-
-fn open_fds() -> Vec<String> {
-    let mut fds: Vec<String> = std::fs::read_dir("/proc/self/fd")
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    fds.sort();
-    fds
-}
 
 #[test]
 fn dropping_the_runtime_closes_every_fd_it_opened() {

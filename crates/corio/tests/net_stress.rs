@@ -36,7 +36,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use corio::net::{TcpListener, TcpStream, UnixStream};
-use support::{EVENTUALLY, Rng, within};
+use support::{EVENTUALLY, Rng, open_fds, within};
 
 /// Serialises the tests of this file: each compares the process's descriptors before and after
 /// its runtime, which another test's sockets would disturb.
@@ -64,15 +64,6 @@ fn seed() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_nanos() as u64
-}
-
-fn open_fds() -> Vec<String> {
-    let mut fds: Vec<String> = std::fs::read_dir("/proc/self/fd")
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    fds.sort();
-    fds
 }
 
 /// Runs `body` (which builds and drops its runtime) and checks that the process's descriptors
@@ -796,19 +787,46 @@ fn pause(rng: &mut Rng) {
     }
 }
 
-/// A connected TCP pair, made in a coroutine (the Unix races are in `races`).
-fn pair() -> (TcpStream, TcpStream) {
-    support::tcp_pair()
-}
-
 /// A read's result where nothing was ever sent: EOF or an error, never data.
 fn nothing_read(r: &std::io::Result<usize>) -> bool {
     !matches!(r, Ok(n) if *n > 0)
 }
 
+/// The waiting side of a race: a random pause, then a read of up to 16 bytes.
+fn read_after_pause(rng: &mut Rng, mut s: impl Read) -> std::io::Result<usize> {
+    pause(rng);
+    let mut buf = [0u8; 16];
+    s.read(&mut buf)
+}
+
+/// The other side of a race: a coroutine that drops `what` after a random pause.
+fn drop_after_pause<T: Send + 'static>(mut rng: Rng, what: T) -> corio::JoinHandle<()> {
+    corio::go(move || {
+        pause(&mut rng);
+        drop(what);
+    })
+}
+
+/// Writes to a peer that never reads until a write fails: the bytes sent and the error's
+/// kind, or `ErrorKind::Other` if 256 MiB went through (nothing stopped the writer).
+fn write_until_error(mut s: impl Write) -> (usize, ErrorKind) {
+    let chunk = vec![7u8; 256 << 10];
+    let mut sent = 0usize;
+    loop {
+        match s.write(&chunk) {
+            Ok(n) => sent += n,
+            Err(e) => return (sent, e.kind()),
+        }
+        if sent > 256 << 20 {
+            return (sent, ErrorKind::Other);
+        }
+    }
+}
+
 /// One race; `Err` describes a waiter that woke wrongly (a hang is the watchdog's to catch).
 fn race(kind: Race, rng: &mut Rng) -> Result<(), String> {
-    let (mut a, mut peer) = pair();
+    // A connected TCP pair (the Unix races are in `races`).
+    let (mut a, mut peer) = support::tcp_pair();
     // Either end: the accepted one has not waited yet, so its first wait registers it with
     // the netpoller, racing the other coroutine's close.
     if rng.chance(50) {
@@ -825,15 +843,8 @@ fn race(kind: Race, rng: &mut Rng) -> Result<(), String> {
                     .unwrap();
             }
             let b = a.try_clone().unwrap();
-            let reader = corio::go(move || {
-                pause(&mut r1);
-                let mut buf = [0u8; 16];
-                (&a).read(&mut buf)
-            });
-            let dropper = corio::go(move || {
-                pause(&mut r2);
-                drop(b);
-            });
+            let reader = corio::go(move || read_after_pause(&mut r1, &a));
+            let dropper = drop_after_pause(r2, b);
             joined(dropper.join());
             let r = joined(reader.join());
             if !nothing_read(&r) {
@@ -857,10 +868,7 @@ fn race(kind: Race, rng: &mut Rng) -> Result<(), String> {
                     a.read_async(&mut buf).await
                 }
             });
-            let dropper = corio::go(move || {
-                pause(&mut r2);
-                drop(b);
-            });
+            let dropper = drop_after_pause(r2, b);
             joined(dropper.join());
             let r = joined(reader.join());
             if !nothing_read(&r) {
@@ -876,15 +884,8 @@ fn race(kind: Race, rng: &mut Rng) -> Result<(), String> {
                 drop(peer);
                 r
             });
-            let reader = corio::go(move || {
-                pause(&mut r1);
-                let mut buf = [0u8; 16];
-                (&*read).read(&mut buf)
-            });
-            let dropper = corio::go(move || {
-                pause(&mut r2);
-                drop(write);
-            });
+            let reader = corio::go(move || read_after_pause(&mut r1, &*read));
+            let dropper = drop_after_pause(r2, write);
             joined(dropper.join());
             match joined(closer.join()) {
                 Ok(0) => {}
@@ -904,11 +905,7 @@ fn race(kind: Race, rng: &mut Rng) -> Result<(), String> {
             } else {
                 Shutdown::Both
             };
-            let reader = corio::go(move || {
-                pause(&mut r1);
-                let mut buf = [0u8; 16];
-                (&*a).read(&mut buf)
-            });
+            let reader = corio::go(move || read_after_pause(&mut r1, &*a));
             let shutter = corio::go(move || {
                 pause(&mut r2);
                 b.shutdown(how)
@@ -925,17 +922,7 @@ fn race(kind: Race, rng: &mut Rng) -> Result<(), String> {
                 pause(&mut r1);
                 // The peer never reads: the send buffer fills and the writer waits, until the
                 // other handle's drop wakes it with an error.
-                let chunk = vec![7u8; 256 << 10];
-                let mut sent = 0usize;
-                loop {
-                    match (&a).write(&chunk) {
-                        Ok(n) => sent += n,
-                        Err(e) => return (sent, e.kind()),
-                    }
-                    if sent > 256 << 20 {
-                        return (sent, ErrorKind::Other);
-                    }
-                }
+                write_until_error(&a)
             });
             let dropper = corio::go(move || {
                 pause(&mut r2);
@@ -956,15 +943,8 @@ fn race(kind: Race, rng: &mut Rng) -> Result<(), String> {
             return Ok(());
         }
         Race::ReadVsPeerDrop => {
-            let reader = corio::go(move || {
-                pause(&mut r1);
-                let mut buf = [0u8; 16];
-                (&a).read(&mut buf)
-            });
-            let dropper = corio::go(move || {
-                pause(&mut r2);
-                drop(peer);
-            });
+            let reader = corio::go(move || read_after_pause(&mut r1, &a));
+            let dropper = drop_after_pause(r2, peer);
             joined(dropper.join());
             let r = joined(reader.join());
             if !nothing_read(&r) {
@@ -977,17 +957,7 @@ fn race(kind: Race, rng: &mut Rng) -> Result<(), String> {
             let b = a.clone();
             let writer = corio::go(move || {
                 pause(&mut r1);
-                let chunk = vec![7u8; 256 << 10];
-                let mut sent = 0usize;
-                loop {
-                    match (&*a).write(&chunk) {
-                        Ok(n) => sent += n,
-                        Err(e) => return (sent, e.kind()),
-                    }
-                    if sent > 256 << 20 {
-                        return (sent, ErrorKind::Other);
-                    }
-                }
+                write_until_error(&*a)
             });
             let shutter = corio::go(move || {
                 pause(&mut r2);
@@ -1014,10 +984,7 @@ fn race(kind: Race, rng: &mut Rng) -> Result<(), String> {
                 (&*write).write_all(&content(0, 0, n))?;
                 Ok::<_, std::io::Error>(write)
             });
-            let dropper = corio::go(move || {
-                pause(&mut r2);
-                drop(read);
-            });
+            let dropper = drop_after_pause(r2, read);
             let reader = corio::go(move || read_checked(&peer, 0, 0, n, 64 << 10, "the peer"));
             joined(dropper.join());
             joined(reader.join())?;
@@ -1031,17 +998,10 @@ fn race(kind: Race, rng: &mut Rng) -> Result<(), String> {
                 .map(|_| {
                     let a = a.clone();
                     let mut r = Rng::new(r1.next_u64());
-                    corio::go(move || {
-                        pause(&mut r);
-                        let mut buf = [0u8; 16];
-                        (&*a).read(&mut buf)
-                    })
+                    corio::go(move || read_after_pause(&mut r, &*a))
                 })
                 .collect();
-            let dropper = corio::go(move || {
-                pause(&mut r2);
-                drop(b);
-            });
+            let dropper = drop_after_pause(r2, b);
             joined(dropper.join());
             for reader in readers {
                 let r = joined(reader.join());
@@ -1156,11 +1116,7 @@ fn race(kind: Race, rng: &mut Rng) -> Result<(), String> {
         }
         Race::ReadVsIntoStdOfClone => {
             let b = a.try_clone().unwrap();
-            let reader = corio::go(move || {
-                pause(&mut r1);
-                let mut buf = [0u8; 16];
-                (&a).read(&mut buf).map(|n| (n, a))
-            });
+            let reader = corio::go(move || read_after_pause(&mut r1, &a).map(|n| (n, a)));
             pause(&mut r2);
             if r2.chance(50) {
                 match b.into_std() {
@@ -1262,16 +1218,9 @@ fn races(workers: usize, seed: u64) {
         for i in 0..RACES / 4 {
             let (a, peer) = UnixStream::pair().unwrap();
             let b = a.try_clone().unwrap();
-            let (mut r1, mut r2) = (Rng::new(seed ^ i), Rng::new(seed ^ i ^ 1));
-            let reader = corio::go(move || {
-                pause(&mut r1);
-                let mut buf = [0u8; 16];
-                (&a).read(&mut buf)
-            });
-            let dropper = corio::go(move || {
-                pause(&mut r2);
-                drop(b);
-            });
+            let (mut r1, r2) = (Rng::new(seed ^ i), Rng::new(seed ^ i ^ 1));
+            let reader = corio::go(move || read_after_pause(&mut r1, &a));
+            let dropper = drop_after_pause(r2, b);
             joined(dropper.join());
             let r = joined(reader.join());
             assert!(

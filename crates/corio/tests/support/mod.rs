@@ -65,6 +65,17 @@ pub fn rt(workers: usize) -> Runtime {
         .expect("cannot build a runtime")
 }
 
+/// The process's open descriptors (the names in `/proc/self/fd`), sorted: compared before and
+/// after a runtime's life to find the ones it left open.
+pub fn open_fds() -> Vec<String> {
+    let mut fds: Vec<String> = std::fs::read_dir("/proc/self/fd")
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    fds.sort();
+    fds
+}
+
 /// A generous limit for "finishes eventually" on a loaded 2-core machine.
 pub const EVENTUALLY: Duration = Duration::from_secs(30);
 
