@@ -14,12 +14,13 @@
 //!   together far fewer packets than `netdev_max_backlog`: no datagram may be lost, and a
 //!   missing echo is a failure (after a generous limit, as a missed wakeup would look the same).
 //! - races: a waiter (a coroutine, a task or a plain thread) in `recv`/`recv_from` on a UDP or
-//!   Unix datagram socket, or in `read`/`write` on a Unix stream, while another coroutine drops a
-//!   `try_clone`, shuts the socket down, drops the peer (Unix streams only: a datagram socket's
-//!   waiter is not woken by its peer's close, by the kernel either) or hands a clone back with
-//!   `into_std`, after a random pause; or while datagrams/bytes arrive at random moments for a
-//!   waiter that times out again and again, or that is aborted. The waiter must wake (with data,
-//!   EOF or an error as the race allows), never hang, and never lose what was sent.
+//!   Unix datagram socket, or in `read`/`write` on a Unix stream or a TCP stream (whose waits
+//!   `net_stress` races in coroutines only), while another coroutine drops a `try_clone`, shuts
+//!   the socket down, drops the peer (not for a datagram socket's reader, which its peer's close
+//!   does not wake, in the kernel either) or hands a clone back with `into_std`, after a random
+//!   pause; or while datagrams/bytes arrive at random moments for a waiter that times out again
+//!   and again, or that is aborted; and ping-pongs of random sizes. The waiter must wake (with
+//!   data, EOF or an error as the race allows), never hang, and never lose what was sent.
 //! - the same races across workers: on the 2-worker runtime each side runs on a worker of its
 //!   own — the waiter on one, the dropper, shutter or sender on the other — plus ping-pongs
 //!   (TCP, Unix stream, UDP, Unix datagram) whose two ends sit on different workers, so every
@@ -54,16 +55,16 @@ use support::{EVENTUALLY, Rng, TempDir, open_fds, within};
 static SERIAL: Mutex<()> = Mutex::new(());
 
 /// The datagram soak's links per flavour, and datagrams per link (at most).
-const LINKS: u64 = 24;
+const LINKS: u64 = 32;
 const DATAGRAMS: u64 = 60;
 
 /// Datagrams one link keeps in flight at most (below `max_dgram_qlen`'s default of 10, so that a
-/// Unix sender is not held up by its peer's queue; 24 links of this many are far below
+/// Unix sender is not held up by its peer's queue; 32 links of this many are far below
 /// `netdev_max_backlog`'s 1000 packets).
 const WINDOW: u64 = 8;
 
 /// Races per flavour in each of the race tests.
-const RACES: u64 = 300;
+const RACES: u64 = 600;
 
 /// How long a soak waits for an echo before calling it lost: generous, as a lost wakeup looks
 /// the same (and the watchdog's limit is longer).
@@ -207,6 +208,7 @@ impl Places {
                 }
             }
         }
+        eprintln!("anchors on {workers} worker threads after {batches} batches of probes");
         let places = Places { anchors };
         // The children stay on their anchor's thread.
         for (k, a) in places.anchors.iter().enumerate() {
@@ -758,7 +760,7 @@ enum Family {
     Udp,
     UnixDgram,
     UnixStream,
-    /// Only in the ping-pongs (`net_stress` races TCP's waits).
+    /// `net_stress` races TCP's waits in coroutines; here its tasks and plain threads too.
     Tcp,
 }
 
@@ -968,13 +970,13 @@ impl Race {
             | Race::ReadVsIntoStdOfClone
             | Race::TwoReadersVsCloneDrop
             | Race::TimedReadsVsData
-            | Race::AbortedReadVsData => &[Udp, UnixDgram, UnixStream],
-            Race::ReadVsShutdown | Race::WriteVsCloneDrop | Race::WriteVsShutdown => {
-                &[UnixDgram, UnixStream]
-            }
-            Race::WriteVsPeerDrop => &[UnixDgram, UnixStream],
-            Race::ReadVsPeerDrop => &[UnixStream],
-            Race::PingPong => &[Udp, UnixDgram, UnixStream, Tcp],
+            | Race::AbortedReadVsData
+            | Race::PingPong => &[Udp, UnixDgram, UnixStream, Tcp],
+            Race::ReadVsShutdown
+            | Race::WriteVsCloneDrop
+            | Race::WriteVsShutdown
+            | Race::WriteVsPeerDrop => &[UnixDgram, UnixStream, Tcp],
+            Race::ReadVsPeerDrop => &[UnixStream, Tcp],
         }
     }
 }
@@ -1545,6 +1547,8 @@ fn races(workers: usize, seed: u64, apart: bool) {
             Places::anywhere()
         };
         let mut rng = Rng::new(seed ^ if apart { 0xc055 } else { 0x7ace });
+        // How many races of each kind ran, printed at the end (the same for the same seed).
+        let mut tally = BTreeMap::new();
         for i in 0..RACES {
             let kind = RACE_KINDS[rng.below(RACE_KINDS.len() as u64) as usize];
             let families = kind.families();
@@ -1552,7 +1556,9 @@ fn races(workers: usize, seed: u64, apart: bool) {
             if let Err(e) = race(kind, family, &mut rng, &places) {
                 panic!("seed {seed}, {workers} workers, race {i} ({kind:?} on {family:?}): {e}");
             }
+            *tally.entry(format!("{kind:?}")).or_insert(0) += 1;
         }
+        eprintln!("seed {seed}, {workers} workers: races run {tally:?}");
     });
     drop(rt);
 }
