@@ -829,6 +829,15 @@ impl Sock {
         }
     }
 
+    fn set_write_timeout(&self, t: Option<Duration>) {
+        match self {
+            Sock::Udp(s, _) => s.set_write_timeout(t).unwrap(),
+            Sock::UDgram(s) => s.set_write_timeout(t).unwrap(),
+            Sock::UStream(s) => s.set_write_timeout(t).unwrap(),
+            Sock::Tcp(s) => s.set_write_timeout(t).unwrap(),
+        }
+    }
+
     fn set_read_timeout(&self, t: Option<Duration>) {
         match self {
             Sock::Udp(s, _) => s.set_read_timeout(t).unwrap(),
@@ -940,12 +949,17 @@ enum Race {
     /// A task reads and is aborted as a message arrives, beside a second waiter: whichever way
     /// the race goes, the second is not left waiting for a message the first took the wakeup of.
     AbortedReadVsData,
+    /// A writer with a short timeout (a write timeout, or `timeout_async` around
+    /// `write_async`) sends a large transfer, retrying after each timeout, while the peer drains
+    /// it slowly: every byte or datagram arrives once, in order (a write that timed out wrote
+    /// nothing).
+    TimedWritesVsDrain,
     /// Round trips of random sizes between two sides (placed apart: every wakeup crosses the
     /// workers).
     PingPong,
 }
 
-const RACE_KINDS: [Race; 11] = [
+const RACE_KINDS: [Race; 12] = [
     Race::ReadVsCloneDrop,
     Race::ReadVsShutdown,
     Race::ReadVsPeerDrop,
@@ -956,6 +970,7 @@ const RACE_KINDS: [Race; 11] = [
     Race::WriteVsPeerDrop,
     Race::TimedReadsVsData,
     Race::AbortedReadVsData,
+    Race::TimedWritesVsDrain,
     Race::PingPong,
 ];
 
@@ -975,7 +990,8 @@ impl Race {
             Race::ReadVsShutdown
             | Race::WriteVsCloneDrop
             | Race::WriteVsShutdown
-            | Race::WriteVsPeerDrop => &[UnixDgram, UnixStream, Tcp],
+            | Race::WriteVsPeerDrop
+            | Race::TimedWritesVsDrain => &[UnixDgram, UnixStream, Tcp],
             Race::ReadVsPeerDrop => &[UnixStream, Tcp],
         }
     }
@@ -1287,6 +1303,102 @@ fn ping_pong_side(
     )
 }
 
+/// The byte at `offset` of message `m` of a `TimedWritesVsDrain` transfer.
+fn transfer_byte(m: usize, offset: usize) -> u8 {
+    (m * 7 + offset % 251) as u8
+}
+
+/// A writer on side `k`, in `style`, with the timeout `limit`, sending `msgs` messages of
+/// `len` bytes (datagrams, or one run of a stream's bytes), retrying each write that times
+/// out: the number of timeouts, or what went wrong.
+fn timed_write_side(
+    places: &Places,
+    k: usize,
+    style: Style,
+    s: Arc<Sock>,
+    limit: Duration,
+    msgs: usize,
+    len: usize,
+) -> Side<Result<usize, String>> {
+    if style != Style::Task {
+        s.set_write_timeout(Some(limit));
+    }
+    let s2 = s.clone();
+    let message = move |m: usize| (0..len).map(|i| transfer_byte(m, i)).collect::<Vec<u8>>();
+    places.side(
+        k,
+        style,
+        move || {
+            let mut timeouts = 0;
+            for m in 0..msgs {
+                let msg = message(m);
+                let mut done = 0;
+                while done < len {
+                    match s.write(&msg[done..]) {
+                        Ok(n) if s.is_dgram() && n != len => {
+                            return Err(format!("datagram {m}: {n} of {len} bytes sent"));
+                        }
+                        Ok(n) => done += n,
+                        Err(e) if e.kind() == ErrorKind::TimedOut => timeouts += 1,
+                        Err(e) => return Err(format!("message {m} after {done}: {e}")),
+                    }
+                }
+            }
+            Ok(timeouts)
+        },
+        move || async move {
+            let mut timeouts = 0;
+            for m in 0..msgs {
+                let msg = message(m);
+                let mut done = 0;
+                while done < len {
+                    match corio::time::timeout_async(limit, s2.write_async(&msg[done..])).await {
+                        Ok(Ok(n)) if s2.is_dgram() && n != len => {
+                            return Err(format!("datagram {m}: {n} of {len} bytes sent"));
+                        }
+                        Ok(Ok(n)) => done += n,
+                        Ok(Err(e)) => return Err(format!("message {m} after {done}: {e}")),
+                        Err(_) => timeouts += 1,
+                    }
+                }
+            }
+            Ok(timeouts)
+        },
+    )
+}
+
+/// The peer of `TimedWritesVsDrain`: reads the `msgs` messages of `len` bytes in reads of
+/// random sizes with random pauses between them, checking every byte.
+fn drain_slowly(s: &Sock, rng: &mut Rng, msgs: usize, len: usize) -> Result<(), String> {
+    let mut buf = vec![0u8; 64 << 10];
+    for m in 0..msgs {
+        let mut got = 0;
+        while got < len {
+            if rng.chance(10) {
+                pause(rng);
+            }
+            let want = if s.is_dgram() {
+                buf.len()
+            } else {
+                (1 + rng.below(64 << 10) as usize).min(len - got)
+            };
+            let n = match s.read(&mut buf[..want], false) {
+                Ok(0) => return Err(format!("message {m}: EOF after {got} of {len}")),
+                Ok(n) => n,
+                Err(e) => return Err(format!("message {m}: after {got} of {len}: {e}")),
+            };
+            if s.is_dgram() && n != len {
+                return Err(format!("datagram {m}: {n} bytes, not {len}"));
+            }
+            if let Some(i) = (0..n).find(|&i| buf[i] != transfer_byte(m, got + i)) {
+                return Err(format!("message {m}: wrong byte at {}", got + i));
+            }
+            got += n;
+        }
+    }
+    Ok(())
+}
+
 /// `Arc::try_unwrap`, once every other side has let its handle go.
 fn unwrap_arc<T>(a: Arc<T>) -> T {
     Arc::try_unwrap(a).unwrap_or_else(|_| panic!("a side still holds the socket"))
@@ -1508,6 +1620,24 @@ fn race(kind: Race, family: Family, rng: &mut Rng, places: &Places) -> Result<()
                     ));
                 }
             }
+            drop(peer);
+            return Ok(());
+        }
+        Race::TimedWritesVsDrain => {
+            let limit = Duration::from_micros(1 + r1.below(2000));
+            let (msgs, len) = if a.is_dgram() {
+                (16 + r1.below(48) as usize, 4096)
+            } else {
+                (1, (256 << 10) + r1.below(1 << 20) as usize)
+            };
+            let writer = timed_write_side(places, 0, waiter_style, a, limit, msgs, len);
+            let drainer = act_after_pause(places, 1, r2.clone(), move || {
+                drain_slowly(&peer, &mut r2, msgs, len).map(|()| peer)
+            });
+            let peer = joined(drainer.join()).map_err(|e| format!("the drainer: {e}"))?;
+            writer
+                .join()?
+                .map_err(|e| format!("the {waiter_style:?} writer: {e}"))?;
             drop(peer);
             return Ok(());
         }
