@@ -13,6 +13,8 @@
 //!   datagrams and half a default receive buffer's worth of bytes in flight, and all the links
 //!   together far fewer packets than `netdev_max_backlog`: no datagram may be lost, and a
 //!   missing echo is a failure (after a generous limit, as a missed wakeup would look the same).
+//! - the same soak cut short (coroutines and tasks only): the runtime is dropped a few
+//!   milliseconds in, with datagrams in flight and ends waiting, and must close every socket.
 //! - races: a waiter (a coroutine, a task or a plain thread) in `recv`/`recv_from` on a UDP or
 //!   Unix datagram socket, or in `read`/`write` on a Unix stream or a TCP stream (whose waits
 //!   `net_stress` races in coroutines only), while another coroutine drops a `try_clone`, shuts
@@ -700,8 +702,10 @@ async fn echo_async(id: u64, s: &Dgram, reply: Option<Peer>) -> Result<u64, Stri
     }
 }
 
-/// The soak on a runtime of `workers` workers.
-fn dgram_soak(workers: usize, seed: u64) {
+/// The soak on a runtime of `workers` workers; with `cut`, the runtime is dropped that long
+/// after the links start, with everything in flight (and no plain threads, which would wait
+/// out the echo limit; the test then checks only that no descriptor is left open).
+fn dgram_soak(workers: usize, seed: u64, cut: Option<Duration>) {
     let dir = TempDir::new(&format!("net_stress_more_{workers}"));
     let rt = support::rt(workers);
     rt.run(move || {
@@ -710,7 +714,15 @@ fn dgram_soak(workers: usize, seed: u64) {
         let links: Vec<_> = (0..LINKS)
             .map(|id| {
                 let mut rng = Rng::new(seed ^ id.wrapping_mul(0x1_0000_0001));
-                let plan = Arc::new(plan(id, &mut rng));
+                let mut plan = plan(id, &mut rng);
+                if cut.is_some() {
+                    for style in [&mut plan.client, &mut plan.echo] {
+                        if *style == Style::Thread {
+                            *style = Style::Coroutine;
+                        }
+                    }
+                }
+                let plan = Arc::new(plan);
                 let (c, to, e, reply) = link_sockets(&plan, &dir);
                 let e = Arc::new(e);
                 let (e2, reply2) = (e.clone(), reply.clone());
@@ -731,6 +743,10 @@ fn dgram_soak(workers: usize, seed: u64) {
                 (plan, client, echo)
             })
             .collect();
+        if let Some(cut) = cut {
+            corio::sleep(cut);
+            return;
+        }
         for (plan, client, echo) in links {
             let ctx = format!("seed {seed}, {workers} workers, link {plan:?}");
             let c = client
@@ -1701,7 +1717,23 @@ rt_common! {
         let seed = seed();
         eprintln!("net_stress_more datagram soak: seed {seed}, {WORKERS} workers");
         within(EVENTUALLY * 2, move || {
-            no_fd_leak("datagram soak", seed, || dgram_soak(WORKERS, seed));
+            no_fd_leak("datagram soak", seed, || dgram_soak(WORKERS, seed, None));
+        });
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore)]
+    fn dropping_the_runtime_mid_datagram_soak_closes_every_socket() {
+        let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        let seed = seed();
+        eprintln!("net_stress_more cut datagram soak: seed {seed}, {WORKERS} workers");
+        within(EVENTUALLY * 2, move || {
+            let mut rng = Rng::new(seed ^ 0xc07);
+            for round in 0..10 {
+                let cut = Duration::from_millis(1 + rng.below(30));
+                let what = format!("cut datagram soak round {round} ({cut:?})");
+                no_fd_leak(&what, seed, || dgram_soak(WORKERS, seed ^ round, Some(cut)));
+            }
         });
     }
 
