@@ -291,7 +291,7 @@ impl Places {
 
 /// The byte at `offset` of datagram `seq` of link `id`.
 fn byte_at(id: u64, seq: u64, offset: u64) -> u8 {
-    let x = (id << 32 ^ seq ^ offset / 97).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    let x = ((id << 32) ^ seq ^ (offset / 97)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
     ((x.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 56) as u8) ^ (offset as u8)
 }
 
