@@ -17,7 +17,8 @@
 //!   milliseconds in, with datagrams in flight and ends waiting, and must close every socket.
 //! - races: a waiter (a coroutine, a task or a plain thread) in `recv`/`recv_from` on a UDP or
 //!   Unix datagram socket, or in `read`/`write` on a Unix stream or a TCP stream (whose waits
-//!   `net_stress` races in coroutines only), while another coroutine drops a `try_clone`, shuts
+//!   `net_stress` races in coroutines only), or in `accept` on a TCP or Unix listener (raced
+//!   against a clone's drop, or a connection), while another coroutine drops a `try_clone`, shuts
 //!   the socket down, drops the peer (not for a datagram socket's reader, which its peer's close
 //!   does not wake, in the kernel either) or hands a clone back with `into_std`, after a random
 //!   pause; or while datagrams/bytes arrive at random moments for a waiter that times out again
@@ -970,12 +971,18 @@ enum Race {
     /// it slowly: every byte or datagram arrives once, in order (a write that timed out wrote
     /// nothing).
     TimedWritesVsDrain,
+    /// A waiter accepts on a listener (TCP, or Unix at an abstract address); a coroutine drops a
+    /// `try_clone` of it: the waiter wakes with an error.
+    AcceptVsCloneDrop,
+    /// A waiter accepts; a coroutine connects after a pause and sends a byte: the waiter gets
+    /// the connection, and the byte arrives through it.
+    AcceptVsConnect,
     /// Round trips of random sizes between two sides (placed apart: every wakeup crosses the
     /// workers).
     PingPong,
 }
 
-const RACE_KINDS: [Race; 12] = [
+const RACE_KINDS: [Race; 14] = [
     Race::ReadVsCloneDrop,
     Race::ReadVsShutdown,
     Race::ReadVsPeerDrop,
@@ -987,6 +994,8 @@ const RACE_KINDS: [Race; 12] = [
     Race::TimedReadsVsData,
     Race::AbortedReadVsData,
     Race::TimedWritesVsDrain,
+    Race::AcceptVsCloneDrop,
+    Race::AcceptVsConnect,
     Race::PingPong,
 ];
 
@@ -1008,7 +1017,9 @@ impl Race {
             | Race::WriteVsShutdown
             | Race::WriteVsPeerDrop
             | Race::TimedWritesVsDrain => &[UnixDgram, UnixStream, Tcp],
-            Race::ReadVsPeerDrop => &[UnixStream, Tcp],
+            Race::ReadVsPeerDrop | Race::AcceptVsCloneDrop | Race::AcceptVsConnect => {
+                &[UnixStream, Tcp]
+            }
         }
     }
 }
@@ -1423,6 +1434,9 @@ fn unwrap_arc<T>(a: Arc<T>) -> T {
 /// One race; `Err` describes a waiter that woke wrongly (a hang is the watchdog's to catch).
 /// The waiter is side 0 and the other coroutine side 1 (different workers, when placed apart).
 fn race(kind: Race, family: Family, rng: &mut Rng, places: &Places) -> Result<(), String> {
+    if let Race::AcceptVsCloneDrop | Race::AcceptVsConnect = kind {
+        return accept_race(kind, family, rng, places);
+    }
     let (a, peer) = pair(family, rng);
     let (mut r1, mut r2) = (rng.clone(), rng.clone());
     r1.next_u64();
@@ -1657,6 +1671,7 @@ fn race(kind: Race, family: Family, rng: &mut Rng, places: &Places) -> Result<()
             drop(peer);
             return Ok(());
         }
+        Race::AcceptVsCloneDrop | Race::AcceptVsConnect => unreachable!("in accept_race"),
         Race::PingPong => {
             let max = if family == Family::Udp || family == Family::UnixDgram {
                 4096
@@ -1679,6 +1694,118 @@ fn race(kind: Race, family: Family, rng: &mut Rng, places: &Places) -> Result<()
         }
     }
     drop(peer);
+    Ok(())
+}
+
+/// A listener of either stream family.
+enum Listener {
+    Tcp(corio::net::TcpListener),
+    Unix(corio::net::UnixListener),
+}
+
+impl Listener {
+    /// A listener on 127.0.0.1, or at a fresh abstract Unix address (no file to remove).
+    fn bind(family: Family) -> Listener {
+        use std::os::linux::net::SocketAddrExt;
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        match family {
+            Family::Tcp => Listener::Tcp(corio::net::TcpListener::bind("127.0.0.1:0").unwrap()),
+            _ => {
+                let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let name = format!("corio-net-stress-more-{}-{n}", std::process::id());
+                let addr = std::os::unix::net::SocketAddr::from_abstract_name(name).unwrap();
+                Listener::Unix(corio::net::UnixListener::bind_addr(&addr).unwrap())
+            }
+        }
+    }
+
+    fn accept(&self) -> std::io::Result<Sock> {
+        match self {
+            Listener::Tcp(l) => l.accept().map(|(s, _)| Sock::Tcp(s)),
+            Listener::Unix(l) => l.accept().map(|(s, _)| Sock::UStream(s)),
+        }
+    }
+
+    async fn accept_async(&self) -> std::io::Result<Sock> {
+        match self {
+            Listener::Tcp(l) => l.accept_async().await.map(|(s, _)| Sock::Tcp(s)),
+            Listener::Unix(l) => l.accept_async().await.map(|(s, _)| Sock::UStream(s)),
+        }
+    }
+
+    fn try_clone(&self) -> Listener {
+        match self {
+            Listener::Tcp(l) => Listener::Tcp(l.try_clone().unwrap()),
+            Listener::Unix(l) => Listener::Unix(l.try_clone().unwrap()),
+        }
+    }
+
+    /// A connection to the listener, blocking-style.
+    fn connect(&self) -> std::io::Result<Sock> {
+        match self {
+            Listener::Tcp(l) => TcpStream::connect(l.local_addr()?).map(Sock::Tcp),
+            Listener::Unix(l) => UnixStream::connect_addr(&l.local_addr()?).map(Sock::UStream),
+        }
+    }
+}
+
+/// The accept races (`AcceptVsCloneDrop`, `AcceptVsConnect`): the waiter, side 0, accepts.
+fn accept_race(kind: Race, family: Family, rng: &mut Rng, places: &Places) -> Result<(), String> {
+    let (mut r1, mut r2) = (rng.clone(), rng.clone());
+    r1.next_u64();
+    r2.next_u64();
+    r2.next_u64();
+    rng.next_u64();
+    rng.next_u64();
+    rng.next_u64();
+    let waiter_style = style(&mut r1);
+    let l = Arc::new(Listener::bind(family));
+    // A second handle: dropped under the waiter, or the connector's way to the address.
+    let clone = l.try_clone();
+    let l2 = l.clone();
+    let mut r3 = r1.clone();
+    let waiter = places.side(
+        0,
+        waiter_style,
+        move || {
+            if waiter_style == Style::Thread {
+                pause_thread(&mut r1);
+            } else {
+                pause(&mut r1);
+            }
+            l.accept()
+        },
+        move || async move {
+            pause_async(&mut r3).await;
+            l2.accept_async().await
+        },
+    );
+    if let Race::AcceptVsCloneDrop = kind {
+        joined(act_after_pause(places, 1, r2, move || drop(clone)).join());
+        if waiter.join()?.is_ok() {
+            return Err(format!(
+                "the {waiter_style:?} acceptor got a connection nobody made"
+            ));
+        }
+        return Ok(());
+    }
+    let clone = Arc::new(clone);
+    let c2 = clone.clone();
+    let connector = act_after_pause(places, 1, r2, move || {
+        let s = c2.connect()?;
+        write_msg(&s, b"a")?;
+        Ok::<_, std::io::Error>(s)
+    });
+    let client = joined(connector.join()).map_err(|e| format!("the connector: {e}"))?;
+    let accepted = waiter
+        .join()?
+        .map_err(|e| format!("the {waiter_style:?} acceptor: {e}"))?;
+    let mut buf = [0u8; 4];
+    match accepted.read(&mut buf, false) {
+        Ok(1) if buf[0] == b'a' => {}
+        other => return Err(format!("the accepted connection read {other:?}")),
+    }
+    drop((client, accepted, clone));
     Ok(())
 }
 
