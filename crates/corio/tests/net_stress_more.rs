@@ -24,8 +24,9 @@
 //!   pause; or while datagrams/bytes arrive at random moments for a waiter that times out again
 //!   and again, or that is aborted; a write that times out again and again under a slow drain;
 //!   the halves of `into_split` (a read half's wait against the write half's drop, a write
-//!   half's transfer against the read half's); and ping-pongs of random sizes. The waiter must wake (with
-//!   data, EOF or an error as the race allows), never hang, and never lose what was sent.
+//!   half's transfer against the read half's); and ping-pongs of random sizes. The waiter must
+//!   wake (with data, EOF or an error as the race allows), never hang, and never lose what was
+//!   sent.
 //! - the same races across workers: on the 2-worker runtime each side runs on a worker of its
 //!   own — the waiter on one, the dropper, shutter or sender on the other — plus ping-pongs
 //!   (TCP, Unix stream, UDP, Unix datagram) whose two ends sit on different workers, so every
@@ -895,8 +896,7 @@ impl Sock {
             Sock::UDgram(s) => s.shutdown(how),
             Sock::UStream(s) => s.shutdown(how),
             Sock::Tcp(s) => s.shutdown(how),
-            _ => unreachable!("not on a half"),
-            Sock::Udp(..) => unreachable!("no race shuts a UDP socket down"),
+            _ => unreachable!("no race shuts a UDP socket or a half down"),
         }
     }
 
