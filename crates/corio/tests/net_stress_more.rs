@@ -1094,7 +1094,7 @@ async fn pause_async(rng: &mut Rng) {
     }
 }
 
-/// `pause` on a plain thread (or in a coroutine: a coroutine on a plain thread's timing).
+/// `pause` on a plain thread: none, or a sleep of up to 2 ms.
 fn pause_thread(rng: &mut Rng) {
     if rng.chance(50) {
         std::thread::sleep(Duration::from_micros(rng.below(2000)));
