@@ -1607,9 +1607,7 @@ fn race(kind: Race, family: Family, rng: &mut Rng, places: &Places) -> Result<()
             }
         }
         Race::WriteVsShutdown => {
-            // Not `Write` under a plain thread's wait: that one never wakes (a known bug,
-            // `plain_thread_write_vs_shutdown_write` and the ignored tests after it). TCP's does.
-            let how = if r2.chance(50) && (waiter_style != Style::Thread || family == Family::Tcp) {
+            let how = if r2.chance(50) {
                 Shutdown::Write
             } else {
                 Shutdown::Both
@@ -1980,14 +1978,14 @@ rt_common! {
 
 /// A plain thread waiting in a write on a full Unix socket (stream or datagram) while another
 /// thread shuts the socket down for writing: `std`'s blocking write wakes with `EPIPE` (the
-/// kernel's wait for buffer space checks `SEND_SHUTDOWN`), corio's must too. It does not: on a
-/// plain thread corio waits in `poll(2)` for `POLLOUT`, and a Unix socket's `shutdown(SHUT_WR)`
-/// raises neither `POLLOUT` nor `POLLHUP` (`unix_poll` and `unix_dgram_poll` look at the space
-/// left, not at the shutdown; `Shutdown::Both` raises `POLLHUP` and is fine, as is TCP, whose
-/// poll reports a shut send side writable). `Source::shutdown` marks the direction final for
-/// the runtime's waiters, which a plain thread's `poll` never sees. Found by
-/// `WriteVsShutdown` in the races above. The same wait lasts for ever when the write direction
-/// is shut down by the drop of an `OwnedWriteHalf` (of a `try_clone` of the writer's stream).
+/// kernel's wait for buffer space checks `SEND_SHUTDOWN`), corio's must too. On a plain thread
+/// corio waits in `poll(2)`, and a Unix socket's `shutdown(SHUT_WR)` raises neither `POLLOUT`
+/// nor `POLLHUP` (`unix_poll` and `unix_dgram_poll` look at the space left, not at the
+/// shutdown; `Shutdown::Both` raises `POLLHUP`, and TCP's poll reports a shut send side
+/// writable). These waits lasted for ever until the writer also polled an eventfd that
+/// `Source::shutdown` signals (`Source::block_thread`, "A write and the shutdown of its
+/// direction"). Found by `WriteVsShutdown` in the races above. The write direction may also be
+/// shut down by the drop of an `OwnedWriteHalf` (of a `try_clone` of the writer's stream).
 ///
 /// `shut` shuts `a` down for writing, one way or another, while a plain thread writes to it.
 fn plain_thread_write_vs_shutdown_write(a: Sock, shut: impl FnOnce(&Sock)) {
@@ -2014,8 +2012,6 @@ fn plain_thread_write_vs_shutdown_write(a: Sock, shut: impl FnOnce(&Sock)) {
 
 #[test]
 #[cfg_attr(miri, ignore)]
-#[ignore = "bug: a plain thread's write on a full Unix stream never wakes at shutdown(Write) \
-            (poll(2) reports nothing); see plain_thread_write_vs_shutdown_write"]
 fn a_plain_threads_write_wakes_when_its_unix_stream_is_shut_for_writing() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     within(EVENTUALLY, || {
@@ -2028,8 +2024,6 @@ fn a_plain_threads_write_wakes_when_its_unix_stream_is_shut_for_writing() {
 
 #[test]
 #[cfg_attr(miri, ignore)]
-#[ignore = "bug: a plain thread's send on a full Unix datagram pair never wakes at \
-            shutdown(Write) (poll(2) reports nothing); see plain_thread_write_vs_shutdown_write"]
 fn a_plain_threads_send_wakes_when_its_unix_datagram_socket_is_shut_for_writing() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     within(EVENTUALLY, || {
@@ -2042,8 +2036,6 @@ fn a_plain_threads_send_wakes_when_its_unix_datagram_socket_is_shut_for_writing(
 
 #[test]
 #[cfg_attr(miri, ignore)]
-#[ignore = "bug: a plain thread's write on a full Unix stream never wakes when an \
-            OwnedWriteHalf of the socket is dropped; see plain_thread_write_vs_shutdown_write"]
 fn a_plain_threads_write_wakes_when_a_write_half_of_its_unix_stream_is_dropped() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     within(EVENTUALLY, || {
