@@ -100,6 +100,9 @@ pub(crate) struct Source<T: AsRawFd> {
     /// Per direction, how long a blocking-style call may wait: the timeout in ns (0: none)
     /// and, in the top bit, nonblocking mode ([`NONBLOCKING`]; "Nonblocking mode").
     limits: [AtomicU64; 2],
+    /// An eventfd that [`shutdown`](Self::shutdown) of the write side signals, made the first
+    /// time a plain thread waits to write ([`block_thread`](Self::block_thread) says why).
+    write_shut: OnceLock<OwnedFd>,
 }
 
 impl<T: AsRawFd> Source<T> {
@@ -111,6 +114,7 @@ impl<T: AsRawFd> Source<T> {
             init: Mutex::new(()),
             closed: AtomicBool::new(false),
             limits: [AtomicU64::new(0), AtomicU64::new(0)],
+            write_shut: OnceLock::new(),
         }
     }
 
@@ -119,10 +123,11 @@ impl<T: AsRawFd> Source<T> {
     fn into_inner(self) -> T {
         let mut this = ManuallyDrop::new(self);
         this.leave_epoll();
+        drop(this.write_shut.take());
         // SAFETY: `inner` is read once and `this` is never used or dropped after it, so the
-        // socket has one owner. The fields left behind need no drop: the registration was
-        // taken above, `init` is a `Mutex<()>` and the rest are atomics (forgetting them
-        // would at worst leak, never be unsound).
+        // socket has one owner. The fields left behind need no drop: the registration and
+        // the eventfd were taken above, `init` is a `Mutex<()>` and the rest are atomics
+        // (forgetting them would at worst leak, never be unsound).
         unsafe { std::ptr::read(&this.inner) }
     }
 
@@ -648,6 +653,23 @@ impl<T: AsRawFd> Source<T> {
     /// edge comes from the destination when it drains, which `poll` does not wait for). After
     /// a ready `poll` the call found nothing to do, the thread sleeps before polling again,
     /// 50 µs doubling to 10 ms (within the deadline), instead of spinning.
+    ///
+    /// # A write and the shutdown of its direction
+    ///
+    /// `poll(2)` does not report a Unix socket's own `shutdown(Write)`: its `POLLOUT` follows
+    /// the send buffer's space alone, and no `POLLHUP` comes until both directions are shut.
+    /// So a plain thread waiting to write into a full Unix stream or datagram socket would
+    /// sleep for ever when another handle shuts the write side down (or drops an
+    /// `OwnedWriteHalf`, which does that), where `std`'s blocking write wakes with `EPIPE`.
+    /// A writer therefore also polls the source's `write_shut` eventfd, which
+    /// [`shutdown`](Self::shutdown) signals. The eventfd is made when a plain thread first
+    /// has to wait to write, and the writer then tries its call once more before it polls: a
+    /// shutdown that came before the eventfd existed (and so could not signal it) is seen by
+    /// that call (`EPIPE`). The order that makes this hold: the writer publishes the eventfd,
+    /// then makes its system call; the shutdown makes its system call, then looks for the
+    /// eventfd; so either the shutdown finds the eventfd or the writer's call comes after the
+    /// shutdown's. If no eventfd can be made (out of descriptors), the writer polls for at
+    /// most 10 ms at a time and tries again.
     fn block_thread<R>(
         &self,
         dir: Direction,
@@ -674,6 +696,9 @@ impl<T: AsRawFd> Source<T> {
         };
         // Zero until a ready `poll` is followed by a call that would block.
         let mut backoff = Duration::ZERO;
+        // A writer's view of `write_shut`: `None` until it has had to wait, then the eventfd,
+        // or -1 if none could be made.
+        let mut write_shut: Option<libc::c_int> = None;
         loop {
             self.check_open()?;
             match op(&self.inner) {
@@ -685,23 +710,45 @@ impl<T: AsRawFd> Source<T> {
                 // Raw, as `attempt`'s: the faces map a closed socket's error.
                 result => return result,
             }
+            if dir == Direction::Write && write_shut.is_none() {
+                // Made, then the call tried again before any poll (see the doc above).
+                write_shut = Some(self.write_shut_fd().unwrap_or(-1));
+                // Orders the publication before the call tried next; pairs with the fence in
+                // `shutdown` (the two sides of a Dekker pattern, the kernel's socket state
+                // the other variable).
+                std::sync::atomic::fence(Ordering::SeqCst);
+                continue;
+            }
             if !backoff.is_zero() {
                 std::thread::sleep(left()?.map_or(backoff, |left| left.min(backoff)));
             }
-            let timeout_ms = match left()? {
+            let mut timeout_ms = match left()? {
                 None => -1,
                 // Rounded up: a 0 would spin until the deadline.
                 Some(left) => {
                     left.as_nanos().div_ceil(1_000_000).min(i32::MAX as u128) as libc::c_int
                 }
             };
-            let mut pfd = libc::pollfd {
-                fd: self.inner.as_raw_fd(),
-                events,
-                revents: 0,
-            };
-            // SAFETY: one valid pollfd; EINTR and timeouts are handled by the loop.
-            let ready = unsafe { libc::poll(&mut pfd, 1, timeout_ms) };
+            if write_shut == Some(-1) && !(0..=10).contains(&timeout_ms) {
+                timeout_ms = 10;
+            }
+            // The socket, and for a writer the eventfd a shutdown signals (skipped by `poll`
+            // when it is -1, or absent for a reader).
+            let mut pfds = [
+                libc::pollfd {
+                    fd: self.inner.as_raw_fd(),
+                    events,
+                    revents: 0,
+                },
+                libc::pollfd {
+                    fd: write_shut.unwrap_or(-1),
+                    events: libc::POLLIN,
+                    revents: 0,
+                },
+            ];
+            // SAFETY: two valid pollfds; EINTR and timeouts are handled by the loop. The
+            // eventfd, if any, lives as long as `self`.
+            let ready = unsafe { libc::poll(pfds.as_mut_ptr(), 2, timeout_ms) };
             backoff = if ready > 0 {
                 (backoff * 2).clamp(BACKOFF_MIN, BACKOFF_MAX)
             } else {
@@ -732,7 +779,34 @@ impl<T: AsRawFd> Source<T> {
                 registration.shut_down(dir);
             }
         }
+        // And plain threads waiting to write (`block_thread`, "A write and the shutdown of
+        // its direction"): looked for after the system call, which the fence orders before
+        // the load (pairs with the fence in `block_thread`).
+        std::sync::atomic::fence(Ordering::SeqCst);
+        if let (Some(fd), true) = (self.write_shut.get(), how != Shutdown::Read) {
+            let one = 1u64;
+            // SAFETY: an eventfd this source owns; an 8-byte write of a valid u64. It cannot
+            // fail but at a counter near u64::MAX, which one write per shutdown never reaches.
+            unsafe { libc::write(fd.as_raw_fd(), (&one as *const u64).cast(), 8) };
+        }
         Ok(())
+    }
+
+    /// The eventfd a write-side [`shutdown`](Self::shutdown) signals, made on first use; an
+    /// error if none can be made.
+    fn write_shut_fd(&self) -> io::Result<libc::c_int> {
+        if let Some(fd) = self.write_shut.get() {
+            return Ok(fd.as_raw_fd());
+        }
+        // SAFETY: a plain system call with no pointer arguments.
+        let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `fd` is a descriptor eventfd just returned, owned by nothing else.
+        let fd = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) };
+        // Two writers racing: one eventfd wins and the other is closed; both poll the winner.
+        Ok(self.write_shut.get_or_init(|| fd).as_raw_fd())
     }
 
     /// Closes the socket for every handle (see the module doc).
