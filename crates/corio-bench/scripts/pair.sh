@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # A paired comparison of two servers, for ratios smaller than the spread of one run's rounds
-# (docs/net-bench.md, "Fifteenth pass"). Both servers run for the whole cell, pinned to CPU 0
-# (an idle corio, tokio or may server makes no wake-ups, so the one not under load costs the
-# other nothing); the load, pinned to CPU 1, alternates between them in short windows, A B, B A,
-# A B, ..., so that a drift of the machine's load lands on both sides of each pair. Prints each
-# pair, then the median of the per-pair ratios A / B with a 95 % bootstrap interval and the
-# number of pairs above 1; the same for p99 (keep-alive only: wrk's own latencies of a pipelined
-# batch are not kept; corio-bench's `http` case reads them from its histogram).
+# (docs/net-bench.md, "Fifteenth pass"). `corio-bench pair` runs the same method on the ten
+# target pairs of corio's servers and their peers; this script is for other A/Bs (any two
+# servers, or one build with two settings of an environment variable). Both servers run for
+# the whole cell, pinned to CPU 0 (an idle corio, tokio or may server makes no wake-ups, so
+# the one not under load costs the other nothing); the load, pinned to CPU 1, alternates
+# between them in short windows, A B, B A, A B, ..., so that a drift of the machine's load
+# lands on both sides of each pair. Prints each pair, then the median of the per-pair ratios
+# A / B with a distribution-free 95 % interval (the sign test's, as `corio-bench pair`) and
+# the number of pairs above 1; the same for p99 (keep-alive only: wrk's own latencies of a
+# pipelined batch are not kept; `corio-bench pair` reads them from the histogram).
 #
 # usage: pair.sh PAIRS SECS KIND CONNS BIN A B
 #   KIND  ka | pipe (wrk -t1 -cCONNS, pipelined 16 deep) | echo (the `echo load` client, CONNS clients)
@@ -69,9 +72,20 @@ for i in $(seq "$pairs"); do
 done
 
 python3 - "$data" "$a" "$b" "$kind $conns" <<'PY'
-import random, statistics, sys
+import math, statistics, sys
 path, a, b, cell = sys.argv[1:]
 rows = [l.split() for l in open(path) if l.strip()]
+def sign_interval(v):
+    # corio-bench's pair case (cases/pair.rs, `interval`): the order statistics x(k), x(n+1-k)
+    # with k the largest rank whose P(Binomial(n, 1/2) < k) <= 2.5 %; none below 6 values.
+    n, k, below = len(v), 0, 0.0
+    for i in range(n // 2):
+        below += math.comb(n, i) / 2 ** n
+        if below > 0.025:
+            break
+        k = i + 1
+    s = sorted(v)
+    return (s[k - 1], s[n - k]) if k else None
 def summary(name, ia, ib):
     ratios = []
     for r in rows:
@@ -81,12 +95,11 @@ def summary(name, ia, ib):
             pass
     if not ratios:
         return
-    random.seed(1)
-    boot = sorted(statistics.median(random.choices(ratios, k=len(ratios))) for _ in range(5000))
-    lo, hi = boot[int(0.025 * len(boot))], boot[int(0.975 * len(boot)) - 1]
+    ci = sign_interval(ratios)
+    ci = f"[95 % {ci[0]:.3f}-{ci[1]:.3f}]" if ci else "[no interval below 6 pairs]"
     above = sum(x > 1 for x in ratios)
     print(f"{cell}: {name} {a}/{b} median {statistics.median(ratios):.3f} "
-          f"[95 % {lo:.3f}-{hi:.3f}], above 1 in {above} of {len(ratios)}; "
+          f"{ci}, above 1 in {above} of {len(ratios)}; "
           f"{a} {statistics.median(float(r[ia]) for r in rows if r[ia] != '-'):.0f}, "
           f"{b} {statistics.median(float(r[ib]) for r in rows if r[ib] != '-'):.0f}")
 summary("rate", 1, 3)

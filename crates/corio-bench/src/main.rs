@@ -47,7 +47,7 @@ fn usage() -> String {
          options:\n  --json       one JSON object per measurement per line, instead of tables\n  \
          --quick      smaller problem sizes (same number of runs, except slow cases)\n  \
          --runs N     repeat each measurement N times (default 5; mem --quick: 3; http, echo, c10k: 3, \
-         --quick 1, servers interleaved run by run)\n  \
+         --quick 1, servers interleaved run by run; pair: pairs of windows, 16, --quick 4)\n  \
          --callgrind  also count instructions under valgrind (switch, create, yield; `table` does it \
          when valgrind is on PATH)\n\ncases:\n",
     );

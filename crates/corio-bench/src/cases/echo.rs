@@ -32,7 +32,7 @@ use super::netrun::{self, launch};
 use crate::child::{self, ChildCommand};
 use crate::opts::Opts;
 use crate::report::Measurement;
-use crate::server::{self, LOAD_CPU};
+use crate::server::{self, LOAD_CPU, Server};
 
 /// The `echo` case.
 pub const CASE: Case = Case {
@@ -58,10 +58,12 @@ pub const IMPLS: [(&str, &str, &str); 5] = [
 
 /// corio's servers and the peer each is compared with round by round (`*_ratio` rows): the
 /// stackful server against may's coroutines, the async one against tokio's tasks.
-const PAIRS: [(&str, &str); 2] = [("corio-stackful", "may"), ("corio-async", "tokio")];
+pub(super) const PAIRS: [(&str, &str); 2] = [("corio-stackful", "may"), ("corio-async", "tokio")];
 
-const CLIENTS: usize = 100;
-const MESSAGE: usize = 64;
+/// Clients of the load, each with one message in flight.
+pub(super) const CLIENTS: usize = 100;
+/// Bytes per message.
+pub(super) const MESSAGE: usize = 64;
 
 fn run(opts: &Opts) -> Vec<Measurement> {
     let ms: u64 = opts.size(10_000, 1_000);
@@ -71,25 +73,9 @@ fn run(opts: &Opts) -> Vec<Measurement> {
         .map(|(_, srv, _)| launch("echo", srv, "echoserve"))
         .collect();
     let results = netrun::rounds(&launches, runs, |_, srv, _| {
-        let cpu_before = srv.cpu_time();
-        let out = ChildCommand::new("echo")
-            .args([
-                "load".to_string(),
-                srv.addr.to_string(),
-                CLIENTS.to_string(),
-                ms.to_string(),
-            ])
-            .wrapper(server::pinned(LOAD_CPU))
-            .timeout(Duration::from_millis(ms) + Duration::from_secs(60))
-            .run()
-            .map_err(|e| format!("could not start the load client: {e}"))?;
-        let mps = out.require_f64("messages_per_sec")?;
-        let messages = out.require_f64("messages")?;
-        let window = Duration::try_from_secs_f64(out.require_f64("window_secs")?)
-            .map_err(|e| format!("the load client reported a bad window: {e}"))?;
-        let cpu = srv.cpu_since(cpu_before);
-        let mut values = vec![("mps".into(), mps)];
-        server::push_cpu(&mut values, "echo", cpu, messages, window);
+        let r = load_window(srv, ms)?;
+        let mut values = vec![("mps".into(), r.per_sec)];
+        server::push_cpu(&mut values, "echo", r.cpu, r.messages, r.window);
         Ok(values)
     });
     let what = |i: usize| {
@@ -143,6 +129,44 @@ fn run(opts: &Opts) -> Vec<Measurement> {
         }
     }
     out
+}
+
+/// What one run of the load client measured against a server.
+pub(super) struct LoadWindow {
+    /// Messages per second over all clients.
+    pub(super) per_sec: f64,
+    /// Messages counted, in `window`.
+    pub(super) messages: f64,
+    pub(super) window: Duration,
+    /// The server's CPU time over the run, if it could be read.
+    pub(super) cpu: Option<Duration>,
+}
+
+/// Runs the load client (`CLIENTS` clients, pinned to the load CPU) against `srv` for `ms`
+/// milliseconds, reading the server's CPU time around it.
+pub(super) fn load_window(srv: &Server, ms: u64) -> Result<LoadWindow, String> {
+    let cpu_before = srv.cpu_time();
+    let out = ChildCommand::new("echo")
+        .args([
+            "load".to_string(),
+            srv.addr.to_string(),
+            CLIENTS.to_string(),
+            ms.to_string(),
+        ])
+        .wrapper(server::pinned(LOAD_CPU))
+        .timeout(Duration::from_millis(ms) + Duration::from_secs(60))
+        .run()
+        .map_err(|e| format!("could not start the load client: {e}"))?;
+    let per_sec = out.require_f64("messages_per_sec")?;
+    let messages = out.require_f64("messages")?;
+    let window = Duration::try_from_secs_f64(out.require_f64("window_secs")?)
+        .map_err(|e| format!("the load client reported a bad window: {e}"))?;
+    Ok(LoadWindow {
+        per_sec,
+        messages,
+        window,
+        cpu: srv.cpu_since(cpu_before),
+    })
 }
 
 /// `__child echo serve <server>` or `__child echo load <addr> <clients> <ms>`.

@@ -74,7 +74,7 @@ pub const CASE: Case = Case {
 };
 
 /// (row name, server, note).
-const IMPLS: [(&str, &str, &str); 5] = [
+pub(super) const IMPLS: [(&str, &str, &str); 5] = [
     ("corio-stackful", "corio", "examples/http_hello, workers(1)"),
     (
         "corio-hyper",
@@ -89,16 +89,16 @@ const IMPLS: [(&str, &str, &str); 5] = [
 /// corio's servers and the peer each is compared with round by round (`*_ratio` rows: the
 /// first's value divided by the second's, per round): the same parser's server on may, and
 /// the same hyper on tokio.
-const PAIRS: [(&str, &str); 2] = [
+pub(super) const PAIRS: [(&str, &str); 2] = [
     ("corio-stackful", "may_minihttp"),
     ("corio-hyper", "hyper-tokio"),
 ];
 
 /// Requests per wrk round trip in the pipelined run.
-const DEPTH: usize = 16;
+pub(super) const DEPTH: usize = 16;
 
 /// The wrk script of the pipelined run: `DEPTH` requests sent back to back.
-const PIPELINE_LUA: &str = "-- written by corio-bench: 16 pipelined GET /plaintext per round trip\n\
+pub(super) const PIPELINE_LUA: &str = "-- written by corio-bench: 16 pipelined GET /plaintext per round trip\n\
 init = function(args)\n  local r = {}\n  for i = 1, 16 do r[i] = wrk.format(nil, \"/plaintext\") end\n  \
 req = table.concat(r)\nend\nrequest = function() return req end\n\
 -- the histogram as wrk left it, from its largest latency down, for at most 5 s of wrk's CPU:\n\
@@ -113,7 +113,7 @@ io.write(string.format(\"@lat-cut %d\\n\", i))\n      return\n    end\n    \
 local v, c = latency(i)\n    io.write(string.format(\"@lat %d %d\\n\", v, c))\n  end\nend\n";
 
 /// The path of `wrk` if it is on `PATH`.
-fn wrk_tool() -> Option<std::path::PathBuf> {
+pub(super) fn wrk_tool() -> Option<std::path::PathBuf> {
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
         .map(|dir| dir.join("wrk"))
@@ -304,20 +304,20 @@ fn run(opts: &Opts) -> Vec<Measurement> {
 }
 
 /// What one wrk run measured.
-struct WrkResult {
-    rps: f64,
-    p99_us: f64,
+pub(super) struct WrkResult {
+    pub(super) rps: f64,
+    pub(super) p99_us: f64,
     /// Requests (responses) completed, and in what time: wrk's `N requests in 10.00s`.
-    requests: f64,
-    duration: Duration,
+    pub(super) requests: f64,
+    pub(super) duration: Duration,
     /// wrk's whole output (the pipelined script's `done` adds the histogram to it).
-    text: String,
+    pub(super) text: String,
     /// Socket errors or non-2xx responses, if wrk reported any.
-    errors: Option<String>,
+    pub(super) errors: Option<String>,
 }
 
 /// Runs `wrk -t1 -c<conns> -d<secs>s --latency` (pinned to the load CPU) against `url`.
-fn wrk_run(
+pub(super) fn wrk_run(
     wrk: &std::path::Path,
     url: &str,
     conns: u64,
@@ -413,7 +413,7 @@ fn parse_wrk(text: &str) -> Result<WrkResult, String> {
 /// incomplete at the end of the run as well (at most one per connection: a rank off by a few
 /// in hundreds of thousands). If the printed top holds fewer originals than the top 1 %, there
 /// is no p99, and the error says so.
-fn batch_p99_us(text: &str, conns: u64) -> Result<f64, String> {
+pub(super) fn batch_p99_us(text: &str, conns: u64) -> Result<f64, String> {
     let mut header = None;
     let mut hist: Vec<(u64, u64)> = Vec::new();
     let mut cut = false;

@@ -19,6 +19,7 @@ mod idle;
 mod mem;
 mod mutex;
 mod netrun;
+mod pair;
 mod servers;
 mod skynet;
 mod spawn;
@@ -59,6 +60,7 @@ pub static CASES: &[Case] = &[
     http::CASE,
     echo::CASE,
     c10k::CASE,
+    pair::CASE,
 ];
 
 /// The case named `name`.

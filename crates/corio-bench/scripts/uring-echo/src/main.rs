@@ -1,0 +1,201 @@
+//! What would an io_uring backend save over epoll for corio's echo load, on this machine?
+//!
+//! Two minimal single-threaded TCP echo servers that do the same work per message, so that
+//! the difference between them is the system-call interface and nothing else:
+//!
+//! - `epoll`: level-triggered `epoll_wait`, then one `recv` and one `send` per message — the
+//!   calls corio's and tokio's servers make per message.
+//! - `uring`: one `recv` outstanding per connection; when it completes, a `send` of what came
+//!   linked to the connection's next `recv`; everything queued in a batch is submitted by the
+//!   one `io_uring_enter` that also waits for the next completions (`SINGLE_ISSUER`,
+//!   `DEFER_TASKRUN`: completions are reaped only there). A batch of messages costs one kernel
+//!   entry instead of two per message.
+//!
+//! `uring-echo epoll|uring` prints `@addr HOST:PORT` like `corio-bench __child echo serve`, so
+//! `rotate.sh` can put both beside corio's and the peers' servers under corio-bench's own echo
+//! load. Neither server is a product: no error handling beyond what the measurement needs.
+
+use std::io::Write;
+use std::net::TcpListener;
+use std::os::fd::{AsRawFd, IntoRawFd};
+
+/// Receive buffer per connection.
+const BUF: usize = 4096;
+
+fn main() {
+    let mode = std::env::args().nth(1).unwrap_or_default();
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+    println!("@addr {}", listener.local_addr().expect("local_addr"));
+    std::io::stdout().flush().expect("stdout");
+    match mode.as_str() {
+        "epoll" => epoll(listener),
+        "uring" => uring(listener),
+        _ => {
+            eprintln!("usage: uring-echo epoll|uring");
+            std::process::exit(2);
+        }
+    }
+}
+
+/// Sets `TCP_NODELAY` on `fd`, as corio's and the peers' echo servers do.
+fn nodelay(fd: i32) {
+    let one: libc::c_int = 1;
+    // SAFETY: `fd` is an open socket; the option value is a valid c_int of the length passed.
+    unsafe {
+        libc::setsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_NODELAY,
+            (&one as *const libc::c_int).cast(),
+            size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+}
+
+/// Watches `fd` for input on `ep`, tagged `tag`.
+fn watch(ep: i32, fd: i32, tag: u64) {
+    let mut ev = libc::epoll_event {
+        events: libc::EPOLLIN as u32,
+        u64: tag,
+    };
+    // SAFETY: both descriptors are open and `ev` is a valid event.
+    let r = unsafe { libc::epoll_ctl(ep, libc::EPOLL_CTL_ADD, fd, &mut ev) };
+    assert_eq!(r, 0, "epoll_ctl: {}", std::io::Error::last_os_error());
+}
+
+fn epoll(listener: TcpListener) {
+    listener.set_nonblocking(true).expect("nonblocking");
+    let lfd = listener.as_raw_fd();
+    // SAFETY: a plain system call with no pointer arguments.
+    let ep = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+    assert!(
+        ep >= 0,
+        "epoll_create1: {}",
+        std::io::Error::last_os_error()
+    );
+    watch(ep, lfd, u64::MAX);
+    let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; 256];
+    let mut buf = [0u8; BUF];
+    loop {
+        // SAFETY: `events` has room for the 256 entries passed.
+        let n = unsafe { libc::epoll_wait(ep, events.as_mut_ptr(), 256, -1) };
+        for e in &events[..n.max(0) as usize] {
+            if e.u64 == u64::MAX {
+                // SAFETY: `lfd` is the listener; no address is asked for.
+                while let fd @ 0.. = unsafe {
+                    libc::accept4(
+                        lfd,
+                        std::ptr::null_mut(),
+                        std::ptr::null_mut(),
+                        libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+                    )
+                } {
+                    nodelay(fd);
+                    watch(ep, fd, fd as u64);
+                }
+                continue;
+            }
+            let fd = e.u64 as i32;
+            // SAFETY: `buf` is valid for `BUF` bytes of writes.
+            let got = unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), BUF, 0) };
+            if got > 0 {
+                // SAFETY: the first `got` bytes of `buf` were just received.
+                let sent = unsafe {
+                    libc::send(fd, buf.as_ptr().cast(), got as usize, libc::MSG_NOSIGNAL)
+                };
+                assert_eq!(sent, got, "a short send of an echo");
+            } else if got == 0
+                || std::io::Error::last_os_error().raw_os_error() != Some(libc::EAGAIN)
+            {
+                // SAFETY: `fd` is a connection this loop accepted and closes once (closing
+                // also removes it from the epoll set).
+                unsafe { libc::close(fd) };
+            }
+        }
+    }
+}
+
+/// What a completion was for: the low two bits of its `user_data` (the connection's fd above).
+const ACCEPT: u64 = 0;
+const RECV: u64 = 1;
+const SEND: u64 = 2;
+
+fn uring(listener: TcpListener) {
+    use io_uring::{IoUring, opcode, squeue, types};
+
+    let lfd = listener.into_raw_fd();
+    let mut ring: IoUring = IoUring::builder()
+        .setup_single_issuer()
+        .setup_defer_taskrun()
+        .setup_coop_taskrun()
+        .build(4096)
+        .expect("io_uring_setup (needs Linux 6.1 for DEFER_TASKRUN)");
+    // One buffer per descriptor number, boxed so that it never moves while the kernel holds
+    // a pointer into it (the Vec of boxes may reallocate; the boxes stay put).
+    let mut bufs: Vec<Box<[u8; BUF]>> = Vec::new();
+    let mut buf_of = |fd: usize| -> *mut u8 {
+        while bufs.len() <= fd {
+            bufs.push(Box::new([0; BUF]));
+        }
+        bufs[fd].as_mut_ptr()
+    };
+    let recv = |fd: usize, buf: *mut u8| {
+        opcode::Recv::new(types::Fd(fd as i32), buf, BUF as u32)
+            .build()
+            .user_data((fd as u64) << 2 | RECV)
+    };
+    let accept = opcode::Accept::new(types::Fd(lfd), std::ptr::null_mut(), std::ptr::null_mut())
+        .build()
+        .user_data(ACCEPT);
+    let mut queue = vec![accept.clone()];
+    let mut done: Vec<(u64, i32)> = Vec::with_capacity(1024);
+    loop {
+        for sqe in queue.drain(..) {
+            // SAFETY: every buffer an entry points into is a box in `bufs`, which lives for
+            // the whole loop, and a connection's buffer is used by one operation at a time
+            // (its send, then the recv linked after it).
+            unsafe { ring.submission().push(&sqe) }.expect("the submission queue is full");
+        }
+        ring.submit_and_wait(1).expect("io_uring_enter");
+        done.clear();
+        done.extend(ring.completion().map(|c| (c.user_data(), c.result())));
+        for &(user_data, res) in &done {
+            let fd = (user_data >> 2) as usize;
+            match user_data & 3 {
+                ACCEPT => {
+                    assert!(
+                        res >= 0,
+                        "accept: {}",
+                        std::io::Error::from_raw_os_error(-res)
+                    );
+                    let conn = res as usize;
+                    nodelay(conn as i32);
+                    queue.push(recv(conn, buf_of(conn)));
+                    queue.push(accept.clone());
+                }
+                RECV if res > 0 => {
+                    let buf = buf_of(fd);
+                    // A send that succeeds posts no completion (SKIP_SUCCESS); the next recv
+                    // runs once it has (IO_LINK), into the same buffer.
+                    queue.push(
+                        opcode::Send::new(types::Fd(fd as i32), buf, res as u32)
+                            .flags(libc::MSG_NOSIGNAL)
+                            .build()
+                            .flags(squeue::Flags::IO_LINK | squeue::Flags::SKIP_SUCCESS)
+                            .user_data((fd as u64) << 2 | SEND),
+                    );
+                    queue.push(recv(fd, buf));
+                }
+                // The recv after a failed send, cancelled: the send's completion closes.
+                RECV if res == -libc::ECANCELED => {}
+                // End of stream, an error, or a failed send.
+                _ => {
+                    // SAFETY: `fd` is a connection this loop accepted; nothing of it is in
+                    // flight any more (its recv completed, or its send failed and the linked
+                    // recv was cancelled), and it is closed once.
+                    unsafe { libc::close(fd as i32) };
+                }
+            }
+        }
+    }
+}
