@@ -71,21 +71,11 @@ for i in $(seq "$pairs"); do
   echo "$i ${got[$a]} ${got[$b]}" | tee -a "$data" >&2
 done
 
-python3 - "$data" "$a" "$b" "$kind $conns" <<'PY'
-import math, statistics, sys
+PYTHONPATH="$(dirname "$0")" python3 - "$data" "$a" "$b" "$kind $conns" <<'PY'
+import statistics, sys
+from signtest import sign_interval
 path, a, b, cell = sys.argv[1:]
 rows = [l.split() for l in open(path) if l.strip()]
-def sign_interval(v):
-    # corio-bench's pair case (cases/pair.rs, `interval`): the order statistics x(k), x(n+1-k)
-    # with k the largest rank whose P(Binomial(n, 1/2) < k) <= 2.5 %; none below 6 values.
-    n, k, below = len(v), 0, 0.0
-    for i in range(n // 2):
-        below += math.comb(n, i) / 2 ** n
-        if below > 0.025:
-            break
-        k = i + 1
-    s = sorted(v)
-    return (s[k - 1], s[n - k]) if k else None
 def summary(name, ia, ib):
     ratios = []
     for r in rows:

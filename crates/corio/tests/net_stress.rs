@@ -36,7 +36,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use corio::net::{TcpListener, TcpStream, UnixStream};
-use support::{EVENTUALLY, Rng, open_fds, within};
+use support::stress::{no_fd_leak, nothing_read, pause, seed};
+use support::{EVENTUALLY, Rng, within};
 
 /// Serialises the tests of this file: each compares the process's descriptors before and after
 /// its runtime, which another test's sockets would disturb.
@@ -54,34 +55,6 @@ const CONNS_PER_DRIVER: u64 = 14;
 
 /// Iterations of the drop-races test per flavour.
 const RACES: u64 = 400;
-
-/// The seed of this run: `NET_STRESS_SEED` to replay one, else the clock.
-fn seed() -> u64 {
-    if let Ok(s) = std::env::var("NET_STRESS_SEED") {
-        return s.parse().expect("NET_STRESS_SEED is not a number");
-    }
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos() as u64
-}
-
-/// Runs `body` (which builds and drops its runtime) and checks that the process's descriptors
-/// are those it had before. As in `net_fds.rs`, the runtime's own descriptors may outlive its
-/// drop by a moment (blocking-pool threads hold a reference until they notice the shutdown).
-fn no_fd_leak(what: &str, seed: u64, body: impl FnOnce()) {
-    let before = open_fds();
-    body();
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while open_fds() != before && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    assert_eq!(
-        open_fds(),
-        before,
-        "{what}, seed {seed}: descriptors leaked"
-    );
-}
 
 /// The byte at `offset` of connection `id`'s stream (the client's writes and so the server's
 /// echo): varies with both, so that a byte from another connection, a repeated or a skipped
@@ -772,25 +745,6 @@ const RACE_KINDS: [Race; 18] = [
 
 /// The bytes the peer sends in the `...VsData` races, one write each.
 const DATA: &[u8] = b"corio";
-
-/// A random pause in a coroutine: none, a few yields, or a sleep of up to 2 ms — so that the
-/// other side's action lands before, during or after the wait begins.
-fn pause(rng: &mut Rng) {
-    match rng.below(3) {
-        0 => {}
-        1 => {
-            for _ in 0..rng.below(8) {
-                corio::yield_now();
-            }
-        }
-        _ => corio::sleep(Duration::from_micros(rng.below(2000))),
-    }
-}
-
-/// A read's result where nothing was ever sent: EOF or an error, never data.
-fn nothing_read(r: &std::io::Result<usize>) -> bool {
-    !matches!(r, Ok(n) if *n > 0)
-}
 
 /// The waiting side of a race: a random pause, then a read of up to 16 bytes.
 fn read_after_pause(rng: &mut Rng, mut s: impl Read) -> std::io::Result<usize> {

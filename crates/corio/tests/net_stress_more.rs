@@ -54,7 +54,8 @@ use std::thread::ThreadId;
 use std::time::{Duration, Instant};
 
 use corio::net::{TcpStream, UdpSocket, UnixDatagram, UnixStream};
-use support::{EVENTUALLY, Rng, TempDir, open_fds, within};
+use support::stress::{no_fd_leak, nothing_read, pause, seed};
+use support::{EVENTUALLY, Rng, TempDir, within};
 
 /// Serialises the tests of this file: each compares the process's descriptors before and after
 /// its runtime, which another test's sockets would disturb.
@@ -78,33 +79,6 @@ const ECHO_LIMIT: Duration = Duration::from_secs(20);
 
 /// The sequence number of the datagram that ends a link (the echo end replies and stops).
 const END: u64 = u64::MAX;
-
-/// The seed of this run: `NET_STRESS_SEED` to replay one, else the clock.
-fn seed() -> u64 {
-    if let Ok(s) = std::env::var("NET_STRESS_SEED") {
-        return s.parse().expect("NET_STRESS_SEED is not a number");
-    }
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos() as u64
-}
-
-/// Runs `body` (which builds and drops its runtime) and checks that the process's descriptors
-/// are those it had before (allowing a moment for the runtime's own to close, as `net_stress`).
-fn no_fd_leak(what: &str, seed: u64, body: impl FnOnce()) {
-    let before = open_fds();
-    body();
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while open_fds() != before && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    assert_eq!(
-        open_fds(),
-        before,
-        "{what}, seed {seed}: descriptors leaked"
-    );
-}
 
 /// A join's value; a panic in the joined task is resumed here, so that its own message (which
 /// names the seed) is the test's.
@@ -1067,20 +1041,6 @@ impl Race {
 /// The messages the peer sends in the `...VsData` races, one write each.
 const MSGS: [&[u8]; 4] = [b"co", b"ri", b"o", b"!"];
 
-/// A random pause in a coroutine: none, a few yields, or a sleep of up to 2 ms — so that the
-/// other side's action lands before, during or after the wait begins.
-fn pause(rng: &mut Rng) {
-    match rng.below(3) {
-        0 => {}
-        1 => {
-            for _ in 0..rng.below(8) {
-                corio::yield_now();
-            }
-        }
-        _ => corio::sleep(Duration::from_micros(rng.below(2000))),
-    }
-}
-
 /// `pause` in a task.
 async fn pause_async(rng: &mut Rng) {
     match rng.below(3) {
@@ -1099,12 +1059,6 @@ fn pause_thread(rng: &mut Rng) {
     if rng.chance(50) {
         std::thread::sleep(Duration::from_micros(rng.below(2000)));
     }
-}
-
-/// A read's result where nothing was ever sent: EOF or an error (a timeout included), never
-/// data.
-fn nothing_read(r: &std::io::Result<usize>) -> bool {
-    !matches!(r, Ok(n) if *n > 0)
 }
 
 /// A waiter on side `k`, in `style`: a random pause, then one read of up to 16 bytes (a

@@ -46,23 +46,18 @@ for r in $(seq 0 $((rounds - 1))); do
     echo "$r $s $rate $(((c1 - c0) / m))" | tee -a "$data" >&2
   done
 done
-python3 - "$data" "${servers[@]}" <<'PY'
-import math, statistics, sys
+PYTHONPATH="$here/.." python3 - "$data" "${servers[@]}" <<'PY'
+import statistics, sys
+from signtest import sign_interval
 path, ref, *others = sys.argv[1:]
 got = {}
 for line in open(path):
     r, s, rate, cpu = line.split()
     got[(int(r), s)] = (float(rate), float(cpu))
 rounds = sorted({r for r, _ in got})
-def sign_interval(v):
-    n, k, below = len(v), 0, 0.0
-    for i in range(n // 2):
-        below += math.comb(n, i) / 2 ** n
-        if below > 0.025:
-            break
-        k = i + 1
-    s = sorted(v)
-    return f"[95 % {s[k - 1]:.3f}-{s[n - k]:.3f}]" if k else "[no interval below 6 rounds]"
+def said(v):
+    ci = sign_interval(v)
+    return f"[95 % {ci[0]:.3f}-{ci[1]:.3f}]" if ci else "[no interval below 6 rounds]"
 for s in [ref] + others:
     rates = [got[(r, s)][0] for r in rounds]
     cpus = [got[(r, s)][1] for r in rounds]
@@ -70,8 +65,8 @@ for s in [ref] + others:
     if s != ref:
         rr = [got[(r, s)][0] / got[(r, ref)][0] for r in rounds]
         cr = [got[(r, s)][1] / got[(r, ref)][1] for r in rounds]
-        line += (f"; / {ref}: rate {statistics.median(rr):.3f} {sign_interval(rr)}, "
-                 f"CPU {statistics.median(cr):.3f} {sign_interval(cr)}")
+        line += (f"; / {ref}: rate {statistics.median(rr):.3f} {said(rr)}, "
+                 f"CPU {statistics.median(cr):.3f} {said(cr)}")
     print(line)
 PY
 rm -f "$data"

@@ -1,7 +1,7 @@
 //! Helpers shared by the runtime's integration tests (`rt_*.rs`): runtimes of each scheduler
 //! flavour, a watchdog so that a hang is a failure rather than a stuck CI job, drop counters, a
 //! one-shot gate future, panic-message helpers, temporary directories and a small
-//! deterministic PRNG.
+//! deterministic PRNG; `stress` holds what the randomised networking hunts share.
 //!
 //! Each test binary uses a different subset of these.
 #![allow(dead_code)]
@@ -17,6 +17,8 @@ use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use corio::Runtime;
+
+pub mod stress;
 
 /// Instantiates the test items once per scheduler flavour, in modules `one_worker` and
 /// `two_workers`; inside, `rt()` builds a runtime of that flavour and `WORKERS` is its size.
