@@ -6,6 +6,7 @@
 # first, the median per-round ratio with the sign test's 95 % interval (as `corio-bench pair`).
 #
 # usage: rotate.sh ROUNDS MS CLIENTS SERVER...
+#   (build first: `cargo build --release` in this directory, and corio-bench in the repository's)
 #   SERVER  uexp:epoll | uexp:uring (this directory's servers) | cb:NAME (`corio-bench __child
 #           echo serve NAME`: corio, corio-async, tokio, may, go is not one)
 # env: CB (corio-bench binary, default target/release/corio-bench of the repository),
