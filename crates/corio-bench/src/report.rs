@@ -7,8 +7,11 @@
 //! measurement per line, for scripts:
 //!
 //! ```text
-//! {"case":"switch","impl":"corio","metric":"ns_per_switch","value":1.23,"min":1.2,"max":1.3,"runs":5,"unit":"ns","n":20000000}
+//! {"case":"switch","impl":"corio","metric":"ns_per_switch","value":1.23,"min":1.2,"max":1.3,"runs":5,"samples":[1.23,1.2,1.3,1.25,1.22],"unit":"ns","n":20000000}
 //! ```
+//!
+//! `samples` are the values of the runs the summary was made of, in the order measured (for
+//! `pair`, the per-pair ratios), so that a script can pool two runs of a case.
 //!
 //! A measurement without a number has `"value":null` and either `"skipped"` or `"error"`
 //! with the reason; an optional `"note"` carries context (the guard-page kind, VMA counts).
@@ -47,6 +50,8 @@ pub struct Measurement {
     pub outcome: Outcome,
     /// Context for a reader, shown in the table's last column.
     pub note: Option<String>,
+    /// The values summarised, in the order measured (empty without a value); in `--json`.
+    pub samples: Vec<f64>,
 }
 
 impl Measurement {
@@ -71,6 +76,7 @@ impl Measurement {
             n,
             outcome,
             note: None,
+            samples: values.to_vec(),
         }
     }
 
@@ -92,6 +98,7 @@ impl Measurement {
             n,
             outcome,
             note: None,
+            samples: Vec::new(),
         }
     }
 
@@ -113,6 +120,7 @@ impl Measurement {
             n,
             outcome,
             note: None,
+            samples: Vec::new(),
         }
     }
 
@@ -152,13 +160,15 @@ impl Measurement {
         );
         match &self.outcome {
             Outcome::Value(v) => {
+                let samples: Vec<String> = self.samples.iter().map(|&x| json_num(x)).collect();
                 let _ = write!(
                     s,
-                    "\"value\":{},\"min\":{},\"max\":{},\"runs\":{},",
+                    "\"value\":{},\"min\":{},\"max\":{},\"runs\":{},\"samples\":[{}],",
                     json_num(v.median),
                     json_num(v.min),
                     json_num(v.max),
-                    v.runs
+                    v.runs,
+                    samples.join(",")
                 );
             }
             Outcome::Skipped(why) => {
@@ -390,7 +400,7 @@ mod tests {
         assert_eq!(
             m.to_json(),
             "{\"case\":\"switch\",\"impl\":\"corio\",\"metric\":\"ns_per_switch\",\"value\":2,\
-             \"min\":1,\"max\":3,\"runs\":3,\"unit\":\"ns\",\"n\":20}"
+             \"min\":1,\"max\":3,\"runs\":3,\"samples\":[1,3,2],\"unit\":\"ns\",\"n\":20}"
         );
     }
 

@@ -31,6 +31,9 @@
 //! and *higher*. A cell whose interval contains 1 is not a tie: it is a difference this run
 //! could not resolve.
 //!
+//! With `--json`, each row's `samples` are its per-pair ratios, in the order measured, so that
+//! two runs can be pooled (the interval of 40 pairs is narrower than either's of 20).
+//!
 //! Defaults: 16 pairs of 2 s windows per cell, ~11 minutes in all (`--runs N` sets the pairs;
 //! `--quick`: 4 pairs of 1 s, too few for an interval, [`MIN_PAIRS`]). A cell gives up after
 //! [`MAX_FAILED_WINDOWS`] failed windows, and its rows say why.
