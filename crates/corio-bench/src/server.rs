@@ -166,13 +166,22 @@ pub fn push_cpu(
     work: f64,
     wall: Duration,
 ) {
-    if let Some(cpu) = cpu.filter(|_| work > 0.0 && !wall.is_zero()) {
-        values.push((format!("cpu_us@{cell}"), cpu.as_secs_f64() * 1e6 / work));
+    if let (Some(per_unit), Some(cpu)) =
+        (cpu_per_unit_us(cpu, work), cpu.filter(|_| !wall.is_zero()))
+    {
+        values.push((format!("cpu_us@{cell}"), per_unit));
         values.push((
             format!("busy@{cell}"),
             cpu.as_secs_f64() / wall.as_secs_f64(),
         ));
     }
+}
+
+/// `cpu` over `work` units of work, in µs per unit; `None` if the CPU time is unknown or
+/// there was no work.
+pub fn cpu_per_unit_us(cpu: Option<Duration>, work: f64) -> Option<f64> {
+    cpu.filter(|_| work > 0.0)
+        .map(|cpu| cpu.as_secs_f64() * 1e6 / work)
 }
 
 /// The `taskset -c <cpu>` prefix that pins a command to `cpu`, or nothing if `taskset` is

@@ -36,8 +36,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use corio::net::{TcpListener, TcpStream, UnixStream};
-use support::stress::{no_fd_leak, nothing_read, pause, seed};
-use support::{EVENTUALLY, Rng, within};
+use support::stress::{cut_rounds, hunt, no_fd_leak, nothing_read, pause};
+use support::{EVENTUALLY, Rng};
 
 /// Serialises the tests of this file: each compares the process's descriptors before and after
 /// its runtime, which another test's sockets would disturb.
@@ -1191,10 +1191,7 @@ rt_common! {
     #[test]
     #[cfg_attr(miri, ignore)]
     fn a_soak_of_mixed_connections_checks_every_byte_and_every_end() {
-        let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-        let seed = seed();
-        eprintln!("net_stress soak: seed {seed}, {WORKERS} workers");
-        within(EVENTUALLY * 2, move || {
+        hunt(&SERIAL, "net_stress soak", WORKERS, |seed| {
             no_fd_leak("soak", seed, || soak(WORKERS, seed, None));
         });
     }
@@ -1202,26 +1199,17 @@ rt_common! {
     #[test]
     #[cfg_attr(miri, ignore)]
     fn dropping_the_runtime_mid_soak_closes_every_socket() {
-        let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-        let seed = seed();
-        eprintln!("net_stress cut soak: seed {seed}, {WORKERS} workers");
-        within(EVENTUALLY * 2, move || {
-            let mut rng = Rng::new(seed);
-            for round in 0..10 {
-                let cut = Duration::from_millis(1 + rng.below(60));
-                let what = format!("cut soak round {round} ({cut:?})");
-                no_fd_leak(&what, seed, || soak(WORKERS, seed ^ round, Some(cut)));
-            }
+        hunt(&SERIAL, "net_stress cut soak", WORKERS, |seed| {
+            cut_rounds("cut soak", seed, Rng::new(seed), 60, |seed, cut| {
+                soak(WORKERS, seed, Some(cut))
+            });
         });
     }
 
     #[test]
     #[cfg_attr(miri, ignore)]
     fn drops_and_shutdowns_racing_waits_always_wake_the_waiter() {
-        let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-        let seed = seed();
-        eprintln!("net_stress races: seed {seed}, {WORKERS} workers");
-        within(EVENTUALLY * 2, move || {
+        hunt(&SERIAL, "net_stress races", WORKERS, |seed| {
             no_fd_leak("races", seed, || races(WORKERS, seed));
         });
     }

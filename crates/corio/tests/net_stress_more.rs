@@ -54,7 +54,7 @@ use std::thread::ThreadId;
 use std::time::{Duration, Instant};
 
 use corio::net::{TcpStream, UdpSocket, UnixDatagram, UnixStream};
-use support::stress::{no_fd_leak, nothing_read, pause, seed};
+use support::stress::{cut_rounds, hunt, no_fd_leak, nothing_read, pause};
 use support::{EVENTUALLY, Rng, TempDir, within};
 
 /// Serialises the tests of this file: each compares the process's descriptors before and after
@@ -1883,10 +1883,7 @@ rt_common! {
     #[test]
     #[cfg_attr(miri, ignore)]
     fn a_soak_of_datagram_links_checks_every_datagram() {
-        let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-        let seed = seed();
-        eprintln!("net_stress_more datagram soak: seed {seed}, {WORKERS} workers");
-        within(EVENTUALLY * 2, move || {
+        hunt(&SERIAL, "net_stress_more datagram soak", WORKERS, |seed| {
             no_fd_leak("datagram soak", seed, || dgram_soak(WORKERS, seed, None));
         });
     }
@@ -1894,26 +1891,18 @@ rt_common! {
     #[test]
     #[cfg_attr(miri, ignore)]
     fn dropping_the_runtime_mid_datagram_soak_closes_every_socket() {
-        let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-        let seed = seed();
-        eprintln!("net_stress_more cut datagram soak: seed {seed}, {WORKERS} workers");
-        within(EVENTUALLY * 2, move || {
-            let mut rng = Rng::new(seed ^ 0xc07);
-            for round in 0..10 {
-                let cut = Duration::from_millis(1 + rng.below(30));
-                let what = format!("cut datagram soak round {round} ({cut:?})");
-                no_fd_leak(&what, seed, || dgram_soak(WORKERS, seed ^ round, Some(cut)));
-            }
+        hunt(&SERIAL, "net_stress_more cut datagram soak", WORKERS, |seed| {
+            let rng = Rng::new(seed ^ 0xc07);
+            cut_rounds("cut datagram soak", seed, rng, 30, |seed, cut| {
+                dgram_soak(WORKERS, seed, Some(cut))
+            });
         });
     }
 
     #[test]
     #[cfg_attr(miri, ignore)]
     fn datagram_and_unix_waiters_always_wake() {
-        let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-        let seed = seed();
-        eprintln!("net_stress_more races: seed {seed}, {WORKERS} workers");
-        within(EVENTUALLY * 2, move || {
+        hunt(&SERIAL, "net_stress_more races", WORKERS, |seed| {
             no_fd_leak("races", seed, || races(WORKERS, seed, false));
         });
     }
@@ -1921,10 +1910,7 @@ rt_common! {
     #[test]
     #[cfg_attr(miri, ignore)]
     fn waiters_woken_from_the_other_worker_always_wake() {
-        let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-        let seed = seed();
-        eprintln!("net_stress_more cross-worker races: seed {seed}, {WORKERS} workers");
-        within(EVENTUALLY * 2, move || {
+        hunt(&SERIAL, "net_stress_more cross-worker races", WORKERS, |seed| {
             no_fd_leak("cross-worker races", seed, || races(WORKERS, seed, true));
         });
     }

@@ -38,8 +38,6 @@
 //! `--quick`: 4 pairs of 1 s, too few for an interval, [`MIN_PAIRS`]). A cell gives up after
 //! [`MAX_FAILED_WINDOWS`] failed windows, and its rows say why.
 
-use std::time::Duration;
-
 use super::netrun::launch;
 use super::{Case, echo, http};
 use crate::opts::Opts;
@@ -285,17 +283,13 @@ fn measure(
     wrk: Option<&std::path::Path>,
     script: &std::path::Path,
 ) -> Result<Window, String> {
-    let per_unit = |cpu: Option<Duration>, units: f64| {
-        cpu.filter(|_| units > 0.0)
-            .map(|c| c.as_secs_f64() * 1e6 / units)
-    };
     match load {
         Load::Echo => {
             let r = echo::load_window(srv, secs * 1_000)?;
             Ok(Window {
                 rate: r.per_sec,
                 p99_us: None,
-                cpu_us: per_unit(r.cpu, r.messages),
+                cpu_us: server::cpu_per_unit_us(r.cpu, r.messages),
             })
         }
         Load::KeepAlive(conns) | Load::Pipelined(conns) => {
@@ -316,7 +310,7 @@ fn measure(
             Ok(Window {
                 rate: r.rps,
                 p99_us,
-                cpu_us: per_unit(cpu, r.requests),
+                cpu_us: server::cpu_per_unit_us(cpu, r.requests),
             })
         }
     }

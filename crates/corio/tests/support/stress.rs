@@ -52,3 +52,28 @@ pub fn pause(rng: &mut Rng) {
 pub fn nothing_read(r: &std::io::Result<usize>) -> bool {
     !matches!(r, Ok(n) if *n > 0)
 }
+
+/// One hunt: serialised with its file's other tests by `serial` (each counts the process's
+/// descriptors), its seed printed first (so that a hang the watchdog reports has it in the
+/// test's output), then `body(seed)` under the watchdog.
+pub fn hunt(
+    serial: &std::sync::Mutex<()>,
+    what: &str,
+    workers: usize,
+    body: impl FnOnce(u64) + Send + 'static,
+) {
+    let _serial = serial.lock().unwrap_or_else(|e| e.into_inner());
+    let seed = seed();
+    eprintln!("{what}: seed {seed}, {workers} workers");
+    super::within(super::EVENTUALLY * 2, move || body(seed));
+}
+
+/// Ten rounds of a soak cut short: round `r` runs `soak(seed ^ r, cut)`, the cut
+/// `1..=max_ms` ms drawn from `rng`, and no descriptor may outlive it.
+pub fn cut_rounds(what: &str, seed: u64, mut rng: Rng, max_ms: u64, soak: impl Fn(u64, Duration)) {
+    for round in 0..10 {
+        let cut = Duration::from_millis(1 + rng.below(max_ms));
+        let what = format!("{what} round {round} ({cut:?})");
+        no_fd_leak(&what, seed, || soak(seed ^ round, cut));
+    }
+}
