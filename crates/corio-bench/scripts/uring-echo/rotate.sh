@@ -7,8 +7,9 @@
 #
 # usage: rotate.sh ROUNDS MS CLIENTS SERVER...
 #   (build first: `cargo build --release` in this directory, and corio-bench in the repository's)
-#   SERVER  uexp:epoll | uexp:uring (this directory's servers) | cb:NAME (`corio-bench __child
-#           echo serve NAME`: corio, corio-async, tokio, may, go is not one)
+#   SERVER  uexp:epoll | uexp:uring | uexp:burst | uexp:epoll-mt (this directory's servers)
+#           | cb:NAME (`corio-bench __child echo serve NAME`: corio, corio-async, tokio, may;
+#           go is not one)
 # env: CB (corio-bench binary, default target/release/corio-bench of the repository),
 #      UX (this experiment's binary, default its target/release/uring-echo)
 # example: rotate.sh 12 2000 100 uexp:epoll uexp:uring cb:corio-async cb:tokio cb:corio cb:may

@@ -62,13 +62,16 @@ pub fn echo(imp: &str) -> Result<(), String> {
     }
 }
 
-/// corio with one worker, as every server here runs.
+/// corio with one worker, as every server here runs. `CORIO_BENCH_IO_SPIN=0` in the server's
+/// environment turns off the only worker's spin (`Builder::io_spin(false)`), for an A/B of
+/// it with `scripts/pair.sh` (`CORIO_BENCH_IO_SPIN=0:corio-hyper`); the cases never set it.
 fn corio_runtime() -> Result<corio::Runtime, String> {
-    corio::Runtime::builder()
-        .workers(1)
-        .hog_report(false)
-        .build()
-        .map_err(|e| e.to_string())
+    let mut builder = corio::Runtime::builder();
+    builder.workers(1).hog_report(false);
+    if std::env::var_os("CORIO_BENCH_IO_SPIN").is_some_and(|v| v == "0") {
+        builder.io_spin(false);
+    }
+    builder.build().map_err(|e| e.to_string())
 }
 
 /// Runs a stackful server (`serve(listener)` in the main coroutine) on corio.

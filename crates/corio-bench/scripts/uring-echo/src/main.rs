@@ -11,7 +11,17 @@
 //!   `DEFER_TASKRUN`: completions are reaped only there). A batch of messages costs one kernel
 //!   entry instead of two per message.
 //!
-//! `uring-echo epoll|uring` prints `@addr HOST:PORT` like `corio-bench __child echo serve`, so
+//! And two controls, each `epoll` with one thing changed, to say where `uring`'s gain comes
+//! from and what a runtime's threads cost (`docs/net-bench.md`, "Seventeenth pass"):
+//!
+//! - `burst`: the same calls, but every ready socket of a batch is read before any reply is
+//!   sent, so the replies leave in one burst, as `uring`'s do;
+//! - `epoll-mt`: `epoll` in a process with a second, idle thread. The descriptor table is then
+//!   shared, and the kernel's `fdget` takes and drops a reference on every call with a
+//!   descriptor (a single-threaded process borrows it), as in every server with a thread
+//!   besides the one serving (corio's worker, its sysmon and the main thread; may's).
+//!
+//! `uring-echo epoll|uring|burst|epoll-mt` prints `@addr HOST:PORT` like `corio-bench __child echo serve`, so
 //! `rotate.sh` can put both beside corio's and the peers' servers under corio-bench's own echo
 //! load. Neither server is a product: no error handling beyond what the measurement needs.
 
@@ -30,8 +40,19 @@ fn main() {
     match mode.as_str() {
         "epoll" => epoll(listener),
         "uring" => uring(listener),
+        "burst" => burst(listener),
+        "epoll-mt" => {
+            // A second thread that does nothing: the process's descriptor table is shared,
+            // so the kernel's `fdget` takes a reference on every call.
+            std::thread::spawn(|| {
+                loop {
+                    std::thread::park();
+                }
+            });
+            epoll(listener)
+        }
         _ => {
-            eprintln!("usage: uring-echo epoll|uring");
+            eprintln!("usage: uring-echo epoll|uring|burst|epoll-mt");
             std::process::exit(2);
         }
     }
@@ -111,6 +132,57 @@ fn epoll(listener: TcpListener) {
                 // also removes it from the epoll set).
                 unsafe { libc::close(fd) };
             }
+        }
+    }
+}
+
+/// `epoll` with the sends of a batch deferred until every ready socket has been read: the
+/// same system calls, but the replies leave in one burst.
+fn burst(listener: TcpListener) {
+    listener.set_nonblocking(true).expect("nonblocking");
+    let lfd = listener.as_raw_fd();
+    // SAFETY: a plain system call with no pointer arguments.
+    let ep = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+    watch(ep, lfd, u64::MAX);
+    let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; 256];
+    let mut bufs = vec![[0u8; BUF]; 256];
+    let mut got = vec![(0i32, 0usize); 256];
+    loop {
+        // SAFETY: `events` has room for the 256 entries passed.
+        let n = unsafe { libc::epoll_wait(ep, events.as_mut_ptr(), 256, -1) };
+        let mut k = 0;
+        for e in &events[..n.max(0) as usize] {
+            if e.u64 == u64::MAX {
+                // SAFETY: `lfd` is the listener; no address is asked for.
+                while let fd @ 0.. = unsafe {
+                    libc::accept4(
+                        lfd,
+                        std::ptr::null_mut(),
+                        std::ptr::null_mut(),
+                        libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+                    )
+                } {
+                    nodelay(fd);
+                    watch(ep, fd, fd as u64);
+                }
+                continue;
+            }
+            let fd = e.u64 as i32;
+            // SAFETY: `bufs[k]` is valid for `BUF` bytes of writes.
+            let r = unsafe { libc::recv(fd, bufs[k].as_mut_ptr().cast(), BUF, 0) };
+            if r > 0 {
+                got[k] = (fd, r as usize);
+                k += 1;
+            } else if r == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::EAGAIN)
+            {
+                // SAFETY: a connection accepted here, closed once.
+                unsafe { libc::close(fd) };
+            }
+        }
+        for (i, &(fd, len)) in got[..k].iter().enumerate() {
+            // SAFETY: the first `len` bytes of `bufs[i]` were just received.
+            let sent = unsafe { libc::send(fd, bufs[i].as_ptr().cast(), len, libc::MSG_NOSIGNAL) };
+            assert_eq!(sent as usize, len, "a short send of an echo");
         }
     }
 }
