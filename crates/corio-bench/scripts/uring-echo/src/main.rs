@@ -38,9 +38,9 @@ fn main() {
     println!("@addr {}", listener.local_addr().expect("local_addr"));
     std::io::stdout().flush().expect("stdout");
     match mode.as_str() {
-        "epoll" => epoll(listener),
+        "epoll" => epoll(listener, false),
         "uring" => uring(listener),
-        "burst" => burst(listener),
+        "burst" => epoll(listener, true),
         "epoll-mt" => {
             // A second thread that does nothing: the process's descriptor table is shared,
             // so the kernel's `fdget` takes a reference on every call.
@@ -49,7 +49,7 @@ fn main() {
                     std::thread::park();
                 }
             });
-            epoll(listener)
+            epoll(listener, false)
         }
         _ => {
             eprintln!("usage: uring-echo epoll|uring|burst|epoll-mt");
@@ -84,7 +84,9 @@ fn watch(ep: i32, fd: i32, tag: u64) {
     assert_eq!(r, 0, "epoll_ctl: {}", std::io::Error::last_os_error());
 }
 
-fn epoll(listener: TcpListener) {
+/// The `epoll` server, or with `burst` the `burst` control: the same calls, but every ready
+/// socket of a batch is read before any reply is sent.
+fn epoll(listener: TcpListener, burst: bool) {
     listener.set_nonblocking(true).expect("nonblocking");
     let lfd = listener.as_raw_fd();
     // SAFETY: a plain system call with no pointer arguments.
@@ -96,35 +98,28 @@ fn epoll(listener: TcpListener) {
     );
     watch(ep, lfd, u64::MAX);
     let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; 256];
-    let mut buf = [0u8; BUF];
+    // One buffer per event of a batch; without `burst` only the first is used.
+    let mut bufs = vec![[0u8; BUF]; 256];
+    // With `burst`: the batch's received echoes (descriptor, length), `bufs[i]` holding the i-th.
+    let mut held: Vec<(i32, usize)> = Vec::with_capacity(256);
     loop {
         // SAFETY: `events` has room for the 256 entries passed.
         let n = unsafe { libc::epoll_wait(ep, events.as_mut_ptr(), 256, -1) };
         for e in &events[..n.max(0) as usize] {
             if e.u64 == u64::MAX {
-                // SAFETY: `lfd` is the listener; no address is asked for.
-                while let fd @ 0.. = unsafe {
-                    libc::accept4(
-                        lfd,
-                        std::ptr::null_mut(),
-                        std::ptr::null_mut(),
-                        libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
-                    )
-                } {
-                    nodelay(fd);
-                    watch(ep, fd, fd as u64);
-                }
+                accept_all(ep, lfd);
                 continue;
             }
             let fd = e.u64 as i32;
+            let buf = &mut bufs[held.len()];
             // SAFETY: `buf` is valid for `BUF` bytes of writes.
             let got = unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), BUF, 0) };
             if got > 0 {
-                // SAFETY: the first `got` bytes of `buf` were just received.
-                let sent = unsafe {
-                    libc::send(fd, buf.as_ptr().cast(), got as usize, libc::MSG_NOSIGNAL)
-                };
-                assert_eq!(sent, got, "a short send of an echo");
+                if burst {
+                    held.push((fd, got as usize));
+                } else {
+                    send_echo(fd, &buf[..got as usize]);
+                }
             } else if got == 0
                 || std::io::Error::last_os_error().raw_os_error() != Some(libc::EAGAIN)
             {
@@ -133,58 +128,33 @@ fn epoll(listener: TcpListener) {
                 unsafe { libc::close(fd) };
             }
         }
+        for (i, (fd, len)) in held.drain(..).enumerate() {
+            send_echo(fd, &bufs[i][..len]);
+        }
     }
 }
 
-/// `epoll` with the sends of a batch deferred until every ready socket has been read: the
-/// same system calls, but the replies leave in one burst.
-fn burst(listener: TcpListener) {
-    listener.set_nonblocking(true).expect("nonblocking");
-    let lfd = listener.as_raw_fd();
-    // SAFETY: a plain system call with no pointer arguments.
-    let ep = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
-    watch(ep, lfd, u64::MAX);
-    let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; 256];
-    let mut bufs = vec![[0u8; BUF]; 256];
-    let mut got = vec![(0i32, 0usize); 256];
-    loop {
-        // SAFETY: `events` has room for the 256 entries passed.
-        let n = unsafe { libc::epoll_wait(ep, events.as_mut_ptr(), 256, -1) };
-        let mut k = 0;
-        for e in &events[..n.max(0) as usize] {
-            if e.u64 == u64::MAX {
-                // SAFETY: `lfd` is the listener; no address is asked for.
-                while let fd @ 0.. = unsafe {
-                    libc::accept4(
-                        lfd,
-                        std::ptr::null_mut(),
-                        std::ptr::null_mut(),
-                        libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
-                    )
-                } {
-                    nodelay(fd);
-                    watch(ep, fd, fd as u64);
-                }
-                continue;
-            }
-            let fd = e.u64 as i32;
-            // SAFETY: `bufs[k]` is valid for `BUF` bytes of writes.
-            let r = unsafe { libc::recv(fd, bufs[k].as_mut_ptr().cast(), BUF, 0) };
-            if r > 0 {
-                got[k] = (fd, r as usize);
-                k += 1;
-            } else if r == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::EAGAIN)
-            {
-                // SAFETY: a connection accepted here, closed once.
-                unsafe { libc::close(fd) };
-            }
-        }
-        for (i, &(fd, len)) in got[..k].iter().enumerate() {
-            // SAFETY: the first `len` bytes of `bufs[i]` were just received.
-            let sent = unsafe { libc::send(fd, bufs[i].as_ptr().cast(), len, libc::MSG_NOSIGNAL) };
-            assert_eq!(sent as usize, len, "a short send of an echo");
-        }
+/// Accepts every pending connection of the listener `lfd` and watches it on `ep`.
+fn accept_all(ep: i32, lfd: i32) {
+    // SAFETY: `lfd` is the listener; no address is asked for.
+    while let fd @ 0.. = unsafe {
+        libc::accept4(
+            lfd,
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+        )
+    } {
+        nodelay(fd);
+        watch(ep, fd, fd as u64);
     }
+}
+
+/// Sends `echo` back on `fd` in one call.
+fn send_echo(fd: i32, echo: &[u8]) {
+    // SAFETY: `echo` is valid for reads of its length.
+    let sent = unsafe { libc::send(fd, echo.as_ptr().cast(), echo.len(), libc::MSG_NOSIGNAL) };
+    assert_eq!(sent, echo.len() as isize, "a short send of an echo");
 }
 
 /// What a completion was for: the low two bits of its `user_data` (the connection's fd above).
