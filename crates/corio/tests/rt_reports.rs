@@ -182,6 +182,41 @@ fn a_hog_is_reported_with_its_name_id_spawn_site_and_how_long_it_ran() {
 }
 
 #[test]
+fn a_hog_on_a_run_here_runtime_is_reported_on_the_programs_stderr() {
+    // With one worker, sysmon has its own descriptor table, whose 2 is /dev/null: the report
+    // reaches the program's stderr only through `pidfd_getfd` (`runtime/fd_table.rs`).
+    const NAME: &str = "a_hog_on_a_run_here_runtime_is_reported_on_the_programs_stderr";
+    if child_case(NAME) {
+        corio::Runtime::builder()
+            .workers(1)
+            .hog_report(true)
+            .run_here(|| {
+                corio::sleep(Duration::from_millis(50)); // settle
+                let hog = corio::Builder::new()
+                    .name("busy-here")
+                    .spawn(|| spin_for_cpu_time(Duration::from_millis(300)))
+                    .unwrap();
+                eprintln!("spawned id {}", hog.id());
+                hog.join().unwrap();
+            })
+            .unwrap();
+        return;
+    }
+    let out = run_in_child(NAME);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "child failed:\n{err}");
+    let id = err
+        .lines()
+        .find_map(|l| l.strip_prefix("spawned id "))
+        .unwrap_or_else(|| panic!("no id line:\n{err}"))
+        .trim();
+    assert!(
+        err.contains(&format!("coroutine 'busy-here' (id {id}")),
+        "the report, with name and id:\n{err}"
+    );
+}
+
+#[test]
 fn hog_report_false_keeps_stderr_quiet() {
     const NAME: &str = "hog_report_false_keeps_stderr_quiet";
     if child_case(NAME) {

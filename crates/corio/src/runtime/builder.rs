@@ -257,6 +257,53 @@ impl Builder {
     /// `InvalidInput` for 0 workers, a `CORIO_WORKERS` that is not a positive number, or a
     /// stack size above the maximum; an OS error if threads or the driver cannot be created.
     pub fn build(&mut self) -> io::Result<Runtime> {
+        Runtime::from_config(self.config()?)
+    }
+
+    /// Runs `f` as the main stackful coroutine of a new runtime whose first worker is the
+    /// calling thread, and shuts the runtime down when `f` returns, as a Go program ends with
+    /// `main`: the coroutines and tasks still alive are cancelled (coroutines unwound on their
+    /// own threads), then `f`'s value is returned. tokio's `current_thread` runtime and may's
+    /// one-worker scheduler also run on the caller's thread.
+    ///
+    /// With one worker the runtime is then a single thread that runs tasks, beside sysmon,
+    /// which gives itself its own descriptor table, holding none of the program's files. That
+    /// makes every system call on a socket cheaper: Linux borrows the file of a descriptor
+    /// from a table only one thread uses, and takes and drops a reference on it otherwise
+    /// (2.6 % of a one-worker echo server's throughput, `docs/net-bench.md`). In exchange,
+    /// sysmon then never runs code of the program's: it does not poll the sockets or fire the
+    /// timers of a worker stuck in one long task (nothing else could run what they wake), and
+    /// so a thread outside the runtime waiting on a corio timer or socket waits for that task
+    /// too. Hog reports still reach stderr. The blocking pool, other workers and the program's
+    /// own threads share the table as usual.
+    ///
+    /// ```
+    /// let total = corio::Runtime::builder().workers(1).run_here(|| {
+    ///     let here = std::thread::current().id();
+    ///     let a = corio::go(move || (std::thread::current().id() == here) as u32);
+    ///     let b = corio::spawn(async { 41 });
+    ///     a.join().unwrap() + b.join().unwrap()
+    /// });
+    /// assert_eq!(total.unwrap(), 42); // `a` ran on the calling thread: the only worker
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`build`](Builder::build).
+    ///
+    /// # Panics
+    ///
+    /// With `f`'s panic, after the shutdown; if called from inside a task or on a worker.
+    #[track_caller]
+    pub fn run_here<F, T>(&mut self, f: F) -> io::Result<T>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        Runtime::run_here(self.config()?, f)
+    }
+
+    fn config(&self) -> io::Result<Config> {
         let workers = match self.workers {
             Some(n) => n,
             None => match std::env::var("CORIO_WORKERS") {
@@ -279,7 +326,7 @@ impl Builder {
         let hog_report = self
             .hog_report
             .unwrap_or_else(|| std::env::var("CORIO_HOG_REPORT").map_or(true, |v| v.trim() != "0"));
-        Runtime::from_config(Config {
+        Ok(Config {
             workers,
             // Spare workers take work stuck behind hogs and blocking calls (sysmon starts them
             // one at a time, only while all others are busy and work waits). Four per worker:
@@ -293,6 +340,7 @@ impl Builder {
             hooks: self.hooks.clone(),
             preemptible: self.preemptible && super::preempt::enable(),
             io_spin: self.io_spin,
+            caller_worker: false,
         })
     }
 }

@@ -146,6 +146,15 @@ fn fires_too_early(until: u64, next: u64, now: u64) -> bool {
 }
 
 impl Driver {
+    /// Its descriptors: epoll, eventfd, timerfd (for `fd_table::unshare_keeping`).
+    pub(crate) fn fds(&self) -> [std::os::fd::RawFd; 3] {
+        [
+            self.epoll.as_raw_fd(),
+            self.event.as_raw_fd(),
+            self.timer.as_raw_fd(),
+        ]
+    }
+
     /// A driver for a runtime whose clock started at `epoch` (read just before this call).
     pub(crate) fn new(epoch: std::time::Instant) -> io::Result<Driver> {
         // SAFETY: plain system calls; results are checked by `owned`.

@@ -60,6 +60,7 @@ mod blocking;
 mod builder;
 pub(crate) mod context;
 mod driver;
+mod fd_table;
 mod idle;
 mod local;
 mod owned;
@@ -112,6 +113,18 @@ pub(crate) struct Config {
     /// Whether a single worker watches its busy sockets before it sleeps
     /// (`WorkerCtx::spin`).
     pub(crate) io_spin: bool,
+    /// Whether worker 0 is the thread that called [`Builder::run_here`], not one the runtime
+    /// starts.
+    pub(crate) caller_worker: bool,
+}
+
+impl Config {
+    /// Whether the runtime's only thread that runs tasks is the caller of `run_here`: then
+    /// sysmon takes its own descriptor table (`fd_table.rs`). (One worker means no spares,
+    /// which sysmon would have to start on the program's table.)
+    pub(crate) fn solo(&self) -> bool {
+        self.caller_worker && self.workers == 1 && self.spares == 0
+    }
 }
 
 /// Everything the workers, tasks and handles of one runtime share.
@@ -450,6 +463,11 @@ impl Runtime {
         for index in 0..shared.config.workers {
             shared.workers[index].started.store(true, Ordering::Relaxed);
             shared.workers[index].active.store(true, Ordering::Relaxed);
+            if index == 0 && shared.config.caller_worker {
+                // Started by `run_here` on its own thread.
+                shared.running_workers.fetch_add(1, Ordering::SeqCst);
+                continue;
+            }
             if let Err(e) = shared.start_worker(index) {
                 Handle {
                     shared: shared.clone(),
@@ -458,10 +476,66 @@ impl Runtime {
                 return Err(e);
             }
         }
-        sysmon::start(&shared)?;
+        if let Err(e) = sysmon::start(&shared) {
+            Handle { shared }.shutdown_and_join();
+            return Err(e);
+        }
         Ok(Runtime {
             handle: Handle { shared },
         })
+    }
+
+    /// `Builder::run_here`: a runtime whose worker 0 is this thread, for as long as `f` runs.
+    #[track_caller]
+    pub(crate) fn run_here<F, T>(mut config: Config, f: F) -> io::Result<T>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        if !matches!(context::here(), context::Here::Thread)
+            || context::with_worker(|w| w.is_some())
+        {
+            panic!(
+                "corio: `Builder::run_here` called from inside a task or on a runtime's \
+                 worker; spawn the work on the runtime that is running instead"
+            );
+        }
+        config.caller_worker = true;
+        let rt = Runtime::from_config(config)?;
+        let shared = rt.handle.shared.clone();
+        /// Shuts the runtime down when the main coroutine ends, however it ends (as a Go
+        /// program ends with `main`), so that worker 0's loop returns here.
+        struct EndsRuntime(Arc<Shared>);
+        impl Drop for EndsRuntime {
+            fn drop(&mut self) {
+                self.0.begin_shutdown();
+            }
+        }
+        let ends = EndsRuntime(shared.clone());
+        // Pinned to this thread from birth, as Go's `main` runs on the main thread.
+        let main = spawn::spawn_stackful_at(
+            &shared,
+            move || {
+                let _ends = ends;
+                f()
+            },
+            TaskBuilder::new().name("main"),
+            Some(0),
+        )
+        .map_err(|e| io::Error::other(e.to_string()))?;
+        {
+            let shared = shared.clone();
+            let hooks = shared.config.hooks.clone();
+            hooks.run_thread(move || worker::run(shared, 0));
+        }
+        // Joins the other workers and sysmon; the main coroutine has finished (or its home,
+        // this thread, cancelled it while shutting down).
+        drop(rt);
+        match crate::block_on::park_thread_on(main) {
+            Ok(v) => Ok(v),
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            Err(e) => panic!("corio: the main coroutine was cancelled ({e})"),
+        }
     }
 
     /// A handle to this runtime.

@@ -70,6 +70,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::Shared;
+use super::fd_table;
 use super::park::Event;
 use super::thread_clock::ThreadState;
 use super::worker::{Remote, STATUS_BLOCKING, STATUS_IDLE, STATUS_RUNNING};
@@ -110,6 +111,8 @@ pub(crate) struct Sysmon {
     sleeping: AtomicBool,
     stop: AtomicBool,
     thread: Mutex<Option<JoinHandle<()>>>,
+    /// Whether sysmon has its own descriptor table (`fd_table.rs`): then it runs no wakers.
+    own_table: AtomicBool,
 }
 
 impl Sysmon {
@@ -119,6 +122,7 @@ impl Sysmon {
             sleeping: AtomicBool::new(false),
             stop: AtomicBool::new(false),
             thread: Mutex::new(None),
+            own_table: AtomicBool::new(false),
         }
     }
 
@@ -154,9 +158,18 @@ pub(crate) fn start(shared: &Arc<Shared>) -> std::io::Result<()> {
     install_panic_hook();
     let shared_for_thread = shared.clone();
     let name = format!("{}-sysmon", shared.config.thread_name);
+    let (started_tx, started) = std::sync::mpsc::sync_channel(1);
     let thread = std::thread::Builder::new().name(name).spawn(move || {
         let shared = shared_for_thread;
         let sysmon = &shared.sysmon;
+        // Without `close_range` (Linux < 5.9) or `unshare` (a seccomp filter), sysmon stays
+        // on the program's table: slower system calls on the worker, nothing else.
+        if shared.config.solo() && fd_table::unshare_keeping(&shared.driver.fds()).is_ok() {
+            sysmon.own_table.store(true, Ordering::Relaxed);
+        }
+        // Before the worker runs anything, so that no file of the program's is held by
+        // sysmon's copy of the table for longer than this start-up.
+        let _ = started_tx.send(());
         let mut watch = Watch::default();
         // Since when every worker has been seen idle, having run no task since (the tasks
         // run so far, then): a worker that woke, ran and parked again between two looks
@@ -195,6 +208,9 @@ pub(crate) fn start(shared: &Arc<Shared>) -> std::io::Result<()> {
             watch.tick(&shared);
         }
     })?;
+    if shared.config.solo() {
+        let _ = started.recv();
+    }
     *shared
         .sysmon
         .thread
@@ -323,16 +339,20 @@ impl Watch {
         if self.slices.len() != shared.workers.len() {
             self.slices = vec![Slice::new(u64::MAX, now); shared.workers.len()];
         }
-        let mut acted = self.poll_io_if_starved(shared, now);
+        // With its own descriptor table, sysmon runs no wakers (`fd_table.rs`): the only
+        // worker, busy, is the only one that could run what they wake anyway.
+        let runs_wakers = !shared.sysmon.own_table.load(Ordering::Relaxed);
+        let mut acted = runs_wakers && self.poll_io_if_starved(shared, now);
         // A worker busy with one long task reads the clock only between tasks: fire its due
         // timers from here so that sleepers on it are not late by a whole task.
         let runtime_now = shared.now_ns();
         for (index, remote) in shared.workers.iter().enumerate() {
-            if remote
-                .next_timer
-                .load(Ordering::Relaxed)
-                .saturating_add(OVERDUE_NS)
-                <= runtime_now
+            if runs_wakers
+                && remote
+                    .next_timer
+                    .load(Ordering::Relaxed)
+                    .saturating_add(OVERDUE_NS)
+                    <= runtime_now
                 && remote.status.load(Ordering::Acquire) != STATUS_IDLE
             {
                 acted |= shared.fire_timers(index, runtime_now) > 0;
@@ -599,10 +619,17 @@ fn report_hog(shared: &Shared, index: usize, held: Held) {
              that belongs in corio::blocking or spawn_blocking?)",
         ),
     };
-    eprintln!(
+    let report = format!(
         "corio: {kind} '{name}' (id {id}, spawned at {at}) {how} on {} without yielding{hint}; \
          work queued behind it is moved to other workers \
-         (this report: Builder::hog_report(false) or CORIO_HOG_REPORT=0 turns it off)",
+         (this report: Builder::hog_report(false) or CORIO_HOG_REPORT=0 turns it off)\n",
         worker_label(shared, index),
     );
+    if shared.sysmon.own_table.load(Ordering::Relaxed) {
+        // sysmon's own 2 is /dev/null; a process whose main thread has exited has no table
+        // to fetch stderr from, and loses the report.
+        let _ = fd_table::write_program_stderr(&report);
+    } else {
+        eprint!("{report}");
+    }
 }
