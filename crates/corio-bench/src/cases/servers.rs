@@ -62,21 +62,38 @@ pub fn echo(imp: &str) -> Result<(), String> {
     }
 }
 
-/// corio with one worker, as every server here runs. `CORIO_BENCH_IO_SPIN=0` in the server's
-/// environment turns off the only worker's spin (`Builder::io_spin(false)`), for an A/B of
-/// it with `scripts/pair.sh` (`CORIO_BENCH_IO_SPIN=0:corio-hyper`); the cases never set it.
-fn corio_runtime() -> Result<corio::Runtime, String> {
+/// corio with one worker, as every server here runs, on the server's main thread
+/// (`Builder::run_here`: one thread runs the tasks, and sysmon keeps off its descriptor table).
+/// Two environment switches, in the server's environment, for A/Bs with `scripts/pair.sh`
+/// (`CORIO_BENCH_IO_SPIN=0:corio-hyper`); the cases never set them:
+/// - `CORIO_BENCH_IO_SPIN=0` turns off the only worker's spin (`Builder::io_spin(false)`);
+/// - `CORIO_BENCH_BUILD=1` runs the server on a worker thread of a `build`-made runtime
+///   instead, with the main thread waiting in `run`/`block_on`.
+fn corio_builder() -> corio::RuntimeBuilder {
     let mut builder = corio::Runtime::builder();
     builder.workers(1).hog_report(false);
     if std::env::var_os("CORIO_BENCH_IO_SPIN").is_some_and(|v| v == "0") {
         builder.io_spin(false);
     }
-    builder.build().map_err(|e| e.to_string())
+    builder
+}
+
+/// Runs `main` as the main coroutine of a one-worker corio runtime (see `corio_builder`).
+fn corio_main<F>(main: F) -> Result<(), String>
+where
+    F: FnOnce() -> Result<(), String> + Send + 'static,
+{
+    let mut builder = corio_builder();
+    if std::env::var_os("CORIO_BENCH_BUILD").is_some_and(|v| v == "1") {
+        builder.build().map_err(|e| e.to_string())?.run(main)
+    } else {
+        builder.run_here(main).map_err(|e| e.to_string())?
+    }
 }
 
 /// Runs a stackful server (`serve(listener)` in the main coroutine) on corio.
 fn corio_stackful(serve: fn(corio::net::TcpListener)) -> Result<(), String> {
-    corio_runtime()?.run(move || {
+    corio_main(move || {
         let listener = corio::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
         child::emit("addr", listener.local_addr().map_err(|e| e.to_string())?);
         serve(listener);
@@ -87,14 +104,16 @@ fn corio_stackful(serve: fn(corio::net::TcpListener)) -> Result<(), String> {
 /// Runs an async server (its accept loop a task on the worker) on corio.
 fn corio_tasks<F, Fut>(serve: F) -> Result<(), String>
 where
-    F: FnOnce(corio::net::TcpListener) -> Fut,
+    F: FnOnce(corio::net::TcpListener) -> Fut + Send + 'static,
     Fut: std::future::Future<Output = ()> + Send + 'static,
 {
-    let rt = corio_runtime()?;
-    let listener = corio::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
-    child::emit("addr", listener.local_addr().map_err(|e| e.to_string())?);
-    rt.block_on(rt.spawn(serve(listener)))
-        .map_err(|e| e.to_string())
+    corio_main(move || {
+        let listener = corio::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+        child::emit("addr", listener.local_addr().map_err(|e| e.to_string())?);
+        corio::spawn(serve(listener))
+            .join()
+            .map_err(|e| e.to_string())
+    })
 }
 
 fn tokio_current_thread(

@@ -46,6 +46,9 @@
 //! If no worker polled the netpoller for [`NETPOLL_AFTER`] while they are busy, sysmon polls
 //! it (Go's sysmon `netpoll`), so sockets that became ready are not starved by busy workers.
 //!
+//! Neither that poll nor the timers above on a one-worker `Builder::run_here` runtime: there
+//! sysmon has its own descriptor table and runs no wakers (`fd_table.rs`).
+//!
 //! When every worker has been asleep for [`DEEP_SLEEP_AFTER`], sysmon sleeps too, without a
 //! timeout, until a worker wakes it (`wake_if_sleeping`): an idle runtime costs no wake-ups
 //! (Go's sysmon does not, #18236). Not at once: a server's single worker parks between
