@@ -32,32 +32,37 @@ use std::io::{self, Write};
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 
 /// Gives the calling thread its own descriptor table holding only `keep` (whose entries must be
-/// open descriptors) and `/dev/null` as whichever of 0, 1 and 2 they are not — so that a stray write to
-/// stderr from this thread goes nowhere, and the descriptors it opens never take those numbers.
-/// Does nothing and fails if the kernel lacks `close_range` (Linux 5.9): the table is then left
-/// shared rather than copied with every descriptor in it.
-pub(crate) fn unshare_keeping(keep: &[RawFd]) -> io::Result<()> {
+/// open descriptors) and `/dev/null` as whichever of 0, 1 and 2 they are not — so that a stray
+/// write to stderr from this thread goes nowhere, and the descriptors it opens never take those
+/// numbers. Whether the thread now has its own table: not if the kernel lacks `close_range`
+/// (Linux 5.9) or refuses `unshare` (a seccomp filter); the table is then left shared rather
+/// than copied with every descriptor in it.
+pub(crate) fn unshare_keeping(keep: &[RawFd]) -> bool {
     // A range past any descriptor: closes nothing, and fails only without `close_range`.
-    close_range(RawFd::MAX as u32 - 1, RawFd::MAX as u32)?;
+    if close_range(RawFd::MAX as u32 - 1, RawFd::MAX as u32).is_err() {
+        return false;
+    }
     // SAFETY: `unshare(CLONE_FILES)` only changes which descriptor table this thread uses.
     if unsafe { libc::unshare(libc::CLONE_FILES) } != 0 {
-        return Err(io::Error::last_os_error());
+        return false;
     }
+    // From here the table is this thread's, whatever fails below (`close_range` fails only
+    // for a range whose first is above its last, which this loop never passes).
     let mut keep = keep.to_vec();
     keep.sort_unstable();
     let mut from: u32 = 0;
     for &fd in &keep {
         let fd = fd as u32;
         if fd > from {
-            close_range(from, fd - 1)?;
+            let _ = close_range(from, fd - 1);
         }
         from = fd + 1;
     }
-    close_range(from, u32::MAX)?;
+    let _ = close_range(from, u32::MAX);
     // SAFETY: opening a file with a NUL-terminated path; the result is checked.
     let null = unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDWR | libc::O_CLOEXEC) };
     if null < 0 {
-        return Ok(()); // 0-2 stay closed: stray writes fail instead
+        return true; // 0-2 stay closed: stray writes fail instead
     }
     // SAFETY: `null` is a new descriptor; the copies of 0-2 it replaces are this table's own.
     let null = unsafe { OwnedFd::from_raw_fd(null) };
@@ -68,7 +73,7 @@ pub(crate) fn unshare_keeping(keep: &[RawFd]) -> io::Result<()> {
     if std::os::fd::AsRawFd::as_raw_fd(&null) <= 2 {
         std::mem::forget(null); // it is one of 0-2 now
     }
-    Ok(())
+    true
 }
 
 fn close_range(first: u32, last: u32) -> io::Result<()> {

@@ -167,7 +167,7 @@ pub(crate) fn start(shared: &Arc<Shared>) -> std::io::Result<()> {
         let sysmon = &shared.sysmon;
         // Without `close_range` (Linux < 5.9) or `unshare` (a seccomp filter), sysmon stays
         // on the program's table: slower system calls on the worker, nothing else.
-        if shared.config.solo() && fd_table::unshare_keeping(&shared.driver.fds()).is_ok() {
+        if shared.config.solo() && fd_table::unshare_keeping(&shared.driver.fds()) {
             sysmon.own_table.store(true, Ordering::Relaxed);
         }
         // Before the worker runs anything, so that no file of the program's is held by
