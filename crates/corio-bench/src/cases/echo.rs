@@ -45,11 +45,11 @@ pub const CASE: Case = Case {
 
 /// (row name, server, note).
 pub const IMPLS: [(&str, &str, &str); 5] = [
-    ("corio-stackful", "corio", "examples/echo, workers(1)"),
+    ("corio-stackful", "corio", "examples/echo, workers(1) run_here"),
     (
         "corio-async",
         "corio-async",
-        "examples/echo_async, workers(1)",
+        "examples/echo_async, workers(1) run_here",
     ),
     ("tokio", "tokio", "current_thread"),
     ("may", "may", "1 worker"),

@@ -75,11 +75,11 @@ pub const CASE: Case = Case {
 
 /// (row name, server, note).
 pub(super) const IMPLS: [(&str, &str, &str); 5] = [
-    ("corio-stackful", "corio", "examples/http_hello, workers(1)"),
+    ("corio-stackful", "corio", "examples/http_hello, workers(1) run_here"),
     (
         "corio-hyper",
         "corio-hyper",
-        "examples/hyper_hello, workers(1)",
+        "examples/hyper_hello, workers(1) run_here",
     ),
     ("may_minihttp", "may_minihttp", "may, 1 worker"),
     ("hyper-tokio", "hyper-tokio", "tokio current_thread"),
