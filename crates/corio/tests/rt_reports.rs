@@ -88,15 +88,7 @@ fn a_stack_overflow_in_a_runtime_coroutine_names_it_and_where_it_was_spawned() {
         Some(libc::SIGABRT),
         "the child must abort:\n{err}"
     );
-    let id = err
-        .lines()
-        .find_map(|l| l.strip_prefix("spawned id "))
-        .unwrap_or_else(|| panic!("no id line:\n{err}"))
-        .trim();
-    assert!(
-        err.contains(&format!("coroutine 'deep-recursion' (id {id})")),
-        "name and id:\n{err}"
-    );
+    assert_names_coroutine(&err, "deep-recursion");
     assert!(
         err.contains("has overflowed its stack of 64 KiB"),
         "stack size:\n{err}"
@@ -137,6 +129,43 @@ fn spin_for_cpu_time(cpu: Duration) {
     }
 }
 
+/// In a child: spawns a coroutine named `name` on the current runtime that spins for 300 ms of
+/// CPU time, prints its id, and joins it.
+fn spawn_hog_and_join(name: &str) {
+    let hog = corio::Builder::new()
+        .name(name)
+        .spawn(|| spin_for_cpu_time(Duration::from_millis(300)))
+        .unwrap();
+    eprintln!("spawned id {}", hog.id());
+    hog.join().unwrap();
+}
+
+/// Runs the child case `case`, which ran `spawn_hog_and_join(hog)`, and asserts that it
+/// succeeded and that its stderr reports the hog by name and id; returns the stderr.
+fn assert_hog_reported(case: &str, hog: &str) -> String {
+    let out = run_in_child(case);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "child failed:\n{err}");
+    assert_names_coroutine(&err, hog);
+    err
+}
+
+/// Asserts that `err` (a child's stderr, with a "spawned id N" line the child printed) names
+/// the coroutine `name` with that id, as the runtime's reports do.
+fn assert_names_coroutine(err: &str, name: &str) {
+    let id = err
+        .lines()
+        .find_map(|l| l.strip_prefix("spawned id "))
+        .unwrap_or_else(|| panic!("no id line:\n{err}"))
+        .trim();
+    // "(id N)" in an overflow's message, "(id N, spawned at ..)" in a hog's.
+    let named = |end: &str| err.contains(&format!("coroutine '{name}' (id {id}{end}"));
+    assert!(
+        named(")") || named(","),
+        "the report, with name and id:\n{err}"
+    );
+}
+
 #[test]
 fn a_hog_is_reported_with_its_name_id_spawn_site_and_how_long_it_ran() {
     const NAME: &str = "a_hog_is_reported_with_its_name_id_spawn_site_and_how_long_it_ran";
@@ -147,28 +176,11 @@ fn a_hog_is_reported_with_its_name_id_spawn_site_and_how_long_it_ran() {
             .build()
             .unwrap();
         std::thread::sleep(Duration::from_millis(50)); // settle: sysmon watches from the start
-        let h = corio::Builder::new();
         let _entered = rt.enter();
-        let hog = h
-            .name("busy-loop")
-            .spawn(|| spin_for_cpu_time(Duration::from_millis(300)))
-            .unwrap();
-        eprintln!("spawned id {}", hog.id());
-        hog.join().unwrap();
+        spawn_hog_and_join("busy-loop");
         return;
     }
-    let out = run_in_child(NAME);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "child failed:\n{err}");
-    let id = err
-        .lines()
-        .find_map(|l| l.strip_prefix("spawned id "))
-        .unwrap_or_else(|| panic!("no id line:\n{err}"))
-        .trim();
-    assert!(
-        err.contains(&format!("coroutine 'busy-loop' (id {id}")),
-        "name and id:\n{err}"
-    );
+    let err = assert_hog_reported(NAME, "busy-loop");
     assert!(
         err.contains("tests/rt_reports.rs:"),
         "the spawn site is named:\n{err}"
@@ -192,28 +204,12 @@ fn a_hog_on_a_run_here_runtime_is_reported_on_the_programs_stderr() {
             .hog_report(true)
             .run_here(|| {
                 corio::sleep(Duration::from_millis(50)); // settle
-                let hog = corio::Builder::new()
-                    .name("busy-here")
-                    .spawn(|| spin_for_cpu_time(Duration::from_millis(300)))
-                    .unwrap();
-                eprintln!("spawned id {}", hog.id());
-                hog.join().unwrap();
+                spawn_hog_and_join("busy-here");
             })
             .unwrap();
         return;
     }
-    let out = run_in_child(NAME);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "child failed:\n{err}");
-    let id = err
-        .lines()
-        .find_map(|l| l.strip_prefix("spawned id "))
-        .unwrap_or_else(|| panic!("no id line:\n{err}"))
-        .trim();
-    assert!(
-        err.contains(&format!("coroutine 'busy-here' (id {id}")),
-        "the report, with name and id:\n{err}"
-    );
+    assert_hog_reported(NAME, "busy-here");
 }
 
 #[test]

@@ -45,7 +45,11 @@ pub const CASE: Case = Case {
 
 /// (row name, server, note).
 pub const IMPLS: [(&str, &str, &str); 5] = [
-    ("corio-stackful", "corio", "examples/echo, workers(1) run_here"),
+    (
+        "corio-stackful",
+        "corio",
+        "examples/echo, workers(1) run_here",
+    ),
     (
         "corio-async",
         "corio-async",

@@ -75,7 +75,11 @@ pub const CASE: Case = Case {
 
 /// (row name, server, note).
 pub(super) const IMPLS: [(&str, &str, &str); 5] = [
-    ("corio-stackful", "corio", "examples/http_hello, workers(1) run_here"),
+    (
+        "corio-stackful",
+        "corio",
+        "examples/http_hello, workers(1) run_here",
+    ),
     (
         "corio-hyper",
         "corio-hyper",
