@@ -8,9 +8,10 @@
 //! for the length of the call and drop it after (`fdget`/`fput`: two atomic operations and
 //! an RCU section); when the thread is the table's only user, it borrows the file for free.
 //! A one-worker server built with `build` has three threads on one table — the worker,
-//! sysmon, and the thread waiting in `block_on` — and paid for it on every system call: a
-//! paired A/B with the worker alone on its table served 2.6 % more echo messages a second
-//! (`docs/net-bench.md`, "Seventeenth pass"). tokio's `current_thread` runtime is one thread.
+//! sysmon, and the thread waiting in `block_on` — and paid for it on every system call:
+//! `run_here` serves 1.1–1.2 % more echo messages a second than the same server started with
+//! `build` (`docs/net-bench.md`, "Eighteenth pass"). tokio's `current_thread` runtime is one
+//! thread.
 //!
 //! `run_here` makes the calling thread the worker; this module moves sysmon off the table.
 //!
