@@ -1371,9 +1371,10 @@ impl WorkerCtx {
             (self.spin_poll() > 0 && self.has_local_work()).then(&found)
         };
         // The deferred poll first (the only worker: a request that came meanwhile is answered
-        // now); then rounds of looks, a yield, a poll, the timers and the clock, in that order:
-        // nothing returns before the round's yield, so a timer that another worker must fire
-        // cannot keep this one spinning without giving up its CPU.
+        // now); then rounds of looks, a yield (the only worker: more looks), a poll, the
+        // timers and the clock, in that order: nothing returns before the round's yield, so a
+        // timer that another worker must fire cannot keep this one spinning without giving up
+        // its CPU.
         if deferred && let Some(verdict) = poll() {
             return verdict;
         }
@@ -1385,12 +1386,31 @@ impl WorkerCtx {
                 }
                 std::hint::spin_loop();
             }
-            // Lets a thread waiting for this CPU run: the kernel tends to queue a thread woken
-            // by this one on this one's CPU (wake-affine), and a spinner that kept the CPU kept
-            // its own work's producer off it. Without this, two workers in a cross-worker
-            // ping-pong on a loaded machine fell into a lockstep of spins that expired and
-            // futex wakes (2 parks per round trip, `tests/rt_spin.rs`); with it, none.
-            std::thread::yield_now();
+            // A worker spinning for other workers' work lets a thread waiting for this CPU
+            // run: the kernel tends to queue a thread woken by this one on this one's CPU
+            // (wake-affine), and a spinner that kept the CPU kept its own work's producer off
+            // it. Without this, two workers in a cross-worker ping-pong on a loaded machine
+            // fell into a lockstep of spins that expired and futex wakes (2 parks per round
+            // trip, `tests/rt_spin.rs`); with it, none.
+            //
+            // The only worker, watching its sockets, must not: its work comes from other
+            // processes, and a yield hands the CPU to whatever else is runnable there — even
+            // a batch job at idle priority, which then keeps it until the next tick, since a
+            // yielded thread is runnable and no wake-up preempts the job. With such a job on
+            // the server's CPU, `http_hello` served 0.634 of may_minihttp's requests/s with a
+            // p99 of 4.5 ms; with these looks in place of the yield, 1.031 ("Eighteenth
+            // pass", `docs/net-bench.md`). It looks at its inbox a while longer instead, which
+            // spaces its polls as the yield did (level with it on an idle machine).
+            if kind == SpinKind::OnlyWorker {
+                for _ in 0..SPIN_LOOKS_PER_CLOCK_READ * 2 {
+                    if visible() {
+                        return found();
+                    }
+                    std::hint::spin_loop();
+                }
+            } else {
+                std::thread::yield_now();
+            }
             if let Some(verdict) = poll() {
                 return verdict;
             }
