@@ -30,7 +30,7 @@
 //! current stderr, fetched for each report with `pidfd_getfd`.
 
 use std::io::{self, Write};
-use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
 /// Gives the calling thread its own descriptor table holding only `keep` (whose entries must be
 /// open descriptors) and `/dev/null` as whichever of 0, 1 and 2 they are not — so that a stray
@@ -69,9 +69,9 @@ pub(crate) fn unshare_keeping(keep: &[RawFd]) -> bool {
     let null = unsafe { OwnedFd::from_raw_fd(null) };
     for fd in (0..=2).filter(|fd| !keep.contains(fd)) {
         // SAFETY: as above: `dup2` replaces this table's descriptor `fd` with `/dev/null`.
-        unsafe { libc::dup2(std::os::fd::AsRawFd::as_raw_fd(&null), fd) };
+        unsafe { libc::dup2(null.as_raw_fd(), fd) };
     }
-    if std::os::fd::AsRawFd::as_raw_fd(&null) <= 2 {
+    if null.as_raw_fd() <= 2 {
         std::mem::forget(null); // it is one of 0-2 now
     }
     true
@@ -101,7 +101,7 @@ pub(crate) fn write_program_stderr(msg: &str) -> io::Result<()> {
     let fd = unsafe {
         libc::syscall(
             libc::SYS_pidfd_getfd,
-            std::os::fd::AsRawFd::as_raw_fd(&pidfd),
+            pidfd.as_raw_fd(),
             libc::STDERR_FILENO,
             0u32,
         )

@@ -523,11 +523,10 @@ impl Runtime {
             Some(0),
         )
         .map_err(|e| io::Error::other(e.to_string()))?;
-        {
-            let shared = shared.clone();
-            let hooks = shared.config.hooks.clone();
-            hooks.run_thread(move || worker::run(shared, 0));
-        }
+        shared
+            .config
+            .hooks
+            .run_thread(|| worker::run(shared.clone(), 0));
         // Joins the other workers and sysmon; the main coroutine has finished (or its home,
         // this thread, cancelled it while shutting down).
         drop(rt);

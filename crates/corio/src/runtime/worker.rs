@@ -1378,9 +1378,15 @@ impl WorkerCtx {
         if deferred && let Some(verdict) = poll() {
             return verdict;
         }
+        // The only worker makes more looks per round in place of the yield (below).
+        let looks = if kind == SpinKind::OnlyWorker {
+            SPIN_LOOKS_PER_CLOCK_READ * 3
+        } else {
+            SPIN_LOOKS_PER_CLOCK_READ
+        };
         let start = std::time::Instant::now();
         loop {
-            for _ in 0..SPIN_LOOKS_PER_CLOCK_READ {
+            for _ in 0..looks {
                 if visible() {
                     return found();
                 }
@@ -1399,16 +1405,9 @@ impl WorkerCtx {
             // yielded thread is runnable and no wake-up preempts the job. With such a job on
             // the server's CPU, `http_hello` served 0.634 of may_minihttp's requests/s with a
             // p99 of 4.5 ms; with these looks in place of the yield, 1.031 ("Eighteenth
-            // pass", `docs/net-bench.md`). It looks at its inbox a while longer instead, which
-            // spaces its polls as the yield did (level with it on an idle machine).
-            if kind == SpinKind::OnlyWorker {
-                for _ in 0..SPIN_LOOKS_PER_CLOCK_READ * 2 {
-                    if visible() {
-                        return found();
-                    }
-                    std::hint::spin_loop();
-                }
-            } else {
+            // pass", `docs/net-bench.md`). Its rounds have three times the looks instead, which
+            // space its polls as the yield did (level with it on an idle machine).
+            if kind != SpinKind::OnlyWorker {
                 std::thread::yield_now();
             }
             if let Some(verdict) = poll() {
