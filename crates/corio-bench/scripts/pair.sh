@@ -17,6 +17,8 @@
 #         for echo corio | corio-async | tokio | may | go; a server may be preceded by
 #         environment settings for its process, `VAR=value,VAR2=value:server` (an A/B of a
 #         build that reads a setting from the environment)
+# env:  BIN_A  another binary for server A (same `__child GROUP serve NAME` interface), e.g.
+#       scripts/uring-echo's minimal servers ("Nineteenth pass"); B always runs from BIN
 # example: pair.sh 30 3 ka 256 target/release/corio-bench corio may_minihttp
 set -u
 pairs=$1; secs=$2; kind=$3; conns=$4; bin=$5; a=$6; b=$7
@@ -32,7 +34,8 @@ for s in "$a" "$b"; do
   out=$(mktemp)
   envs=(); srv=$s
   if [[ $s == *:* ]]; then IFS=, read -ra envs <<< "${s%%:*}"; srv=${s#*:}; fi
-  env "${envs[@]}" taskset -c 0 "$bin" __child $group serve "$srv" > "$out" 2>/dev/null &
+  sbin=$bin; [ "$s" = "$a" ] && sbin=${BIN_A:-$bin}
+  env "${envs[@]}" taskset -c 0 "$sbin" __child $group serve "$srv" > "$out" 2>/dev/null &
   pid[$s]=$!
   for _ in $(seq 100); do grep -q '@addr' "$out" && break; sleep 0.1; done
   addr[$s]=$(awk '/@addr/ {print $2}' "$out")

@@ -21,9 +21,32 @@
 //!   descriptor (a single-threaded process borrows it), as in every server with a thread
 //!   besides the one serving (corio's worker, its sysmon and the main thread; may's).
 //!
-//! `uring-echo epoll|uring|burst|epoll-mt` prints `@addr HOST:PORT` like `corio-bench __child echo serve`, so
-//! `rotate.sh` can put both beside corio's and the peers' servers under corio-bench's own echo
-//! load. Neither server is a product: no error handling beyond what the measurement needs.
+//! The same two interfaces as minimal HTTP servers for `wrk`'s `GET /plaintext`, to ask whether
+//! a backend could move the `http` cells, where `wrk` on the other CPU sets the rate
+//! (`docs/net-bench.md`, "Nineteenth pass"):
+//!
+//! - `http-epoll`: `epoll_wait`, one `recv`, then the replies to every request the bytes
+//!   complete in one `send` (pipelined requests too), as may_minihttp's event loop does
+//!   without its coroutines;
+//! - `http-epoll-spin`: `http-epoll` polling with a zero timeout, never sleeping (a server
+//!   that spins, as corio's only worker does while its sockets are busy);
+//! - `http-epoll-drain`: `http-epoll` reading each ready connection until `EAGAIN` (replying
+//!   after each read), as may_minihttp's connections do (2 `recvfrom` per request);
+//! - `http-uring`: `uring`'s loop with that reply in place of the echo.
+//!
+//! `UX_NODELAY=0` in the environment leaves `TCP_NODELAY` off on accepted connections (every
+//! mode), as may_minihttp does.
+//!
+//! The reply is may_minihttp's byte for byte but for a fixed date (126 bytes). Requests are
+//! counted by their `\r\n\r\n`, across reads; nothing else of them is parsed.
+//!
+//! `uring-echo MODE` prints `@addr HOST:PORT` like `corio-bench __child echo serve`, so
+//! `rotate.sh` can put the echo servers beside corio's and the peers' under corio-bench's own
+//! echo load. It also takes corio-bench's form, `uring-echo __child GROUP serve MODE`, so that
+//! `../pair.sh` can run an HTTP mode as server A against one of corio-bench's (`BIN_A`):
+//! `BIN_A=scripts/uring-echo/target/release/uring-echo scripts/pair.sh 16 2 ka 64
+//! target/release/corio-bench http-uring may_minihttp`. No server here is a product: no error
+//! handling beyond what the measurement needs.
 
 use std::io::Write;
 use std::net::TcpListener;
@@ -33,13 +56,22 @@ use std::os::fd::{AsRawFd, IntoRawFd};
 const BUF: usize = 4096;
 
 fn main() {
-    let mode = std::env::args().nth(1).unwrap_or_default();
+    let args: Vec<String> = std::env::args().collect();
+    // `MODE`, or corio-bench's `__child GROUP serve MODE`.
+    let mode = match args.get(1).map(String::as_str) {
+        Some("__child") => args.get(4).cloned().unwrap_or_default(),
+        _ => args.get(1).cloned().unwrap_or_default(),
+    };
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
     println!("@addr {}", listener.local_addr().expect("local_addr"));
     std::io::stdout().flush().expect("stdout");
     match mode.as_str() {
         "epoll" => epoll(listener, false),
-        "uring" => uring(listener),
+        "http-epoll" => http_epoll(listener, false, false),
+        "http-epoll-spin" => http_epoll(listener, true, false),
+        "http-epoll-drain" => http_epoll(listener, false, true),
+        "http-uring" => uring(listener, true),
+        "uring" => uring(listener, false),
         "burst" => epoll(listener, true),
         "epoll-mt" => {
             // A second thread that does nothing: the process's descriptor table is shared,
@@ -52,7 +84,10 @@ fn main() {
             epoll(listener, false)
         }
         _ => {
-            eprintln!("usage: uring-echo epoll|uring|burst|epoll-mt");
+            eprintln!(
+                "usage: uring-echo [__child GROUP serve] \
+                 epoll|uring|burst|epoll-mt|http-epoll|http-epoll-spin|http-epoll-drain|http-uring"
+            );
             std::process::exit(2);
         }
     }
@@ -60,6 +95,9 @@ fn main() {
 
 /// Sets `TCP_NODELAY` on `fd`, as corio's and the peers' echo servers do.
 fn nodelay(fd: i32) {
+    if std::env::var_os("UX_NODELAY").is_some_and(|v| v == "0") {
+        return;
+    }
     let one: libc::c_int = 1;
     // SAFETY: `fd` is an open socket; the option value is a valid c_int of the length passed.
     unsafe {
@@ -150,6 +188,96 @@ fn accept_all(ep: i32, lfd: i32) {
     }
 }
 
+/// The reply to one `GET /plaintext`: may_minihttp's, with a fixed date.
+const REPLY: &[u8] = b"HTTP/1.1 200 Ok\r\nServer: M\r\nDate: Sat, 05 Dec 2026 09:05:50 GMT\r\n\
+Content-Length: 13\r\nContent-Type: text/plain\r\n\r\nHello, World!";
+
+/// The most requests one read may complete (`wrk`'s pipelining sends 16 at a time).
+const MAX_BATCH: usize = 64;
+
+/// `MAX_BATCH` replies back to back: the reply to `n` requests is its first `n * REPLY.len()`
+/// bytes.
+fn replies() -> &'static [u8] {
+    static R: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+    R.get_or_init(|| REPLY.repeat(MAX_BATCH))
+}
+
+/// Counts the requests `bytes` complete: the `\r\n\r\n`s, with `state` (how much of one the
+/// connection's last read ended in) carried across reads.
+fn requests_in(state: &mut u8, bytes: &[u8]) -> usize {
+    let mut n = 0;
+    for &b in bytes {
+        *state = match (*state, b) {
+            (0 | 2, b'\r') => *state + 1,
+            (1, b'\n') => 2,
+            (3, b'\n') => {
+                n += 1;
+                0
+            }
+            (_, b'\r') => 1,
+            _ => 0,
+        };
+    }
+    assert!(n <= MAX_BATCH, "more than {MAX_BATCH} requests in one read");
+    n
+}
+
+/// The `http-epoll` server: level-triggered `epoll_wait`, then per ready connection one `recv`
+/// and one `send` of the replies to the requests it completed.
+fn http_epoll(listener: TcpListener, spin: bool, drain: bool) {
+    listener.set_nonblocking(true).expect("nonblocking");
+    let lfd = listener.as_raw_fd();
+    // SAFETY: a plain system call with no pointer arguments.
+    let ep = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+    assert!(
+        ep >= 0,
+        "epoll_create1: {}",
+        std::io::Error::last_os_error()
+    );
+    watch(ep, lfd, u64::MAX);
+    let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; 256];
+    let mut buf = [0u8; BUF];
+    let mut states: Vec<u8> = Vec::new();
+    loop {
+        let timeout = if spin { 0 } else { -1 };
+        // SAFETY: `events` has room for the 256 entries passed.
+        let n = unsafe { libc::epoll_wait(ep, events.as_mut_ptr(), 256, timeout) };
+        for e in &events[..n.max(0) as usize] {
+            if e.u64 == u64::MAX {
+                accept_all(ep, lfd);
+                continue;
+            }
+            let fd = e.u64 as i32;
+            loop {
+                // SAFETY: `buf` is valid for `BUF` bytes of writes.
+                let got = unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), BUF, 0) };
+                if got > 0 {
+                    if states.len() <= fd as usize {
+                        states.resize(fd as usize + 1, 0);
+                    }
+                    let n = requests_in(&mut states[fd as usize], &buf[..got as usize]);
+                    if n > 0 {
+                        send_echo(fd, &replies()[..n * REPLY.len()]);
+                    }
+                    if drain {
+                        continue; // read again, until `EAGAIN`
+                    }
+                } else if got == 0
+                    || std::io::Error::last_os_error().raw_os_error() != Some(libc::EAGAIN)
+                {
+                    if let Some(state) = states.get_mut(fd as usize) {
+                        *state = 0;
+                    }
+                    // SAFETY: `fd` is a connection this loop accepted and closes once (closing
+                    // also removes it from the epoll set).
+                    unsafe { libc::close(fd) };
+                }
+                break;
+            }
+        }
+    }
+}
+
 /// Sends `echo` back on `fd` in one call.
 fn send_echo(fd: i32, echo: &[u8]) {
     // SAFETY: `echo` is valid for reads of its length.
@@ -162,7 +290,9 @@ const ACCEPT: u64 = 0;
 const RECV: u64 = 1;
 const SEND: u64 = 2;
 
-fn uring(listener: TcpListener) {
+/// The `uring` server, or with `http` the `http-uring` one (the replies to the requests a
+/// receive completed in place of its echo).
+fn uring(listener: TcpListener, http: bool) {
     use io_uring::{IoUring, opcode, squeue, types};
 
     let lfd = listener.into_raw_fd();
@@ -191,6 +321,8 @@ fn uring(listener: TcpListener) {
         .user_data(ACCEPT);
     let mut queue = vec![accept.clone()];
     let mut done: Vec<(u64, i32)> = Vec::with_capacity(1024);
+    // `http`: per descriptor, how much of a `\r\n\r\n` its last receive ended in.
+    let mut states: Vec<u8> = Vec::new();
     loop {
         for sqe in queue.drain(..) {
             // SAFETY: every buffer an entry points into is a box in `bufs`, which lives for
@@ -217,10 +349,27 @@ fn uring(listener: TcpListener) {
                 }
                 RECV if res > 0 => {
                     let buf = buf_of(fd);
+                    let (reply, len) = if http {
+                        while states.len() <= fd {
+                            states.push(0);
+                        }
+                        // SAFETY: the receive into `buf` completed with `res` bytes, and no
+                        // operation of this connection is in flight.
+                        let got = unsafe { std::slice::from_raw_parts(buf, res as usize) };
+                        let n = requests_in(&mut states[fd], got);
+                        if n == 0 {
+                            queue.push(recv(fd, buf));
+                            continue;
+                        }
+                        // `replies()` is static: it outlives the send.
+                        (replies().as_ptr(), n * REPLY.len())
+                    } else {
+                        (buf.cast_const(), res as usize)
+                    };
                     // A send that succeeds posts no completion (SKIP_SUCCESS); the next recv
                     // runs once it has (IO_LINK), into the same buffer.
                     queue.push(
-                        opcode::Send::new(types::Fd(fd as i32), buf, res as u32)
+                        opcode::Send::new(types::Fd(fd as i32), reply, len as u32)
                             .flags(libc::MSG_NOSIGNAL)
                             .build()
                             .flags(squeue::Flags::IO_LINK | squeue::Flags::SKIP_SUCCESS)
@@ -232,6 +381,9 @@ fn uring(listener: TcpListener) {
                 RECV if res == -libc::ECANCELED => {}
                 // End of stream, an error, or a failed send.
                 _ => {
+                    if let Some(state) = states.get_mut(fd) {
+                        *state = 0;
+                    }
                     // SAFETY: `fd` is a connection this loop accepted; nothing of it is in
                     // flight any more (its recv completed, or its send failed and the linked
                     // recv was cancelled), and it is closed once.
