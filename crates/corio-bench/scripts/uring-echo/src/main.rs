@@ -34,8 +34,11 @@
 //!   after each read), as may_minihttp's connections do (2 `recvfrom` per request);
 //! - `http-uring`: `uring`'s loop with that reply in place of the echo.
 //!
-//! `UX_NODELAY=0` in the environment leaves `TCP_NODELAY` off on accepted connections (every
-//! mode), as may_minihttp does.
+//! Settings from the environment: `UX_NODELAY=0` leaves `TCP_NODELAY` off on accepted
+//! connections (every mode), as may_minihttp does; `UX_WORK_NS=N` makes the `http-epoll*`
+//! servers spend N ns before each reply (`pause` instructions, or arithmetic with
+//! `UX_WORK=alu`); `UX_SPIN_PAUSES=K` makes `http-epoll-spin` execute K `pause`s after each
+//! poll that found nothing.
 //!
 //! The reply is may_minihttp's byte for byte but for a fixed date (126 bytes). Requests are
 //! counted by their `\r\n\r\n`, across reads; nothing else of them is parsed.
@@ -242,6 +245,18 @@ fn http_epoll(listener: TcpListener, spin: bool, drain: bool) {
         let timeout = if spin { 0 } else { -1 };
         // SAFETY: `events` has room for the 256 entries passed.
         let n = unsafe { libc::epoll_wait(ep, events.as_mut_ptr(), 256, timeout) };
+        if spin && n == 0 {
+            static P: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+            let p = *P.get_or_init(|| {
+                std::env::var("UX_SPIN_PAUSES")
+                    .ok()
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(0)
+            });
+            for _ in 0..p {
+                std::hint::spin_loop();
+            }
+        }
         for e in &events[..n.max(0) as usize] {
             if e.u64 == u64::MAX {
                 accept_all(ep, lfd);
@@ -257,6 +272,7 @@ fn http_epoll(listener: TcpListener, spin: bool, drain: bool) {
                     }
                     let n = requests_in(&mut states[fd as usize], &buf[..got as usize]);
                     if n > 0 {
+                        xwork();
                         send_echo(fd, &replies()[..n * REPLY.len()]);
                     }
                     if drain {
@@ -392,4 +408,35 @@ fn uring(listener: TcpListener, http: bool) {
             }
         }
     }
+}
+
+/// `http-epoll*`: `UX_WORK_NS` nanoseconds of `pause` instructions (or of arithmetic, with
+/// `UX_WORK=alu`) before each reply, a server made slower on purpose.
+fn xwork() {
+    static CFG: std::sync::OnceLock<(u64, bool)> = std::sync::OnceLock::new();
+    let &(ns, pause) = CFG.get_or_init(|| {
+        let ns = std::env::var("UX_WORK_NS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
+        (ns, std::env::var("UX_WORK").as_deref() != Ok("alu"))
+    });
+    if ns == 0 {
+        return;
+    }
+    let start = std::time::Instant::now();
+    let mut x = 1u64;
+    while start.elapsed().as_nanos() < ns as u128 {
+        for _ in 0..16 {
+            if pause {
+                std::hint::spin_loop();
+            } else {
+                x = std::hint::black_box(
+                    x.wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407),
+                );
+            }
+        }
+    }
+    std::hint::black_box(x);
 }
