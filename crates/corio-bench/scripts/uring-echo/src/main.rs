@@ -38,7 +38,8 @@
 //! connections (every mode), as may_minihttp does; `UX_WORK_NS=N` makes the `http-epoll*`
 //! servers spend N ns before each reply (`pause` instructions, or arithmetic with
 //! `UX_WORK=alu`); `UX_SPIN_PAUSES=K` makes `http-epoll-spin` execute K `pause`s after each
-//! poll that found nothing.
+//! poll that found nothing, and `UX_NAP_NS=N` makes it sleep N ns then (with a timer slack of
+//! 1 ns).
 //!
 //! The reply is may_minihttp's byte for byte but for a fixed date (126 bytes). Requests are
 //! counted by their `\r\n\r\n`, across reads; nothing else of them is parsed.
@@ -255,6 +256,26 @@ fn http_epoll(listener: TcpListener, spin: bool, drain: bool) {
             });
             for _ in 0..p {
                 std::hint::spin_loop();
+            }
+            static NAP: std::sync::OnceLock<i64> = std::sync::OnceLock::new();
+            let nap = *NAP.get_or_init(|| {
+                let ns = std::env::var("UX_NAP_NS")
+                    .ok()
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(0);
+                // SAFETY: a plain prctl with integer arguments.
+                unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
+                ns
+            });
+            if nap > 0 {
+                let ts = libc::timespec {
+                    tv_sec: 0,
+                    tv_nsec: nap,
+                };
+                // SAFETY: `ts` is a valid timespec; no remainder is asked for.
+                unsafe {
+                    libc::clock_nanosleep(libc::CLOCK_MONOTONIC, 0, &ts, std::ptr::null_mut())
+                };
             }
         }
         for e in &events[..n.max(0) as usize] {
