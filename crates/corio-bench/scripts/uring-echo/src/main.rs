@@ -25,9 +25,9 @@
 //! a backend could move the `http` cells, where `wrk` on the other CPU sets the rate
 //! (`docs/net-bench.md`, "Nineteenth pass"):
 //!
-//! - `http-epoll`: `epoll_wait`, one `recv`, then the replies to every request the bytes
-//!   complete in one `send` (pipelined requests too), as may_minihttp's event loop does
-//!   without its coroutines;
+//! - `http-epoll`: level-triggered `epoll_wait` (blocking), then per ready connection one
+//!   `recv` and one `send` of the replies to every request the bytes complete (pipelined
+//!   requests too);
 //! - `http-epoll-spin`: `http-epoll` polling with a zero timeout, never sleeping (a server
 //!   that spins, as corio's only worker does while its sockets are busy);
 //! - `http-epoll-drain`: `http-epoll` reading each ready connection until `EAGAIN` (replying
@@ -126,9 +126,9 @@ fn watch(ep: i32, fd: i32, tag: u64) {
     assert_eq!(r, 0, "epoll_ctl: {}", std::io::Error::last_os_error());
 }
 
-/// The `epoll` server, or with `burst` the `burst` control: the same calls, but every ready
-/// socket of a batch is read before any reply is sent.
-fn epoll(listener: TcpListener, burst: bool) {
+/// A new epoll instance watching `listener`, made nonblocking, tagged `u64::MAX`: (epoll,
+/// listener) descriptors.
+fn listening_epoll(listener: &TcpListener) -> (i32, i32) {
     listener.set_nonblocking(true).expect("nonblocking");
     let lfd = listener.as_raw_fd();
     // SAFETY: a plain system call with no pointer arguments.
@@ -139,6 +139,13 @@ fn epoll(listener: TcpListener, burst: bool) {
         std::io::Error::last_os_error()
     );
     watch(ep, lfd, u64::MAX);
+    (ep, lfd)
+}
+
+/// The `epoll` server, or with `burst` the `burst` control: the same calls, but every ready
+/// socket of a batch is read before any reply is sent.
+fn epoll(listener: TcpListener, burst: bool) {
+    let (ep, lfd) = listening_epoll(&listener);
     let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; 256];
     // One buffer per event of a batch; without `burst` only the first is used.
     let mut bufs = vec![[0u8; BUF]; 256];
@@ -229,16 +236,7 @@ fn requests_in(state: &mut u8, bytes: &[u8]) -> usize {
 /// The `http-epoll` server: level-triggered `epoll_wait`, then per ready connection one `recv`
 /// and one `send` of the replies to the requests it completed.
 fn http_epoll(listener: TcpListener, spin: bool, drain: bool) {
-    listener.set_nonblocking(true).expect("nonblocking");
-    let lfd = listener.as_raw_fd();
-    // SAFETY: a plain system call with no pointer arguments.
-    let ep = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
-    assert!(
-        ep >= 0,
-        "epoll_create1: {}",
-        std::io::Error::last_os_error()
-    );
-    watch(ep, lfd, u64::MAX);
+    let (ep, lfd) = listening_epoll(&listener);
     let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; 256];
     let mut buf = [0u8; BUF];
     let mut states: Vec<u8> = Vec::new();
@@ -293,7 +291,7 @@ fn http_epoll(listener: TcpListener, spin: bool, drain: bool) {
                     }
                     let n = requests_in(&mut states[fd as usize], &buf[..got as usize]);
                     if n > 0 {
-                        xwork();
+                        work_before_reply();
                         send_echo(fd, &replies()[..n * REPLY.len()]);
                     }
                     if drain {
@@ -433,7 +431,7 @@ fn uring(listener: TcpListener, http: bool) {
 
 /// `http-epoll*`: `UX_WORK_NS` nanoseconds of `pause` instructions (or of arithmetic, with
 /// `UX_WORK=alu`) before each reply, a server made slower on purpose.
-fn xwork() {
+fn work_before_reply() {
     static CFG: std::sync::OnceLock<(u64, bool)> = std::sync::OnceLock::new();
     let &(ns, pause) = CFG.get_or_init(|| {
         let ns = std::env::var("UX_WORK_NS")
