@@ -19,6 +19,9 @@
 #         build that reads a setting from the environment)
 # env:  BIN_A  another binary for server A (same `__child GROUP serve NAME` interface), e.g.
 #       scripts/uring-echo's minimal servers ("Nineteenth pass"); B always runs from BIN
+#       FRESH=1  the two servers are never up together: each window starts its server anew
+#       and gives it a 1 s warm-up of the same load first (for a server that spins while idle,
+#       which would take CPU 0 from the other one)
 # example: pair.sh 30 3 ka 256 target/release/corio-bench corio may_minihttp
 set -u
 pairs=$1; secs=$2; kind=$3; conns=$4; bin=$5; a=$6; b=$7
@@ -29,20 +32,26 @@ request = function() return req end
 L
 case $kind in echo) group=echo ;; *) group=http ;; esac
 
+fresh=${FRESH:-0}
 declare -A pid addr
-for s in "$a" "$b"; do
+# Starts server $1 (pinned to CPU 0) and records its pid and address.
+start() {
+  local s=$1 out envs=() srv=$1 sbin=$bin
   out=$(mktemp)
-  envs=(); srv=$s
   if [[ $s == *:* ]]; then IFS=, read -ra envs <<< "${s%%:*}"; srv=${s#*:}; fi
-  sbin=$bin; [ "$s" = "$a" ] && sbin=${BIN_A:-$bin}
+  [ "$s" = "$a" ] && sbin=${BIN_A:-$bin}
   env "${envs[@]}" taskset -c 0 "$sbin" __child $group serve "$srv" > "$out" 2>/dev/null &
   pid[$s]=$!
   for _ in $(seq 100); do grep -q '@addr' "$out" && break; sleep 0.1; done
   addr[$s]=$(awk '/@addr/ {print $2}' "$out")
   rm -f "$out"
   [ -n "${addr[$s]}" ] || { echo "server $s did not start" >&2; kill "${pid[@]}"; exit 1; }
-done
-trap 'kill "${pid[@]}" 2>/dev/null' EXIT
+}
+# Stops server $1.
+stop() { kill "${pid[$1]}" 2>/dev/null; wait "${pid[$1]}" 2>/dev/null; pid[$1]=; }
+# (Also run as a FRESH window's command substitution ends, where bash may see `pid` unset.)
+trap 'for p in "${pid[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null; done; true' EXIT
+if [ "$fresh" != 1 ]; then for s in "$a" "$b"; do start "$s"; done; fi
 
 # One window of load against server $1: prints "rate p99_us" (p99 empty for echo).
 window() {
@@ -64,13 +73,20 @@ window() {
   esac
 }
 
-for s in "$a" "$b"; do window "$s" 1 > /dev/null; done   # warm-up
+# A measured window against server $1; with FRESH=1, in a server started for it, warmed up.
+measure() {
+  if [ "$fresh" = 1 ]; then start "$1"; window "$1" 1 > /dev/null; fi
+  window "$1" "$secs"
+  if [ "$fresh" = 1 ]; then stop "$1"; fi
+}
+
+if [ "$fresh" != 1 ]; then for s in "$a" "$b"; do window "$s" 1 > /dev/null; done; fi   # warm-up
 data=$(mktemp)
 for i in $(seq "$pairs"); do
   if [ $((i % 2)) = 1 ]; then first=$a; second=$b; else first=$b; second=$a; fi
   declare -A got
-  got[$first]=$(window "$first" "$secs")
-  got[$second]=$(window "$second" "$secs")
+  got[$first]=$(measure "$first")
+  got[$second]=$(measure "$second")
   echo "$i ${got[$a]} ${got[$b]}" | tee -a "$data" >&2
 done
 

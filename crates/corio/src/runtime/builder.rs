@@ -270,12 +270,12 @@ impl Builder {
     /// which gives itself its own descriptor table, holding none of the program's files. That
     /// makes every system call on a socket cheaper: Linux borrows the file of a descriptor
     /// from a table only one thread uses, and takes and drops a reference on it otherwise
-    /// (1.1–1.2 % more messages a second for a one-worker echo server, `docs/net-bench.md`). In exchange,
-    /// sysmon then never runs code of the program's: it does not poll the sockets or fire the
-    /// timers of a worker stuck in one long task (nothing else could run what they wake), and
-    /// so a thread outside the runtime waiting on a corio timer or socket waits for that task
-    /// too. Hog reports still reach stderr. The blocking pool, other workers and the program's
-    /// own threads share the table as usual.
+    /// (1.1–1.2 % more messages a second for a one-worker echo server, `docs/net-bench.md`).
+    /// In exchange, sysmon then never runs code of the program's: it does not poll the sockets
+    /// or fire the timers of a worker stuck in one long task (nothing else could run what they
+    /// wake), and so a thread outside the runtime waiting on a corio timer or socket waits for
+    /// that task too. Hog reports still reach stderr. The blocking pool, other workers and the
+    /// program's own threads share the table as usual.
     ///
     /// ```
     /// let total = corio::Runtime::builder().workers(1).run_here(|| {

@@ -361,8 +361,8 @@ fn uring(listener: TcpListener, http: bool) {
     loop {
         for sqe in queue.drain(..) {
             // SAFETY: every buffer an entry points into is a box in `bufs`, which lives for
-            // the whole loop, and a connection's buffer is used by one operation at a time
-            // (its send, then the recv linked after it).
+            // the whole loop, or (an `http` reply) the static `replies()`; a connection's box
+            // is used by one operation at a time (its send, then the recv linked after it).
             unsafe { ring.submission().push(&sqe) }.expect("the submission queue is full");
         }
         ring.submit_and_wait(1).expect("io_uring_enter");
