@@ -122,7 +122,7 @@
 
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicPtr, AtomicUsize};
+use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicUsize};
 use std::sync::{Arc, Mutex, Weak};
 use std::task::Waker;
 
@@ -193,11 +193,15 @@ pub(crate) struct ScheduledIo {
     waiting: [AtomicBool; 2],
     /// Wakers waiting for each direction behind the slot's; guarded by the mutex.
     waiters: ListLock<[Vec<Waker>; 2]>,
+    /// The registry's window in which this socket was last counted as active
+    /// ([`Registry::end_window`]).
+    seen: AtomicU32,
 }
 
 impl ScheduledIo {
     fn new() -> ScheduledIo {
         ScheduledIo {
+            seen: AtomicU32::new(0),
             state: [AtomicU64::new(READY), AtomicU64::new(READY)],
             closed: AtomicBool::new(false),
             slots: [WaiterSlot::new(), WaiterSlot::new()],
@@ -493,6 +497,10 @@ pub(crate) struct Registry {
     /// The driver's epoll instance, for [`Registration::deregister`]; weak, so that sockets
     /// outliving their runtime do not keep it open ("Leaving the epoll set"). Set once.
     epoll: Weak<OwnedFd>,
+    /// The current window of [`end_window`](Self::end_window), from 1.
+    window: AtomicU32,
+    /// Sockets that had events in the current window, each counted once.
+    active: AtomicU32,
 }
 
 impl Default for Registry {
@@ -510,6 +518,8 @@ impl Registry {
             buckets: std::array::from_fn(|_| AtomicPtr::new(std::ptr::null_mut())),
             count: AtomicUsize::new(0),
             epoll,
+            window: AtomicU32::new(1),
+            active: AtomicU32::new(0),
         }
     }
 
@@ -598,15 +608,30 @@ impl Registry {
     /// No lock and no reference count: the `ScheduledIo`s outlive `&self`, and the wakes may
     /// drop tasks and with them sockets, whose release takes the pool lock.
     pub(crate) fn dispatch(&self, events: &[libc::epoll_event]) {
+        let window = self.window.load(Ordering::Relaxed);
         for ev in events {
             let token = ev.u64;
             if token as u32 as u64 >= TOKEN_BASE {
                 let (index, generation) = split(token);
                 if let Some(io) = self.get(index) {
+                    if io.seen.load(Ordering::Relaxed) != window {
+                        io.seen.store(window, Ordering::Relaxed);
+                        self.active.fetch_add(1, Ordering::Relaxed);
+                    }
                     deliver(io, ev.events, generation);
                 }
             }
         }
+    }
+
+    /// Ends the current window and starts the next: how many sockets had events in the one
+    /// that ended, each counted once however many events it had (the only worker's estimate
+    /// of its active connections, `WorkerCtx::spin`, "The first poll waits"). Exact when one
+    /// thread polls; pollers racing on one socket may count it twice, which a heuristic
+    /// tolerates. The windows are as long as the caller makes them.
+    pub(crate) fn end_window(&self) -> u32 {
+        self.window.fetch_add(1, Ordering::Relaxed);
+        self.active.swap(0, Ordering::Relaxed)
     }
 
     /// Whether any socket is registered.
@@ -797,6 +822,21 @@ mod tests {
         let state = io.clear(Direction::Read, io.state(Direction::Read));
         assert_eq!(io.wait(Direction::Read, state, &waker), Wait::Queued);
         count
+    }
+
+    /// A window counts each socket with events once, however many it had, and the next
+    /// window starts from none.
+    #[test]
+    fn a_window_counts_each_active_socket_once() {
+        let registry = Arc::new(Registry::default());
+        let (a, b) = (registry.insert(), registry.insert());
+        let readable = libc::EPOLLIN;
+        registry.dispatch(&[event(a.token(), readable), event(b.token(), readable)]);
+        registry.dispatch(&[event(a.token(), readable)]);
+        assert_eq!(registry.end_window(), 2, "a and b, a once");
+        registry.dispatch(&[event(b.token(), readable), event(b.token(), readable)]);
+        assert_eq!(registry.end_window(), 1, "b alone");
+        assert_eq!(registry.end_window(), 0, "no events");
     }
 
     /// The review's leak: a stale poller holds a `ScheduledIo`'s list lock (waking one

@@ -74,6 +74,23 @@ const SPIN_SKIP_MAX: u32 = 1024;
 /// here, a look a few loads).
 const SPIN_LOOKS_PER_CLOCK_READ: u32 = 32;
 
+/// How long the only worker's spin waits before its first poll, times the square of the
+/// sockets active in the last [`ACTIVE_WINDOW`] (`spin`, "The first poll waits"): 8 ns for
+/// one, 2 µs for 16, [`FIRST_POLL_WAIT_MAX`] from 50.
+const FIRST_POLL_WAIT_UNIT: Duration = Duration::from_nanos(8);
+
+/// The only worker's first poll waits only after a window in which it spent at least this
+/// share of its time spinning (the waits included): a worker with less slack would leave
+/// ready requests waiting (`spin`, "The first poll waits").
+const FIRST_POLL_WAIT_SLACK: f64 = 0.125;
+
+/// The longest wait before the first poll, whatever the number of active sockets.
+const FIRST_POLL_WAIT_MAX: Duration = Duration::from_micros(20);
+
+/// How long a window of the count of active sockets lasts (at least: it ends at the first
+/// spin after this).
+const ACTIVE_WINDOW: Duration = Duration::from_millis(1);
+
 /// Which spin a worker out of work makes before it parks (`WorkerCtx::spin`).
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum SpinKind {
@@ -501,6 +518,14 @@ pub(crate) struct WorkerCtx {
     /// worker ([`SpinKind::OnlyWorker`]) ended with nothing found: it watches its sockets
     /// again only once more have been ready since. Unused by other workers.
     io_spin_mark: std::cell::Cell<u64>,
+    /// When the current window of the driver's count of active sockets began
+    /// ([`Registry::end_window`]), and how long the only worker's first poll waits after the
+    /// last one that ended ("The first poll waits").
+    ///
+    /// [`Registry::end_window`]: crate::io::registry::Registry::end_window
+    active_window: std::cell::Cell<(Option<std::time::Instant>, Duration)>,
+    /// Time the only worker spent in `spin` in the current window.
+    spun: std::cell::Cell<Duration>,
     /// The task the last direct switch (`direct_yield`) started, if one happened during the
     /// task `run_task` runs: the one whose poll ended in its frame.
     switched: std::cell::Cell<Option<std::ptr::NonNull<crate::task::core::Header>>>,
@@ -530,6 +555,8 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
         spin_skip: std::cell::Cell::new(0),
         spin_backoff: std::cell::Cell::new(0),
         io_spin_mark: std::cell::Cell::new(0),
+        active_window: std::cell::Cell::new((None, Duration::ZERO)),
+        spun: std::cell::Cell::new(Duration::ZERO),
         switched: std::cell::Cell::new(None),
         frame_ctx: std::cell::Cell::new((ptr::null(), ptr::null())),
         core: RefCell::new(Core {
@@ -1323,6 +1350,27 @@ impl WorkerCtx {
     /// runtime without sockets never spins, and neither does one whose driver another thread
     /// holds (its polls would find nothing). `Builder::io_spin(false)` turns it off.
     ///
+    /// # The first poll waits
+    ///
+    /// Each `epoll_wait` of the only worker pulls the epoll instance's shared lines back to
+    /// its CPU, and every socket event the clients' side raises must fetch them again: a
+    /// worker that polled as soon as it ran dry, 0.7 times per request against may_minihttp's
+    /// 0.07, made wrk spend 2–5 % more CPU per request, and wrk's CPU set the rate
+    /// (`docs/net-bench.md`, "Twentieth pass"). So while the worker has slack, its spin first
+    /// looks at its queues for a while, and more requests are ready when it polls: 8 ns times
+    /// the square of the sockets that were active in the last millisecond
+    /// ([`Registry::end_window`]), at most 20 µs — nothing to speak of for a few clients, 2 µs
+    /// for 16, 20 µs from 50. Every window of a millisecond decides for the next, as
+    /// [`first_poll_wait`](Self::first_poll_wait) says.
+    ///
+    /// Only with slack: a worker that spent less than an eighth of the last window spinning
+    /// (the waits included) does not wait, since requests are then ready when it runs dry
+    /// and a wait only idles it (`hyper_hello` spent 0–8 % of its time spinning and lost 8 %
+    /// of its requests a second to an unconditional wait; `http_hello`, 14–20 % without the
+    /// wait and 16–23 % with it, gained 3–4 %).
+    ///
+    /// [`Registry::end_window`]: crate::io::registry::Registry::end_window
+    ///
     /// # When the CPUs are oversubscribed
     ///
     /// The spin waits for work without sleeping, and a thread that never sleeps gets no
@@ -1344,6 +1392,16 @@ impl WorkerCtx {
         let Some(kind) = self.spin_kind(deferred) else {
             return false;
         };
+        let start = std::time::Instant::now();
+        let found = self.spin_from(start, kind, deferred);
+        if kind == SpinKind::OnlyWorker {
+            self.spun.set(self.spun.get() + start.elapsed());
+        }
+        found
+    }
+
+    /// [`spin`](Self::spin), from `start`.
+    fn spin_from(&self, start: std::time::Instant, kind: SpinKind, deferred: bool) -> bool {
         let shared = &self.shared;
         let remote = self.remote();
         let others = kind == SpinKind::OnlyWorker || self.searching.get();
@@ -1375,6 +1433,18 @@ impl WorkerCtx {
         // timers and the clock, in that order: nothing returns before the round's yield, so a
         // timer that another worker must fire cannot keep this one spinning without giving up
         // its CPU.
+        if deferred && kind == SpinKind::OnlyWorker {
+            // The first poll waits ("The first poll waits"), looking at the queues meanwhile.
+            let wait = self.first_poll_wait(start);
+            while !wait.is_zero() && start.elapsed() < wait {
+                for _ in 0..SPIN_LOOKS_PER_CLOCK_READ {
+                    if visible() {
+                        return found();
+                    }
+                    std::hint::spin_loop();
+                }
+            }
+        }
         if deferred && let Some(verdict) = poll() {
             return verdict;
         }
@@ -1384,7 +1454,6 @@ impl WorkerCtx {
         } else {
             SPIN_LOOKS_PER_CLOCK_READ
         };
-        let start = std::time::Instant::now();
         loop {
             for _ in 0..looks {
                 if visible() {
@@ -1445,6 +1514,34 @@ impl WorkerCtx {
         };
         // Last, so that only an episode that would have spun counts as skipped.
         (!self.skip_spin()).then_some(kind)
+    }
+
+    /// How long the only worker's spin that began at `now` waits before its first poll
+    /// ("The first poll waits"). Ends the window if it has lasted [`ACTIVE_WINDOW`], and
+    /// decides from it: no wait if the worker spent less than [`FIRST_POLL_WAIT_SLACK`] of it
+    /// spinning; else [`FIRST_POLL_WAIT_UNIT`] times the square of the sockets active in it,
+    /// at most [`FIRST_POLL_WAIT_MAX`]. A window longer than [`ACTIVE_WINDOW`] (the worker
+    /// slept, or ran one long task) counts its sockets in proportion, so that connections
+    /// active once each over a quiet minute do not count as active together.
+    fn first_poll_wait(&self, now: std::time::Instant) -> Duration {
+        let (began, wait) = self.active_window.get();
+        let lasted = began.map_or(Duration::ZERO, |began| now.saturating_duration_since(began));
+        if began.is_some() && lasted < ACTIVE_WINDOW {
+            return wait;
+        }
+        let counted = u128::from(self.shared.driver.registry.end_window());
+        let spun = self.spun.replace(Duration::ZERO);
+        let wait = if began.is_none()
+            || spun.as_secs_f64() < lasted.as_secs_f64() * FIRST_POLL_WAIT_SLACK
+        {
+            Duration::ZERO
+        } else {
+            let active = counted * ACTIVE_WINDOW.as_nanos() / lasted.as_nanos();
+            let wait = FIRST_POLL_WAIT_UNIT.as_nanos() * active * active;
+            Duration::from_nanos(wait.min(FIRST_POLL_WAIT_MAX.as_nanos()) as u64)
+        };
+        self.active_window.set((Some(now), wait));
+        wait
     }
 
     /// A spin found nothing: the only worker remembers the socket events it has seen, so
