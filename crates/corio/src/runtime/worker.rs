@@ -1352,15 +1352,16 @@ impl WorkerCtx {
     ///
     /// # The first poll waits
     ///
-    /// Each `epoll_wait` of the only worker pulls the epoll instance's shared lines back to
-    /// its CPU, and every socket event the clients' side raises must fetch them again: a
-    /// worker that polled as soon as it ran dry, 0.7 times per request against may_minihttp's
-    /// 0.07, made wrk spend 2–5 % more CPU per request, and wrk's CPU set the rate
-    /// (`docs/net-bench.md`, "Twentieth pass"). So while the worker has slack, its spin first
-    /// looks at its queues for a while, and more requests are ready when it polls: 8 ns times
-    /// the square of the sockets that were active in the last millisecond
-    /// ([`Registry::end_window`]), at most 20 µs — nothing to speak of for a few clients, 2 µs
-    /// for 16, 20 µs from 50. Every window of a millisecond decides for the next, as
+    /// An only worker that polled as soon as it ran dry polled 0.7 times per request under
+    /// `wrk` against may_minihttp's 0.07, and wrk spent 2–5 % more CPU per request on it;
+    /// wrk's CPU set the rate (`docs/net-bench.md`, "Twentieth pass"). The likely reason,
+    /// not proven without hardware counters: each `epoll_wait` pulls the epoll instance's
+    /// shared state to the server's CPU, and each request the client sends must fetch it
+    /// back. So while the worker has slack, its spin first looks at its queues for a while,
+    /// and more requests are ready when it polls: 8 ns times the square of the sockets that
+    /// were active in the last millisecond ([`Registry::end_window`]), at most 20 µs —
+    /// nothing to speak of for a few clients, 2 µs for 16, 20 µs from 50. Timers due
+    /// meanwhile fire after it. Every window of a millisecond decides for the next, as
     /// [`first_poll_wait`](Self::first_poll_wait) says.
     ///
     /// Only with slack: a worker that spent less than an eighth of the last window spinning
