@@ -1416,6 +1416,16 @@ impl WorkerCtx {
                             .enumerate()
                             .any(|(i, w)| i != self.index && !w.steal.is_empty())))
         };
+        // `n` looks, a `pause` after each that saw nothing: whether one saw work.
+        let look = |n: u32| {
+            (0..n).any(|_| {
+                let seen = visible();
+                if !seen {
+                    std::hint::spin_loop();
+                }
+                seen
+            })
+        };
         let found = || {
             remote.unparker.clear_notified();
             self.spin_backoff.set(0);
@@ -1438,11 +1448,8 @@ impl WorkerCtx {
             // The first poll waits ("The first poll waits"), looking at the queues meanwhile.
             let wait = self.first_poll_wait(start);
             while !wait.is_zero() && start.elapsed() < wait {
-                for _ in 0..SPIN_LOOKS_PER_CLOCK_READ {
-                    if visible() {
-                        return found();
-                    }
-                    std::hint::spin_loop();
+                if look(SPIN_LOOKS_PER_CLOCK_READ) {
+                    return found();
                 }
             }
         }
@@ -1456,11 +1463,8 @@ impl WorkerCtx {
             SPIN_LOOKS_PER_CLOCK_READ
         };
         loop {
-            for _ in 0..looks {
-                if visible() {
-                    return found();
-                }
-                std::hint::spin_loop();
+            if look(looks) {
+                return found();
             }
             // A worker spinning for other workers' work lets a thread waiting for this CPU
             // run: the kernel tends to queue a thread woken by this one on this one's CPU
