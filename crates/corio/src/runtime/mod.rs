@@ -78,7 +78,7 @@ use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::JoinHandle as ThreadHandle;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 pub(crate) use self::blocking::pool_or_here;
 pub use self::blocking::{blocking, spawn_blocking};
@@ -854,6 +854,8 @@ impl Handle {
             spin_slices_lost: sum(|w| &w.spin_slices_lost),
             spins_skipped: sum(|w| &w.spins_skipped),
             io_spin_polls: sum(|w| &w.io_spin_polls),
+            first_poll_waits: sum(|w| &w.first_poll_waits),
+            first_poll_wait_time: Duration::from_nanos(sum(|w| &w.first_poll_wait_ns)),
             io_polls: shared.driver.polls.load(Ordering::Relaxed),
             driver_wakes: shared.driver.wakes.load(Ordering::Relaxed),
             timer_sets: shared.driver.timer_sets.load(Ordering::Relaxed),
@@ -1018,6 +1020,15 @@ pub struct Metrics {
     /// watching its busy sockets (`runtime/worker.rs`, `spin`, "The only worker spins while
     /// its sockets are busy"); also counted in `io_polls`.
     pub io_spin_polls: u64,
+    /// Spins of the only worker of a `workers(1)` runtime that waited before their first
+    /// netpoller poll, so that a busy server's requests are taken in batches rather than by
+    /// an `epoll_wait` each (`runtime/worker.rs`, `spin`, "The first poll waits"). A worker
+    /// that has no time to spare (it spends less than an eighth of its time spinning) does
+    /// not wait; nor do the workers of a runtime with more than one.
+    pub first_poll_waits: u64,
+    /// The time those waits lasted in all. A wait ends early when work arrives, so this is
+    /// at most `first_poll_waits` times the longest wait (20 µs), scheduling delays aside.
+    pub first_poll_wait_time: Duration,
     /// Netpoller polls (`epoll_wait` calls) so far, blocking or not, by any poller: a parked
     /// worker in the driver, a worker out of work, sysmon (`runtime/driver.rs`, "Netpoller").
     pub io_polls: u64,

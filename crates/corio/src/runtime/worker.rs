@@ -160,6 +160,10 @@ pub(crate) struct Remote {
     pub(crate) spins_skipped: AtomicU64,
     /// Netpoller polls made while spinning before a park (`spin`; written by the owner only).
     pub(crate) io_spin_polls: AtomicU64,
+    /// Spins of the only worker whose first poll waited, and the nanoseconds they waited
+    /// (`spin`, "The first poll waits"; written by the owner only).
+    pub(crate) first_poll_waits: AtomicU64,
+    pub(crate) first_poll_wait_ns: AtomicU64,
     /// Tasks other threads queued here (`push_inbox`): the cross-thread wake-ups and
     /// placements this worker received (the `worker_inbox_pushes` metric).
     pub(crate) inbox_pushes: AtomicU64,
@@ -216,6 +220,8 @@ impl Remote {
             spin_slices_lost: AtomicU64::new(0),
             spins_skipped: AtomicU64::new(0),
             io_spin_polls: AtomicU64::new(0),
+            first_poll_waits: AtomicU64::new(0),
+            first_poll_wait_ns: AtomicU64::new(0),
             inbox_pushes: AtomicU64::new(0),
             out_of_work: AtomicBool::new(false),
             idle_since: AtomicU64::new(0),
@@ -1370,6 +1376,10 @@ impl WorkerCtx {
     /// of its requests a second to an unconditional wait; `http_hello`, 14–20 % without the
     /// wait and 16–23 % with it, gained 3–4 %).
     ///
+    /// The waits are counted in `Metrics::first_poll_waits` and `first_poll_wait_time`. A
+    /// lone busy socket counts as none (the count is scaled to a millisecond and rounded
+    /// down), so a single client's ping-pong never waits.
+    ///
     /// [`Registry::end_window`]: crate::io::registry::Registry::end_window
     ///
     /// # When the CPUs are oversubscribed
@@ -1447,8 +1457,18 @@ impl WorkerCtx {
         if deferred && kind == SpinKind::OnlyWorker {
             // The first poll waits ("The first poll waits"), looking at the queues meanwhile.
             let wait = self.first_poll_wait(start);
-            while !wait.is_zero() && start.elapsed() < wait {
-                if look(SPIN_LOOKS_PER_CLOCK_READ) {
+            if !wait.is_zero() {
+                let mut seen = false;
+                let mut waited = start.elapsed();
+                while waited < wait {
+                    seen = look(SPIN_LOOKS_PER_CLOCK_READ);
+                    waited = start.elapsed();
+                    if seen {
+                        break;
+                    }
+                }
+                self.first_poll_waited(waited);
+                if seen {
                     return found();
                 }
             }
@@ -1547,6 +1567,18 @@ impl WorkerCtx {
         };
         self.active_window.set((Some(now), wait));
         wait
+    }
+
+    /// Counts a first poll's wait that lasted `waited` (the `first_poll_waits` metrics).
+    fn first_poll_waited(&self, waited: Duration) {
+        let remote = self.remote();
+        let waits = remote.first_poll_waits.load(Ordering::Relaxed);
+        remote.first_poll_waits.store(waits + 1, Ordering::Relaxed);
+        let ns = remote.first_poll_wait_ns.load(Ordering::Relaxed);
+        let add = u64::try_from(waited.as_nanos()).unwrap_or(u64::MAX);
+        remote
+            .first_poll_wait_ns
+            .store(ns.saturating_add(add), Ordering::Relaxed);
     }
 
     /// A spin found nothing: the only worker remembers the socket events it has seen, so
