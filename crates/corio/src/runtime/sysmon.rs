@@ -402,7 +402,29 @@ impl Watch {
                     due = due.min(TIME_SLICE - stuck_for);
                 }
                 STATUS_RUNNING => {
+                    #[cfg(all(test, not(loom)))]
+                    tests::hold::before_preempt(shared);
                     remote.preempt.store(true, Ordering::Relaxed);
+                    // The request is for the slice read above. If sysmon lost its CPU since
+                    // that read (a loaded machine), the slice may have ended, the worker may
+                    // have cleared the flag after its task, and a request landing now would
+                    // preempt the next task before it ran a slice: look again, and withdraw
+                    // it, with the rest of this slice's verdict (signal, report, hand-off).
+                    // (The worker's increment is a plain store, so an increment made
+                    // nanoseconds before this read may still be missed: the window shrinks
+                    // from as long as sysmon was held to that.) SeqCst: the read is not
+                    // moved before the store.
+                    std::sync::atomic::fence(Ordering::SeqCst);
+                    let now_slices = remote.slices();
+                    if now_slices != ticks {
+                        remote.preempt.store(false, Ordering::Relaxed);
+                        *slice = Slice::new(now_slices, now);
+                        #[cfg(all(test, not(loom)))]
+                        tests::hold::after_preempt(shared);
+                        continue;
+                    }
+                    #[cfg(all(test, not(loom)))]
+                    tests::hold::after_preempt(shared);
                     // A preemptible coroutine also gets the signal, at once, as Go's
                     // `preemptone` sets `gp.preempt` and signals together; sysmon looks again
                     // soon (`preempt::nudge`) in case the handler found no safe point.
@@ -634,5 +656,141 @@ fn report_hog(shared: &Shared, index: usize, held: Held) {
         let _ = fd_table::write_program_stderr(&report);
     } else {
         eprint!("{report}");
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use std::future::Future;
+    use std::pin::Pin;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::task::Poll;
+    use std::time::{Duration, Instant};
+
+    /// A test's hold on one runtime's sysmon between its decision to preempt a worker's task
+    /// and its request (the store of `Remote::preempt`), as a loaded machine may hold it.
+    pub(super) mod hold {
+        use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+        use crate::runtime::Shared;
+
+        /// The runtime (its `Shared`'s address) whose sysmon is held at its next decision.
+        static ARMED_FOR: AtomicUsize = AtomicUsize::new(0);
+        /// Set by sysmon once it is held; cleared by `release`.
+        pub(crate) static HELD: AtomicBool = AtomicBool::new(false);
+        /// Set by the test to let the held sysmon go on.
+        static RELEASE: AtomicBool = AtomicBool::new(false);
+        /// Set by sysmon once the held decision's request is made.
+        pub(crate) static DONE: AtomicBool = AtomicBool::new(false);
+        /// Whether the sysmon passing `after_preempt` is the one that was held.
+        static HOLDING: AtomicBool = AtomicBool::new(false);
+
+        pub(crate) fn arm(shared: &Shared) {
+            ARMED_FOR.store(std::ptr::from_ref(shared) as usize, Ordering::SeqCst);
+        }
+
+        pub(crate) fn release() {
+            RELEASE.store(true, Ordering::SeqCst);
+        }
+
+        pub(crate) fn before_preempt(shared: &Shared) {
+            let me = std::ptr::from_ref(shared) as usize;
+            if ARMED_FOR
+                .compare_exchange(me, 0, Ordering::SeqCst, Ordering::SeqCst)
+                .is_err()
+            {
+                return;
+            }
+            HOLDING.store(true, Ordering::SeqCst);
+            HELD.store(true, Ordering::SeqCst);
+            while !RELEASE.load(Ordering::SeqCst) {
+                std::thread::sleep(std::time::Duration::from_micros(50));
+            }
+        }
+
+        pub(crate) fn after_preempt(_shared: &Shared) {
+            if HOLDING.swap(false, Ordering::SeqCst) {
+                DONE.store(true, Ordering::SeqCst);
+            }
+        }
+    }
+
+    /// Waits (up to 30 s) until `cond`.
+    fn until(what: &str, cond: impl Fn() -> bool) {
+        let start = Instant::now();
+        while !cond() {
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "timed out: {what}"
+            );
+            std::thread::sleep(Duration::from_micros(100));
+        }
+    }
+
+    #[test]
+    fn a_preempt_request_that_lands_after_its_slice_ended_does_not_preempt_the_next_task() {
+        let rt = crate::Runtime::builder()
+            .workers(1)
+            .hog_report(false)
+            .build()
+            .unwrap();
+        hold::arm(&rt.handle().shared);
+        // However the test ends, the held sysmon goes on (else dropping the runtime hangs).
+        struct Release;
+        impl Drop for Release {
+            fn drop(&mut self) {
+                hold::release();
+            }
+        }
+        let _release = Release;
+        // Task A runs without a runtime operation until told to stop: after a time slice
+        // sysmon decides to preempt it, and is held before it asks.
+        let stop = Arc::new(AtomicBool::new(false));
+        let a = {
+            let stop = stop.clone();
+            rt.spawn(async move {
+                while !stop.load(Ordering::Relaxed) {
+                    std::hint::spin_loop();
+                }
+            })
+        };
+        until("sysmon decides to preempt A", || {
+            hold::HELD.load(Ordering::SeqCst)
+        });
+        stop.store(true, Ordering::Relaxed);
+        rt.block_on(a).unwrap();
+        // Task B starts a slice of its own; sysmon's request for A's lands meanwhile; then B
+        // makes its first runtime operation, a sleep whose deadline has passed.
+        let (started, go) = (
+            Arc::new(AtomicBool::new(false)),
+            Arc::new(AtomicBool::new(false)),
+        );
+        let b = {
+            let (started, go) = (started.clone(), go.clone());
+            rt.spawn(async move {
+                let began = Instant::now();
+                started.store(true, Ordering::SeqCst);
+                while !go.load(Ordering::SeqCst) {
+                    std::hint::spin_loop();
+                }
+                let mut sleep = crate::time::sleep_until_async(Instant::now());
+                let ready = std::future::poll_fn(|cx| {
+                    Poll::Ready(Pin::new(&mut sleep).poll(cx).is_ready())
+                })
+                .await;
+                // A slice of B's own would explain a preemption.
+                (ready, began.elapsed())
+            })
+        };
+        until("B starts", || started.load(Ordering::SeqCst));
+        hold::release();
+        until("sysmon asks", || hold::DONE.load(Ordering::SeqCst));
+        go.store(true, Ordering::SeqCst);
+        let (ready, ran) = rt.block_on(b).unwrap();
+        assert!(
+            ready || ran >= Duration::from_millis(10),
+            "B was preempted after running {ran:?}, by the request for A's slice"
+        );
     }
 }
