@@ -729,6 +729,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore)] // a runtime: epoll and timerfd system calls
     fn a_preempt_request_that_lands_after_its_slice_ended_does_not_preempt_the_next_task() {
         let rt = crate::Runtime::builder()
             .workers(1)
