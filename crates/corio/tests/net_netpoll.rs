@@ -49,6 +49,16 @@ enum Pace {
 /// A plain-thread client: `rounds` one-byte round trips with the server at `addr`, each waiting
 /// for the answer before the next (a keep-alive client, one request in flight), at `pace`.
 fn ping_pong_client(addr: std::net::SocketAddr, rounds: usize, pace: Pace) {
+    ping_pong_client_noting(addr, rounds, pace, |_| {});
+}
+
+/// [`ping_pong_client`], calling `asking(i)` just before it sends its `i`th request.
+fn ping_pong_client_noting(
+    addr: std::net::SocketAddr,
+    rounds: usize,
+    pace: Pace,
+    mut asking: impl FnMut(usize),
+) {
     let mut peer = std::net::TcpStream::connect(addr).unwrap();
     peer.set_nodelay(true).unwrap();
     peer.set_nonblocking(matches!(pace, Pace::Busy)).unwrap();
@@ -58,6 +68,7 @@ fn ping_pong_client(addr: std::net::SocketAddr, rounds: usize, pace: Pace) {
         {
             std::thread::sleep(pause);
         }
+        asking(i);
         peer.write_all(&[i as u8]).unwrap();
         let mut answer = [0u8; 1];
         loop {
@@ -76,14 +87,7 @@ fn ping_pong_client(addr: std::net::SocketAddr, rounds: usize, pace: Pace) {
 fn single_worker_ping_pong(
     client: impl FnOnce(std::net::SocketAddr),
 ) -> (corio::Metrics, corio::Metrics) {
-    ping_pong_on(&support::rt(1), client)
-}
-
-/// [`single_worker_ping_pong`] on `rt`.
-fn ping_pong_on(
-    rt: &corio::Runtime,
-    client: impl FnOnce(std::net::SocketAddr),
-) -> (corio::Metrics, corio::Metrics) {
+    let rt = support::rt(1);
     let (listener, addr) = listener();
     let server = rt.go(move || ping_pong_server(listener));
     // Let the worker settle (park in the driver, waiting for the connection).
@@ -122,11 +126,19 @@ fn ping_pong_server(listener: TcpListener) {
 }
 
 /// [`ping_pong_server`]'s answers, on an accepted connection.
-fn serve_ping_pong(mut stream: corio::net::TcpStream) {
+fn serve_ping_pong(stream: corio::net::TcpStream) {
+    serve_ping_pong_noting(stream, |_| {});
+}
+
+/// [`serve_ping_pong`], calling `answered(i)` once its `i`th answer is written.
+fn serve_ping_pong_noting(mut stream: corio::net::TcpStream, mut answered: impl FnMut(usize)) {
     stream.set_nodelay(true).unwrap();
     let mut byte = [0u8; 1];
+    let mut i = 0;
     while stream.read(&mut byte).unwrap() == 1 {
         stream.write_all(&[byte[0].wrapping_add(1)]).unwrap();
+        answered(i);
+        i += 1;
     }
 }
 
@@ -185,47 +197,20 @@ fn a_single_worker_whose_client_answers_at_once_waits_for_it_without_parking() {
         let server = {
             let answered = answered.clone();
             rt.go(move || {
-                let (mut stream, _) = listener.accept().unwrap();
-                stream.set_nodelay(true).unwrap();
-                let mut byte = [0u8; 1];
-                for i in 0.. {
-                    if stream.read(&mut byte).unwrap() == 0 {
-                        break;
-                    }
-                    stream.write_all(&[byte[0].wrapping_add(1)]).unwrap();
+                let (stream, _) = listener.accept().unwrap();
+                serve_ping_pong_noting(stream, |i| {
                     answered[i].store(nanos_since(epoch), Ordering::Relaxed);
-                }
+                });
             })
         };
         std::thread::sleep(Duration::from_millis(50));
-        let worker = support::threads_named("netpoll-busy")
-            .into_iter()
-            .find(|t| t.comm == "netpoll-busy-0")
-            .expect("the worker thread")
-            .tid;
-        let preempted = involuntary_switches(worker);
+        let preempted = worker_involuntary_switches();
         let before = rt.metrics();
-        let mut peer = std::net::TcpStream::connect(addr).unwrap();
-        peer.set_nodelay(true).unwrap();
-        peer.set_nonblocking(true).unwrap();
-        for i in 0..rounds {
+        ping_pong_client_noting(addr, rounds, Pace::Busy, |i| {
             asked[i].store(nanos_since(epoch), Ordering::Relaxed);
-            peer.write_all(&[i as u8]).unwrap();
-            let mut answer = [0u8; 1];
-            loop {
-                match peer.read(&mut answer) {
-                    Ok(1) => break,
-                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                        std::thread::yield_now()
-                    }
-                    other => panic!("round {i}: {other:?}"),
-                }
-            }
-            assert_eq!(answer[0], (i as u8).wrapping_add(1));
-        }
+        });
         let after = rt.metrics();
-        let preempted = involuntary_switches(worker) - preempted;
-        drop(peer);
+        let preempted = worker_involuntary_switches() - preempted;
         server.join().unwrap();
         // Requests sent `SLOW_ANSWER` or more after the answer before them.
         let slow = (1..rounds)
@@ -250,15 +235,14 @@ fn nanos_since(epoch: std::time::Instant) -> u64 {
     epoch.elapsed().as_nanos() as u64
 }
 
-/// How many times thread `tid` of this process was switched out while it could still run
-/// (`nonvoluntary_ctxt_switches`): it lost its CPU to another thread.
-fn involuntary_switches(tid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/self/task/{tid}/status"))
-        .unwrap()
-        .lines()
-        .find_map(|l| l.strip_prefix("nonvoluntary_ctxt_switches:"))
-        .and_then(|n| n.trim().parse().ok())
-        .unwrap()
+/// How many times the worker of [`a_single_worker_whose_client_answers_at_once_waits_for_it_without_parking`]'s
+/// runtime (thread `netpoll-busy-0`) lost its CPU to another thread.
+fn worker_involuntary_switches() -> u64 {
+    support::threads_named("netpoll-busy")
+        .into_iter()
+        .find(|t| t.comm == "netpoll-busy-0")
+        .expect("the worker thread")
+        .involuntary
 }
 
 /// Clients of the first-poll tests: enough active sockets for a wait (8 ns times the square

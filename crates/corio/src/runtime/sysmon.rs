@@ -416,15 +416,16 @@ impl Watch {
                     // moved before the store.
                     std::sync::atomic::fence(Ordering::SeqCst);
                     let now_slices = remote.slices();
-                    if now_slices != ticks {
+                    let ended = now_slices != ticks;
+                    if ended {
                         remote.preempt.store(false, Ordering::Relaxed);
                         *slice = Slice::new(now_slices, now);
-                        #[cfg(all(test, not(loom)))]
-                        tests::hold::after_preempt(shared);
-                        continue;
                     }
                     #[cfg(all(test, not(loom)))]
-                    tests::hold::after_preempt(shared);
+                    tests::hold::after_preempt();
+                    if ended {
+                        continue;
+                    }
                     // A preemptible coroutine also gets the signal, at once, as Go's
                     // `preemptone` sets `gp.preempt` and signals together; sysmon looks again
                     // soon (`preempt::nudge`) in case the handler found no safe point.
@@ -709,7 +710,7 @@ mod tests {
             }
         }
 
-        pub(crate) fn after_preempt(_shared: &Shared) {
+        pub(crate) fn after_preempt() {
             if HOLDING.swap(false, Ordering::SeqCst) {
                 DONE.store(true, Ordering::SeqCst);
             }

@@ -318,6 +318,8 @@ pub struct ThreadInfo {
     pub comm: String,
     /// Voluntary plus involuntary context switches so far.
     pub switches: u64,
+    /// Of those, the involuntary ones: the thread lost its CPU while it could still run.
+    pub involuntary: u64,
 }
 
 /// Every thread of this process (Linux only).
@@ -338,18 +340,18 @@ pub fn threads() -> Vec<ThreadInfo> {
         let Ok(status) = std::fs::read_to_string(path.join("status")) else {
             continue;
         };
-        let switches = status
-            .lines()
-            .filter(|l| {
-                l.starts_with("voluntary_ctxt_switches")
-                    || l.starts_with("nonvoluntary_ctxt_switches")
-            })
-            .filter_map(|l| l.split_whitespace().last()?.parse::<u64>().ok())
-            .sum();
+        let count = |key: &str| -> u64 {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(key)?.trim().parse().ok())
+                .unwrap_or(0)
+        };
+        let involuntary = count("nonvoluntary_ctxt_switches:");
         out.push(ThreadInfo {
             tid,
             comm: comm.trim_end().to_string(),
-            switches,
+            switches: count("voluntary_ctxt_switches:") + involuntary,
+            involuntary,
         });
     }
     out
