@@ -512,6 +512,79 @@ fn a_panic_right_after_a_direct_hand_off_reaches_the_join_handle() {
     });
 }
 
+/// A coroutine that blocks with the next-task slot empty hands the worker straight to the
+/// woken coroutine at the front of its pinned queue (docs/scheduler.md, "The direct switch to
+/// a queued coroutine"), as a server's coroutines woken by one poll of the sockets do. A
+/// broadcaster wakes eight receivers in a row (the last into the slot, the others into the
+/// pinned queue in order) and yields; each receiver records its value and blocks again. Every
+/// round, the receivers run in the order they were woken, each sees its own task id, and
+/// they hand off through the queue.
+#[test]
+fn a_coroutine_blocking_with_an_empty_slot_hands_off_to_the_front_of_the_queue() {
+    within(EVENTUALLY, || {
+        const RECEIVERS: usize = 8;
+        const ROUNDS: usize = 500;
+        let rt = one_worker();
+        let log = rt.run(|| {
+            let log = Arc::new(Mutex::new(Vec::new()));
+            let (txs, handles): (Vec<_>, Vec<_>) = (0..RECEIVERS)
+                .map(|index| {
+                    let (tx, rx) = corio::chan::bounded::<usize>(0);
+                    let log = log.clone();
+                    let handle = corio::go(move || {
+                        let id = corio::current().id();
+                        for round in rx.iter() {
+                            log.lock()
+                                .unwrap()
+                                .push((round, index, corio::current().id() == id));
+                        }
+                    });
+                    (tx, handle)
+                })
+                .unzip();
+            // Every receiver is waiting in `recv` before the first round.
+            while log.lock().unwrap().len() < RECEIVERS {
+                for (index, tx) in txs.iter().enumerate() {
+                    if log.lock().unwrap().iter().all(|&(_, i, _)| i != index) {
+                        let _ = tx.try_send(usize::MAX);
+                    }
+                }
+                corio::yield_now();
+            }
+            log.lock().unwrap().clear();
+            for round in 0..ROUNDS {
+                for tx in &txs {
+                    tx.send(round).unwrap();
+                }
+                // Until every receiver has recorded this round and blocked again.
+                while log.lock().unwrap().len() < (round + 1) * RECEIVERS {
+                    corio::yield_now();
+                }
+            }
+            drop(txs);
+            for handle in handles {
+                handle.join().unwrap();
+            }
+            Arc::try_unwrap(log).unwrap().into_inner().unwrap()
+        });
+        assert_eq!(log.len(), ROUNDS * RECEIVERS);
+        for (k, &(round, index, own_id)) in log.iter().enumerate() {
+            let turn = k % RECEIVERS;
+            // The last woken runs first (from the slot), then the others in the order woken.
+            let expected = if turn == 0 { RECEIVERS - 1 } else { turn - 1 };
+            assert_eq!((round, index), (k / RECEIVERS, expected), "turn {k}");
+            assert!(own_id, "turn {k}: corio::current() named another task");
+        }
+        let metrics = rt.metrics();
+        // Of each round's eight receivers, the first six to block hand off through the queue
+        // (the last finds it empty), but for the rounds whose maintenance the loop takes.
+        assert!(
+            metrics.direct_queue_handoffs > (ROUNDS * (RECEIVERS - 2) / 2) as u64,
+            "{metrics:?}"
+        );
+    });
+}
+
 /// Dropping the runtime while pairs of coroutines hand off to each other directly cancels them
 /// all (their stacks unwind on their worker) and returns.
 #[test]

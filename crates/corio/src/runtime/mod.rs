@@ -851,6 +851,7 @@ impl Handle {
             preempt_signals_stray: sum(|w| &w.preempt_signal.stray),
             direct_switches: sum(|w| &w.direct_switches),
             direct_handoffs: sum(|w| &w.direct_handoffs),
+            direct_queue_handoffs: sum(|w| &w.direct_queue_handoffs),
             spin_slices_lost: sum(|w| &w.spin_slices_lost),
             spins_skipped: sum(|w| &w.spins_skipped),
             io_spin_polls: sum(|w| &w.io_spin_polls),
@@ -1008,6 +1009,12 @@ pub struct Metrics {
     /// it had woken into its worker's next-task slot, without going through the worker's loop
     /// (docs/scheduler.md, "The direct switch on a `block_on` suspension").
     pub direct_handoffs: u64,
+    /// Suspensions in `block_on` that switched straight from one pinned coroutine to the one
+    /// at the front of its worker's pinned queue (a woken coroutine waiting for its turn, with
+    /// the next-task slot empty), without going through the worker's loop (docs/scheduler.md,
+    /// "The direct switch to a queued coroutine"): a server's coroutines, woken by one poll
+    /// of the sockets, hand the worker on to each other this way.
+    pub direct_queue_handoffs: u64,
     /// Spins of a worker out of work whose `sched_yield` lost the CPU to another thread for a
     /// time slice: the CPUs were oversubscribed, and the worker parked without spinning for a
     /// while after each (`runtime/worker.rs`, `spin`).

@@ -153,6 +153,9 @@ pub(crate) struct Remote {
     /// Direct hand-offs from a coroutine blocking in `block_on` to the one in the next-task
     /// slot (`direct_block`; written by the owner only).
     pub(crate) direct_handoffs: AtomicU64,
+    /// Direct hand-offs from a coroutine blocking in `block_on` to the one at the front of
+    /// the pinned queue (`direct_block`, a queue pick; written by the owner only).
+    pub(crate) direct_queue_handoffs: AtomicU64,
     /// Spins that lost a time slice (`spin`; written by the owner only).
     pub(crate) spin_slices_lost: AtomicU64,
     /// Out-of-work episodes that skipped the spin after lost slices (written by the owner
@@ -217,6 +220,7 @@ impl Remote {
             preempt_signal: Default::default(),
             direct_switches: AtomicU64::new(0),
             direct_handoffs: AtomicU64::new(0),
+            direct_queue_handoffs: AtomicU64::new(0),
             spin_slices_lost: AtomicU64::new(0),
             spins_skipped: AtomicU64::new(0),
             io_spin_polls: AtomicU64::new(0),
@@ -881,6 +885,12 @@ impl WorkerCtx {
     /// one's switch state, for `from` to transfer to. `None`: nothing was changed, `from`
     /// suspends to the loop.
     ///
+    /// With the slot empty, the same for the task at the front of the pinned queue when
+    /// `next_task` would pick it (docs/scheduler.md, "The direct switch to a queued
+    /// coroutine"): the bookkeeping is then that of a queue pick (a new slice, the alternation
+    /// of step 3 moved on). A server's coroutines woken by one poll of the sockets queue there
+    /// in turn, and each hands the worker to the next as it blocks again.
+    ///
     /// Only the plain outcomes of the two transitions are taken: a wake or a cancel of `from`
     /// that raced in during its poll (NOTIFIED or CANCELLED set), or a cancelled next task,
     /// falls back to the loop, which handles them. A wake of `from` after its transition
@@ -892,11 +902,25 @@ impl WorkerCtx {
         let remote = self.remote();
         let mut core = self.direct_round()?;
         // ... the slice not over, the spawn slot (which goes first) unused, and a started
-        // coroutine pinned here in the next-task slot.
+        // coroutine pinned here in the next-task slot, or, with the slot empty, at the front
+        // of the pinned queue when `next_task`'s pick would take it (the queue pick: the
+        // run queue empty, or the pinned queue's turn; see "The direct switch to a queued
+        // coroutine").
         if core.lifo_polls == SLICE_OVER || core.spawn_slot_used {
             return None;
         }
-        let to = core.next.as_ref()?.header();
+        let (to, queued) = match &core.next {
+            Some(next) => (next.header(), false),
+            // `next_task` flips `pinned_first` before it picks: the pinned queue goes first
+            // when it was false.
+            None if !core.pinned_first || core.run_queue.is_empty() => {
+                match core.pinned.front()? {
+                    Pinned::Task(Runnable::Notified(task)) => (task.header(), true),
+                    _ => return None,
+                }
+            }
+            None => return None,
+        };
         if to.kind != (Kind::Stackful { migratable: false }) || to.pinned_home() != Some(self.index)
         {
             return None;
@@ -938,13 +962,28 @@ impl WorkerCtx {
         };
         // Commit: the loop's changes, in its order. `to`'s `Notified` reference is now its
         // poll's, which the frame `from` was resumed by owns (`switched`).
-        std::mem::forget(core.next.take());
         core.global_countdown -= 1;
+        let preemptible = to_ctx.is_preemptible();
+        if queued {
+            // `next_task`'s queue pick: a new slice, the alternation of step 3 moved on.
+            std::mem::forget(core.pinned.pop_front());
+            core.only_yielded = false;
+            core.lifo_polls = 0;
+            core.pinned_first = !core.pinned_first;
+            drop(core);
+            return Some(self.start_switched(
+                remote,
+                to_ptr,
+                to_ctx,
+                preemptible,
+                &remote.direct_queue_handoffs,
+            ));
+        }
+        std::mem::forget(core.next.take());
         core.lifo_polls += 1;
         drop(core);
         let inherited = remote.inherited.load(Ordering::Relaxed);
         remote.inherited.store(inherited + 1, Ordering::Relaxed);
-        let preemptible = to_ctx.is_preemptible();
         Some(self.start_switched(remote, to_ptr, to_ctx, preemptible, &remote.direct_handoffs))
     }
 
