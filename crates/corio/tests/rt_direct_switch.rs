@@ -517,8 +517,8 @@ fn a_panic_right_after_a_direct_hand_off_reaches_the_join_handle() {
 /// a queued coroutine"), as a server's coroutines woken by one poll of the sockets do. A
 /// broadcaster wakes eight receivers in a row (the last into the slot, the others into the
 /// pinned queue in order) and yields; each receiver records its value and blocks again. Every
-/// round, the receivers run in the order they were woken, each sees its own task id, and
-/// they hand off through the queue.
+/// round, the receivers run in the loop's order (the slot's first, then the queue's in the
+/// order woken), each sees its own task id, and they hand off through the queue.
 #[test]
 fn a_coroutine_blocking_with_an_empty_slot_hands_off_to_the_front_of_the_queue() {
     within(EVENTUALLY, || {

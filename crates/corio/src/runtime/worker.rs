@@ -963,28 +963,24 @@ impl WorkerCtx {
         // Commit: the loop's changes, in its order. `to`'s `Notified` reference is now its
         // poll's, which the frame `from` was resumed by owns (`switched`).
         core.global_countdown -= 1;
-        let preemptible = to_ctx.is_preemptible();
-        if queued {
-            // `next_task`'s queue pick: a new slice, the alternation of step 3 moved on.
+        let counter = if queued {
+            // The queue pick: a new slice, the alternation of step 3 moved on.
             std::mem::forget(core.pinned.pop_front());
             core.only_yielded = false;
             core.lifo_polls = 0;
             core.pinned_first = !core.pinned_first;
-            drop(core);
-            return Some(self.start_switched(
-                remote,
-                to_ptr,
-                to_ctx,
-                preemptible,
-                &remote.direct_queue_handoffs,
-            ));
-        }
-        std::mem::forget(core.next.take());
-        core.lifo_polls += 1;
+            &remote.direct_queue_handoffs
+        } else {
+            // The slot pick: the slice is inherited.
+            std::mem::forget(core.next.take());
+            core.lifo_polls += 1;
+            let inherited = remote.inherited.load(Ordering::Relaxed);
+            remote.inherited.store(inherited + 1, Ordering::Relaxed);
+            &remote.direct_handoffs
+        };
         drop(core);
-        let inherited = remote.inherited.load(Ordering::Relaxed);
-        remote.inherited.store(inherited + 1, Ordering::Relaxed);
-        Some(self.start_switched(remote, to_ptr, to_ctx, preemptible, &remote.direct_handoffs))
+        let preemptible = to_ctx.is_preemptible();
+        Some(self.start_switched(remote, to_ptr, to_ctx, preemptible, counter))
     }
 
     /// The next task from this worker's own queues (steps 1–4 of the loop).
