@@ -792,13 +792,19 @@ where
     unsafe { arch::switch_final(ptr::from_ref(&*finish) as usize, link) }
 }
 
+/// How many ids [`next_id`] hands a thread at a time: a thread's ids come in runs of this many
+/// consecutive numbers, so `id / ID_BLOCK` mostly names one thread's run (corio shards its
+/// list of live tasks by it, so that each worker's spawns mostly stay on one shard).
+#[doc(hidden)]
+pub const ID_BLOCK: u64 = 1024;
+
 /// Hands out process-unique ids in blocks of 1024 per thread, so that creating coroutines on
 /// many threads does not contend on one counter.
 #[doc(hidden)]
 #[inline(never)] // reads a thread-local: see `crate::local`
 pub fn next_id() -> u64 {
     static NEXT: AtomicU64 = AtomicU64::new(1);
-    const BLOCK: u64 = 1024;
+    const BLOCK: u64 = ID_BLOCK;
     thread_local! {
         static RANGE: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
     }

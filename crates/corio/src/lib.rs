@@ -149,7 +149,11 @@ where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
-    match runtime::spawn_stackful(&runtime::current_or_default(), f, Builder::new()) {
+    let location = std::panic::Location::caller();
+    let spawned = runtime::with_current_or_default(|shared| {
+        runtime::spawn_stackful_at(shared, f, Builder::new(), None, location)
+    });
+    match spawned {
         Ok(handle) => handle,
         Err(e) => panic!("{e}"),
     }
@@ -168,7 +172,10 @@ where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
-    runtime::spawn_stackless(&runtime::current_or_default(), fut, None)
+    let location = std::panic::Location::caller();
+    runtime::with_current_or_default(|shared| {
+        runtime::spawn_stackless_at(shared, fut, None, None, location)
+    })
 }
 
 /// Runs `f` as the main stackful coroutine of the default runtime and waits for it, like a Go

@@ -371,7 +371,7 @@ pub(crate) fn constrain(budget: u32) {
 /// worker's, or the one entered with `Runtime::enter`.
 #[inline(never)]
 pub(crate) fn current_shared() -> Option<Arc<Shared>> {
-    if let Some(shared) = current_task(|t| t.map(|h| h.scheduler.clone())) {
+    if let Some(shared) = current_task(|t| t.map(|h| h.scheduler.shared.clone())) {
         return Some(shared);
     }
     if let Some(shared) = with_worker(|w| w.map(|w| w.shared().clone())) {

@@ -137,7 +137,13 @@ where
     F::Output: Send + 'static,
 {
     let (shared, index) = this_worker("spawn_local");
-    spawn_stackless_at(&shared, LocalOnly(fut), None, Some(index))
+    spawn_stackless_at(
+        &shared,
+        LocalOnly(fut),
+        None,
+        Some(index),
+        std::panic::Location::caller(),
+    )
 }
 
 #[track_caller]
@@ -152,7 +158,13 @@ where
         migratable: false,
         ..builder
     };
-    spawn_stackful_at(&shared, move || (f.into_inner())(), builder, Some(index))
+    spawn_stackful_at(
+        &shared,
+        move || (f.into_inner())(),
+        builder,
+        Some(index),
+        std::panic::Location::caller(),
+    )
 }
 
 impl TaskBuilder {
@@ -193,6 +205,7 @@ impl TaskBuilder {
             LocalOnly(fut),
             self.name,
             Some(index),
+            std::panic::Location::caller(),
         ))
     }
 }

@@ -85,7 +85,9 @@ pub use self::blocking::{blocking, spawn_blocking};
 pub use self::builder::Builder;
 pub use self::local::{go_local, spawn_local};
 pub use self::spawn::TaskBuilder;
-pub(crate) use self::spawn::{spawn_stackful, spawn_stackless};
+pub(crate) use self::spawn::{
+    spawn_stackful, spawn_stackful_at, spawn_stackless, spawn_stackless_at,
+};
 
 use self::blocking::BlockingPool;
 use self::driver::Driver;
@@ -127,6 +129,30 @@ impl Config {
     }
 }
 
+/// A task's reference to its runtime: a task holds an `Arc<Anchor>`, and the anchor holds the
+/// runtime (`Shared`), so every task keeps its runtime alive as if it held the `Arc<Shared>`
+/// itself.
+///
+/// Why the extra level: a spawn takes a reference and a task's end releases one. On the
+/// runtime's own `Arc` that was one counter written by every worker's spawns and every task's
+/// end: on 2 workers its cache line crossed between the cores at nearly every spawn (a quarter
+/// of the skynet tree's time). Each worker has an anchor of its own (`WorkerCtx::anchor`), and
+/// its spawns count there; spawns from other threads share one (`Shared::outside_anchor`).
+/// Aligned so that no two anchors share a cache line (two workers' anchors, allocated at
+/// the same moment, had been neighbours: spawn+join of a batch on 2 workers went from 150 to
+/// 250 ns a task).
+#[repr(align(128))]
+pub(crate) struct Anchor {
+    pub(crate) shared: Arc<Shared>,
+}
+
+impl Anchor {
+    /// A new anchor for `shared` (the worker loop makes one per worker).
+    pub(crate) fn new(shared: Arc<Shared>) -> Arc<Anchor> {
+        Arc::new(Anchor { shared })
+    }
+}
+
 /// Everything the workers, tasks and handles of one runtime share.
 pub(crate) struct Shared {
     pub(crate) config: Config,
@@ -150,11 +176,16 @@ pub(crate) struct Shared {
     /// Whether `finish_shutdown` has run.
     finished: AtomicBool,
     pub(crate) metrics: Counters,
+    /// The anchor that tasks spawned from outside the workers share, while the `Runtime`
+    /// keeps it alive (a weak reference: the anchor refers to this `Shared`).
+    outside: std::sync::OnceLock<std::sync::Weak<Anchor>>,
 }
 
 /// Runtime-wide counters (Relaxed; for `Runtime::metrics`).
 #[derive(Default)]
 pub(crate) struct Counters {
+    /// Spawns that no worker of the runtime counted (`Remote::spawns`): from other threads,
+    /// onto the blocking pool, or refused at shutdown.
     pub(crate) spawned: AtomicU64,
     pub(crate) steals: AtomicU64,
     pub(crate) parks: AtomicU64,
@@ -163,6 +194,15 @@ pub(crate) struct Counters {
 }
 
 impl Shared {
+    /// The anchor a task spawned outside this runtime's workers takes: the runtime's own
+    /// while the `Runtime` lives, else (a handle spawning after it was dropped) a new one.
+    pub(crate) fn outside_anchor(self: &Arc<Self>) -> Arc<Anchor> {
+        self.outside
+            .get()
+            .and_then(std::sync::Weak::upgrade)
+            .unwrap_or_else(|| Anchor::new(self.clone()))
+    }
+
     /// The runtime clock: nanoseconds since `epoch`.
     #[inline]
     pub(crate) fn now_ns(&self) -> u64 {
@@ -414,6 +454,9 @@ impl Shared {
 /// but leaked, each with a line on stderr.
 pub struct Runtime {
     handle: Handle,
+    /// Keeps the anchor of spawns from outside the workers alive while the runtime lives
+    /// (`Shared::outside_anchor`).
+    _outside: Arc<Anchor>,
 }
 
 /// A cheap, clonable reference to a runtime, for spawning onto it from anywhere.
@@ -458,6 +501,7 @@ impl Runtime {
             running_workers: AtomicUsize::new(0),
             finished: AtomicBool::new(false),
             metrics: Counters::default(),
+            outside: std::sync::OnceLock::new(),
             config,
         });
         for index in 0..shared.config.workers {
@@ -480,8 +524,11 @@ impl Runtime {
             Handle { shared }.shutdown_and_join();
             return Err(e);
         }
+        let outside = Anchor::new(shared.clone());
+        let _ = shared.outside.set(Arc::downgrade(&outside));
         Ok(Runtime {
             handle: Handle { shared },
+            _outside: outside,
         })
     }
 
@@ -521,6 +568,7 @@ impl Runtime {
             },
             TaskBuilder::new().name("main"),
             Some(0),
+            std::panic::Location::caller(),
         )
         .map_err(|e| io::Error::other(e.to_string()))?;
         shared
@@ -835,7 +883,7 @@ impl Handle {
             workers: shared.config.workers,
             spares_started: m.spares_started.load(Ordering::Relaxed),
             live_tasks: shared.owned.len(),
-            spawned: m.spawned.load(Ordering::Relaxed),
+            spawned: m.spawned.load(Ordering::Relaxed) + sum(|w| &w.spawns),
             steals: m.steals.load(Ordering::Relaxed),
             parks: m.parks.load(Ordering::Relaxed),
             handoffs: m.handoffs.load(Ordering::Relaxed),
@@ -1064,4 +1112,19 @@ pub(crate) fn default_runtime() -> &'static Runtime {
 /// The runtime to spawn on from here: the current one, else the default.
 pub(crate) fn current_or_default() -> Arc<Shared> {
     context::current_shared().unwrap_or_else(|| default_runtime().handle.shared.clone())
+}
+
+/// Runs `f` with the runtime [`current_or_default`] names, borrowed from the running task when
+/// there is one: a spawn then touches no reference count of the runtime's (an `Arc<Shared>`
+/// clone and drop, whose counter every worker's spawns write: a cache line that crossed
+/// between the cores at every spawn on 2 workers).
+pub(crate) fn with_current_or_default<R>(f: impl FnOnce(&Arc<Shared>) -> R) -> R {
+    if let Some(scheduler) =
+        context::current_task(|t| t.map(|h| std::ptr::NonNull::from(&h.scheduler.shared)))
+    {
+        // SAFETY: the task running this code holds its own header alive until it completes,
+        // which is after `f` returns, and a task's `scheduler` never changes.
+        return f(unsafe { scheduler.as_ref() });
+    }
+    f(&current_or_default())
 }

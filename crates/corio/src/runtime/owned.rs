@@ -1,9 +1,10 @@
 //! Every live task, so that shutdown can find the ones no queue holds (those waiting for a
 //! waker) and cancel them.
 //!
-//! Intrusive doubly linked lists in shards, each behind a mutex: binding a task at spawn and
-//! releasing it at completion take one uncontended lock each. The shard is chosen by task id,
-//! so threads spawning concurrently mostly hit different shards.
+//! Intrusive doubly linked lists in shards, each behind a mutex on a cache line of its own:
+//! binding a task at spawn and releasing it at completion take one uncontended lock each. The
+//! shard is chosen by the task id's run (`shard_of`), so threads spawning concurrently mostly
+//! hit different shards.
 
 use std::ptr::NonNull;
 use std::sync::Mutex;
@@ -13,7 +14,7 @@ use crate::task::core::Header;
 use crate::task::raw::Task;
 
 pub(crate) struct OwnedTasks {
-    shards: Box<[Mutex<List>]>,
+    shards: Box<[Shard]>,
     mask: usize,
     closed: AtomicBool,
 }
@@ -22,6 +23,10 @@ struct List {
     head: Option<NonNull<Header>>,
     len: usize,
 }
+
+/// A shard on a cache line of its own.
+#[repr(align(64))]
+struct Shard(Mutex<List>);
 
 // SAFETY: the list only holds pointers to tasks, which are Send and Sync through their
 // headers; the links are touched under the shard lock.
@@ -32,7 +37,7 @@ impl OwnedTasks {
         let n = (workers * 4).next_power_of_two().max(4);
         OwnedTasks {
             shards: (0..n)
-                .map(|_| Mutex::new(List { head: None, len: 0 }))
+                .map(|_| Shard(Mutex::new(List { head: None, len: 0 })))
                 .collect(),
             mask: n - 1,
             closed: AtomicBool::new(false),
@@ -40,13 +45,16 @@ impl OwnedTasks {
     }
 
     fn shard(&self, index: usize) -> std::sync::MutexGuard<'_, List> {
-        self.shards[index].lock().unwrap_or_else(|e| e.into_inner())
+        self.shards[index]
+            .0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
     }
 
     /// Adds a task; gives it back if the runtime is shutting down.
     pub(crate) fn bind(&self, task: Task) -> Result<(), Task> {
         let header = task.header();
-        let mut list = self.shard(header.id as usize & self.mask);
+        let mut list = self.shard(shard_of(header.id) & self.mask);
         // Checked under the lock: `close` sets the flag before it takes each shard's lock.
         if self.closed.load(Ordering::SeqCst) {
             return Err(task);
@@ -70,7 +78,7 @@ impl OwnedTasks {
 
     /// Removes a task; returns the list's reference if the task was in the list.
     pub(crate) fn remove(&self, header: &Header) -> Option<Task> {
-        let mut list = self.shard(header.id as usize & self.mask);
+        let mut list = self.shard(shard_of(header.id) & self.mask);
         // SAFETY: links are guarded by the shard lock we hold.
         unsafe { unlink(&mut list, NonNull::from(header)) }
     }
@@ -117,6 +125,15 @@ impl OwnedTasks {
             }
         }
     }
+}
+
+/// The shard of task `id` (before masking): its run of ids. A thread takes its ids in runs
+/// of `ID_BLOCK`, so a worker's spawns (and, as tasks mostly finish where they started, its
+/// removals) stay on one shard for a run, while another worker's run is on another. By the id
+/// itself, consecutive spawns went round every shard, and two spawning workers wrote each
+/// shard's lock in turn.
+fn shard_of(id: u64) -> usize {
+    (id / corio_context::coroutine::ID_BLOCK) as usize
 }
 
 /// # Safety

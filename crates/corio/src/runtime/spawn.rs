@@ -150,7 +150,8 @@ impl TaskBuilder {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        spawn_stackful(&super::current_or_default(), f, self)
+        let location = Location::caller();
+        super::with_current_or_default(|shared| spawn_stackful_at(shared, f, self, None, location))
     }
 
     /// Spawns a stackless task running `fut` on the current runtime (or the default one).
@@ -180,17 +181,17 @@ where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
-    spawn_stackless_at(shared, fut, name, None)
+    spawn_stackless_at(shared, fut, name, None, Location::caller())
 }
 
-/// Spawns a stackless task on `shared`; with `home`, pinned to that worker from birth (a
-/// local task, `local.rs`).
-#[track_caller]
+/// Spawns a stackless task on `shared`, as spawned at `location`; with `home`, pinned to that
+/// worker from birth (a local task, `local.rs`).
 pub(crate) fn spawn_stackless_at<F>(
     shared: &Arc<Shared>,
     fut: F,
     name: Option<Arc<str>>,
     home: Option<usize>,
+    location: &'static Location<'static>,
 ) -> JoinHandle<F::Output>
 where
     F: Future + Send + 'static,
@@ -198,7 +199,6 @@ where
 {
     let _no_preempt = super::preempt::guard();
     let id = corio_context::coroutine::next_id();
-    let location = Location::caller();
     bind_and_schedule(
         shared,
         Stackless::Pending(fut),
@@ -225,24 +225,23 @@ where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
-    spawn_stackful_at(shared, f, builder, None)
+    spawn_stackful_at(shared, f, builder, None, Location::caller())
 }
 
-/// Spawns a stackful coroutine on `shared`; with `home`, pinned to that worker from birth (a
-/// local coroutine, `local.rs`).
-#[track_caller]
+/// Spawns a stackful coroutine on `shared`, as spawned at `location`; with `home`, pinned to
+/// that worker from birth (a local coroutine, `local.rs`).
 pub(crate) fn spawn_stackful_at<F, T>(
     shared: &Arc<Shared>,
     f: F,
     builder: TaskBuilder,
     home: Option<usize>,
+    location: &'static Location<'static>,
 ) -> io::Result<JoinHandle<T>>
 where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
     let _no_preempt = super::preempt::guard();
-    let location = Location::caller();
     let stack_size = builder.stack_size.unwrap_or(shared.config.stack_size);
     // The stack is taken when the coroutine first runs (see `Stackful`); check now that one
     // can be had, so that exhaustion is an error here rather than a failed task later.
@@ -293,7 +292,34 @@ fn bind_and_schedule<B: Body>(
     // Spawning is a preemption point, before the task exists (a cancellation raised here
     // leaves nothing half-spawned).
     crate::block_on::preemption_point();
-    let ptr = Cell::allocate(body, kind, id, shared.clone(), name, location);
+    // One look at this thread's worker: the anchor the task takes (`Anchor`) and, below,
+    // where it is queued.
+    super::context::with_worker(|worker| {
+        let worker = worker.filter(|w| Arc::ptr_eq(w.shared(), shared));
+        let anchor = match worker {
+            Some(w) => w.anchor().clone(),
+            None => shared.outside_anchor(),
+        };
+        bind_and_queue(shared, worker, body, kind, id, anchor, name, location, home)
+    })
+}
+
+#[allow(
+    clippy::too_many_arguments,
+    reason = "bind_and_schedule's arguments, passed on"
+)]
+fn bind_and_queue<B: Body>(
+    shared: &Arc<Shared>,
+    worker: Option<&super::worker::WorkerCtx>,
+    body: B,
+    kind: Kind,
+    id: u64,
+    anchor: Arc<super::Anchor>,
+    name: Option<Arc<str>>,
+    location: &'static Location<'static>,
+    home: Option<usize>,
+) -> JoinHandle<B::Output> {
+    let ptr = Cell::allocate(body, kind, id, anchor, name, location);
     if let Some(home) = home {
         // SAFETY: the task was just allocated and nobody else has it yet.
         let header = unsafe { ptr.as_ref() };
@@ -310,28 +336,30 @@ fn bind_and_schedule<B: Body>(
             JoinHandle::from_raw(ptr),
         )
     };
-    shared.metrics.spawned.fetch_add(1, Ordering::Relaxed);
     match shared.owned.bind(task) {
         Ok(()) => match kind {
-            Kind::Blocking => shared.blocking.push(shared, notified),
+            Kind::Blocking => {
+                shared.metrics.spawned.fetch_add(1, Ordering::Relaxed);
+                shared.blocking.push(shared, notified)
+            }
             // A new task goes to the spawning worker's spawn slot (`sched/slot.rs`): run there
-            // when the spawner blocks, stolen by others only after a grace period.
-            _ => schedule_spawned(shared, notified),
+            // when the spawner blocks, stolen by others only after a grace period; from
+            // elsewhere, to the global queue (or the home's inbox of a local task). Counted
+            // on the worker, else runtime-wide.
+            _ => match worker {
+                Some(w) => w.schedule_spawned(notified),
+                None => {
+                    shared.metrics.spawned.fetch_add(1, Ordering::Relaxed);
+                    shared.schedule_remote(notified)
+                }
+            },
         },
         Err(task) => {
             // The runtime is shutting down: the task is cancelled without running.
+            shared.metrics.spawned.fetch_add(1, Ordering::Relaxed);
             drop(notified);
             let _ = task.shutdown(); // it never ran: it cannot yield
         }
     }
     join
-}
-
-/// Queues a new task: the spawn slot of this runtime's worker the spawner runs on, else the
-/// global queue (or the home's inbox of a local task).
-fn schedule_spawned(shared: &Arc<Shared>, task: Notified) {
-    super::context::with_worker(|worker| match worker {
-        Some(w) if Arc::ptr_eq(w.shared(), shared) => w.schedule_spawned(task),
-        _ => shared.schedule_remote(task),
-    });
 }

@@ -156,6 +156,9 @@ pub(crate) struct Remote {
     /// Direct hand-offs from a coroutine blocking in `block_on` to the one at the front of
     /// the pinned queue (`direct_block`, a queue pick; written by the owner only).
     pub(crate) direct_queue_handoffs: AtomicU64,
+    /// Tasks spawned on this worker (written by the owner only: a runtime-wide counter was a
+    /// cache line that every worker's spawns wrote, `Counters::spawned`).
+    pub(crate) spawns: AtomicU64,
     /// Spins that lost a time slice (`spin`; written by the owner only).
     pub(crate) spin_slices_lost: AtomicU64,
     /// Out-of-work episodes that skipped the spin after lost slices (written by the owner
@@ -221,6 +224,7 @@ impl Remote {
             direct_switches: AtomicU64::new(0),
             direct_handoffs: AtomicU64::new(0),
             direct_queue_handoffs: AtomicU64::new(0),
+            spawns: AtomicU64::new(0),
             spin_slices_lost: AtomicU64::new(0),
             spins_skipped: AtomicU64::new(0),
             io_spin_polls: AtomicU64::new(0),
@@ -507,6 +511,9 @@ impl Core {
 pub(crate) struct WorkerCtx {
     index: usize,
     shared: Arc<Shared>,
+    /// The runtime reference that tasks spawned here take (`Anchor`): a counter this worker's
+    /// spawns write, not the runtime's own.
+    anchor: Arc<super::Anchor>,
     /// `&shared.workers[index]`, computed once: the run path reads it several times per task,
     /// and each indexing is a load, a bounds check and an address computation.
     remote: *const Remote,
@@ -583,6 +590,7 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
             rng: 0x9e37_79b9_7f4a_7c15 ^ (index as u64 + 1).wrapping_mul(0xbf58_476d_1ce4_e5b9),
             placement: Placement::new(),
         }),
+        anchor: super::Anchor::new(shared.clone()),
         shared,
     };
     {
@@ -609,6 +617,11 @@ impl WorkerCtx {
     #[inline]
     pub(crate) fn shared(&self) -> &Arc<Shared> {
         &self.shared
+    }
+
+    /// The anchor tasks spawned on this worker refer to their runtime through.
+    pub(crate) fn anchor(&self) -> &Arc<super::Anchor> {
+        &self.anchor
     }
 
     #[inline]
@@ -1209,6 +1222,8 @@ impl WorkerCtx {
     /// Puts a task spawned on this worker in its spawn slot if that is empty (`sched/slot.rs`),
     /// else at the back of the run queue, where others may steal it at once.
     pub(crate) fn schedule_spawned(&self, task: Notified) {
+        let spawns = &self.remote().spawns;
+        spawns.store(spawns.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
         if !task.is_movable() {
             // A local task: pinned here from birth, it queues as before.
             self.schedule_local(task, true);

@@ -19,6 +19,7 @@ pub(crate) fn abort_task(raw: NonNull<Header>) {
         // SAFETY: the transition took a reference for this Notified.
         header
             .scheduler
+            .shared
             .schedule(unsafe { Notified::from_raw(raw) });
     }
 }

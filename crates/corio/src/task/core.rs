@@ -27,7 +27,7 @@ use std::task::{Context, Poll, Waker};
 
 use super::JoinError;
 use super::state::State;
-use crate::runtime::Shared;
+use crate::runtime::Anchor;
 
 /// A panic payload.
 pub(crate) type Payload = Box<dyn Any + Send + 'static>;
@@ -56,9 +56,11 @@ pub(crate) struct Header {
     pub(crate) state: State,
     pub(crate) vtable: &'static Vtable,
     pub(crate) id: u64,
-    /// The runtime that schedules this task.
-    pub(crate) scheduler: Arc<Shared>,
-    /// Links in the owned-tasks list (shard `id & mask`); guarded by that shard's lock.
+    /// The runtime that schedules this task, through the anchor of the worker that spawned it
+    /// (`runtime::Anchor`).
+    pub(crate) scheduler: Arc<Anchor>,
+    /// Links in the owned-tasks list (the shard of the id's run, `owned::shard_of`); guarded by
+    /// that shard's lock.
     pub(crate) owned: UnsafeCell<Links>,
     /// The worker a started stackful coroutine is pinned to, or `NO_HOME`. Written once, by
     /// the worker that first resumes it, before the resume (Release) — or, for a local task,
@@ -222,7 +224,7 @@ impl<B: Body> Cell<B> {
         body: B,
         kind: Kind,
         id: u64,
-        scheduler: Arc<Shared>,
+        scheduler: Arc<Anchor>,
         name: Option<Arc<str>>,
         location: &'static Location<'static>,
     ) -> NonNull<Header> {

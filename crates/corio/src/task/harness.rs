@@ -178,7 +178,7 @@ fn after_pending<B: Body>(
         TransitionToIdle::OkNotified => {
             // SAFETY: the poll's reference is now a Notified (see `transition_to_idle`).
             let task = unsafe { Notified::from_raw(ptr) };
-            header.scheduler.yield_task(task);
+            header.scheduler.shared.yield_task(task);
         }
         // SAFETY: the last reference was ours.
         TransitionToIdle::OkDealloc => unsafe { dealloc::<B>(ptr) },
@@ -253,7 +253,7 @@ fn complete<B: Body>(cell: &Cell<B>, ptr: NonNull<Header>, result: Result<B::Out
             unsafe { cell.trailer.set_waker(None) };
         }
     }
-    let released = header.scheduler.release(header);
+    let released = header.scheduler.shared.release(header);
     let refs = if released { 2 } else { 1 };
     if header.state.transition_to_terminal(refs) {
         // SAFETY: those were the last references.

@@ -454,7 +454,11 @@ impl<const PREEMPTIBLE: bool> Drop for NoPreemptHere<'_, PREEMPTIBLE> {
 #[inline]
 pub(crate) fn assert_on_home_thread(header: &Header) {
     if let Some(home) = header.pinned_home() {
-        check_home(header.id, home, context::worker_index_in(&header.scheduler));
+        check_home(
+            header.id,
+            home,
+            context::worker_index_in(&header.scheduler.shared),
+        );
     }
 }
 

@@ -75,6 +75,7 @@ unsafe fn wake(ptr: *const ()) {
             // SAFETY: the waker's reference became a Notified's.
             header
                 .scheduler
+                .shared
                 .schedule_woken(unsafe { Notified::from_raw(nonnull(ptr)) });
         }
         TransitionToNotifiedByVal::Dealloc => {
@@ -91,6 +92,7 @@ unsafe fn wake_by_ref(ptr: *const ()) {
         // SAFETY: the transition took a reference for the Notified.
         header
             .scheduler
+            .shared
             .schedule(unsafe { Notified::from_raw(nonnull(ptr)) });
     }
 }
