@@ -294,16 +294,24 @@ fn bind_and_schedule<B: Body>(
     crate::block_on::preemption_point();
     // One look at this thread's worker: the anchor the task takes (`Anchor`) and, below,
     // where it is queued.
-    super::context::with_worker(|worker| {
+    let (join, refused) = super::context::with_worker(|worker| {
         let worker = worker.filter(|w| Arc::ptr_eq(w.shared(), shared));
         let anchor = match worker {
             Some(w) => w.anchor().clone(),
             None => shared.outside_anchor(),
         };
         bind_and_queue(shared, worker, body, kind, id, anchor, name, location, home)
-    })
+    });
+    if let Some(task) = refused {
+        // The runtime is shutting down: the task is cancelled without running. Outside the
+        // look at the worker: dropping the body runs the user's destructors, which may suspend.
+        let _ = task.shutdown(); // it never ran: it cannot yield
+    }
+    join
 }
 
+/// Allocates, binds and queues a task; gives back the task if the runtime refused it (shutting
+/// down), for the caller to cancel.
 #[allow(
     clippy::too_many_arguments,
     reason = "bind_and_schedule's arguments, passed on"
@@ -318,7 +326,7 @@ fn bind_and_queue<B: Body>(
     name: Option<Arc<str>>,
     location: &'static Location<'static>,
     home: Option<usize>,
-) -> JoinHandle<B::Output> {
+) -> (JoinHandle<B::Output>, Option<Task>) {
     let ptr = Cell::allocate(body, kind, id, anchor, name, location);
     if let Some(home) = home {
         // SAFETY: the task was just allocated and nobody else has it yet.
@@ -355,11 +363,10 @@ fn bind_and_queue<B: Body>(
             },
         },
         Err(task) => {
-            // The runtime is shutting down: the task is cancelled without running.
             shared.metrics.spawned.fetch_add(1, Ordering::Relaxed);
             drop(notified);
-            let _ = task.shutdown(); // it never ran: it cannot yield
+            return (join, Some(task));
         }
     }
-    join
+    (join, None)
 }
