@@ -184,8 +184,8 @@ pub(crate) struct Shared {
 /// Runtime-wide counters (Relaxed; for `Runtime::metrics`).
 #[derive(Default)]
 pub(crate) struct Counters {
-    /// Spawns that no worker of the runtime counted (`Remote::spawns`): from other threads,
-    /// onto the blocking pool, or refused at shutdown.
+    /// Spawns made outside the runtime's workers (a worker counts its own in
+    /// `Remote::spawns`).
     pub(crate) spawned: AtomicU64,
     pub(crate) steals: AtomicU64,
     pub(crate) parks: AtomicU64,

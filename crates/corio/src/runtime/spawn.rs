@@ -162,11 +162,10 @@ impl TaskBuilder {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        Ok(spawn_stackless(
-            &super::current_or_default(),
-            fut,
-            self.name,
-        ))
+        let location = Location::caller();
+        Ok(super::with_current_or_default(|shared| {
+            spawn_stackless_at(shared, fut, self.name, None, location)
+        }))
     }
 }
 
@@ -327,6 +326,13 @@ fn bind_and_queue<B: Body>(
     location: &'static Location<'static>,
     home: Option<usize>,
 ) -> (JoinHandle<B::Output>, Option<Task>) {
+    // Counted where the anchor is: on the spawning worker, else runtime-wide.
+    match worker {
+        Some(w) => w.count_spawn(),
+        None => {
+            shared.metrics.spawned.fetch_add(1, Ordering::Relaxed);
+        }
+    }
     let ptr = Cell::allocate(body, kind, id, anchor, name, location);
     if let Some(home) = home {
         // SAFETY: the task was just allocated and nobody else has it yet.
@@ -346,24 +352,16 @@ fn bind_and_queue<B: Body>(
     };
     match shared.owned.bind(task) {
         Ok(()) => match kind {
-            Kind::Blocking => {
-                shared.metrics.spawned.fetch_add(1, Ordering::Relaxed);
-                shared.blocking.push(shared, notified)
-            }
+            Kind::Blocking => shared.blocking.push(shared, notified),
             // A new task goes to the spawning worker's spawn slot (`sched/slot.rs`): run there
             // when the spawner blocks, stolen by others only after a grace period; from
-            // elsewhere, to the global queue (or the home's inbox of a local task). Counted
-            // on the worker, else runtime-wide.
+            // elsewhere, to the global queue (or the home's inbox of a local task).
             _ => match worker {
                 Some(w) => w.schedule_spawned(notified),
-                None => {
-                    shared.metrics.spawned.fetch_add(1, Ordering::Relaxed);
-                    shared.schedule_remote(notified)
-                }
+                None => shared.schedule_remote(notified),
             },
         },
         Err(task) => {
-            shared.metrics.spawned.fetch_add(1, Ordering::Relaxed);
             drop(notified);
             return (join, Some(task));
         }

@@ -624,6 +624,12 @@ impl WorkerCtx {
         &self.anchor
     }
 
+    /// Counts a task spawned on this worker (`Remote::spawns`).
+    pub(crate) fn count_spawn(&self) {
+        let spawns = &self.remote().spawns;
+        spawns.store(spawns.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+    }
+
     #[inline]
     fn remote(&self) -> &Remote {
         // SAFETY: `remote` points into `self.shared.workers`, which the `Arc` in `self` keeps
@@ -1222,8 +1228,6 @@ impl WorkerCtx {
     /// Puts a task spawned on this worker in its spawn slot if that is empty (`sched/slot.rs`),
     /// else at the back of the run queue, where others may steal it at once.
     pub(crate) fn schedule_spawned(&self, task: Notified) {
-        let spawns = &self.remote().spawns;
-        spawns.store(spawns.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
         if !task.is_movable() {
             // A local task: pinned here from birth, it queues as before.
             self.schedule_local(task, true);
