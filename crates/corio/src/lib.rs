@@ -120,7 +120,8 @@ pub use crate::block_on::{YieldNow, block_on, yield_now, yield_now_async};
 pub use crate::join_set::JoinSet;
 pub use crate::runtime::TaskBuilder as Builder;
 pub use crate::runtime::{
-    Builder as RuntimeBuilder, EnterGuard, Handle, Metrics, Runtime, blocking, spawn_blocking,
+    Builder as RuntimeBuilder, EnterGuard, Handle, Metrics, Runtime, TaskInfo, TaskKind, TaskState,
+    blocking, spawn_blocking,
 };
 pub use crate::runtime::{go_local, spawn_local};
 pub use crate::scope::{Scope, ScopedJoinHandle, scope};

@@ -3,7 +3,9 @@
 use std::fmt;
 use std::io;
 use std::sync::Arc;
+use std::time::Duration;
 
+use super::trace::TraceConfig;
 use super::{Config, Runtime};
 use corio_context::stack::DEFAULT_STACK_SIZE;
 
@@ -28,6 +30,7 @@ pub struct Builder {
     hooks: ThreadHooks,
     preemptible: bool,
     io_spin: bool,
+    trace: Option<Option<TraceConfig>>,
 }
 
 /// A user callback kept by the builder and the runtime (`Debug` without showing the closure).
@@ -91,7 +94,7 @@ impl Default for Builder {
 impl Builder {
     /// The defaults: workers from `CORIO_WORKERS` or the CPU count, 256 KiB stacks, threads
     /// named `corio-N`, up to 512 blocking-pool threads, hog reports on (`CORIO_HOG_REPORT=0`
-    /// turns them off).
+    /// turns them off), no scheduler trace unless `CORIO_SCHEDTRACE` asks for one.
     pub fn new() -> Builder {
         Builder {
             workers: None,
@@ -102,6 +105,7 @@ impl Builder {
             hooks: ThreadHooks::default(),
             preemptible: false,
             io_spin: true,
+            trace: None,
         }
     }
 
@@ -200,6 +204,36 @@ impl Builder {
         self
     }
 
+    /// Writes a line of the runtime's counters to stderr every `period` (Go's
+    /// `GODEBUG=schedtrace`), and with `tasks` also every live task, a line each (Go's
+    /// `scheddetail`; [`TaskInfo`](crate::TaskInfo)'s format). `Duration::ZERO` turns the trace
+    /// off. Without this call the `CORIO_SCHEDTRACE` environment variable decides: a period in
+    /// milliseconds, optionally followed by `,tasks` (`CORIO_SCHEDTRACE=1000,tasks`).
+    ///
+    /// ```text
+    /// corio SCHED 1000ms: workers=2 unparked=1 spares=0 live=3 global=0 queues=[0 1] spawned=12 polls=[300 40] steals=0 parks=4 handoffs=0 io_polls=10
+    ///   task 1 "main" stackful, running, worker 0, spawned at src/main.rs:4:5
+    /// ```
+    ///
+    /// The trace runs on a thread of its own, which wakes once a period (so a traced idle
+    /// runtime is not free of wake-ups), and shares the program's descriptor table (so it
+    /// gives up what [`run_here`](Builder::run_here) saves on a one-worker runtime's system
+    /// calls). For watching a program, not for measuring it. `docs/scheduler.md`, "Seeing the
+    /// scheduler", reads a trace.
+    ///
+    /// ```
+    /// let rt = corio::Runtime::builder()
+    ///     .workers(1)
+    ///     .sched_trace(std::time::Duration::from_millis(500), false)
+    ///     .build()
+    ///     .unwrap();
+    /// rt.run(|| corio::sleep(std::time::Duration::from_millis(20)));
+    /// ```
+    pub fn sched_trace(&mut self, period: Duration, tasks: bool) -> &mut Builder {
+        self.trace = Some((!period.is_zero()).then_some(TraceConfig { period, tasks }));
+        self
+    }
+
     /// Whether the only worker of a one-worker runtime, out of work while its sockets are
     /// busy, polls them for up to 50 µs before it sleeps (default: yes). The watch answers a
     /// client's next request without the sleep and the wake-up it would cost on the client's
@@ -254,8 +288,8 @@ impl Builder {
     ///
     /// # Errors
     ///
-    /// `InvalidInput` for 0 workers, a `CORIO_WORKERS` that is not a positive number, or a
-    /// stack size above the maximum; an OS error if threads or the driver cannot be created.
+    /// `InvalidInput` for 0 workers, a `CORIO_WORKERS` that is not a positive number, a
+    /// `CORIO_SCHEDTRACE` that does not parse, or a stack size above the maximum; an OS error if threads or the driver cannot be created.
     pub fn build(&mut self) -> io::Result<Runtime> {
         Runtime::from_config(self.config()?)
     }
@@ -326,6 +360,14 @@ impl Builder {
         let hog_report = self
             .hog_report
             .unwrap_or_else(|| std::env::var("CORIO_HOG_REPORT").map_or(true, |v| v.trim() != "0"));
+        let trace = match self.trace {
+            Some(trace) => trace,
+            None => match std::env::var("CORIO_SCHEDTRACE") {
+                Ok(v) => TraceConfig::parse(&v)
+                    .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?,
+                Err(_) => None,
+            },
+        };
         Ok(Config {
             workers,
             // Spare workers take work stuck behind hogs and blocking calls (sysmon starts them
@@ -341,6 +383,7 @@ impl Builder {
             preemptible: self.preemptible && super::preempt::enable(),
             io_spin: self.io_spin,
             caller_worker: false,
+            trace,
         })
     }
 }

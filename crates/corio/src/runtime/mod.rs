@@ -62,6 +62,7 @@ pub(crate) mod context;
 mod driver;
 mod fd_table;
 mod idle;
+mod inspect;
 mod local;
 mod owned;
 mod park;
@@ -70,6 +71,7 @@ pub(crate) mod sched;
 mod spawn;
 mod sysmon;
 mod thread_clock;
+mod trace;
 mod worker;
 
 use std::fmt;
@@ -83,6 +85,7 @@ use std::time::{Duration, Instant};
 pub(crate) use self::blocking::pool_or_here;
 pub use self::blocking::{blocking, spawn_blocking};
 pub use self::builder::Builder;
+pub use self::inspect::{TaskInfo, TaskKind, TaskState};
 pub use self::local::{go_local, spawn_local};
 pub use self::spawn::TaskBuilder;
 pub(crate) use self::spawn::{
@@ -118,6 +121,8 @@ pub(crate) struct Config {
     /// Whether worker 0 is the thread that called [`Builder::run_here`], not one the runtime
     /// starts.
     pub(crate) caller_worker: bool,
+    /// The scheduler trace, if one was asked for (`trace.rs`).
+    pub(crate) trace: Option<trace::TraceConfig>,
 }
 
 impl Config {
@@ -166,6 +171,8 @@ pub(crate) struct Shared {
     pub(crate) driver: Driver,
     pub(crate) blocking: BlockingPool,
     pub(crate) sysmon: Sysmon,
+    /// The scheduler trace's thread, when one was asked for (`trace.rs`).
+    pub(crate) tracer: trace::Tracer,
     pub(crate) shutdown: AtomicBool,
     /// The runtime clock's origin: deadlines are nanoseconds since it.
     pub(crate) epoch: Instant,
@@ -495,6 +502,7 @@ impl Runtime {
             driver: Driver::new(epoch)?,
             blocking: BlockingPool::new(config.max_blocking_threads),
             sysmon: Sysmon::new(),
+            tracer: trace::Tracer::default(),
             shutdown: AtomicBool::new(false),
             epoch,
             threads: Mutex::new(Vec::new()),
@@ -520,7 +528,7 @@ impl Runtime {
                 return Err(e);
             }
         }
-        if let Err(e) = sysmon::start(&shared) {
+        if let Err(e) = sysmon::start(&shared).and_then(|()| trace::Tracer::start(&shared)) {
             Handle { shared }.shutdown_and_join();
             return Err(e);
         }
@@ -975,6 +983,7 @@ impl Shared {
             drop(task);
         }
         self.sysmon.stop();
+        self.tracer.stop();
         self.blocking.shutdown();
         // Waiters on sockets wake with an error; the wakers they left go (they hold tasks).
         self.driver.registry.close_all();
