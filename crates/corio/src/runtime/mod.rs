@@ -670,9 +670,13 @@ impl Runtime {
     /// ```
     pub fn shutdown_timeout(self, timeout: std::time::Duration) {
         let this = std::mem::ManuallyDrop::new(self);
-        // SAFETY: `this` is never used or dropped again, so moving its only field out of it
-        // leaves no second owner of the handle.
-        let handle = unsafe { std::ptr::read(&this.handle) };
+        // SAFETY: `this` is never used or dropped again, so moving its fields out of it leaves
+        // no second owner of either.
+        let (handle, outside) =
+            unsafe { (std::ptr::read(&this.handle), std::ptr::read(&this._outside)) };
+        // The outside anchor holds the runtime too: left in `this`, it would never be dropped,
+        // and the runtime never freed (its descriptors, its settings).
+        let _outside = outside;
         if handle.on_own_worker() {
             handle.shared.begin_shutdown();
             return;
