@@ -278,3 +278,35 @@ fn a_blocking_closure_that_outlives_its_runtime_spawns_onto_it_cleanly() {
         support::wait_until("the runtime is freed", || drops.dropped() == 1);
     });
 }
+
+#[test]
+fn a_runtime_entered_inside_a_blocking_closure_is_the_one_its_spawns_use() {
+    within(EVENTUALLY, || {
+        let named = |name: &str| {
+            corio::Runtime::builder()
+                .workers(1)
+                .hog_report(false)
+                .thread_name(name)
+                .build()
+                .unwrap()
+        };
+        let pool = named("rt-pool");
+        let other = std::sync::Arc::new(named("rt-other"));
+        let (entered, rt) = (other.handle().clone(), other.clone());
+        let thread_name = || std::thread::current().name().unwrap_or("").to_string();
+        // `Handle::block_on` enters `other` on this blocking-pool thread of `pool`: spawns
+        // inside it go to `other` (its docs), as they do inside `Runtime::enter`.
+        let (in_block_on, in_enter) = pool
+            .spawn_blocking(move || {
+                let in_block_on = entered
+                    .block_on(async move { corio::spawn(async move { thread_name() }).await })
+                    .unwrap();
+                let _entered = rt.enter();
+                (in_block_on, corio::go(thread_name).join().unwrap())
+            })
+            .join()
+            .unwrap();
+        assert!(in_block_on.starts_with("rt-other-"), "ran on {in_block_on}");
+        assert!(in_enter.starts_with("rt-other-"), "ran on {in_enter}");
+    });
+}
