@@ -1123,9 +1123,11 @@ pub(crate) fn current_or_default() -> Arc<Shared> {
 /// clone and drop, whose counter every worker's spawns write: a cache line that crossed
 /// between the cores at every spawn on 2 workers).
 pub(crate) fn with_current_or_default<R>(f: impl FnOnce(&Arc<Shared>) -> R) -> R {
-    if let Some(scheduler) =
-        context::current_task(|t| t.map(|h| std::ptr::NonNull::from(&h.scheduler.shared)))
-    {
+    // A blocking-pool closure's task does not name the runtime first (`current_shared`).
+    if let Some(scheduler) = context::current_task(|t| {
+        t.filter(|h| h.kind != crate::task::core::Kind::Blocking)
+            .map(|h| std::ptr::NonNull::from(&h.scheduler.shared))
+    }) {
         // SAFETY: the task running this code holds its own header alive until it completes,
         // which is after `f` returns, and a task's `scheduler` never changes.
         return f(unsafe { scheduler.as_ref() });
