@@ -310,3 +310,38 @@ fn a_runtime_entered_inside_a_blocking_closure_is_the_one_its_spawns_use() {
         assert!(in_enter.starts_with("rt-other-"), "ran on {in_enter}");
     });
 }
+
+#[test]
+fn a_spawn_onto_another_runtime_from_a_worker_is_counted_and_anchored_there() {
+    within(EVENTUALLY, || {
+        let drops = support::Drops::new();
+        let x = freed_when_dropped(1, &drops);
+        let y = corio::Runtime::builder()
+            .workers(2)
+            .hog_report(false)
+            .build()
+            .unwrap();
+        let (x_before, y_before) = (x.metrics().spawned, y.metrics().spawned);
+        let hx = x.handle().clone();
+        // From a coroutine and a task of `y`, onto `x`: 2 + 2 spawns on `x`, and on `y` the
+        // main coroutine and the task.
+        let handles = y.run(move || {
+            let from_task = corio::spawn({
+                let hx = hx.clone();
+                async move { [hx.spawn(async { 7 }), hx.go(|| 7)] }
+            });
+            let from_coroutine = [hx.spawn(async { 7 }), hx.go(|| 7)];
+            let from_task = from_task.join().unwrap();
+            [from_coroutine, from_task]
+        });
+        assert_eq!(y.metrics().spawned, y_before + 2);
+        // `y` goes first: the tasks on `x` hold `x`, not `y`.
+        drop(y);
+        for h in handles.into_iter().flatten() {
+            assert_eq!(h.join().unwrap(), 7);
+        }
+        assert_eq!(x.metrics().spawned, x_before + 4);
+        drop(x);
+        support::wait_until("x is freed", || drops.dropped() == 1);
+    });
+}
