@@ -156,6 +156,37 @@ rt_common! {
     }
 
     #[test]
+    fn shutdown_timeout_and_shutdown_background_free_the_runtime_as_its_drop_does() {
+        // Three waits of up to EVENTUALLY each: the watchdog waits for all of them.
+        within(EVENTUALLY * 3, || {
+            // A runtime's settings go when its last reference does: a hook's token is
+            // dropped once the runtime is freed, however it was shut down.
+            for how in ["drop", "shutdown_timeout", "shutdown_background"] {
+                let drops = Drops::new();
+                let token = drops.token();
+                let rt = builder(WORKERS)
+                    .on_thread_start(move || {
+                        let _ = &token;
+                    })
+                    .build()
+                    .unwrap();
+                // Spawns from this thread and from a worker, so that both kinds of a task's
+                // reference to the runtime have been taken and given back.
+                rt.block_on(rt.spawn(async {})).unwrap();
+                rt.run(|| corio::spawn(async {}).join().unwrap());
+                match how {
+                    "drop" => drop(rt),
+                    "shutdown_timeout" => rt.shutdown_timeout(Duration::from_secs(30)),
+                    _ => rt.shutdown_background(),
+                }
+                wait_until(&format!("the runtime is freed after {how}"), || {
+                    drops.dropped() == 1
+                });
+            }
+        });
+    }
+
+    #[test]
     fn handle_block_on_runs_a_future_from_a_plain_thread_and_panics_inside_a_task() {
         within(EVENTUALLY, || {
             let rt = builder(WORKERS).build().unwrap();

@@ -369,14 +369,29 @@ pub(crate) fn constrain(budget: u32) {
 
 /// The runtime that `spawn` and timers use from this thread: the running task's, this
 /// worker's, or the one entered with `Runtime::enter`.
+///
+/// A blocking-pool closure's task names its runtime only after the entered ones: the closure
+/// owns its thread as a plain thread does, and may enter another runtime there
+/// (`Runtime::enter`, `Handle::block_on`), which its spawns must then use. Its pool thread
+/// entered the closure's own runtime first, so without such an entry it is the one found.
 #[inline(never)]
 pub(crate) fn current_shared() -> Option<Arc<Shared>> {
-    if let Some(shared) = current_task(|t| t.map(|h| h.scheduler.shared.clone())) {
-        return Some(shared);
+    let task = current_task(|t| t.map(|h| (h.kind, h.scheduler.shared.clone())));
+    match task {
+        Some((crate::task::core::Kind::Blocking, shared)) => {
+            return Some(entered().unwrap_or(shared));
+        }
+        Some((_, shared)) => return Some(shared),
+        None => {}
     }
     if let Some(shared) = with_worker(|w| w.map(|w| w.shared().clone())) {
         return Some(shared);
     }
+    entered()
+}
+
+/// The runtime entered last on this thread, if any.
+fn entered() -> Option<Arc<Shared>> {
     ENTERED.with(|e| e.borrow().last().map(|(_, shared)| shared.clone()))
 }
 

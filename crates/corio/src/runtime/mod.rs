@@ -678,9 +678,13 @@ impl Runtime {
     /// ```
     pub fn shutdown_timeout(self, timeout: std::time::Duration) {
         let this = std::mem::ManuallyDrop::new(self);
-        // SAFETY: `this` is never used or dropped again, so moving its only field out of it
-        // leaves no second owner of the handle.
-        let handle = unsafe { std::ptr::read(&this.handle) };
+        // SAFETY: `this` is never used or dropped again, so moving its fields out of it leaves
+        // no second owner of either.
+        let (handle, outside) =
+            unsafe { (std::ptr::read(&this.handle), std::ptr::read(&this._outside)) };
+        // The outside anchor holds the runtime too: left in `this`, it would never be dropped,
+        // and the runtime never freed (its descriptors, its settings).
+        let _outside = outside;
         if handle.on_own_worker() {
             handle.shared.begin_shutdown();
             return;
@@ -1128,9 +1132,11 @@ pub(crate) fn current_or_default() -> Arc<Shared> {
 /// clone and drop, whose counter every worker's spawns write: a cache line that crossed
 /// between the cores at every spawn on 2 workers).
 pub(crate) fn with_current_or_default<R>(f: impl FnOnce(&Arc<Shared>) -> R) -> R {
-    if let Some(scheduler) =
-        context::current_task(|t| t.map(|h| std::ptr::NonNull::from(&h.scheduler.shared)))
-    {
+    // A blocking-pool closure's task does not name the runtime first (`current_shared`).
+    if let Some(scheduler) = context::current_task(|t| {
+        t.filter(|h| h.kind != crate::task::core::Kind::Blocking)
+            .map(|h| std::ptr::NonNull::from(&h.scheduler.shared))
+    }) {
         // SAFETY: the task running this code holds its own header alive until it completes,
         // which is after `f` returns, and a task's `scheduler` never changes.
         return f(unsafe { scheduler.as_ref() });
