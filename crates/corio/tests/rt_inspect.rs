@@ -162,7 +162,8 @@ fn run_in_child(name: &str, env: &[(&str, &str)]) -> Output {
     command
         .args([name, "--exact", "--nocapture", "--test-threads=1"])
         .env(CHILD_ENV, name)
-        .env_remove("CORIO_SCHEDTRACE");
+        .env_remove("CORIO_SCHEDTRACE")
+        .env_remove("CORIO_DUMP_ON_SIGQUIT");
     for (key, value) in env {
         command.env(key, value);
     }
@@ -268,4 +269,103 @@ fn a_malformed_environment_variable_is_an_error_from_build() {
         return;
     }
     stderr_of(&run_in_child(NAME, &[("CORIO_SCHEDTRACE", "1s")]));
+}
+
+/// SIGQUIT's action as the process has it now.
+fn sigquit_action() -> usize {
+    // SAFETY: a zeroed `sigaction` is a valid out-parameter; a null new action only queries.
+    unsafe {
+        let mut current: libc::sigaction = std::mem::zeroed();
+        assert_eq!(
+            libc::sigaction(libc::SIGQUIT, std::ptr::null(), &mut current),
+            0
+        );
+        current.sa_sigaction
+    }
+}
+
+#[test]
+fn sigquit_dumps_every_runtimes_tasks_and_ends_the_program_as_sigquit_does() {
+    use std::os::unix::process::ExitStatusExt;
+    const NAME: &str = "sigquit_dumps_every_runtimes_tasks_and_ends_the_program_as_sigquit_does";
+    if child_case(NAME) {
+        // No core file from this test's ending.
+        let none = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: sets this process's core-size limit from a valid struct.
+        unsafe { libc::setrlimit(libc::RLIMIT_CORE, &none) };
+        let one = corio::Runtime::builder().workers(1).build().unwrap();
+        let two = corio::Runtime::builder().workers(2).build().unwrap();
+        let (_tx, rx) = corio::chan::bounded::<()>(0);
+        let _entered = two.enter();
+        let waiter = corio::Builder::new()
+            .name("stuck")
+            .spawn(move || rx.recv())
+            .unwrap();
+        wait_until("the coroutine waits", || {
+            find(two.handle(), waiter.id()).is_some_and(|t| t.state == TaskState::Waiting)
+        });
+        // SAFETY: sends SIGQUIT to this process.
+        unsafe { libc::kill(libc::getpid(), libc::SIGQUIT) };
+        std::thread::sleep(Duration::from_secs(50));
+        drop(one);
+        panic!("SIGQUIT did not end the program");
+    }
+    let out = run_in_child(NAME, &[("CORIO_DUMP_ON_SIGQUIT", "1")]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.signal(),
+        Some(libc::SIGQUIT),
+        "the child did not end by SIGQUIT ({:?}):\n{err}",
+        out.status
+    );
+    assert!(
+        err.contains("corio: SIGQUIT: 2 runtime(s)"),
+        "no dump header:\n{err}"
+    );
+    assert_eq!(
+        err.lines()
+            .filter(|l| l.starts_with("corio SCHED "))
+            .count(),
+        2,
+        "one counter line per runtime:\n{err}"
+    );
+    assert!(
+        err.lines().any(
+            |l| l.starts_with("  task ") && l.contains(" \"stuck\" stackful, waiting, worker ")
+        ),
+        "no line for the waiting coroutine:\n{err}"
+    );
+}
+
+#[test]
+fn without_the_variable_sigquit_keeps_its_default_action() {
+    const NAME: &str = "without_the_variable_sigquit_keeps_its_default_action";
+    if child_case(NAME) {
+        let rt = corio::Runtime::builder().workers(1).build().unwrap();
+        rt.run(|| ());
+        assert_eq!(sigquit_action(), libc::SIG_DFL);
+        return;
+    }
+    stderr_of(&run_in_child(NAME, &[]));
+}
+
+#[test]
+fn a_programs_own_sigquit_handler_is_kept() {
+    const NAME: &str = "a_programs_own_sigquit_handler_is_kept";
+    if child_case(NAME) {
+        // SAFETY: ignoring SIGQUIT in this child process.
+        unsafe { libc::signal(libc::SIGQUIT, libc::SIG_IGN) };
+        let rt = corio::Runtime::builder().workers(1).build().unwrap();
+        rt.run(|| ());
+        assert_eq!(sigquit_action(), libc::SIG_IGN);
+        return;
+    }
+    let err = stderr_of(&run_in_child(NAME, &[("CORIO_DUMP_ON_SIGQUIT", "1")]));
+    assert!(
+        err.contains("SIGQUIT is not at its default action"),
+        "no word about the kept handler:\n{err}"
+    );
 }

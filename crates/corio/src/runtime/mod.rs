@@ -68,6 +68,7 @@ mod owned;
 mod park;
 pub(crate) mod preempt;
 pub(crate) mod sched;
+mod sigquit;
 mod spawn;
 mod sysmon;
 mod thread_clock;
@@ -534,6 +535,7 @@ impl Runtime {
         }
         let outside = Anchor::new(shared.clone());
         let _ = shared.outside.set(Arc::downgrade(&outside));
+        sigquit::register(&shared);
         Ok(Runtime {
             handle: Handle { shared },
             _outside: outside,

@@ -110,7 +110,7 @@ impl Unparker {
     }
 }
 
-fn futex_wait(word: &AtomicU32, expected: u32) {
+pub(crate) fn futex_wait(word: &AtomicU32, expected: u32) {
     // SAFETY: FUTEX_WAIT on a valid aligned u32 with no timeout; the kernel only reads it.
     unsafe {
         libc::syscall(
@@ -123,7 +123,7 @@ fn futex_wait(word: &AtomicU32, expected: u32) {
     }
 }
 
-fn futex_wake(word: &AtomicU32) {
+pub(crate) fn futex_wake(word: &AtomicU32) {
     // SAFETY: FUTEX_WAKE on a valid aligned u32.
     unsafe {
         libc::syscall(
