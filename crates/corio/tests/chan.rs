@@ -497,3 +497,27 @@ rt_common! {
         });
     }
 }
+
+/// A waiter's waker is user code: a receive future withdrawn while it waits drops the waker it
+/// stored outside the channel's lock. Here the waker owns the channel's last sender, whose drop
+/// closes the channel (under the lock, the close spun for ever on it).
+#[test]
+fn a_withdrawn_receive_drops_its_waker_outside_the_channels_lock() {
+    struct OwnsSender(#[allow(dead_code)] chan::Sender<u8>);
+    impl std::task::Wake for OwnsSender {
+        fn wake(self: Arc<Self>) {}
+    }
+    within(EVENTUALLY, || {
+        let (tx, rx) = chan::bounded::<u8>(0);
+        let waker = Waker::from(Arc::new(OwnsSender(tx)));
+        let mut fut = rx.recv_async();
+        assert!(
+            Pin::new(&mut fut)
+                .poll(&mut Context::from_waker(&waker))
+                .is_pending()
+        );
+        drop(waker); // the entry's clone is the last
+        drop(fut);
+        assert!(rx.is_closed(), "the last sender went with the waker");
+    });
+}

@@ -247,3 +247,67 @@ rt_common! {
         });
     }
 }
+
+/// A send arm's value that was not sent (another arm was chosen) is dropped outside its
+/// channel's lock: its `Drop` may use that channel, as an object that returns a replacement
+/// to its pool does. (Dropped under the lock, the `try_send` below spun for ever on it.)
+#[test]
+fn an_unchosen_send_arms_value_is_dropped_outside_its_channels_lock() {
+    struct Pooled {
+        pool: Option<chan::Sender<Pooled>>,
+    }
+    impl Drop for Pooled {
+        fn drop(&mut self) {
+            if let Some(pool) = self.pool.take() {
+                let _ = pool.try_send(Pooled { pool: None });
+            }
+        }
+    }
+    within(EVENTUALLY, || {
+        let (a_tx, a) = chan::bounded::<u8>(0);
+        let (pool_tx, pool_rx) = chan::bounded::<Pooled>(1);
+        pool_tx.try_send(Pooled { pool: None }).unwrap(); // full: the send arm waits
+        let offered = Pooled {
+            pool: Some(pool_tx.clone()),
+        };
+        let mut fut = Box::pin(async {
+            corio::select_async! {
+                recv(a) -> v => v.unwrap(),
+                send(pool_tx, offered) -> _ => 0,
+            }
+        });
+        assert!(poll_once(fut.as_mut()).is_pending());
+        a_tx.try_send(7).unwrap();
+        assert_eq!(poll_once(fut.as_mut()), Poll::Ready(7));
+        drop(fut);
+        assert_eq!(pool_rx.len(), 1, "the pool stayed full");
+    });
+}
+
+/// As above, for a select whose `after` arm fired: the send arm's value is dropped outside the
+/// lock.
+#[test]
+fn a_timed_out_selects_send_value_is_dropped_outside_its_channels_lock() {
+    struct Pooled {
+        pool: Option<chan::Sender<Pooled>>,
+    }
+    impl Drop for Pooled {
+        fn drop(&mut self) {
+            if let Some(pool) = self.pool.take() {
+                let _ = pool.try_send(Pooled { pool: None });
+            }
+        }
+    }
+    within(EVENTUALLY, || {
+        let (pool_tx, pool_rx) = chan::bounded::<Pooled>(0);
+        let offered = Pooled {
+            pool: Some(pool_tx.clone()),
+        };
+        let timed_out = corio::select! {
+            send(pool_tx, offered) -> _ => false,
+            after(MS) => true,
+        };
+        assert!(timed_out);
+        drop(pool_rx);
+    });
+}
