@@ -521,3 +521,25 @@ fn a_withdrawn_receive_drops_its_waker_outside_the_channels_lock() {
         assert!(rx.is_closed(), "the last sender went with the waker");
     });
 }
+
+/// As above, for a waker replaced by a later poll with another one: the old one is dropped
+/// outside the lock.
+#[test]
+fn a_receive_polled_with_a_new_waker_drops_the_old_one_outside_the_channels_lock() {
+    struct OwnsSender(#[allow(dead_code)] chan::Sender<u8>);
+    impl std::task::Wake for OwnsSender {
+        fn wake(self: Arc<Self>) {}
+    }
+    within(EVENTUALLY, || {
+        let (tx, rx) = chan::bounded::<u8>(0);
+        let waker = Waker::from(Arc::new(OwnsSender(tx)));
+        let mut fut = rx.recv_async();
+        assert!(
+            Pin::new(&mut fut)
+                .poll(&mut Context::from_waker(&waker))
+                .is_pending()
+        );
+        drop(waker); // the entry's clone is the last
+        assert_eq!(poll_once(&mut fut), Poll::Ready(Err(RecvError)));
+    });
+}

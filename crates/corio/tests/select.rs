@@ -311,3 +311,31 @@ fn a_timed_out_selects_send_value_is_dropped_outside_its_channels_lock() {
         drop(pool_rx);
     });
 }
+
+/// A select polled again with another waker drops the one it had stored outside the channels'
+/// locks (a waker is user code: this one owns a channel's last sender, whose drop closes it).
+#[test]
+fn a_select_polled_with_a_new_waker_drops_the_old_one_outside_the_channels_locks() {
+    struct OwnsSender(#[allow(dead_code)] chan::Sender<u8>);
+    impl std::task::Wake for OwnsSender {
+        fn wake(self: Arc<Self>) {}
+    }
+    within(EVENTUALLY, || {
+        let (tx, rx) = chan::bounded::<u8>(0);
+        let (_tx2, rx2) = chan::bounded::<u8>(0);
+        let waker = Waker::from(Arc::new(OwnsSender(tx)));
+        let mut fut = Box::pin(async {
+            corio::select_async! {
+                recv(rx) -> v => v,
+                recv(rx2) -> v => v,
+            }
+        });
+        assert!(
+            fut.as_mut()
+                .poll(&mut Context::from_waker(&waker))
+                .is_pending()
+        );
+        drop(waker); // the signal's clone is the last
+        assert_eq!(poll_once(fut.as_mut()), Poll::Ready(Err(RecvError)));
+    });
+}
