@@ -540,6 +540,9 @@ fn a_receive_polled_with_a_new_waker_drops_the_old_one_outside_the_channels_lock
                 .is_pending()
         );
         drop(waker); // the entry's clone is the last
+        // The poll stores the new waker, then the old one's drop closes the channel.
+        assert!(poll_once(&mut fut).is_pending());
+        assert!(rx.is_closed(), "the last sender went with the old waker");
         assert_eq!(poll_once(&mut fut), Poll::Ready(Err(RecvError)));
     });
 }

@@ -336,6 +336,8 @@ fn a_select_polled_with_a_new_waker_drops_the_old_one_outside_the_channels_locks
                 .is_pending()
         );
         drop(waker); // the signal's clone is the last
+        // The poll stores the new waker, then the old one's drop closes `rx`'s channel.
+        assert!(poll_once(fut.as_mut()).is_pending());
         assert_eq!(poll_once(fut.as_mut()), Poll::Ready(Err(RecvError)));
     });
 }
