@@ -195,19 +195,21 @@ impl Signal {
     }
 
     /// The owner's poll, not DONE yet: remember the latest waker (no clone if the stored one
-    /// wakes the same task).
+    /// wakes the same task). Returns the waker it replaced, for the caller to drop once the
+    /// locks are released: a waker's `Drop` is user code, which may use these channels.
     ///
     /// # Safety
     ///
     /// The caller is the signal's owner and holds the lock of every channel this signal has
     /// an entry queued on (see `waker`).
     #[inline]
-    pub(crate) unsafe fn set_waker(&self, waker: &Waker) {
+    #[must_use = "drop the replaced waker after unlocking"]
+    pub(crate) unsafe fn set_waker(&self, waker: &Waker) -> Option<Waker> {
         // SAFETY: exclusive per this function's contract (the locks are held).
         self.waker.with_mut(|slot| match unsafe { &mut *slot } {
-            Some(old) if old.will_wake(waker) => {}
-            slot => *slot = Some(waker.clone()),
-        });
+            Some(old) if old.will_wake(waker) => None,
+            slot => slot.replace(waker.clone()),
+        })
     }
 
     #[inline]

@@ -38,11 +38,13 @@ impl<T> Queued<T> {
         let e = self.0.as_ref()?;
         // Woken because it is done (the usual case): no lock, and the waker is not needed.
         if !matches!(e.signal().observe(), Observed::Done(_)) {
-            let _locked = chan.lock();
+            let locked = chan.lock();
             // Under the lock no completer is between claim and finish: WAITING or DONE.
             if !matches!(e.signal().observe(), Observed::Done(_)) {
                 // SAFETY: we own the signal and hold the lock of its one channel.
-                unsafe { e.signal().set_waker(cx.waker()) };
+                let replaced = unsafe { e.signal().set_waker(cx.waker()) };
+                drop(locked);
+                drop(replaced); // user code: after the lock
                 return None;
             }
         }

@@ -341,12 +341,14 @@ impl<'s, A: Arm + ?Sized> SelectFuture<'s, A> {
         let locked = &order[..self.arms.len()];
         lock_all(self.arms, locked);
         let seen = signal.observe();
+        let mut replaced = None;
         if seen == Observed::Waiting {
             // SAFETY: we own the signal and hold the lock of every channel it is queued on.
-            unsafe { signal.set_waker(waker) };
+            replaced = unsafe { signal.set_waker(waker) };
         }
         // SAFETY: locked by lock_all with the same order.
         unsafe { unlock_all(self.arms, locked) };
+        drop(replaced); // user code: after the locks
         match seen {
             Observed::Done(k) => Some(self.finish(k)),
             _ => None,
