@@ -451,7 +451,9 @@ fn an_acquire_polled_with_a_new_waker_drops_the_old_one_outside_the_lock() {
                 .is_pending()
         );
         assert!(matches!(
-            acquire.as_mut().poll(&mut Context::from_waker(Waker::noop())),
+            acquire
+                .as_mut()
+                .poll(&mut Context::from_waker(Waker::noop())),
             Poll::Ready(Ok(_))
         ));
     });
