@@ -546,3 +546,50 @@ fn a_receive_polled_with_a_new_waker_drops_the_old_one_outside_the_channels_lock
         assert_eq!(poll_once(&mut fut), Poll::Ready(Err(RecvError)));
     });
 }
+
+/// Values still buffered when the last receiver goes can never be received: they are dropped
+/// then (as crossbeam-channel and std's mpmc do), not kept until the last sender goes. A value
+/// that holds a sender of its own channel (a reply address, an actor's own mailbox) otherwise
+/// keeps the channel, and itself, alive for ever.
+#[test]
+fn values_buffered_when_the_last_receiver_goes_are_dropped() {
+    struct Msg {
+        _token: support::DropToken,
+        _reply_to: Option<chan::Sender<Msg>>,
+    }
+    let drops = Drops::new();
+    let (tx, rx) = chan::unbounded::<Msg>();
+    let (tx2, rx2) = chan::bounded::<Msg>(4);
+    for tx in [&tx, &tx2] {
+        tx.send(Msg {
+            _token: drops.token(),
+            _reply_to: None,
+        })
+        .unwrap();
+        tx.send(Msg {
+            _token: drops.token(),
+            _reply_to: Some(tx.clone()),
+        })
+        .unwrap();
+    }
+    let rx_clone = rx.clone();
+    drop(rx);
+    assert_eq!(drops.dropped(), 0, "a receiver is left: the values stay");
+    assert_eq!(rx_clone.len(), 2);
+    drop(rx_clone);
+    drop(rx2);
+    assert_eq!(
+        drops.dropped(),
+        4,
+        "the buffered values went with the last receiver (the senders are alive)"
+    );
+    assert!(tx.is_closed() && tx.is_empty());
+    assert_eq!(
+        tx2.try_send(Msg {
+            _token: drops.token(),
+            _reply_to: None
+        })
+        .map_err(|e| e.is_disconnected()),
+        Err(true)
+    );
+}
