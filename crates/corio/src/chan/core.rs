@@ -645,6 +645,12 @@ impl<T> State<T> {
         None
     }
 
+    /// Takes every buffered value out, for the caller to drop once the lock is released (a
+    /// `T`'s `Drop` is user code).
+    pub(crate) fn take_buffered(&mut self) -> VecDeque<T> {
+        std::mem::take(&mut self.buf)
+    }
+
     /// Closes the channel: every waiter is completed, receivers with no value (`None`),
     /// senders with their value still in the slot (so they hand it back).
     pub(crate) fn close(&mut self) -> Vec<Waker> {

@@ -89,7 +89,9 @@
 //! closes the channel: every waiter is completed at once, receivers with nothing and senders
 //! with their value still in the slot, which comes back in their [`SendError`]. Receivers then
 //! drain what is buffered and get [`RecvError`]; sends fail with the value handed back
-//! (where Go would panic).
+//! (where Go would panic). When the last receiver goes, what is still buffered is dropped
+//! then, since nobody can receive it (crossbeam-channel does the same): a value that holds a
+//! sender of its own channel would otherwise keep the channel alive for ever.
 //!
 //! # Costs
 //!
@@ -262,6 +264,23 @@ fn close<T>(chan: &Chan<T>) -> bool {
     drop(locked);
     wakers.into_iter().for_each(|w| w.wake());
     true
+}
+
+/// The last receiver went: closes the channel and drops what is buffered, which nobody can
+/// receive any more (crossbeam-channel's `discard_all_messages`). Kept, a value holding a sender
+/// of its own channel would keep the channel, and itself, alive for ever.
+fn close_for_good<T>(chan: &Chan<T>) {
+    let mut locked = chan.lock();
+    let state = locked.state();
+    let wakers = if state.is_closed() {
+        Vec::new()
+    } else {
+        state.close()
+    };
+    let values = state.take_buffered();
+    drop(locked);
+    wakers.into_iter().for_each(|w| w.wake());
+    drop(values); // user code: after the lock
 }
 
 impl<T> Sender<T> {
@@ -452,7 +471,7 @@ impl<T> Drop for Receiver<T> {
         self.stream.cancel_and_give_back(&self.chan);
         // AcqRel: as for `Sender::drop`.
         if self.chan.receivers.fetch_sub(1, Ordering::AcqRel) == 1 {
-            close(&self.chan);
+            close_for_good(&self.chan);
         }
     }
 }
