@@ -593,3 +593,18 @@ fn values_buffered_when_the_last_receiver_goes_are_dropped() {
         Err(true)
     );
 }
+
+/// A timeout too long for `Instant` to represent (`Duration::MAX`, "no limit") is a wait without
+/// a limit, as for std's and crossbeam's `recv_timeout` and corio's own `sleep`: not a panic.
+#[test]
+fn timeouts_too_long_for_an_instant_mean_no_limit() {
+    let (tx, rx) = chan::bounded::<u8>(1);
+    assert_eq!(tx.send_timeout(1, Duration::MAX), Ok(()));
+    assert_eq!(rx.recv_timeout(Duration::MAX), Ok(1));
+    let rt = support::rt(1);
+    let got = rt.block_on(async {
+        tx.send_timeout_async(2, Duration::MAX).await.unwrap();
+        rx.recv_timeout_async(Duration::MAX).await
+    });
+    assert_eq!(got, Ok(2));
+}

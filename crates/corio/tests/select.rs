@@ -341,3 +341,16 @@ fn a_select_polled_with_a_new_waker_drops_the_old_one_outside_the_channels_locks
         assert_eq!(poll_once(fut.as_mut()), Poll::Ready(Err(RecvError)));
     });
 }
+
+/// An `after` too long for `Instant` to represent (`Duration::MAX`) never fires: the other arms
+/// decide, as a plain `select!` without it would.
+#[test]
+fn an_after_too_long_for_an_instant_never_fires() {
+    let (tx, rx) = chan::bounded::<u8>(1);
+    tx.send(3).unwrap();
+    let r = corio::select! {
+        recv(rx) -> v => v,
+        after(Duration::MAX) => Ok(0),
+    };
+    assert_eq!(r, Ok(3));
+}
