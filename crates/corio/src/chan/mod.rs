@@ -119,7 +119,7 @@ use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use self::core::{Chan, TryRecv, TrySend, wake};
 use self::op::{RecvOp, SendOp, Withdrawn};
@@ -347,7 +347,7 @@ impl<T> Sender<T> {
     pub fn send_timeout_async(&self, value: T, timeout: Duration) -> SendTimeoutFuture<'_, T> {
         SendTimeoutFuture {
             send: self.send_async(value),
-            sleep: crate::time::sleep_until_async(Instant::now() + timeout),
+            sleep: crate::time::sleep_async(timeout),
         }
     }
 
@@ -417,7 +417,7 @@ impl<T> Receiver<T> {
     pub fn recv_timeout_async(&self, timeout: Duration) -> RecvTimeoutFuture<'_, T> {
         RecvTimeoutFuture {
             recv: self.recv_async(),
-            sleep: crate::time::sleep_until_async(Instant::now() + timeout),
+            sleep: crate::time::sleep_async(timeout),
         }
     }
 

@@ -28,7 +28,7 @@
 
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::core::{Chan, Observed, Signal, SignalRef, TryRecv, TrySend, wake};
 use super::error::{RecvError, SendError};
@@ -288,7 +288,7 @@ impl<'s, A: Arm + ?Sized> SelectFuture<'s, A> {
         );
         SelectFuture {
             arms,
-            after: after.map(|d| crate::time::sleep_until_async(Instant::now() + d)),
+            after: after.map(|d| crate::time::sleep_async(d)),
             default,
             signal: None,
             finished: false,
