@@ -19,7 +19,9 @@ use crate::loom::sync::atomic::{AtomicUsize, Ordering};
 /// once (taken in address order, Go's `sellock`), and their states have different types, so
 /// a lock with free-standing `lock`/`unlock` is what fits. Critical sections are a few dozen
 /// instructions and never suspend, so waiting is short; the yield bounds the cost when the
-/// holder's thread was preempted by the OS.
+/// holder's thread was preempted by the OS. Nor do they run a `Drop` of user code: a value
+/// or a waker a critical section lets go of is dropped after the unlock (it may use this very
+/// channel, which would spin on its own lock for ever).
 #[cfg(not(loom))]
 pub(crate) struct RawLock {
     /// `true` while held. Acquire on lock pairs with the Release store in `unlock`.
