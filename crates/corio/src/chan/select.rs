@@ -288,7 +288,7 @@ impl<'s, A: Arm + ?Sized> SelectFuture<'s, A> {
         );
         SelectFuture {
             arms,
-            after: after.map(|d| crate::time::sleep_async(d)),
+            after: after.map(crate::time::sleep_async),
             default,
             signal: None,
             finished: false,
