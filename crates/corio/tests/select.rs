@@ -354,3 +354,27 @@ fn an_after_too_long_for_an_instant_never_fires() {
     };
     assert_eq!(r, Ok(3));
 }
+
+/// A send arm's value that was not sent is dropped before the chosen arm's body runs, whether
+/// the select chose at once or after waiting: a body may wait for what that value holds (a
+/// permit, a sender whose drop closes a channel).
+#[test]
+fn an_unsent_value_is_dropped_before_the_chosen_arms_body_runs() {
+    let drops = support::Drops::new();
+    // Chosen at once: `a` has a value, `b` has no room.
+    let (a_tx, a) = chan::bounded::<u8>(1);
+    let (b_tx, _b) = chan::bounded::<support::DropToken>(0);
+    a_tx.send(1).unwrap();
+    corio::select! {
+        recv(a) -> v => assert_eq!((v, drops.dropped()), (Ok(1), 1)),
+        send(b_tx, drops.token()) -> _ => unreachable!(),
+    }
+    // Chosen after waiting.
+    let (a_tx, a) = chan::bounded::<u8>(0);
+    let sender = std::thread::spawn(move || a_tx.send(2).unwrap());
+    corio::select! {
+        recv(a) -> v => assert_eq!((v, drops.dropped()), (Ok(2), 2)),
+        send(b_tx, drops.token()) -> _ => unreachable!(),
+    }
+    sender.join().unwrap();
+}
