@@ -121,6 +121,9 @@ impl<'a, T> RecvArm<'a, T> {
         self.result.is_some()
     }
 
+    /// Nothing to drop: a receive arm holds no value of its own until chosen.
+    pub fn drop_unsent(&mut self) {}
+
     /// The chosen arm's result.
     pub fn take(&mut self) -> Result<T, RecvError> {
         self.result
@@ -150,6 +153,13 @@ impl<'a, T> SendArm<'a, T> {
     /// Whether this arm was chosen.
     pub fn is_selected(&self) -> bool {
         self.result.is_some()
+    }
+
+    /// Drops the value if it was not sent (the arm was not chosen), so that it goes before
+    /// the chosen arm's body runs, whether the select chose at once or after waiting. (A
+    /// chosen arm's value is gone, or in its result.)
+    pub fn drop_unsent(&mut self) {
+        drop(self.op.take_value());
     }
 
     /// The chosen arm's result.
@@ -603,8 +613,8 @@ mod tests {
 /// Arms over any mix of channels (and element types), in any order; `after` and `default` at
 /// most once each. When several arms are ready one is chosen uniformly at random; an arm not
 /// chosen leaves no trace (no value taken or sent, no waiter left registered). A send arm's
-/// value expression is evaluated before the select waits and dropped if the arm is not
-/// chosen. A select with no arms at all waits forever, as Go's `select {}`. Arm bodies may
+/// value expression is evaluated before the select waits and, if the arm is not chosen,
+/// dropped before the chosen arm's body runs. A select with no arms at all waits forever, as Go's `select {}`. Arm bodies may
 /// `break`, `continue` and `return`.
 ///
 /// ```
@@ -756,6 +766,7 @@ macro_rules! __select_parse {
                 __arms, __after, false $( || $dflag )?);
             $crate::__select_wait!($mode __future)
         };
+        $( $var.drop_unsent(); )*
         $( if $var.is_selected() { let $p = $var.take(); $body } else )*
         $( if __selected == $crate::chan::Selected::After { $abody } else )?
         $( if __selected == $crate::chan::Selected::Default { $dbody } else )?
