@@ -497,3 +497,134 @@ rt_common! {
         });
     }
 }
+
+/// A waiter's waker is user code: a receive future withdrawn while it waits drops the waker it
+/// stored outside the channel's lock. Here the waker owns the channel's last sender, whose drop
+/// closes the channel (under the lock, the close spun for ever on it).
+#[test]
+fn a_withdrawn_receive_drops_its_waker_outside_the_channels_lock() {
+    struct OwnsSender(#[allow(dead_code)] chan::Sender<u8>);
+    impl std::task::Wake for OwnsSender {
+        fn wake(self: Arc<Self>) {}
+    }
+    within(EVENTUALLY, || {
+        let (tx, rx) = chan::bounded::<u8>(0);
+        let waker = Waker::from(Arc::new(OwnsSender(tx)));
+        let mut fut = rx.recv_async();
+        assert!(
+            Pin::new(&mut fut)
+                .poll(&mut Context::from_waker(&waker))
+                .is_pending()
+        );
+        drop(waker); // the entry's clone is the last
+        drop(fut);
+        assert!(rx.is_closed(), "the last sender went with the waker");
+    });
+}
+
+/// As above, for a waker replaced by a later poll with another one: the old one is dropped
+/// outside the lock.
+#[test]
+fn a_receive_polled_with_a_new_waker_drops_the_old_one_outside_the_channels_lock() {
+    struct OwnsSender(#[allow(dead_code)] chan::Sender<u8>);
+    impl std::task::Wake for OwnsSender {
+        fn wake(self: Arc<Self>) {}
+    }
+    within(EVENTUALLY, || {
+        let (tx, rx) = chan::bounded::<u8>(0);
+        let waker = Waker::from(Arc::new(OwnsSender(tx)));
+        let mut fut = rx.recv_async();
+        assert!(
+            Pin::new(&mut fut)
+                .poll(&mut Context::from_waker(&waker))
+                .is_pending()
+        );
+        drop(waker); // the entry's clone is the last
+        // The poll stores the new waker, then the old one's drop closes the channel.
+        assert!(poll_once(&mut fut).is_pending());
+        assert!(rx.is_closed(), "the last sender went with the old waker");
+        assert_eq!(poll_once(&mut fut), Poll::Ready(Err(RecvError)));
+    });
+}
+
+/// Values still buffered when the last receiver goes can never be received: they are dropped
+/// then (as crossbeam-channel and std's mpmc do), not kept until the last sender goes. A value
+/// that holds a sender of its own channel (a reply address, an actor's own mailbox) otherwise
+/// keeps the channel, and itself, alive for ever.
+#[test]
+fn values_buffered_when_the_last_receiver_goes_are_dropped() {
+    struct Msg {
+        _token: support::DropToken,
+        _reply_to: Option<chan::Sender<Msg>>,
+    }
+    let drops = Drops::new();
+    let (tx, rx) = chan::unbounded::<Msg>();
+    let (tx2, rx2) = chan::bounded::<Msg>(4);
+    for tx in [&tx, &tx2] {
+        tx.send(Msg {
+            _token: drops.token(),
+            _reply_to: None,
+        })
+        .unwrap();
+        tx.send(Msg {
+            _token: drops.token(),
+            _reply_to: Some(tx.clone()),
+        })
+        .unwrap();
+    }
+    let rx_clone = rx.clone();
+    drop(rx);
+    assert_eq!(drops.dropped(), 0, "a receiver is left: the values stay");
+    assert_eq!(rx_clone.len(), 2);
+    drop(rx_clone);
+    drop(rx2);
+    assert_eq!(
+        drops.dropped(),
+        4,
+        "the buffered values went with the last receiver (the senders are alive)"
+    );
+    assert!(tx.is_closed() && tx.is_empty());
+    assert_eq!(
+        tx2.try_send(Msg {
+            _token: drops.token(),
+            _reply_to: None
+        })
+        .map_err(|e| e.is_disconnected()),
+        Err(true)
+    );
+}
+
+/// A timeout too long for `Instant` to represent (`Duration::MAX`, "no limit") is a wait without
+/// a limit, as for std's and crossbeam's `recv_timeout` and corio's own `sleep`: not a panic.
+#[test]
+fn timeouts_too_long_for_an_instant_mean_no_limit() {
+    let (tx, rx) = chan::bounded::<u8>(1);
+    assert_eq!(tx.send_timeout(1, Duration::MAX), Ok(()));
+    assert_eq!(rx.recv_timeout(Duration::MAX), Ok(1));
+    let rt = support::rt(1);
+    let got = rt.block_on(async {
+        tx.send_timeout_async(2, Duration::MAX).await.unwrap();
+        rx.recv_timeout_async(Duration::MAX).await
+    });
+    assert_eq!(got, Ok(2));
+}
+
+/// A `Stream` poll that was abandoned (its `next()` future dropped by a timeout or a
+/// `select`) leaves the receiver's stream receive queued, and a sender hands it the next
+/// value. That value must still reach the receiver's other ways to receive: here
+/// `try_recv` on the same handle finds nothing (the value sits in the stream's slot, counted
+/// nowhere, until the next `poll_next` or the receiver's drop), and a blocking `recv` would
+/// wait for ever although the send succeeded and nobody else receives.
+#[test]
+#[ignore = "design: the Stream's queued receive absorbs values that the handle's recv/try_recv then never see (report: review-c)"]
+fn a_value_handed_to_an_abandoned_stream_poll_is_still_received_by_try_recv() {
+    let (tx, mut rx) = chan::bounded::<u8>(0);
+    {
+        let mut next =
+            std::future::poll_fn(|cx| futures_core::Stream::poll_next(Pin::new(&mut rx), cx));
+        assert!(poll_once(&mut next).is_pending());
+        // Dropped: the caller stopped waiting for the next item.
+    }
+    assert_eq!(tx.try_send(7), Ok(()), "a receiver was waiting");
+    assert_eq!(rx.try_recv(), Ok(7), "the value sent is there to receive");
+}

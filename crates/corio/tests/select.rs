@@ -247,3 +247,134 @@ rt_common! {
         });
     }
 }
+
+/// A send arm's value that was not sent (another arm was chosen) is dropped outside its
+/// channel's lock: its `Drop` may use that channel, as an object that returns a replacement
+/// to its pool does. (Dropped under the lock, the `try_send` below spun for ever on it.)
+#[test]
+fn an_unchosen_send_arms_value_is_dropped_outside_its_channels_lock() {
+    struct Pooled {
+        pool: Option<chan::Sender<Pooled>>,
+    }
+    impl Drop for Pooled {
+        fn drop(&mut self) {
+            if let Some(pool) = self.pool.take() {
+                let _ = pool.try_send(Pooled { pool: None });
+            }
+        }
+    }
+    within(EVENTUALLY, || {
+        let (a_tx, a) = chan::bounded::<u8>(0);
+        let (pool_tx, pool_rx) = chan::bounded::<Pooled>(1);
+        pool_tx.try_send(Pooled { pool: None }).unwrap(); // full: the send arm waits
+        let offered = Pooled {
+            pool: Some(pool_tx.clone()),
+        };
+        let mut fut = Box::pin(async {
+            corio::select_async! {
+                recv(a) -> v => v.unwrap(),
+                send(pool_tx, offered) -> _ => 0,
+            }
+        });
+        assert!(poll_once(fut.as_mut()).is_pending());
+        a_tx.try_send(7).unwrap();
+        assert_eq!(poll_once(fut.as_mut()), Poll::Ready(7));
+        drop(fut);
+        assert_eq!(pool_rx.len(), 1, "the pool stayed full");
+    });
+}
+
+/// As above, for a select whose `after` arm fired: the send arm's value is dropped outside the
+/// lock.
+#[test]
+fn a_timed_out_selects_send_value_is_dropped_outside_its_channels_lock() {
+    struct Pooled {
+        pool: Option<chan::Sender<Pooled>>,
+    }
+    impl Drop for Pooled {
+        fn drop(&mut self) {
+            if let Some(pool) = self.pool.take() {
+                let _ = pool.try_send(Pooled { pool: None });
+            }
+        }
+    }
+    within(EVENTUALLY, || {
+        let (pool_tx, pool_rx) = chan::bounded::<Pooled>(0);
+        let offered = Pooled {
+            pool: Some(pool_tx.clone()),
+        };
+        let timed_out = corio::select! {
+            send(pool_tx, offered) -> _ => false,
+            after(MS) => true,
+        };
+        assert!(timed_out);
+        drop(pool_rx);
+    });
+}
+
+/// A select polled again with another waker drops the one it had stored outside the channels'
+/// locks (a waker is user code: this one owns a channel's last sender, whose drop closes it).
+#[test]
+fn a_select_polled_with_a_new_waker_drops_the_old_one_outside_the_channels_locks() {
+    struct OwnsSender(#[allow(dead_code)] chan::Sender<u8>);
+    impl std::task::Wake for OwnsSender {
+        fn wake(self: Arc<Self>) {}
+    }
+    within(EVENTUALLY, || {
+        let (tx, rx) = chan::bounded::<u8>(0);
+        let (_tx2, rx2) = chan::bounded::<u8>(0);
+        let waker = Waker::from(Arc::new(OwnsSender(tx)));
+        let mut fut = Box::pin(async {
+            corio::select_async! {
+                recv(rx) -> v => v,
+                recv(rx2) -> v => v,
+            }
+        });
+        assert!(
+            fut.as_mut()
+                .poll(&mut Context::from_waker(&waker))
+                .is_pending()
+        );
+        drop(waker); // the signal's clone is the last
+        // The poll stores the new waker, then the old one's drop closes `rx`'s channel.
+        assert!(poll_once(fut.as_mut()).is_pending());
+        assert_eq!(poll_once(fut.as_mut()), Poll::Ready(Err(RecvError)));
+    });
+}
+
+/// An `after` too long for `Instant` to represent (`Duration::MAX`) never fires: the other arms
+/// decide, as a plain `select!` without it would.
+#[test]
+fn an_after_too_long_for_an_instant_never_fires() {
+    let (tx, rx) = chan::bounded::<u8>(1);
+    tx.send(3).unwrap();
+    let r = corio::select! {
+        recv(rx) -> v => v,
+        after(Duration::MAX) => Ok(0),
+    };
+    assert_eq!(r, Ok(3));
+}
+
+/// A send arm's value that was not sent is dropped before the chosen arm's body runs, whether
+/// the select chose at once or after waiting: a body may wait for what that value holds (a
+/// permit, a sender whose drop closes a channel).
+#[test]
+fn an_unsent_value_is_dropped_before_the_chosen_arms_body_runs() {
+    let drops = support::Drops::new();
+    // Chosen at once: `a` has a value, `b` has no room.
+    let (a_tx, a) = chan::bounded::<u8>(1);
+    let (b_tx, _b) = chan::bounded::<support::DropToken>(0);
+    a_tx.send(1).unwrap();
+    corio::select! {
+        recv(a) -> v => assert_eq!((v, drops.dropped()), (Ok(1), 1)),
+        send(b_tx, drops.token()) -> _ => unreachable!(),
+    }
+    // Chosen after waiting.
+    let (a_tx, a) = chan::bounded::<u8>(0);
+    let sender = std::thread::spawn(move || a_tx.send(2).unwrap());
+    corio::select! {
+        recv(a) -> v => assert_eq!((v, drops.dropped()), (Ok(2), 2)),
+        send(b_tx, drops.token()) -> _ => unreachable!(),
+    }
+    sender.join().unwrap();
+}

@@ -6,7 +6,7 @@
 mod support;
 
 use std::future::Future;
-use std::pin::pin;
+use std::pin::{Pin, pin};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::task::{Context, Poll, Waker};
@@ -367,4 +367,41 @@ fn a_condvar_notify_with_nobody_waiting_is_lost() {
         m.try_lock().is_some(),
         "the waiting condvar released the mutex"
     );
+}
+
+/// A oneshot receiver's waker is user code: dropped (with the receiver, or replaced by a later
+/// poll) outside the oneshot's lock. Here the waker owns the sender, whose drop takes that lock.
+#[test]
+fn a_oneshot_receivers_waker_is_dropped_outside_the_lock() {
+    struct OwnsSender(#[allow(dead_code)] oneshot::Sender<u8>);
+    impl std::task::Wake for OwnsSender {
+        fn wake(self: Arc<Self>) {}
+    }
+    within(EVENTUALLY, || {
+        // Dropped with the receiver.
+        let (tx, mut rx) = oneshot::channel::<u8>();
+        let waker = Waker::from(Arc::new(OwnsSender(tx)));
+        assert!(
+            Pin::new(&mut rx)
+                .poll(&mut Context::from_waker(&waker))
+                .is_pending()
+        );
+        drop(waker); // the receiver's clone is the last
+        drop(rx);
+        // Replaced by a later poll.
+        let (tx, mut rx) = oneshot::channel::<u8>();
+        let waker = Waker::from(Arc::new(OwnsSender(tx)));
+        assert!(
+            Pin::new(&mut rx)
+                .poll(&mut Context::from_waker(&waker))
+                .is_pending()
+        );
+        drop(waker);
+        assert!(
+            Pin::new(&mut rx)
+                .poll(&mut Context::from_waker(Waker::noop()))
+                .is_pending()
+        );
+        assert_eq!(rx.try_recv(), Err(oneshot::TryRecvError::Closed));
+    });
 }

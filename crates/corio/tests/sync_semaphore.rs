@@ -421,3 +421,40 @@ fn a_queued_writer_holds_back_later_readers_and_a_failed_try_write_frees_nothing
     drop(r1);
     assert!(w.as_mut().poll(&mut cx).is_ready());
 }
+
+/// A waiter's waker is user code: an acquire polled again with another waker drops the one it
+/// had stored outside the semaphore's lock. Here the old waker owns a permit, whose drop
+/// releases it (under the lock, the release blocked for ever on that lock).
+#[test]
+fn an_acquire_polled_with_a_new_waker_drops_the_old_one_outside_the_lock() {
+    struct OwnsPermit(#[allow(dead_code)] corio::sync::OwnedSemaphorePermit);
+    impl std::task::Wake for OwnsPermit {
+        fn wake(self: Arc<Self>) {}
+    }
+    within(EVENTUALLY, || {
+        let sem = Arc::new(Semaphore::new(1));
+        let permit = sem.clone().try_acquire_owned().unwrap();
+        let waker = Waker::from(Arc::new(OwnsPermit(permit)));
+        let mut acquire = pin!(sem.acquire_async());
+        assert!(
+            acquire
+                .as_mut()
+                .poll(&mut Context::from_waker(&waker))
+                .is_pending()
+        );
+        drop(waker); // the node's clone is the last
+        // The poll stores the new waker; the old one's drop then releases the permit to us.
+        assert!(
+            acquire
+                .as_mut()
+                .poll(&mut Context::from_waker(Waker::noop()))
+                .is_pending()
+        );
+        assert!(matches!(
+            acquire
+                .as_mut()
+                .poll(&mut Context::from_waker(Waker::noop())),
+            Poll::Ready(Ok(_))
+        ));
+    });
+}

@@ -19,7 +19,9 @@ use crate::loom::sync::atomic::{AtomicUsize, Ordering};
 /// once (taken in address order, Go's `sellock`), and their states have different types, so
 /// a lock with free-standing `lock`/`unlock` is what fits. Critical sections are a few dozen
 /// instructions and never suspend, so waiting is short; the yield bounds the cost when the
-/// holder's thread was preempted by the OS.
+/// holder's thread was preempted by the OS. Nor do they run a `Drop` of user code: a value
+/// or a waker a critical section lets go of is dropped after the unlock (it may use this very
+/// channel, which would spin on its own lock for ever).
 #[cfg(not(loom))]
 pub(crate) struct RawLock {
     /// `true` while held. Acquire on lock pairs with the Release store in `unlock`.
@@ -195,19 +197,21 @@ impl Signal {
     }
 
     /// The owner's poll, not DONE yet: remember the latest waker (no clone if the stored one
-    /// wakes the same task).
+    /// wakes the same task). Returns the waker it replaced, for the caller to drop once the
+    /// locks are released: a waker's `Drop` is user code, which may use these channels.
     ///
     /// # Safety
     ///
     /// The caller is the signal's owner and holds the lock of every channel this signal has
     /// an entry queued on (see `waker`).
     #[inline]
-    pub(crate) unsafe fn set_waker(&self, waker: &Waker) {
+    #[must_use = "drop the replaced waker after unlocking"]
+    pub(crate) unsafe fn set_waker(&self, waker: &Waker) -> Option<Waker> {
         // SAFETY: exclusive per this function's contract (the locks are held).
         self.waker.with_mut(|slot| match unsafe { &mut *slot } {
-            Some(old) if old.will_wake(waker) => {}
-            slot => *slot = Some(waker.clone()),
-        });
+            Some(old) if old.will_wake(waker) => None,
+            slot => slot.replace(waker.clone()),
+        })
     }
 
     #[inline]
@@ -641,6 +645,12 @@ impl<T> State<T> {
         }
         self.buf.push_front(value);
         None
+    }
+
+    /// Takes every buffered value out, for the caller to drop once the lock is released (a
+    /// `T`'s `Drop` is user code).
+    pub(crate) fn take_buffered(&mut self) -> VecDeque<T> {
+        std::mem::take(&mut self.buf)
     }
 
     /// Closes the channel: every waiter is completed, receivers with no value (`None`),

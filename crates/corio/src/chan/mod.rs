@@ -89,7 +89,9 @@
 //! closes the channel: every waiter is completed at once, receivers with nothing and senders
 //! with their value still in the slot, which comes back in their [`SendError`]. Receivers then
 //! drain what is buffered and get [`RecvError`]; sends fail with the value handed back
-//! (where Go would panic).
+//! (where Go would panic). When the last receiver goes, what is still buffered is dropped
+//! then, since nobody can receive it (crossbeam-channel does the same): a value that holds a
+//! sender of its own channel would otherwise keep the channel alive for ever.
 //!
 //! # Costs
 //!
@@ -117,7 +119,7 @@ use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use self::core::{Chan, TryRecv, TrySend, wake};
 use self::op::{RecvOp, SendOp, Withdrawn};
@@ -264,6 +266,23 @@ fn close<T>(chan: &Chan<T>) -> bool {
     true
 }
 
+/// The last receiver went: closes the channel and drops what is buffered, which nobody can
+/// receive any more (crossbeam-channel's `discard_all_messages`). Kept, a value holding a sender
+/// of its own channel would keep the channel, and itself, alive for ever.
+fn close_for_good<T>(chan: &Chan<T>) {
+    let mut locked = chan.lock();
+    let state = locked.state();
+    let wakers = if state.is_closed() {
+        Vec::new()
+    } else {
+        state.close()
+    };
+    let values = state.take_buffered();
+    drop(locked);
+    wakers.into_iter().for_each(|w| w.wake());
+    drop(values); // user code: after the lock
+}
+
 impl<T> Sender<T> {
     /// Sends `value`, waiting while the buffer is full (for a rendezvous channel: until a
     /// receiver takes it). Blocking-style: suspends a stackful coroutine or parks a thread.
@@ -328,7 +347,7 @@ impl<T> Sender<T> {
     pub fn send_timeout_async(&self, value: T, timeout: Duration) -> SendTimeoutFuture<'_, T> {
         SendTimeoutFuture {
             send: self.send_async(value),
-            sleep: crate::time::sleep_until_async(Instant::now() + timeout),
+            sleep: crate::time::sleep_async(timeout),
         }
     }
 
@@ -398,7 +417,7 @@ impl<T> Receiver<T> {
     pub fn recv_timeout_async(&self, timeout: Duration) -> RecvTimeoutFuture<'_, T> {
         RecvTimeoutFuture {
             recv: self.recv_async(),
-            sleep: crate::time::sleep_until_async(Instant::now() + timeout),
+            sleep: crate::time::sleep_async(timeout),
         }
     }
 
@@ -452,7 +471,7 @@ impl<T> Drop for Receiver<T> {
         self.stream.cancel_and_give_back(&self.chan);
         // AcqRel: as for `Sender::drop`.
         if self.chan.receivers.fetch_sub(1, Ordering::AcqRel) == 1 {
-            close(&self.chan);
+            close_for_good(&self.chan);
         }
     }
 }

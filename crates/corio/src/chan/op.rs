@@ -38,11 +38,13 @@ impl<T> Queued<T> {
         let e = self.0.as_ref()?;
         // Woken because it is done (the usual case): no lock, and the waker is not needed.
         if !matches!(e.signal().observe(), Observed::Done(_)) {
-            let _locked = chan.lock();
+            let locked = chan.lock();
             // Under the lock no completer is between claim and finish: WAITING or DONE.
             if !matches!(e.signal().observe(), Observed::Done(_)) {
                 // SAFETY: we own the signal and hold the lock of its one channel.
-                unsafe { e.signal().set_waker(cx.waker()) };
+                let replaced = unsafe { e.signal().set_waker(cx.waker()) };
+                drop(locked);
+                drop(replaced); // user code: after the lock
                 return None;
             }
         }
@@ -60,11 +62,15 @@ impl<T> Queued<T> {
         unsafe { e.take() }
     }
 
-    /// Removes the (stale) entry from its queue. Lock held.
-    fn dequeue_locked(&mut self, state: &mut State<T>) {
-        if let Some(e) = self.0.take() {
-            state.dequeue(&e);
-        }
+    /// Removes the (stale) entry from its queue and returns what its slot held (a send's
+    /// value), for the caller to drop once the lock is released: a `T`'s `Drop` is user code
+    /// and may use this very channel. Lock held.
+    fn dequeue_locked(&mut self, state: &mut State<T>) -> Option<T> {
+        let e = self.0.take()?;
+        state.dequeue(&e);
+        // SAFETY: we hold the channel lock, and the entry is out of the queue: stale, its
+        // signal left WAITING for another arm or by a cancel, so no completer claims it (H2).
+        unsafe { e.take() }
     }
 
     /// (H5) Withdraws the entry, whose signal the owner has already moved out of WAITING
@@ -72,23 +78,35 @@ impl<T> Queued<T> {
     /// the lock the completer held from claim to finish, it is DONE). `None` if not queued.
     fn withdraw_locked(&mut self, state: &mut State<T>, cancelled: bool) -> Option<Withdrawn<T>> {
         let e = self.0.take()?;
-        if cancelled {
-            state.dequeue(&e);
-        }
-        // SAFETY: we hold the channel lock, and the entry is out of the queue or DONE (H5).
-        let slot = unsafe { e.take() };
-        Some(if cancelled {
-            Withdrawn::NotDone(slot)
-        } else {
-            Withdrawn::Done(slot)
-        })
+        Some(withdraw_entry(&e, state, cancelled))
     }
 
     /// (H5) Cancels a lone operation (one signal, one entry). `None` if not queued.
     fn cancel(&mut self, chan: &Chan<T>) -> Option<Withdrawn<T>> {
-        let cancelled = self.0.as_ref()?.signal().try_cancel().is_ok();
+        let e = self.0.take()?;
+        let cancelled = e.signal().try_cancel().is_ok();
         let mut locked = chan.lock();
-        self.withdraw_locked(locked.state(), cancelled)
+        let withdrawn = withdraw_entry(&e, locked.state(), cancelled);
+        drop(locked);
+        // This may be the entry's last reference, and a cancelled entry still holds its
+        // owner's waker, whose `Drop` is user code (it may use this channel): dropped after
+        // the lock is released.
+        drop(e);
+        Some(withdrawn)
+    }
+}
+
+/// `Queued::withdraw_locked` on a taken entry. Lock held.
+fn withdraw_entry<T>(e: &Arc<Entry<T>>, state: &mut State<T>, cancelled: bool) -> Withdrawn<T> {
+    if cancelled {
+        state.dequeue(e);
+    }
+    // SAFETY: we hold the channel lock, and the entry is out of the queue or DONE (H5).
+    let slot = unsafe { e.take() };
+    if cancelled {
+        Withdrawn::NotDone(slot)
+    } else {
+        Withdrawn::Done(slot)
     }
 }
 
@@ -161,7 +179,8 @@ impl<T> RecvOp<T> {
     /// Removes the entry from the queue (it is stale: its signal left WAITING for another
     /// reason). The caller holds the channel lock.
     pub(crate) fn dequeue_locked(&mut self, state: &mut State<T>) {
-        self.queued.dequeue_locked(state);
+        let slot = self.queued.dequeue_locked(state);
+        debug_assert!(slot.is_none(), "a stale receive holds no value");
     }
 
     /// (H5) As `Queued::withdraw_locked`, for a `select!` arm.
@@ -287,9 +306,12 @@ impl<T> SendOp<T> {
         sent(self.queued.take_done())
     }
 
-    /// As [`RecvOp::dequeue_locked`].
+    /// As [`RecvOp::dequeue_locked`]; the value comes back to the op, so it is dropped with
+    /// it, outside the lock (its `Drop` may use this channel).
     pub(crate) fn dequeue_locked(&mut self, state: &mut State<T>) {
-        self.queued.dequeue_locked(state);
+        if let Some(v) = self.queued.dequeue_locked(state) {
+            self.value = Some(v);
+        }
     }
 
     /// As [`RecvOp::withdraw_locked`]; a withdrawn send hands its value back.

@@ -28,7 +28,7 @@
 
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::core::{Chan, Observed, Signal, SignalRef, TryRecv, TrySend, wake};
 use super::error::{RecvError, SendError};
@@ -121,6 +121,9 @@ impl<'a, T> RecvArm<'a, T> {
         self.result.is_some()
     }
 
+    /// Nothing to drop: a receive arm holds no value of its own until chosen.
+    pub fn drop_unsent(&mut self) {}
+
     /// The chosen arm's result.
     pub fn take(&mut self) -> Result<T, RecvError> {
         self.result
@@ -150,6 +153,13 @@ impl<'a, T> SendArm<'a, T> {
     /// Whether this arm was chosen.
     pub fn is_selected(&self) -> bool {
         self.result.is_some()
+    }
+
+    /// Drops the value if it was not sent (the arm was not chosen), so that it goes before
+    /// the chosen arm's body runs, whether the select chose at once or after waiting. (A
+    /// chosen arm's value is gone, or in its result.)
+    pub fn drop_unsent(&mut self) {
+        drop(self.op.take_value());
     }
 
     /// The chosen arm's result.
@@ -288,7 +298,7 @@ impl<'s, A: Arm + ?Sized> SelectFuture<'s, A> {
         );
         SelectFuture {
             arms,
-            after: after.map(|d| crate::time::sleep_until_async(Instant::now() + d)),
+            after: after.map(crate::time::sleep_async),
             default,
             signal: None,
             finished: false,
@@ -341,12 +351,14 @@ impl<'s, A: Arm + ?Sized> SelectFuture<'s, A> {
         let locked = &order[..self.arms.len()];
         lock_all(self.arms, locked);
         let seen = signal.observe();
+        let mut replaced = None;
         if seen == Observed::Waiting {
             // SAFETY: we own the signal and hold the lock of every channel it is queued on.
-            unsafe { signal.set_waker(waker) };
+            replaced = unsafe { signal.set_waker(waker) };
         }
         // SAFETY: locked by lock_all with the same order.
         unsafe { unlock_all(self.arms, locked) };
+        drop(replaced); // user code: after the locks
         match seen {
             Observed::Done(k) => Some(self.finish(k)),
             _ => None,
@@ -601,8 +613,8 @@ mod tests {
 /// Arms over any mix of channels (and element types), in any order; `after` and `default` at
 /// most once each. When several arms are ready one is chosen uniformly at random; an arm not
 /// chosen leaves no trace (no value taken or sent, no waiter left registered). A send arm's
-/// value expression is evaluated before the select waits and dropped if the arm is not
-/// chosen. A select with no arms at all waits forever, as Go's `select {}`. Arm bodies may
+/// value expression is evaluated before the select waits and, if the arm is not chosen,
+/// dropped before the chosen arm's body runs. A select with no arms at all waits forever, as Go's `select {}`. Arm bodies may
 /// `break`, `continue` and `return`.
 ///
 /// ```
@@ -754,6 +766,7 @@ macro_rules! __select_parse {
                 __arms, __after, false $( || $dflag )?);
             $crate::__select_wait!($mode __future)
         };
+        $( $var.drop_unsent(); )*
         $( if $var.is_selected() { let $p = $var.take(); $body } else )*
         $( if __selected == $crate::chan::Selected::After { $abody } else )?
         $( if __selected == $crate::chan::Selected::Default { $dbody } else )?

@@ -304,7 +304,9 @@ impl RawMutex {
                 }
             }
         });
-        me.set_waker(cx.waker());
+        let replaced = me.set_waker(cx.waker());
+        drop(list);
+        drop(replaced); // user code: after the lock
         Poll::Pending
     }
 

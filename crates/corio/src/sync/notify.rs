@@ -189,8 +189,8 @@ impl Notified<'_> {
         }
         // SAFETY: `this.node` is structurally pinned.
         let node = unsafe { Pin::new_unchecked(&this.node) };
-        let mut state = this.notify.lock();
-        let state = &mut *state;
+        let mut state_guard = this.notify.lock();
+        let state = &mut *state_guard;
         if this.queued {
             // SAFETY: we hold the list's lock; the node is only used with this list.
             let mut me = unsafe { state.waiters.entry(node) };
@@ -200,7 +200,9 @@ impl Notified<'_> {
                 return Poll::Ready(());
             }
             if let Some(cx) = cx {
-                me.set_waker(cx.waker());
+                let replaced = me.set_waker(cx.waker());
+                drop(state_guard);
+                drop(replaced); // user code: after the lock
             }
             return Poll::Pending;
         }
@@ -216,7 +218,9 @@ impl Notified<'_> {
         this.queued = true;
         if let Some(cx) = cx {
             // SAFETY: as above.
-            unsafe { state.waiters.entry(node) }.set_waker(cx.waker());
+            let replaced = unsafe { state.waiters.entry(node) }.set_waker(cx.waker());
+            drop(state_guard);
+            drop(replaced); // user code: after the lock
         }
         Poll::Pending
     }

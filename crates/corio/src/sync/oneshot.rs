@@ -2,7 +2,7 @@
 //!
 //! A small shared state under a lock: the value, whether each side is alive, and the receiver's
 //! waker (one waiter at most, so no wait list). The lock is held for a few field updates only;
-//! the waker is woken after it is released.
+//! the waker is woken, and a waker or value is dropped, after it is released (user code).
 
 use std::fmt;
 use std::future::Future;
@@ -172,23 +172,26 @@ impl<T> Future for Receiver<T> {
         if !state.sender_alive {
             return Poll::Ready(Err(RecvError));
         }
-        match &mut state.waker {
-            Some(w) if w.will_wake(cx.waker()) => {}
-            slot => *slot = Some(cx.waker().clone()),
-        }
+        let replaced = match &mut state.waker {
+            Some(w) if w.will_wake(cx.waker()) => None,
+            slot => slot.replace(cx.waker().clone()),
+        };
+        drop(state);
+        drop(replaced); // a waker's drop is user code: after the lock
         Poll::Pending
     }
 }
 
 impl<T> Drop for Receiver<T> {
     fn drop(&mut self) {
-        let value = {
+        let (value, waker) = {
             let mut state = self.shared.lock();
             state.receiver_alive = false;
-            state.waker = None;
-            state.value.take()
+            (state.value.take(), state.waker.take())
         };
-        drop(value); // the value's destructor runs outside the lock
+        // The value's destructor and the waker's drop are user code: outside the lock.
+        drop(value);
+        drop(waker);
     }
 }
 

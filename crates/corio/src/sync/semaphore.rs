@@ -180,7 +180,9 @@ impl BatchSemaphore {
                 wakers.wake();
                 return Poll::Ready(Err(AcquireError(())));
             }
-            me.set_waker(cx.waker());
+            let replaced = me.set_waker(cx.waker());
+            drop(list);
+            drop(replaced); // user code: after the lock
             return Poll::Pending;
         }
         if self.closed.load(Relaxed) {
@@ -208,7 +210,9 @@ impl BatchSemaphore {
         // SAFETY: as above.
         let mut me = unsafe { list.entry(node) };
         me.data(|d| *d = need);
-        me.set_waker(cx.waker());
+        let replaced = me.set_waker(cx.waker());
+        drop(list);
+        drop(replaced); // user code: after the lock
         Poll::Pending
     }
 

@@ -260,11 +260,13 @@ impl<T> Entry<'_, T> {
     }
 
     /// Stores `waker` to be woken at the hand-over (no clone if the stored one wakes the same
-    /// task).
-    pub(crate) fn set_waker(&mut self, waker: &Waker) {
+    /// task). Returns the waker it replaced, for the caller to drop once the lock is released:
+    /// a waker's `Drop` is user code, which may use this very primitive.
+    #[must_use = "drop the replaced waker after unlocking"]
+    pub(crate) fn set_waker(&mut self, waker: &Waker) -> Option<Waker> {
         self.with(|n| match &mut n.waker {
-            Some(w) if w.will_wake(waker) => {}
-            slot => *slot = Some(waker.clone()),
+            Some(w) if w.will_wake(waker) => None,
+            slot => slot.replace(waker.clone()),
         })
     }
 
