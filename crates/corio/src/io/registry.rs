@@ -389,10 +389,16 @@ impl ScheduledIo {
 
     /// Makes a released `ScheduledIo` ready for its next registration: a new generation (from
     /// now on, events with the old one change nothing), the state of a new socket, and no
-    /// wakers (those left by waiters that gave up hold their tasks: they are dropped). Called
-    /// under the registry's lock once the socket's last handle is gone; stale pollers may still
-    /// be in `ready` or `wake_waiters` ("Tokens").
-    fn reset(&self) {
+    /// wakers (those left by waiters that gave up hold their tasks: they are returned, for the
+    /// caller to drop). Called under the registry's lock once the socket's last handle is
+    /// gone; stale pollers may still be in `ready` or `wake_waiters` ("Tokens").
+    ///
+    /// The caller drops the wakers after it releases that lock: a waker's drop may run any
+    /// code — a hand-written executor's waker that owns its task's future drops the future,
+    /// and with it, maybe, another socket of this registry, whose release takes the lock
+    /// (`tests/net_review_netpoll.rs`: a deadlock, when they were dropped here).
+    #[must_use = "the wakers are to be dropped once the registry's lock is released"]
+    fn reset(&self) -> Stale {
         let generation = (self.generation() + (1 << GEN_SHIFT)) & GEN_MASK;
         for state in &self.state {
             // A read-modify-write, so that a stale poller's compare-and-swap is ordered with
@@ -401,19 +407,19 @@ impl ScheduledIo {
             // `ScheduledIo` to the next registration).
             state.swap(generation | READY, Ordering::Relaxed);
         }
-        for slot in &self.slots {
-            drop(slot.take());
-        }
+        let slots = [self.slots[0].take(), self.slots[1].take()];
         // `try_lock`: the holder can only be a stale poller waking one direction's list (or a
         // close) — or this very thread, if a wake under the lock dropped the socket's last
         // handle, where `lock` would deadlock. The other direction's wakers then stay: if the
         // `ScheduledIo` is reused, its first edge that way wakes them once for nothing (never
         // a lost wake-up); if it is not, `close_all` drops them at shutdown (each holds its
         // task and with it the runtime: left in place they would keep the driver's fds open).
-        if let Ok(mut waiters) = self.waiters.try_lock() {
-            drop(self.take_lists(&mut waiters));
-        }
+        let lists = match self.waiters.try_lock() {
+            Ok(mut waiters) => self.take_lists(&mut waiters),
+            Err(_) => Vec::new(),
+        };
         self.closed.store(false, Ordering::Relaxed);
+        Stale { slots, lists }
     }
 
     /// The wakers a `reset` could not clear from this released `ScheduledIo` (see there).
@@ -454,6 +460,15 @@ impl ScheduledIo {
         }
         wakers
     }
+}
+
+/// The wakers [`ScheduledIo::reset`] took from a released registration, to be dropped once the
+/// registry's lock is released (see there).
+struct Stale {
+    #[allow(dead_code)] // held only to be dropped
+    slots: [Option<Waker>; 2],
+    #[allow(dead_code)] // held only to be dropped
+    lists: Vec<Waker>,
 }
 
 /// How many `ScheduledIo`s the first bucket of the pool holds; bucket `b` holds
@@ -595,10 +610,13 @@ impl Registry {
             && let Some(io) = self.get(index)
             && io.generation() == generation
         {
-            io.reset();
+            let stale = io.reset();
             pool.live[index as usize] = false;
             pool.free.push(index);
             self.count.fetch_sub(1, Ordering::Relaxed);
+            // Dropped without the lock (`reset`).
+            drop(pool);
+            drop(stale);
         }
     }
 
@@ -1305,7 +1323,7 @@ mod loom_tests {
                 let io = io.clone();
                 loom::thread::spawn(move || io.ready(Direction::Read, true, 0))
             };
-            io.reset();
+            drop(io.reset());
             let generation = io.generation();
             assert_ne!(generation, 0);
             let poller = {
