@@ -283,7 +283,12 @@ impl UnixStream {
 
 fd_traits!(UnixStream, sock, std_unix::UnixStream);
 
-stream_face!(UnixStream, sock, std_unix::UnixStream);
+stream_face!(
+    UnixStream,
+    sock,
+    std_unix::UnixStream,
+    crate::io::sys::recv_unix_stream
+);
 
 owned_halves!(
     UnixStream,
