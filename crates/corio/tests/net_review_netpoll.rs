@@ -202,3 +202,83 @@ fn dropping_a_socket_whose_leftover_waker_holds_another_socket_does_not_deadlock
         drop(rt);
     });
 }
+
+/// A waker that holds a handle to a socket: its last reference's drop closes that socket for
+/// the other handles (`try_clone`), as a hand-written executor's task owning such a handle
+/// would when its waker is woken after the executor has gone.
+struct HoldsHandle(#[allow(dead_code)] Mutex<Option<UnixStream>>);
+
+impl Wake for HoldsHandle {
+    /// Consumes the reference: the executor has gone, nothing takes the task.
+    fn wake(self: Arc<Self>) {}
+}
+
+/// A waker with nothing behind it.
+struct Nothing;
+
+impl Wake for Nothing {
+    fn wake(self: Arc<Self>) {}
+}
+
+/// An edge wakes the second waiter on a direction (the one in the list behind the slot). It
+/// woke the list's wakers under the list's lock; a waker whose wake dropped a handle to the
+/// same socket closed it for the others there (`ScheduledIo::close` takes that lock): the
+/// poller deadlocked, and with it the runtime's IO.
+#[test]
+fn a_listed_waker_whose_wake_closes_its_socket_does_not_deadlock_the_poller() {
+    within(LIMIT, || {
+        let rt = support::rt(1);
+        let (socket, peer) = std::os::unix::net::UnixStream::pair().unwrap();
+        let socket = UnixStream::from_std(socket).unwrap();
+        // Registered with `rt`, and drained.
+        let socket = rt.run(move || {
+            socket
+                .set_read_timeout(Some(Duration::from_millis(20)))
+                .unwrap();
+            let e = (&socket).read(&mut [0u8; 8]).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::TimedOut);
+            socket
+        });
+        let mut buf = [MaybeUninit::<u8>::uninit(); 8];
+        // The slot's waiter, then the list's, whose waker holds the only other handle.
+        let first = Waker::from(Arc::new(Nothing));
+        assert!(
+            socket
+                .poll_read_uninit(&mut Context::from_waker(&first), &mut buf)
+                .is_pending()
+        );
+        let second = Waker::from(Arc::new(HoldsHandle(Mutex::new(Some(
+            socket.try_clone().unwrap(),
+        )))));
+        assert!(
+            socket
+                .poll_read_uninit(&mut Context::from_waker(&second), &mut buf)
+                .is_pending()
+        );
+        drop(second);
+        // The edge: the runtime's poller wakes both.
+        (&peer).write_all(b"x").unwrap();
+        // The other handle was closed by the wake; the runtime still polls.
+        let mut closed = false;
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(10) {
+            if let std::task::Poll::Ready(r) =
+                socket.poll_read_uninit(&mut Context::from_waker(&first), &mut buf)
+            {
+                assert_eq!(r.unwrap_err().kind(), ErrorKind::NotConnected);
+                closed = true;
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(closed, "the wake did not close the socket");
+        let (a, b) = UnixStream::pair().unwrap();
+        let echoed = rt.run(move || {
+            (&a).write_all(b"y").unwrap();
+            let mut got = [0u8; 1];
+            (&b).read_exact(&mut got).unwrap();
+            got
+        });
+        assert_eq!(&echoed, b"y");
+    });
+}
