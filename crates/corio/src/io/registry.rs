@@ -327,11 +327,6 @@ impl ScheduledIo {
     /// An edge for `dir` of the registration of generation `generation` (as in a state word):
     /// bump its sequence number, set its ready bit (and with `closed` its final bit), and wake
     /// its waiters. Does nothing if that registration has been released ("Tokens", rule 2).
-    ///
-    /// The wakers are woken under the lock, which keeps the list's capacity without a second
-    /// lock round: corio's wakers (and `block_on`'s) only queue their task, never poll it, so
-    /// nothing re-enters this lock. (An executor whose waker polled inline would deadlock
-    /// here; none of the common ones does.)
     #[inline]
     pub(crate) fn ready(&self, dir: Direction, closed: bool, generation: u64) {
         let set = if closed { READY | FINAL } else { READY };
@@ -362,13 +357,27 @@ impl ScheduledIo {
 
     /// The part of `ready` with waiters to wake (kept out of line: `ready` runs for both
     /// directions of every event, and most edges find nobody waiting in one of them).
+    ///
+    /// The wakers are woken without the lock: a wake may run any code — one that consumes the
+    /// last reference to a task whose future holds a handle to this socket drops it, which
+    /// closes the socket (`close` takes this lock; `tests/net_review_netpoll.rs`: the poller
+    /// deadlocked, when they were woken under it). The emptied list goes back afterwards, so
+    /// that its capacity is kept (a second lock round, on this rare path only).
     #[inline(never)]
     fn wake_waiters(&self, dir: Direction) {
         let mut waiters = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
         self.waiting[dir as usize].store(false, Ordering::Relaxed); // under the lock
-        for waker in waiters[dir as usize].drain(..) {
+        let mut woken = std::mem::take(&mut waiters[dir as usize]);
+        drop(waiters);
+        for waker in woken.drain(..) {
             waker.wake();
         }
+        let mut waiters = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
+        let list = &mut waiters[dir as usize];
+        // Waiters that queued meanwhile (they set `waiting` themselves) stay queued, in the
+        // list with the capacity.
+        woken.append(list);
+        std::mem::swap(list, &mut woken);
     }
 
     /// Whether a waker waits on `dir` (in the slot or the list).
@@ -408,9 +417,9 @@ impl ScheduledIo {
             state.swap(generation | READY, Ordering::Relaxed);
         }
         let slots = [self.slots[0].take(), self.slots[1].take()];
-        // `try_lock`: the holder can only be a stale poller waking one direction's list (or a
-        // close) — or this very thread, if a wake under the lock dropped the socket's last
-        // handle, where `lock` would deadlock. The other direction's wakers then stay: if the
+        // `try_lock`: the holder can only be a stale poller taking one direction's list or
+        // giving its capacity back (`wake_waiters`; or a close), for a moment. The other
+        // direction's wakers then stay: if the
         // `ScheduledIo` is reused, its first edge that way wakes them once for nothing (never
         // a lost wake-up); if it is not, `close_all` drops them at shutdown (each holds its
         // task and with it the runtime: left in place they would keep the driver's fds open).
