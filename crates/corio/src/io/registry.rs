@@ -192,7 +192,9 @@ pub(crate) struct ScheduledIo {
     /// is clear — almost every edge, now that a single waiter uses the slot.
     waiting: [AtomicBool; 2],
     /// Wakers waiting for each direction behind the slot's; guarded by the mutex.
-    waiters: ListLock<[Vec<Waker>; 2]>,
+    /// Indices 2 and 3 are each direction's spare: an empty list with capacity, which
+    /// `wake_waiters` swaps in while it wakes the queued ones without the lock.
+    waiters: ListLock<[Vec<Waker>; 4]>,
     /// The registry's window in which this socket was last counted as active
     /// ([`Registry::end_window`]).
     seen: AtomicU32,
@@ -206,7 +208,7 @@ impl ScheduledIo {
             closed: AtomicBool::new(false),
             slots: [WaiterSlot::new(), WaiterSlot::new()],
             waiting: [AtomicBool::new(false), AtomicBool::new(false)],
-            waiters: ListLock::new([Vec::new(), Vec::new()]),
+            waiters: ListLock::new([Vec::new(), Vec::new(), Vec::new(), Vec::new()]),
         }
     }
 
@@ -361,23 +363,27 @@ impl ScheduledIo {
     /// The wakers are woken without the lock: a wake may run any code — one that consumes the
     /// last reference to a task whose future holds a handle to this socket drops it, which
     /// closes the socket (`close` takes this lock; `tests/net_review_netpoll.rs`: the poller
-    /// deadlocked, when they were woken under it). The emptied list goes back afterwards, so
-    /// that its capacity is kept (a second lock round, on this rare path only).
+    /// deadlocked, when they were woken under it). The direction's spare list (empty, with
+    /// capacity) takes the queued list's place meanwhile, and the emptied list becomes the
+    /// spare afterwards (a second lock round, on this rare path only), so that waiters that
+    /// queue meanwhile do not allocate.
     #[inline(never)]
     fn wake_waiters(&self, dir: Direction) {
+        let (live, spare) = (dir as usize, 2 + dir as usize);
         let mut waiters = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
-        self.waiting[dir as usize].store(false, Ordering::Relaxed); // under the lock
-        let mut woken = std::mem::take(&mut waiters[dir as usize]);
+        self.waiting[live].store(false, Ordering::Relaxed); // under the lock
+        waiters.swap(live, spare);
+        // (Empty, without capacity, if another poller's wake is under way: it puts its own
+        // back.)
+        let mut woken = std::mem::take(&mut waiters[spare]);
         drop(waiters);
         for waker in woken.drain(..) {
             waker.wake();
         }
         let mut waiters = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
-        let list = &mut waiters[dir as usize];
-        // Waiters that queued meanwhile (they set `waiting` themselves) stay queued, in the
-        // list with the capacity.
-        woken.append(list);
-        std::mem::swap(list, &mut woken);
+        if woken.capacity() > waiters[spare].capacity() {
+            waiters[spare] = woken;
+        }
     }
 
     /// Whether a waker waits on `dir` (in the slot or the list).
@@ -438,9 +444,9 @@ impl ScheduledIo {
     }
 
     /// Empties both directions' lists, whose lock the caller holds (`waiters` is its guard).
-    fn take_lists(&self, waiters: &mut [Vec<Waker>; 2]) -> Vec<Waker> {
+    fn take_lists(&self, waiters: &mut [Vec<Waker>; 4]) -> Vec<Waker> {
         let mut wakers = Vec::new();
-        for (list, waiting) in waiters.iter_mut().zip(&self.waiting) {
+        for (list, waiting) in waiters[..2].iter_mut().zip(&self.waiting) {
             waiting.store(false, Ordering::Relaxed); // under the lock
             wakers.append(list);
         }
@@ -464,7 +470,7 @@ impl ScheduledIo {
         // re-check carried, which the slots' `take` below must see (`wait`).
         self.closed.swap(true, Ordering::AcqRel);
         let mut wakers: Vec<Waker> = self.slots.iter().filter_map(WaiterSlot::take).collect();
-        for list in waiters.iter_mut() {
+        for list in waiters[..2].iter_mut() {
             wakers.append(list);
         }
         wakers
