@@ -282,3 +282,54 @@ fn a_listed_waker_whose_wake_closes_its_socket_does_not_deadlock_the_poller() {
         assert_eq!(&echoed, b"y");
     });
 }
+
+/// A coroutine cancelled by the runtime's drop whose destructor talks to a peer (a request,
+/// then a blocking-style read of the reply, as a graceful close does): the drain that unwinds
+/// it must still deliver its socket's readiness, or the coroutine is leaked with its socket
+/// after the grace period.
+#[test]
+fn a_destructor_that_reads_a_reply_while_the_runtime_drops_gets_it() {
+    within(LIMIT, || {
+        let rt = support::rt(1);
+        let (a, b) = std::os::unix::net::UnixStream::pair().unwrap();
+        let a = UnixStream::from_std(a).unwrap();
+        // The peer answers each byte with one.
+        let peer = std::thread::spawn(move || {
+            let mut byte = [0u8; 1];
+            while (&b).read(&mut byte).map_or(false, |n| n == 1) {
+                (&b).write_all(&byte).unwrap();
+            }
+        });
+        let (tx, rx) = std::sync::mpsc::channel();
+        struct Goodbye(UnixStream, std::sync::mpsc::Sender<std::io::Result<usize>>);
+        impl Drop for Goodbye {
+            fn drop(&mut self) {
+                let mut reply = [0u8; 1];
+                let got = (&self.0)
+                    .write_all(b"q")
+                    .and_then(|()| (&self.0).read(&mut reply));
+                let _ = self.1.send(got);
+            }
+        }
+        let started = Arc::new(std::sync::Barrier::new(2));
+        let s = started.clone();
+        rt.go(move || {
+            let goodbye = Goodbye(a, tx);
+            // Registered: one exchange.
+            (&goodbye.0).write_all(b"h").unwrap();
+            (&goodbye.0).read_exact(&mut [0u8; 1]).unwrap();
+            s.wait();
+            corio::sleep(Duration::from_secs(3600));
+            drop(goodbye);
+        });
+        started.wait();
+        drop(rt);
+        let got = rx.try_recv();
+        assert!(
+            matches!(got, Ok(Ok(1))),
+            "the destructor's read during the drop: {got:?}"
+        );
+        // The destructor ran to its end, and dropped the socket: the peer reads the end.
+        peer.join().unwrap();
+    });
+}
