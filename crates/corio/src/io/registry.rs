@@ -81,6 +81,13 @@
 //! peer's `send(MSG_OOB)` between two writes left the second one unread until the peer sent
 //! more (`tests/net_review_io.rs`, `urgent_data_does_not_strand_the_data_behind_it`).
 //!
+//! A Unix stream read the kernel ends early — at a message that carried descriptors
+//! (`SCM_RIGHTS`), or with `SO_PASSCRED` at a change of writer — is short with data behind it
+//! whose edge has come and gone. Such a read is the one that reports `MSG_CTRUNC`, so a Unix
+//! stream reads with `recvmsg` and, after a short read that reports it, reads on until the
+//! socket says `EAGAIN` (`io/sys.rs`, `recv_unix_stream`): the short result it returns is then
+//! true. Before, the next read waited for an edge that never came (`tests/net_review_netpoll.rs`).
+//!
 //! # Leaving the epoll set (a socket closed or handed back)
 //!
 //! epoll drops an entry by itself only when the socket's *last* descriptor closes. A socket
