@@ -333,3 +333,34 @@ fn a_destructor_that_reads_a_reply_while_the_runtime_drops_gets_it() {
         peer.join().unwrap();
     });
 }
+
+/// A plain thread waiting to write into a full TCP socket polls the socket alone (it needs no
+/// eventfd: `tests/net_review_fds.rs`), and that wakes it when another handle shuts the write
+/// side down: the write ends with `BrokenPipe`, as `std`'s blocking write.
+#[test]
+fn a_plain_thread_waiting_to_write_into_tcp_wakes_at_the_shutdown_of_its_write_side() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let std_client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+    let (_server, _) = listener.accept().unwrap();
+    let client = corio::net::TcpStream::from_std(std_client).unwrap();
+    let other = client.try_clone().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let writer = std::thread::spawn(move || {
+        let chunk = [7u8; 64 * 1024];
+        let e = loop {
+            if let Err(e) = (&client).write(&chunk) {
+                break e;
+            }
+        };
+        tx.send(e.kind()).unwrap();
+        client
+    });
+    // Most likely waiting in `poll` by then (if not, its next write finds the shutdown).
+    std::thread::sleep(Duration::from_millis(200));
+    other.shutdown(std::net::Shutdown::Write).unwrap();
+    let kind = rx
+        .recv_timeout(support::EVENTUALLY)
+        .expect("the writer did not wake at the shutdown");
+    assert_eq!(kind, ErrorKind::BrokenPipe);
+    drop(writer.join().unwrap());
+}
