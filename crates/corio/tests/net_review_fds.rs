@@ -30,6 +30,9 @@ fn a_tcp_stream_that_waited_on_a_plain_thread_holds_no_second_descriptor() {
         }
     };
     assert_eq!(e.kind(), ErrorKind::TimedOut);
-    assert_eq!(support::open_fds(), before, "the wait left a descriptor open");
+    assert_eq!(
+        support::open_fds(),
+        before,
+        "the wait left a descriptor open"
+    );
 }
-

@@ -50,7 +50,12 @@ fn send_with_fd(sock: RawFd, data: &[u8], fd: RawFd) {
     }
     // SAFETY: `msg` and everything it points to are valid for the call.
     let sent = unsafe { libc::sendmsg(sock, &msg, 0) };
-    assert_eq!(sent, data.len() as isize, "{}", std::io::Error::last_os_error());
+    assert_eq!(
+        sent,
+        data.len() as isize,
+        "{}",
+        std::io::Error::last_os_error()
+    );
 }
 
 /// The kernel ends a Unix stream read at a message that carried descriptors (`SCM_RIGHTS`),
@@ -110,7 +115,10 @@ fn a_unix_stream_read_finds_the_data_behind_a_message_that_carried_descriptors()
                         }
                         Ok(got)
                     });
-                    got = task.join().unwrap().map_err(|e| format!("{flavour}: {e}"))?;
+                    got = task
+                        .join()
+                        .unwrap()
+                        .map_err(|e| format!("{flavour}: {e}"))?;
                 }
                 drop(b);
                 Ok(got)
@@ -296,7 +304,7 @@ fn a_destructor_that_reads_a_reply_while_the_runtime_drops_gets_it() {
         // The peer answers each byte with one.
         let peer = std::thread::spawn(move || {
             let mut byte = [0u8; 1];
-            while (&b).read(&mut byte).map_or(false, |n| n == 1) {
+            while (&b).read(&mut byte).is_ok_and(|n| n == 1) {
                 (&b).write_all(&byte).unwrap();
             }
         });

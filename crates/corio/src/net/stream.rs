@@ -178,13 +178,7 @@ macro_rules! stream_face {
                 self.$sock
                     .stream_async($crate::io::registry::Direction::Read, len, |s: &$std| {
                         // SAFETY: `buf` is writable for `len` bytes, borrowed for this call.
-                        unsafe {
-                            $recv(
-                                std::os::fd::AsRawFd::as_raw_fd(s),
-                                buf.as_mut_ptr(),
-                                len,
-                            )
-                        }
+                        unsafe { $recv(std::os::fd::AsRawFd::as_raw_fd(s), buf.as_mut_ptr(), len) }
                     })
                     .await
             }
@@ -261,9 +255,7 @@ macro_rules! stream_face {
                         // SAFETY: `ptr` is valid for writes of `len` bytes (it is `buf`,
                         // borrowed mutably for this call); `recv` writes only its first `n`
                         // bytes, which the caller may then treat as initialised.
-                        unsafe {
-                            $recv(std::os::fd::AsRawFd::as_raw_fd(s), ptr, len)
-                        }
+                        unsafe { $recv(std::os::fd::AsRawFd::as_raw_fd(s), ptr, len) }
                     },
                 )
             }
@@ -280,13 +272,7 @@ macro_rules! stream_face {
                     len,
                     |s: &$std| {
                         // SAFETY: `buf` is writable for `len` bytes, borrowed for this call.
-                        unsafe {
-                            $recv(
-                                std::os::fd::AsRawFd::as_raw_fd(s),
-                                buf.as_mut_ptr(),
-                                len,
-                            )
-                        }
+                        unsafe { $recv(std::os::fd::AsRawFd::as_raw_fd(s), buf.as_mut_ptr(), len) }
                     },
                 )
             }
@@ -336,13 +322,7 @@ macro_rules! stream_face {
                 self.$sock
                     .block_stream($crate::io::registry::Direction::Read, len, |s: &$std| {
                         // SAFETY: `buf` is writable for `len` bytes, borrowed for this call.
-                        unsafe {
-                            $recv(
-                                std::os::fd::AsRawFd::as_raw_fd(s),
-                                buf.as_mut_ptr(),
-                                len,
-                            )
-                        }
+                        unsafe { $recv(std::os::fd::AsRawFd::as_raw_fd(s), buf.as_mut_ptr(), len) }
                     })
             }
         }
