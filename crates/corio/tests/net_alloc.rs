@@ -101,6 +101,35 @@ fn reads_and_writes_allocate_nothing() {
             "stackful, {workers} workers: {allocs} allocations in {ROUNDS} round trips"
         );
 
+        // The same with a read timeout set (a server's usual guard): each wait is a timed one,
+        // through `corio::time::timeout`.
+        let allocs = rt.run(|| {
+            let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+            let addr = listener.local_addr().unwrap();
+            corio::go(move || {
+                let (s, _) = listener.accept().unwrap();
+                let mut buf = [0u8; 64];
+                use std::io::{Read, Write};
+                while let Ok(n @ 1..) = (&s).read(&mut buf) {
+                    (&s).write_all(&buf[..n]).unwrap();
+                }
+            });
+            let client = TcpStream::connect(addr).unwrap();
+            client
+                .set_read_timeout(Some(std::time::Duration::from_secs(60)))
+                .unwrap();
+            let mut buf = [0u8; 64];
+            allocations_in(|| {
+                use std::io::{Read, Write};
+                (&client).write_all(&[42; 64]).unwrap();
+                (&client).read_exact(&mut buf).unwrap();
+            })
+        });
+        assert!(
+            allocs <= ONE_TIME,
+            "stackful with a read timeout, {workers} workers: {allocs} allocations in {ROUNDS} round trips"
+        );
+
         // Datagrams to a `SocketAddr`: no lookup, so nothing to allocate either.
         let allocs = rt.run(|| {
             let a = corio::net::UdpSocket::bind("127.0.0.1:0").unwrap();

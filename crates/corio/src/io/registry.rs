@@ -81,6 +81,13 @@
 //! peer's `send(MSG_OOB)` between two writes left the second one unread until the peer sent
 //! more (`tests/net_review_io.rs`, `urgent_data_does_not_strand_the_data_behind_it`).
 //!
+//! A Unix stream read the kernel ends early — at a message that carried descriptors
+//! (`SCM_RIGHTS`), or with `SO_PASSCRED` at a change of writer — is short with data behind it
+//! whose edge has come and gone. Such a read is the one that reports `MSG_CTRUNC`, so a Unix
+//! stream reads with `recvmsg` and, after a short read that reports it, reads on until the
+//! socket says `EAGAIN` (`io/sys.rs`, `recv_unix_stream`): the short result it returns is then
+//! true. Before, the next read waited for an edge that never came (`tests/net_review_netpoll.rs`).
+//!
 //! # Leaving the epoll set (a socket closed or handed back)
 //!
 //! epoll drops an entry by itself only when the socket's *last* descriptor closes. A socket
@@ -192,7 +199,9 @@ pub(crate) struct ScheduledIo {
     /// is clear — almost every edge, now that a single waiter uses the slot.
     waiting: [AtomicBool; 2],
     /// Wakers waiting for each direction behind the slot's; guarded by the mutex.
-    waiters: ListLock<[Vec<Waker>; 2]>,
+    /// Indices 2 and 3 are each direction's spare: an empty list with capacity, which
+    /// `wake_waiters` swaps in while it wakes the queued ones without the lock.
+    waiters: ListLock<[Vec<Waker>; 4]>,
     /// The registry's window in which this socket was last counted as active
     /// ([`Registry::end_window`]).
     seen: AtomicU32,
@@ -206,7 +215,7 @@ impl ScheduledIo {
             closed: AtomicBool::new(false),
             slots: [WaiterSlot::new(), WaiterSlot::new()],
             waiting: [AtomicBool::new(false), AtomicBool::new(false)],
-            waiters: ListLock::new([Vec::new(), Vec::new()]),
+            waiters: ListLock::new([Vec::new(), Vec::new(), Vec::new(), Vec::new()]),
         }
     }
 
@@ -327,11 +336,6 @@ impl ScheduledIo {
     /// An edge for `dir` of the registration of generation `generation` (as in a state word):
     /// bump its sequence number, set its ready bit (and with `closed` its final bit), and wake
     /// its waiters. Does nothing if that registration has been released ("Tokens", rule 2).
-    ///
-    /// The wakers are woken under the lock, which keeps the list's capacity without a second
-    /// lock round: corio's wakers (and `block_on`'s) only queue their task, never poll it, so
-    /// nothing re-enters this lock. (An executor whose waker polled inline would deadlock
-    /// here; none of the common ones does.)
     #[inline]
     pub(crate) fn ready(&self, dir: Direction, closed: bool, generation: u64) {
         let set = if closed { READY | FINAL } else { READY };
@@ -362,12 +366,30 @@ impl ScheduledIo {
 
     /// The part of `ready` with waiters to wake (kept out of line: `ready` runs for both
     /// directions of every event, and most edges find nobody waiting in one of them).
+    ///
+    /// The wakers are woken without the lock: a wake may run any code — one that consumes the
+    /// last reference to a task whose future holds a handle to this socket drops it, which
+    /// closes the socket (`close` takes this lock; `tests/net_review_netpoll.rs`: the poller
+    /// deadlocked, when they were woken under it). The direction's spare list (empty, with
+    /// capacity) takes the queued list's place meanwhile, and the emptied list becomes the
+    /// spare afterwards (a second lock round, on this rare path only), so that waiters that
+    /// queue meanwhile do not allocate.
     #[inline(never)]
     fn wake_waiters(&self, dir: Direction) {
+        let (live, spare) = (dir as usize, 2 + dir as usize);
         let mut waiters = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
-        self.waiting[dir as usize].store(false, Ordering::Relaxed); // under the lock
-        for waker in waiters[dir as usize].drain(..) {
+        self.waiting[live].store(false, Ordering::Relaxed); // under the lock
+        waiters.swap(live, spare);
+        // (Empty, without capacity, if another poller's wake is under way: it puts its own
+        // back.)
+        let mut woken = std::mem::take(&mut waiters[spare]);
+        drop(waiters);
+        for waker in woken.drain(..) {
             waker.wake();
+        }
+        let mut waiters = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
+        if woken.capacity() > waiters[spare].capacity() {
+            waiters[spare] = woken;
         }
     }
 
@@ -389,10 +411,16 @@ impl ScheduledIo {
 
     /// Makes a released `ScheduledIo` ready for its next registration: a new generation (from
     /// now on, events with the old one change nothing), the state of a new socket, and no
-    /// wakers (those left by waiters that gave up hold their tasks: they are dropped). Called
-    /// under the registry's lock once the socket's last handle is gone; stale pollers may still
-    /// be in `ready` or `wake_waiters` ("Tokens").
-    fn reset(&self) {
+    /// wakers (those left by waiters that gave up hold their tasks: they are returned, for the
+    /// caller to drop). Called under the registry's lock once the socket's last handle is
+    /// gone; stale pollers may still be in `ready` or `wake_waiters` ("Tokens").
+    ///
+    /// The caller drops the wakers after it releases that lock: a waker's drop may run any
+    /// code — a hand-written executor's waker that owns its task's future drops the future,
+    /// and with it, maybe, another socket of this registry, whose release takes the lock
+    /// (`tests/net_review_netpoll.rs`: a deadlock, when they were dropped here).
+    #[must_use = "the wakers are to be dropped once the registry's lock is released"]
+    fn reset(&self) -> Stale {
         let generation = (self.generation() + (1 << GEN_SHIFT)) & GEN_MASK;
         for state in &self.state {
             // A read-modify-write, so that a stale poller's compare-and-swap is ordered with
@@ -401,19 +429,19 @@ impl ScheduledIo {
             // `ScheduledIo` to the next registration).
             state.swap(generation | READY, Ordering::Relaxed);
         }
-        for slot in &self.slots {
-            drop(slot.take());
-        }
-        // `try_lock`: the holder can only be a stale poller waking one direction's list (or a
-        // close) — or this very thread, if a wake under the lock dropped the socket's last
-        // handle, where `lock` would deadlock. The other direction's wakers then stay: if the
+        let slots = [self.slots[0].take(), self.slots[1].take()];
+        // `try_lock`: the holder can only be a stale poller taking one direction's list or
+        // giving its capacity back (`wake_waiters`; or a close), for a moment. The other
+        // direction's wakers then stay: if the
         // `ScheduledIo` is reused, its first edge that way wakes them once for nothing (never
         // a lost wake-up); if it is not, `close_all` drops them at shutdown (each holds its
         // task and with it the runtime: left in place they would keep the driver's fds open).
-        if let Ok(mut waiters) = self.waiters.try_lock() {
-            drop(self.take_lists(&mut waiters));
-        }
+        let lists = match self.waiters.try_lock() {
+            Ok(mut waiters) => self.take_lists(&mut waiters),
+            Err(_) => Vec::new(),
+        };
         self.closed.store(false, Ordering::Relaxed);
+        Stale { slots, lists }
     }
 
     /// The wakers a `reset` could not clear from this released `ScheduledIo` (see there).
@@ -423,9 +451,9 @@ impl ScheduledIo {
     }
 
     /// Empties both directions' lists, whose lock the caller holds (`waiters` is its guard).
-    fn take_lists(&self, waiters: &mut [Vec<Waker>; 2]) -> Vec<Waker> {
+    fn take_lists(&self, waiters: &mut [Vec<Waker>; 4]) -> Vec<Waker> {
         let mut wakers = Vec::new();
-        for (list, waiting) in waiters.iter_mut().zip(&self.waiting) {
+        for (list, waiting) in waiters[..2].iter_mut().zip(&self.waiting) {
             waiting.store(false, Ordering::Relaxed); // under the lock
             wakers.append(list);
         }
@@ -449,11 +477,20 @@ impl ScheduledIo {
         // re-check carried, which the slots' `take` below must see (`wait`).
         self.closed.swap(true, Ordering::AcqRel);
         let mut wakers: Vec<Waker> = self.slots.iter().filter_map(WaiterSlot::take).collect();
-        for list in waiters.iter_mut() {
+        for list in waiters[..2].iter_mut() {
             wakers.append(list);
         }
         wakers
     }
+}
+
+/// The wakers [`ScheduledIo::reset`] took from a released registration, to be dropped once the
+/// registry's lock is released (see there).
+struct Stale {
+    #[allow(dead_code)] // held only to be dropped
+    slots: [Option<Waker>; 2],
+    #[allow(dead_code)] // held only to be dropped
+    lists: Vec<Waker>,
 }
 
 /// How many `ScheduledIo`s the first bucket of the pool holds; bucket `b` holds
@@ -595,10 +632,13 @@ impl Registry {
             && let Some(io) = self.get(index)
             && io.generation() == generation
         {
-            io.reset();
+            let stale = io.reset();
             pool.live[index as usize] = false;
             pool.free.push(index);
             self.count.fetch_sub(1, Ordering::Relaxed);
+            // Dropped without the lock (`reset`).
+            drop(pool);
+            drop(stale);
         }
     }
 
@@ -1305,7 +1345,7 @@ mod loom_tests {
                 let io = io.clone();
                 loom::thread::spawn(move || io.ready(Direction::Read, true, 0))
             };
-            io.reset();
+            drop(io.reset());
             let generation = io.generation();
             assert_ne!(generation, 0);
             let poller = {

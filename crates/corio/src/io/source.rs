@@ -77,6 +77,10 @@ use crate::runtime::context::{self, Here};
 /// the bits below it hold the timeout in ns.
 const NONBLOCKING: u64 = 1 << 63;
 
+/// `block_thread`'s `write_shut` for a socket that needs no eventfd (a TCP one): a
+/// negative descriptor, which `poll(2)` skips.
+const NOT_NEEDED: libc::c_int = -2;
+
 /// How long a blocking-style call may wait for the socket (decoded from `Source::limits`).
 #[derive(Clone, Copy, Debug)]
 enum Limit {
@@ -670,6 +674,11 @@ impl<T: AsRawFd> Source<T> {
     /// eventfd; so either the shutdown finds the eventfd or the writer's call comes after the
     /// shutdown's. If no eventfd can be made (out of descriptors), the writer polls for at
     /// most 10 ms at a time and tries again.
+    ///
+    /// A TCP socket needs none: its `poll` reports its own `shutdown(Write)` (`POLLOUT`), so a
+    /// writer on one polls the socket alone, and the socket holds no second descriptor for its
+    /// life (it did, whenever a plain thread had waited to connect or to write:
+    /// `tests/net_review_fds.rs`).
     fn block_thread<R>(
         &self,
         dir: Direction,
@@ -697,7 +706,7 @@ impl<T: AsRawFd> Source<T> {
         // Zero until a ready `poll` is followed by a call that would block.
         let mut backoff = Duration::ZERO;
         // A writer's view of `write_shut`: `None` until it has had to wait, then the eventfd,
-        // or -1 if none could be made.
+        // -1 if none could be made, or `NOT_NEEDED` (a TCP socket).
         let mut write_shut: Option<libc::c_int> = None;
         loop {
             self.check_open()?;
@@ -711,13 +720,17 @@ impl<T: AsRawFd> Source<T> {
                 result => return result,
             }
             if dir == Direction::Write && write_shut.is_none() {
-                // Made, then the call tried again before any poll (see the doc above).
-                write_shut = Some(self.write_shut_fd().unwrap_or(-1));
-                // Orders the publication before the call tried next; pairs with the fence in
-                // `shutdown` (the two sides of a Dekker pattern, the kernel's socket state
-                // the other variable).
-                std::sync::atomic::fence(Ordering::SeqCst);
-                continue;
+                if self.is_tcp() {
+                    write_shut = Some(NOT_NEEDED);
+                } else {
+                    // Made, then the call tried again before any poll (see the doc above).
+                    write_shut = Some(self.write_shut_fd().unwrap_or(-1));
+                    // Orders the publication before the call tried next; pairs with the fence
+                    // in `shutdown` (the two sides of a Dekker pattern, the kernel's socket
+                    // state the other variable).
+                    std::sync::atomic::fence(Ordering::SeqCst);
+                    continue;
+                }
             }
             if !backoff.is_zero() {
                 std::thread::sleep(left()?.map_or(backoff, |left| left.min(backoff)));
@@ -790,6 +803,25 @@ impl<T: AsRawFd> Source<T> {
             unsafe { libc::write(fd.as_raw_fd(), (&one as *const u64).cast(), 8) };
         }
         Ok(())
+    }
+
+    /// Whether the socket is a TCP one (`SO_PROTOCOL`), whose `poll` reports its own
+    /// `shutdown(Write)` (`block_thread`); a socket whose protocol cannot be read is not.
+    fn is_tcp(&self) -> bool {
+        let mut protocol: libc::c_int = 0;
+        let mut len = size_of::<libc::c_int>() as libc::socklen_t;
+        // SAFETY: `protocol` and `len` are valid out-pointers for an `int` option; the fd is
+        // open (we hold it).
+        let r = unsafe {
+            libc::getsockopt(
+                self.inner.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_PROTOCOL,
+                (&raw mut protocol).cast(),
+                &mut len,
+            )
+        };
+        r == 0 && protocol == libc::IPPROTO_TCP
     }
 
     /// The eventfd a write-side [`shutdown`](Self::shutdown) signals, made on first use; an

@@ -54,6 +54,82 @@ pub(crate) unsafe fn recv(fd: RawFd, buf: *mut u8, len: usize) -> io::Result<usi
 }
 
 /// `send(fd, buf, len, MSG_NOSIGNAL)`: writes some of `buf`.
+/// `recv` for a Unix stream socket: as [`recv`], but it reads on past a message that carried
+/// ancillary data, which the kernel ends a read at however much data follows it.
+///
+/// # A read the kernel ends early
+///
+/// The readiness protocol (`io/registry.rs`) takes a stream read shorter than its buffer for
+/// a drained socket and waits for the next edge. A Unix stream read ends at the first message
+/// that carried descriptors (`SCM_RIGHTS`; a reader that asks for none gets them closed), and
+/// with `SO_PASSCRED` at a change of writer, with data left behind it whose edge has come and
+/// gone: the next read then waited for the peer to send more (for ever, when the peer waits
+/// for a reply). Such a read is the one that reports `MSG_CTRUNC` (the ancillary data found
+/// no room), so this uses `recvmsg`, which returns the flag, and after a short read that
+/// reports it reads again, until the buffer is full, the socket says `EAGAIN` (drained now, so
+/// the short result is true), the end of the stream, or an error (left for the next call).
+/// Without ancillary data it is one system call, as `recv`.
+///
+/// # Safety
+///
+/// As [`recv`]: `buf` must be valid for writes of `len` bytes.
+#[inline]
+pub(crate) unsafe fn recv_unix_stream(fd: RawFd, buf: *mut u8, len: usize) -> io::Result<usize> {
+    let mut total = 0;
+    loop {
+        // SAFETY: `buf + total` is valid for writes of `len - total` bytes (the caller's
+        // contract; `total <= len`).
+        match unsafe { recvmsg(fd, buf.add(total), len - total) } {
+            Ok((n, truncated)) => {
+                total += n;
+                if !truncated || n == 0 || total == len {
+                    return Ok(total);
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            // `EAGAIN` after a truncated read: drained now. Another error: the next call's.
+            Err(_) if total > 0 => return Ok(total),
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// One `recvmsg(2)` into `buf` with no room for ancillary data: the bytes read, and whether
+/// the message's ancillary data was cut (`MSG_CTRUNC`).
+///
+/// # Safety
+///
+/// `buf` must be valid for writes of `len` bytes.
+#[inline]
+unsafe fn recvmsg(fd: RawFd, buf: *mut u8, len: usize) -> io::Result<(usize, bool)> {
+    let mut iov = libc::iovec {
+        iov_base: buf.cast(),
+        iov_len: len,
+    };
+    // SAFETY: all-zero is a valid `msghdr` (no name, no control buffer).
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    #[cfg(all(target_os = "linux", target_arch = "x86_64", not(miri)))]
+    // SAFETY: `msg` and the `iov` it points to are valid for the call; the kernel writes only
+    // `buf` (the caller's contract) and `msg.msg_flags`.
+    let n = result(unsafe {
+        syscall6(
+            libc::SYS_recvmsg as usize,
+            fd as usize,
+            (&raw mut msg) as usize,
+            0,
+            0,
+            0,
+            0,
+        )
+    })?;
+    #[cfg(not(all(target_os = "linux", target_arch = "x86_64", not(miri))))]
+    // SAFETY: as above.
+    let n = libc_result(unsafe { libc::recvmsg(fd, &mut msg, 0) })?;
+    Ok((n, msg.msg_flags & libc::MSG_CTRUNC != 0))
+}
+
 #[inline]
 pub(crate) fn send(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
     #[cfg(all(target_os = "linux", target_arch = "x86_64", not(miri)))]

@@ -166,9 +166,10 @@ macro_rules! tokio_write_face {
 }
 
 /// Implements the stream face for `$ty`, whose socket is `self.$sock` (a `Shared<$std>` where
-/// `&$std` implements `Read` and `Write`).
+/// `&$std` implements `Read` and `Write`); its reads call `$recv` (`io::sys::recv`, or for a
+/// Unix stream `io::sys::recv_unix_stream`, which reads past a message with descriptors).
 macro_rules! stream_face {
-    ($ty:ty, $sock:ident, $std:ty) => {
+    ($ty:ty, $sock:ident, $std:ty, $recv:path) => {
         impl $ty {
             /// Reads into `buf`, suspending the task until data arrives (`Ok(0)`: the peer
             /// closed its side).
@@ -177,13 +178,7 @@ macro_rules! stream_face {
                 self.$sock
                     .stream_async($crate::io::registry::Direction::Read, len, |s: &$std| {
                         // SAFETY: `buf` is writable for `len` bytes, borrowed for this call.
-                        unsafe {
-                            $crate::io::sys::recv(
-                                std::os::fd::AsRawFd::as_raw_fd(s),
-                                buf.as_mut_ptr(),
-                                len,
-                            )
-                        }
+                        unsafe { $recv(std::os::fd::AsRawFd::as_raw_fd(s), buf.as_mut_ptr(), len) }
                     })
                     .await
             }
@@ -260,9 +255,7 @@ macro_rules! stream_face {
                         // SAFETY: `ptr` is valid for writes of `len` bytes (it is `buf`,
                         // borrowed mutably for this call); `recv` writes only its first `n`
                         // bytes, which the caller may then treat as initialised.
-                        unsafe {
-                            $crate::io::sys::recv(std::os::fd::AsRawFd::as_raw_fd(s), ptr, len)
-                        }
+                        unsafe { $recv(std::os::fd::AsRawFd::as_raw_fd(s), ptr, len) }
                     },
                 )
             }
@@ -279,13 +272,7 @@ macro_rules! stream_face {
                     len,
                     |s: &$std| {
                         // SAFETY: `buf` is writable for `len` bytes, borrowed for this call.
-                        unsafe {
-                            $crate::io::sys::recv(
-                                std::os::fd::AsRawFd::as_raw_fd(s),
-                                buf.as_mut_ptr(),
-                                len,
-                            )
-                        }
+                        unsafe { $recv(std::os::fd::AsRawFd::as_raw_fd(s), buf.as_mut_ptr(), len) }
                     },
                 )
             }
@@ -335,13 +322,7 @@ macro_rules! stream_face {
                 self.$sock
                     .block_stream($crate::io::registry::Direction::Read, len, |s: &$std| {
                         // SAFETY: `buf` is writable for `len` bytes, borrowed for this call.
-                        unsafe {
-                            $crate::io::sys::recv(
-                                std::os::fd::AsRawFd::as_raw_fd(s),
-                                buf.as_mut_ptr(),
-                                len,
-                            )
-                        }
+                        unsafe { $recv(std::os::fd::AsRawFd::as_raw_fd(s), buf.as_mut_ptr(), len) }
                     })
             }
         }

@@ -399,7 +399,7 @@ let socket = corio::net::TcpStream::connect(listener.local_addr().unwrap()).unwr
 
 fd_traits!(TcpStream, sock, std::net::TcpStream);
 
-stream_face!(TcpStream, sock, std::net::TcpStream);
+stream_face!(TcpStream, sock, std::net::TcpStream, crate::io::sys::recv);
 
 owned_halves!(
     TcpStream,

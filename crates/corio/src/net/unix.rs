@@ -149,21 +149,51 @@ impl UnixStream {
     /// Connects to the socket at `path`. A Unix connect does not wait for the server, unless
     /// its backlog is full: then, as `std`'s, it waits until the server accepts enough — in a
     /// coroutine by sleeping and trying again (1 ms, doubling to 100 ms: a full backlog gives
-    /// a nonblocking connect `EAGAIN` and nothing to wait on), on a plain thread (and in an
-    /// async task, where `connect_async` is the form to use) in the kernel, as `std`'s.
+    /// a nonblocking connect `EAGAIN` and nothing to wait on), on a plain thread in the
+    /// kernel, as `std`'s.
+    ///
+    /// # Panics
+    ///
+    /// Inside an async task, if the connect would wait (a full backlog): use
+    /// [`connect_async`](Self::connect_async) there. (It held the task's worker in the
+    /// kernel's connect before: for ever, when the acceptor runs on that worker.)
+    #[track_caller]
     pub fn connect<P: AsRef<Path>>(path: P) -> io::Result<UnixStream> {
         match context::here() {
             Here::Stackful(_) => UnixStream::connect_retrying(addr::UnixName::Path(path.as_ref())),
-            _ => UnixStream::from_std(std_unix::UnixStream::connect(path)?),
+            Here::Stackless => UnixStream::connect_in_task(addr::UnixName::Path(path.as_ref())),
+            Here::Thread => UnixStream::from_std(std_unix::UnixStream::connect(path)?),
         }
     }
 
     /// Connects to the socket at `addr` (a path or, on Linux, an abstract name), as
     /// [`connect`](Self::connect).
+    ///
+    /// # Panics
+    ///
+    /// As [`connect`](Self::connect): inside an async task, if the connect would wait.
+    #[track_caller]
     pub fn connect_addr(addr: &SocketAddr) -> io::Result<UnixStream> {
         match context::here() {
             Here::Stackful(_) => UnixStream::connect_retrying(addr::UnixName::of(addr)),
-            _ => UnixStream::from_std(std_unix::UnixStream::connect_addr(addr)?),
+            Here::Stackless => UnixStream::connect_in_task(addr::UnixName::of(addr)),
+            Here::Thread => UnixStream::from_std(std_unix::UnixStream::connect_addr(addr)?),
+        }
+    }
+
+    /// `connect` in an async task: one nonblocking try, which never waits (a call that never
+    /// waits cannot stall the worker); at a full backlog, the panic every blocking-style call
+    /// that would wait makes there.
+    #[track_caller]
+    fn connect_in_task(name: addr::UnixName<'_>) -> io::Result<UnixStream> {
+        let (fd, addr, len) = addr::unix_socket(name)?;
+        match addr::unix_connect(&fd, &addr, len) {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => panic!(
+                "a blocking-style corio::net::UnixStream::connect inside an async task would \
+                 stall its worker (the listener's backlog is full): use `connect_async` and \
+                 `.await` it"
+            ),
+            result => result.and_then(|()| UnixStream::from_fd(fd)),
         }
     }
 
@@ -283,7 +313,12 @@ impl UnixStream {
 
 fd_traits!(UnixStream, sock, std_unix::UnixStream);
 
-stream_face!(UnixStream, sock, std_unix::UnixStream);
+stream_face!(
+    UnixStream,
+    sock,
+    std_unix::UnixStream,
+    crate::io::sys::recv_unix_stream
+);
 
 owned_halves!(
     UnixStream,

@@ -392,9 +392,26 @@ impl StackfulCtx {
         // thread while its code runs (and only its code reaches this context).
         let yielder = unsafe { &*self.yielder.get() };
         if !yielder.is_on_own_stack() {
-            nested_misuse();
+            self.refuse_nested();
         }
         yielder
+    }
+
+    /// `check_own_stack`'s refusal: a blocking call inside a bare `Coroutine` that the task
+    /// resumed. A refused `suspend_blocked_on_io` first takes back the waker its caller left
+    /// with the socket, and its record of that socket (`io_wait`), which the panic would
+    /// otherwise leave behind: the task may catch it and go on, the socket go (and its
+    /// runtime, with the registry whose memory held the `ScheduledIo`), and a later
+    /// cancellation withdraw from that memory (`tests/rt_review_stale_io_wait.rs`).
+    #[cold]
+    #[inline(never)]
+    fn refuse_nested(&self) -> ! {
+        if let Some((io, dir)) = self.io_wait.take() {
+            // SAFETY: set only during `suspend_blocked_on_io`, whose caller holds the socket,
+            // and with it the registration that owns `io`, across the call we are in.
+            unsafe { io.as_ref() }.withdraw(dir, WakerId::of(self.waker()));
+        }
+        nested_misuse()
     }
 
     /// Raises the cancellation unless this coroutine is already unwinding from it.
