@@ -199,9 +199,7 @@ pub(crate) struct ScheduledIo {
     /// is clear — almost every edge, now that a single waiter uses the slot.
     waiting: [AtomicBool; 2],
     /// Wakers waiting for each direction behind the slot's; guarded by the mutex.
-    /// Indices 2 and 3 are each direction's spare: an empty list with capacity, which
-    /// `wake_waiters` swaps in while it wakes the queued ones without the lock.
-    waiters: ListLock<[Vec<Waker>; 4]>,
+    waiters: ListLock<[Vec<Waker>; 2]>,
     /// The registry's window in which this socket was last counted as active
     /// ([`Registry::end_window`]).
     seen: AtomicU32,
@@ -215,7 +213,7 @@ impl ScheduledIo {
             closed: AtomicBool::new(false),
             slots: [WaiterSlot::new(), WaiterSlot::new()],
             waiting: [AtomicBool::new(false), AtomicBool::new(false)],
-            waiters: ListLock::new([Vec::new(), Vec::new(), Vec::new(), Vec::new()]),
+            waiters: ListLock::new([Vec::new(), Vec::new()]),
         }
     }
 
@@ -370,26 +368,22 @@ impl ScheduledIo {
     /// The wakers are woken without the lock: a wake may run any code — one that consumes the
     /// last reference to a task whose future holds a handle to this socket drops it, which
     /// closes the socket (`close` takes this lock; `tests/net_review_netpoll.rs`: the poller
-    /// deadlocked, when they were woken under it). The direction's spare list (empty, with
-    /// capacity) takes the queued list's place meanwhile, and the emptied list becomes the
-    /// spare afterwards (a second lock round, on this rare path only), so that waiters that
-    /// queue meanwhile do not allocate.
+    /// deadlocked, when they were woken under it). The list is taken out to be woken, and put
+    /// back emptied, for its capacity, if no waiter queued meanwhile (a second lock round, on
+    /// this rare path only; a waiter that queues meanwhile allocates a list of its own).
     #[inline(never)]
     fn wake_waiters(&self, dir: Direction) {
-        let (live, spare) = (dir as usize, 2 + dir as usize);
+        let dir = dir as usize;
         let mut waiters = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
-        self.waiting[live].store(false, Ordering::Relaxed); // under the lock
-        waiters.swap(live, spare);
-        // (Empty, without capacity, if another poller's wake is under way: it puts its own
-        // back.)
-        let mut woken = std::mem::take(&mut waiters[spare]);
+        self.waiting[dir].store(false, Ordering::Relaxed); // under the lock
+        let mut woken = std::mem::take(&mut waiters[dir]);
         drop(waiters);
         for waker in woken.drain(..) {
             waker.wake();
         }
         let mut waiters = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
-        if woken.capacity() > waiters[spare].capacity() {
-            waiters[spare] = woken;
+        if waiters[dir].is_empty() && woken.capacity() > waiters[dir].capacity() {
+            waiters[dir] = woken;
         }
     }
 
@@ -451,9 +445,9 @@ impl ScheduledIo {
     }
 
     /// Empties both directions' lists, whose lock the caller holds (`waiters` is its guard).
-    fn take_lists(&self, waiters: &mut [Vec<Waker>; 4]) -> Vec<Waker> {
+    fn take_lists(&self, waiters: &mut [Vec<Waker>; 2]) -> Vec<Waker> {
         let mut wakers = Vec::new();
-        for (list, waiting) in waiters[..2].iter_mut().zip(&self.waiting) {
+        for (list, waiting) in waiters.iter_mut().zip(&self.waiting) {
             waiting.store(false, Ordering::Relaxed); // under the lock
             wakers.append(list);
         }
@@ -477,7 +471,7 @@ impl ScheduledIo {
         // re-check carried, which the slots' `take` below must see (`wait`).
         self.closed.swap(true, Ordering::AcqRel);
         let mut wakers: Vec<Waker> = self.slots.iter().filter_map(WaiterSlot::take).collect();
-        for list in waiters[..2].iter_mut() {
+        for list in waiters.iter_mut() {
             wakers.append(list);
         }
         wakers
