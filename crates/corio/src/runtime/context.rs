@@ -124,6 +124,18 @@ impl Drop for StackfulGuard {
     }
 }
 
+/// Tells the stackful coroutine running on this thread, if any, that a panic starts in it
+/// (corio's panic hook; see `StackfulCtx::note_panic`).
+pub(crate) fn note_stackful_panic() {
+    let _ = CONTEXT.try_with(|c| {
+        // SAFETY: as in `here`: set only while the coroutine's poll is on this thread's stack,
+        // and the context lives in the started coroutine's `Live` block.
+        if let Some(stackful) = unsafe { c.stackful.get().as_ref() } {
+            stackful.note_panic();
+        }
+    });
+}
+
 /// The task that runs on this thread now, as set by its poll's [`enter_task`] or by a direct
 /// switch ([`switch_task`]); read inline, so only on the polling thread's own stack (the poll
 /// frame learning which coroutine switched back to it).

@@ -542,6 +542,7 @@ fn hand_off_work(shared: &Arc<Shared>, spare: bool) -> bool {
 /// it (printing a panic's backtrace can take longer than `REPORT_AFTER` of CPU time). Called
 /// from corio's panic hook; a no-op off corio's workers.
 pub(crate) fn note_panic() {
+    super::context::note_stackful_panic();
     super::context::with_worker(|worker| {
         if let Some(worker) = worker {
             let remote = &worker.shared().workers[worker.index()];

@@ -103,6 +103,11 @@ pub(crate) struct StackfulCtx {
     yielded: Cell<bool>,
     /// Set once a resume has delivered `Signal::Cancel`.
     cancel_requested: Cell<bool>,
+    /// Set by corio's panic hook when a panic starts in this coroutine (`note_panic`): while
+    /// the thread is panicking, this coroutine may be unwinding from its own panic, and a
+    /// cancellation raised in one of the destructors that unwind runs would abort the process
+    /// (see [`raise_if_not_unwinding`](Self::raise_if_not_unwinding)).
+    panicked: Cell<bool>,
     /// While suspended in [`suspend_blocked_on_io`](Self::suspend_blocked_on_io): the socket
     /// direction whose waiter slot or list holds this coroutine's waker.
     io_wait: Cell<Option<(NonNull<ScheduledIo>, Direction)>>,
@@ -414,17 +419,34 @@ impl StackfulCtx {
         nested_misuse()
     }
 
-    /// Raises the cancellation unless this coroutine is already unwinding from it.
+    /// Notes that a panic starts in this coroutine (corio's panic hook, on its stack).
+    #[cold]
+    pub(crate) fn note_panic(&self) {
+        self.panicked.set(true);
+    }
+
+    /// Raises the cancellation unless this coroutine is already unwinding: from it, or from a
+    /// panic of its own.
     #[cold]
     fn raise_if_not_unwinding(&self) {
         // Unwinding from our own cancellation: the payload is alive (not dropped by a catch) and
         // the thread is panicking. Either alone is not enough: the payload may be held by code
         // that caught it, and the thread may be panicking for another coroutine.
-        let unwinding = self
-            .unwinding
-            .borrow()
-            .as_ref()
-            .is_some_and(|f| f.load(Ordering::Relaxed))
+        //
+        // Or unwinding from a panic of its own (`panicked`, set by corio's panic hook, and the
+        // thread panicking): a cancellation raised here would leave a destructor that the
+        // unwind runs, which Rust answers by aborting the process. The cancellation waits, as
+        // it does while its own unwind runs: the destructor's wait goes on, and the task ends
+        // with its panic (`tests/rt_review_unwind.rs`). A coroutine that caught its panic and
+        // went on, while another coroutine of this thread is suspended in an unwind, defers a
+        // cancellation too, until that one's unwind ends: the thread's panic count is the
+        // thread's, not the coroutine's.
+        let unwinding = (self.panicked.get()
+            || self
+                .unwinding
+                .borrow()
+                .as_ref()
+                .is_some_and(|f| f.load(Ordering::Relaxed)))
             && std::thread::panicking();
         if !unwinding {
             if let Some((io, dir)) = self.io_wait.take() {
@@ -625,6 +647,7 @@ where
                     waker: unsafe { unowned_waker(header) },
                     yielded: Cell::new(false),
                     cancel_requested: Cell::new(false),
+                    panicked: Cell::new(false),
                     io_wait: Cell::new(None),
                     unwinding: std::cell::RefCell::new(None),
                     pinned,
