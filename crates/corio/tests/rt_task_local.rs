@@ -171,3 +171,87 @@ fn with_outside_any_scope_panics_with_advice() {
     let msg = support::panic_message(|| VALUE.with(|_| ()));
     assert!(msg.contains("sync_scope"), "{msg}");
 }
+
+corio::task_local! {
+    static CANARY: Canary;
+}
+
+const ALIVE: u64 = 0xA11E;
+const DEAD: u64 = 0xDEAD;
+
+/// A value that says whether it has been dropped (its memory is read through the key after).
+struct Canary(u64);
+
+impl Drop for Canary {
+    fn drop(&mut self) {
+        // Volatile: the store must survive into the (dropped) value's memory for the test.
+        // SAFETY: `self.0` is a valid, aligned `u64` we own.
+        unsafe { std::ptr::write_volatile(&mut self.0, DEAD) };
+    }
+}
+
+/// A bare `Coroutine` resumed inside a task opens its scopes on the task's scope stack (module
+/// docs). If it suspends inside a scope and another task of the thread then drops it, the
+/// unwind closes the scope there: the entry must still leave the first task's stack, or that
+/// task reads the bare coroutine's dropped value, on its freed stack, through a safe `&T`.
+#[test]
+fn a_scope_a_bare_coroutine_left_open_ends_for_its_task_when_another_task_drops_it() {
+    use corio::coroutine::Coroutine;
+    let rt = support::rt(1);
+    let (during, after) = within(EVENTUALLY, move || {
+        rt.run(|| {
+            let mut inner: Coroutine<(), (), ()> = Coroutine::new(|y, ()| {
+                CANARY.sync_scope(Canary(ALIVE), || y.suspend(()));
+            });
+            assert!(inner.resume(()).is_yield());
+            let during = CANARY.try_with(|c| c.0).ok();
+            // An async task of this worker drops the suspended coroutine: it unwinds there.
+            corio::spawn_local(async move { drop(inner) })
+                .join()
+                .unwrap();
+            (during, CANARY.try_with(|c| c.0).ok())
+        })
+    });
+    assert_eq!(
+        during,
+        Some(ALIVE),
+        "the task shares the bare coroutine's open scope"
+    );
+    assert_eq!(
+        after, None,
+        "the scope ended but its (dropped) value is still visible"
+    );
+}
+
+/// The same with the roles swapped: a bare coroutine resumed inside an async task's poll opens
+/// its scope on the thread's scope stack, and a stackful coroutine of the worker drops it.
+#[test]
+fn a_scope_a_bare_coroutine_left_open_in_an_async_task_ends_when_a_coroutine_drops_it() {
+    use corio::coroutine::Coroutine;
+    let rt = support::rt(1);
+    let after = within(EVENTUALLY, move || {
+        rt.run(|| {
+            thread_local! {
+                static STASH: std::cell::RefCell<Option<Coroutine<(), (), ()>>> =
+                    const { std::cell::RefCell::new(None) };
+            }
+            let stashed = corio::spawn_local(async {
+                let mut inner: Coroutine<(), (), ()> = Coroutine::new(|y, ()| {
+                    CANARY.sync_scope(Canary(ALIVE), || y.suspend(()));
+                });
+                assert!(inner.resume(()).is_yield());
+                STASH.with(|s| *s.borrow_mut() = Some(inner));
+            });
+            stashed.join().unwrap();
+            // The main coroutine (a stackful context) drops it: the scope closes here.
+            drop(STASH.with(|s| s.borrow_mut().take()));
+            corio::spawn_local(async { CANARY.try_with(|c| c.0).ok() })
+                .join()
+                .unwrap()
+        })
+    });
+    assert_eq!(
+        after, None,
+        "the scope ended but its (dropped) value is still visible"
+    );
+}
