@@ -36,17 +36,26 @@
 //!
 //! - An entry's pointer is valid while the entry is on a stack: the scope that pushed it
 //!   outlives it and pops it (by identity) before the value moves or drops.
-//! - A scope stack is only touched by the code of the task it belongs to, on its thread.
-//! - A bare `corio::coroutine::Coroutine` resumed inside a task shares that task's scope stack
-//!   (it is not a task): a scope it leaves open while suspended is visible to the task until it
-//!   resumes and closes it.
+//! - A scope pops its entry from the scope stack it pushed it on, which its guard keeps (an
+//!   `Rc`), not from whatever stack belongs to the code that runs when it closes. The two
+//!   differ for a bare `corio::coroutine::Coroutine`: resumed inside a task, it shares that
+//!   task's scope stack (it is not a task), so a scope it leaves open while suspended is
+//!   visible to the task; and it may then be resumed or dropped (its stack unwound) by another
+//!   task of the thread, or by an async task's poll, whose stack is another. Popping from that
+//!   one left the entry on the first task's stack, pointing to a dropped value on a freed
+//!   stack (`tests/rt_task_local.rs`, `a_scope_a_bare_coroutine_left_open_*`).
+//! - A scope stack is only touched by code of the thread it belongs to (a `migratable`
+//!   coroutine's, by the thread that runs it at the time): the caller of the `unsafe`
+//!   `migratable` promises not to leave a bare coroutine that has a task-local scope open on
+//!   the thread it leaves.
 
-use std::cell::RefCell;
+use std::cell::{OnceCell, RefCell};
 use std::fmt;
 use std::future::Future;
 use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
 use std::pin::Pin;
+use std::rc::Rc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Poll};
 
@@ -55,12 +64,18 @@ use crate::runtime::context::{self, Here};
 /// One open scope: the key's id and the address of its value.
 pub(crate) type ScopeEntry = (usize, *const ());
 
-/// The scope stack of a coroutine or task (see the module docs).
-pub(crate) type ScopeStack = RefCell<Vec<ScopeEntry>>;
+/// The entries of one scope stack, shared with the guards of the scopes open on it (see the
+/// module docs, "Invariants").
+type Entries = Rc<RefCell<Vec<ScopeEntry>>>;
+
+/// The scope stack of a coroutine or of a thread, made on its first scope (see the module
+/// docs): one pointer in every coroutine's context, and no allocation for one that never opens
+/// a scope.
+pub(crate) type ScopeStack = OnceCell<Entries>;
 
 thread_local! {
     /// The scope stack of whatever runs on this thread that is not a stackful coroutine.
-    static THREAD_SCOPES: ScopeStack = const { RefCell::new(Vec::new()) };
+    static THREAD_SCOPES: ScopeStack = const { OnceCell::new() };
 }
 
 /// Runs `f` with the scope stack of the code running here.
@@ -231,6 +246,7 @@ impl<T: 'static> LocalKey<T> {
         let id = self.id();
         let found = with_scopes(|scopes| {
             scopes
+                .get()?
                 .borrow()
                 .iter()
                 .rev()
@@ -267,29 +283,31 @@ impl<T: 'static> fmt::Debug for LocalKey<T> {
     }
 }
 
-/// An open scope: pushed by `open`, popped (by identity) on drop, including during an unwind.
+/// An open scope: pushed by `open`, popped (by identity) on drop, including during an unwind,
+/// from the scope stack it was pushed on.
 struct ScopeGuard {
     entry: ScopeEntry,
+    /// The stack `open` pushed on. Not the one of the code that runs at drop: a bare coroutine
+    /// may close the scope while another task (or a poll) resumes or drops it (module docs,
+    /// "Invariants").
+    scopes: Entries,
 }
 
 impl ScopeGuard {
     fn open(id: usize, value: *const ()) -> ScopeGuard {
         let entry = (id, value);
-        with_scopes(|scopes| scopes.borrow_mut().push(entry));
-        ScopeGuard { entry }
+        let scopes = with_scopes(|scopes| scopes.get_or_init(Entries::default).clone());
+        scopes.borrow_mut().push(entry);
+        ScopeGuard { entry, scopes }
     }
 }
 
 impl Drop for ScopeGuard {
     fn drop(&mut self) {
-        // The same scope stack as `open`'s: a guard lives in one frame of one coroutine (or of
-        // one poll), so what runs here at drop is what ran at open.
-        with_scopes(|scopes| {
-            let mut scopes = scopes.borrow_mut();
-            if let Some(i) = scopes.iter().rposition(|e| *e == self.entry) {
-                scopes.remove(i);
-            }
-        });
+        let mut scopes = self.scopes.borrow_mut();
+        if let Some(i) = scopes.iter().rposition(|e| *e == self.entry) {
+            scopes.remove(i);
+        }
     }
 }
 

@@ -611,7 +611,7 @@ where
                     io_wait: Cell::new(None),
                     unwinding: std::cell::RefCell::new(None),
                     pinned,
-                    locals: std::cell::RefCell::new(Vec::new()),
+                    locals: std::cell::OnceCell::new(),
                     // A migratable coroutine is never preempted (see `runtime/preempt.rs`).
                     preempt: (config.preemptible && pinned).then(|| PreemptState::new(header.id)),
                 };
