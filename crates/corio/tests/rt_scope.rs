@@ -241,6 +241,56 @@ rt_common! {
         });
     }
 
+    /// The cancellation that arrives while `scope` waits is recorded, and raised by the next
+    /// ordinary suspension: here a `yield_now`. That yield must leave no trace once it raises
+    /// instead of yielding: a destructor that then blocks while the coroutine unwinds waits for
+    /// its waker, and is not resumed before (as it was when the yield had already marked the
+    /// task "yielded", which requeued it as running at the destructor's first suspension).
+    #[test]
+    fn a_cancellation_recorded_while_scope_waited_is_raised_by_the_next_yield_without_a_spurious_resume()
+     {
+        let rt = rt();
+        within(EVENTUALLY, move || {
+            let child_gate = Gate::new();
+            let drop_gate = Gate::new();
+            let waiting = std::sync::Arc::new(AtomicBool::new(false));
+            let polls = std::sync::Arc::new(AtomicUsize::new(0));
+            let (cg, dg, w, p) = (
+                child_gate.clone(),
+                drop_gate.clone(),
+                waiting.clone(),
+                polls.clone(),
+            );
+            let parent = rt.go(move || {
+                /// Waits for its gate, counting the polls, while the coroutine unwinds.
+                struct WaitsWhenDropped(Gate, std::sync::Arc<AtomicUsize>);
+                impl Drop for WaitsWhenDropped {
+                    fn drop(&mut self) {
+                        corio::block_on(support::CountPolls::new(self.1.clone(), self.0.wait()));
+                    }
+                }
+                let _waits = WaitsWhenDropped(dg, p);
+                corio::scope(|s| {
+                    s.go(|| corio::block_on(cg.wait()));
+                    w.store(true, SeqCst); // the closure returns: scope now waits
+                });
+                corio::yield_now(); // raises the cancellation recorded while scope waited
+                unreachable!("the cancellation was lost");
+            });
+            wait_until("the parent is in scope", || waiting.load(SeqCst));
+            std::thread::sleep(Duration::from_millis(20));
+            parent.abort();
+            child_gate.open();
+            wait_until("the destructor waits", || polls.load(SeqCst) >= 1);
+            // Long enough for a spurious resume to happen first, were there one.
+            std::thread::sleep(Duration::from_millis(100));
+            let before_wake = polls.load(SeqCst);
+            drop_gate.open();
+            assert!(parent.join().unwrap_err().is_cancelled());
+            assert_eq!(before_wake, 1, "the unwinding coroutine was resumed before its waker fired");
+        });
+    }
+
     #[test]
     fn dropping_the_runtime_ends_the_children_before_the_waiting_coroutine_unwinds() {
         let rt = rt();
