@@ -176,6 +176,15 @@ impl StackfulCtx {
         // Refuse a nested coroutine before leaving any trace of the yield (a set flag or a
         // wake would resume the task spuriously at its next real suspension).
         let yielder = self.check_own_stack();
+        // A cancellation recorded by an uncancellable suspension (`corio::scope`'s wait, a
+        // preemption) is raised here, before the yield leaves a trace: `suspend_on` would raise
+        // it too, but after the flag below was set (or the task woken), and the task's next
+        // real suspension — a destructor that blocks while the coroutine unwinds — would then
+        // be resumed once spuriously. While the cancellation unwinds, this does nothing and a
+        // destructor's yield is an ordinary one.
+        if self.cancel_requested.get() {
+            self.raise_if_not_unwinding();
+        }
         if pinned {
             if let Some(to) = self.direct_yield_target(PREEMPTIBLE) {
                 // SAFETY: the worker has done the bookkeeping of ending our turn and starting
