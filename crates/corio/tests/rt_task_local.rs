@@ -255,3 +255,24 @@ fn a_scope_a_bare_coroutine_left_open_in_an_async_task_ends_when_a_coroutine_dro
         "the scope ended but its (dropped) value is still visible"
     );
 }
+
+/// A scoped future kept in a thread-local is dropped while the thread's thread-locals are
+/// destroyed, possibly after the thread's own scope stack: its drop (which opens the scope for
+/// the future's destructors) must not panic there, which would abort the process.
+#[test]
+fn a_scoped_future_dropped_while_the_threads_locals_are_destroyed_does_not_abort() {
+    use std::cell::RefCell;
+    thread_local! {
+        static HELD: RefCell<Option<corio::TaskLocalFuture<u32, std::future::Pending<()>>>> =
+            const { RefCell::new(None) };
+    }
+    let seen = std::thread::spawn(|| {
+        // Registered first, so destroyed last (destructors run in reverse order).
+        HELD.with(|h| *h.borrow_mut() = Some(VALUE.scope(4, std::future::pending())));
+        // The thread's scope stack is made (and its destructor registered) only now.
+        VALUE.sync_scope(5, || VALUE.get())
+    })
+    .join()
+    .expect("the thread ended without a panic");
+    assert_eq!(seen, 5);
+}
