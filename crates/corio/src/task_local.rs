@@ -79,10 +79,21 @@ thread_local! {
 }
 
 /// Runs `f` with the scope stack of the code running here.
+///
+/// While the thread's thread-locals are being destroyed (a scoped future kept in another
+/// thread-local is dropped then), the thread's stack may be gone: `f` then gets an empty stack
+/// of its own, so a scope opened there is seen by nobody but does not panic, which in a
+/// thread-local's destructor would abort the process.
 fn with_scopes<R>(f: impl FnOnce(&ScopeStack) -> R) -> R {
     match context::here() {
         Here::Stackful(ctx) => f(ctx.task_locals()),
-        Here::Stackless | Here::Thread => THREAD_SCOPES.with(f),
+        Here::Stackless | Here::Thread => {
+            let mut f = Some(f);
+            match THREAD_SCOPES.try_with(|scopes| (f.take().expect("called once"))(scopes)) {
+                Ok(r) => r,
+                Err(_) => (f.take().expect("not called"))(&ScopeStack::new()),
+            }
+        }
     }
 }
 
