@@ -276,3 +276,89 @@ fn a_scoped_future_dropped_while_the_threads_locals_are_destroyed_does_not_abort
     .expect("the thread ended without a panic");
     assert_eq!(seen, 5);
 }
+
+/// What a bare coroutine reads of a scope its resumer opened, after suspending inside `with`
+/// and being resumed once that scope has ended: `None` (it never saw the value) or the value
+/// still alive; never the dropped value (`DEAD`), which `with` lent as a plain `&T`.
+fn read_across_the_resumers_scope() -> Option<u64> {
+    use corio::coroutine::{Coroutine, CoroutineResult};
+    let mut reader: Coroutine<(), (), Option<u64>> = Coroutine::new(|y, ()| {
+        CANARY
+            .try_with(|c| {
+                y.suspend(());
+                // SAFETY: `&c.0` comes from a `&Canary`, valid for reads for as long as `with`
+                // lends it — the promise under test. Volatile: the load stays after the switch.
+                unsafe { std::ptr::read_volatile(&c.0) }
+            })
+            .ok()
+    });
+    let first = CANARY.sync_scope(Canary(ALIVE), || reader.resume(()));
+    // The scope has ended: its value is dropped.
+    match first {
+        CoroutineResult::Return(read) => read,
+        CoroutineResult::Yield(()) => reader.resume(()).as_return().unwrap(),
+    }
+}
+
+/// `with` lends `&T` for the length of its closure, which is sound only if the scope that owns
+/// the value cannot end meanwhile: true when the scope is an outer frame of the same stack,
+/// false for a bare coroutine reading its resumer's scope, which it may suspend inside `with`
+/// while the resumer ends the scope.
+#[test]
+fn a_bare_coroutine_suspended_inside_with_does_not_read_its_resumers_ended_scope() {
+    let read = read_across_the_resumers_scope();
+    assert!(
+        read.is_none() || read == Some(ALIVE),
+        "read {read:x?} through a reference to a dropped value"
+    );
+}
+
+/// The same inside a task: the bare coroutine shares the task's scope stack.
+#[test]
+fn a_bare_coroutine_suspended_inside_with_in_a_task_does_not_read_the_tasks_ended_scope() {
+    let rt = support::rt(1);
+    let read = within(EVENTUALLY, move || rt.run(read_across_the_resumers_scope));
+    assert!(
+        read.is_none() || read == Some(ALIVE),
+        "read {read:x?} through a reference to a dropped value"
+    );
+}
+
+/// The other way round: the resumer reads, inside `with`, a scope that a bare coroutine left
+/// open while suspended (visible to it, module docs), and resumes the coroutine, which ends
+/// that scope and drops the value the resumer still holds a `&T` to.
+fn read_across_a_resumed_coroutines_scope() -> Option<u64> {
+    use corio::coroutine::Coroutine;
+    let mut opener: Coroutine<(), (), ()> = Coroutine::new(|y, ()| {
+        CANARY.sync_scope(Canary(ALIVE), || y.suspend(()));
+    });
+    assert!(opener.resume(()).is_yield());
+    CANARY
+        .try_with(|c| {
+            assert!(opener.resume(()).is_return()); // its scope ends, its value is dropped
+            // SAFETY: as in `read_across_the_resumers_scope`.
+            unsafe { std::ptr::read_volatile(&c.0) }
+        })
+        .ok()
+}
+
+#[test]
+fn a_scope_a_bare_coroutine_left_open_cannot_end_under_its_resumers_with() {
+    let read = read_across_a_resumed_coroutines_scope();
+    assert!(
+        read.is_none() || read == Some(ALIVE),
+        "read {read:x?} through a reference to a dropped value"
+    );
+}
+
+#[test]
+fn a_scope_a_bare_coroutine_left_open_cannot_end_under_its_tasks_with() {
+    let rt = support::rt(1);
+    let read = within(EVENTUALLY, move || {
+        rt.run(read_across_a_resumed_coroutines_scope)
+    });
+    assert!(
+        read.is_none() || read == Some(ALIVE),
+        "read {read:x?} through a reference to a dropped value"
+    );
+}
