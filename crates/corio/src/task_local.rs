@@ -10,9 +10,10 @@
 //!
 //! # The mechanism
 //!
-//! A scope pushes an entry `(key id, pointer to the value)` on a *scope stack*, and pops it
-//! when the scope ends (by return or unwind); [`LocalKey::with`] reads the newest entry of its
-//! key. Which scope stack depends on what is running ([`context::here`]):
+//! A scope pushes an entry `(key id, pointer to the value, execution context)` on a *scope
+//! stack*, and pops it when the scope ends (by return or unwind); [`LocalKey::with`] reads the
+//! newest entry of its key opened in the execution context that reads (see "Execution
+//! contexts" below). Which scope stack depends on what is running ([`context::here`]):
 //!
 //! | running | scope stack | why it is per task |
 //! |---|---|---|
@@ -32,18 +33,37 @@
 //! owner is suspended inside the scope); a map in every task header (it would grow the
 //! 80-byte header that every spawn pays for, for a feature few tasks use).
 //!
+//! # Execution contexts
+//!
+//! A bare `corio::coroutine::Coroutine` is not a task: resumed inside a task (or an async
+//! task's poll, or on a plain thread) it runs with that task's scope stack. But it is another
+//! *stack*, and resumes do not nest: it may suspend inside a scope, or inside [`LocalKey::with`],
+//! and be resumed (or dropped) after its resumer's code has moved on. `with` lends a plain
+//! `&T`, which is sound only if the scope owning the value cannot end while the closure runs,
+//! i.e. if the scope is an outer frame *of the same stack*. So each entry records the
+//! execution context that opened it (`corio_context::stack::current_context`: the coroutine
+//! stack slot of the opening frame, or 0 for a thread's own stack), and `with` sees only the
+//! entries of the context it runs in. A bare coroutine therefore sees only its own scopes, and
+//! its resumer does not see those it leaves open while suspended. (Sharing them, the first
+//! version, let either side read the other's value after it was dropped: a coroutine
+//! suspended inside `with` while its resumer ended the scope, or a resumer inside `with` while
+//! the coroutine it resumed ended its own; `tests/rt_task_local.rs`,
+//! `a_bare_coroutine_suspended_inside_with_*` and `a_scope_a_bare_coroutine_left_open_cannot_*`.)
+//!
 //! # Invariants
 //!
 //! - An entry's pointer is valid while the entry is on a stack: the scope that pushed it
 //!   outlives it and pops it (by identity) before the value moves or drops.
+//! - An entry is visible only to code running on the stack of the frame that opened it; since
+//!   the entry is popped before that frame ends, such code runs in a frame nested inside it,
+//!   and the value outlives whatever `with` lends.
 //! - A scope pops its entry from the scope stack it pushed it on, which its guard keeps (an
 //!   `Rc`), not from whatever stack belongs to the code that runs when it closes. The two
-//!   differ for a bare `corio::coroutine::Coroutine`: resumed inside a task, it shares that
-//!   task's scope stack (it is not a task), so a scope it leaves open while suspended is
-//!   visible to the task; and it may then be resumed or dropped (its stack unwound) by another
-//!   task of the thread, or by an async task's poll, whose stack is another. Popping from that
-//!   one left the entry on the first task's stack, pointing to a dropped value on a freed
-//!   stack (`tests/rt_task_local.rs`, `a_scope_a_bare_coroutine_left_open_*`).
+//!   differ for a bare coroutine that leaves a scope open while suspended and is then resumed
+//!   or dropped (its stack unwound) by another task of the thread, or by an async task's poll.
+//!   Popping from the closer's stack left the entry on the opener's, where a later coroutine
+//!   given the same stack slot would have found it pointing to a dropped value
+//!   (`a_scope_a_bare_coroutine_left_open_*`).
 //! - A scope stack is only touched by code of the thread it belongs to (a `migratable`
 //!   coroutine's, by the thread that runs it at the time): the caller of the `unsafe`
 //!   `migratable` promises not to leave a bare coroutine that has a task-local scope open on
@@ -61,8 +81,9 @@ use std::task::{Context, Poll};
 
 use crate::runtime::context::{self, Here};
 
-/// One open scope: the key's id and the address of its value.
-pub(crate) type ScopeEntry = (usize, *const ());
+/// One open scope: the key's id, the address of its value, and the execution context that
+/// opened it (module docs, "Execution contexts").
+pub(crate) type ScopeEntry = (usize, *const (), usize);
 
 /// The entries of one scope stack, shared with the guards of the scopes open on it (see the
 /// module docs, "Invariants").
@@ -256,19 +277,20 @@ impl<T: 'static> LocalKey<T> {
     {
         let id = self.id();
         let found = with_scopes(|scopes| {
+            let scopes = scopes.get()?;
+            let here = corio_context::stack::current_context();
             scopes
-                .get()?
                 .borrow()
                 .iter()
                 .rev()
-                .find(|(key, _)| *key == id)
-                .map(|&(_, ptr)| ptr)
+                .find(|&&(key, _, context)| key == id && context == here)
+                .map(|&(_, ptr, _)| ptr)
         });
         match found {
             // SAFETY: entries of `id` point to a `T` (only this key, whose values are `T`,
             // pushes them) that lives until its scope pops the entry, which happens after
-            // `f` returns: the scope is an outer frame of this call (module docs,
-            // "Invariants").
+            // `f` returns: the entry was opened on the stack this runs on, so the scope is an
+            // outer frame of this call (module docs, "Invariants").
             Some(ptr) => Ok(f(unsafe { &*ptr.cast::<T>() })),
             None => Err(AccessError(())),
         }
@@ -306,7 +328,7 @@ struct ScopeGuard {
 
 impl ScopeGuard {
     fn open(id: usize, value: *const ()) -> ScopeGuard {
-        let entry = (id, value);
+        let entry = (id, value, corio_context::stack::current_context());
         let scopes = with_scopes(|scopes| scopes.get_or_init(Entries::default).clone());
         scopes.borrow_mut().push(entry);
         ScopeGuard { entry, scopes }

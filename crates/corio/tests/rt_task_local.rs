@@ -190,36 +190,57 @@ impl Drop for Canary {
     }
 }
 
+/// A bare coroutine that sees nothing of task-local `CANARY` (returns `None`), or what it sees;
+/// and the execution context (stack slot) it runs in.
+fn fresh_reader() -> (Option<u64>, usize) {
+    use corio::coroutine::Coroutine;
+    let mut reader: Coroutine<(), (), (Option<u64>, usize)> = Coroutine::new(|_, ()| {
+        (
+            CANARY.try_with(|c| c.0).ok(),
+            corio::stack::current_context(),
+        )
+    });
+    reader.resume(()).as_return().unwrap()
+}
+
+/// A bare coroutine that opens a scope of `CANARY` and suspends inside it, already resumed
+/// once; and the execution context (stack slot) it runs in.
+fn suspended_opener() -> (corio::coroutine::Coroutine<(), usize, ()>, usize) {
+    let mut opener = corio::coroutine::Coroutine::new(|y, ()| {
+        CANARY.sync_scope(Canary(ALIVE), || y.suspend(corio::stack::current_context()));
+    });
+    let context = opener.resume(()).as_yield().unwrap();
+    (opener, context)
+}
+
 /// A bare `Coroutine` resumed inside a task opens its scopes on the task's scope stack (module
 /// docs). If it suspends inside a scope and another task of the thread then drops it, the
-/// unwind closes the scope there: the entry must still leave the first task's stack, or that
-/// task reads the bare coroutine's dropped value, on its freed stack, through a safe `&T`.
+/// unwind closes the scope there: the entry must still leave the first task's stack, or the
+/// next coroutine given the freed stack slot reads the dropped value through a safe `&T`.
 #[test]
 fn a_scope_a_bare_coroutine_left_open_ends_for_its_task_when_another_task_drops_it() {
-    use corio::coroutine::Coroutine;
     let rt = support::rt(1);
-    let (during, after) = within(EVENTUALLY, move || {
+    let (opened_in, after, (next_sees, next_in)) = within(EVENTUALLY, move || {
         rt.run(|| {
-            let mut inner: Coroutine<(), (), ()> = Coroutine::new(|y, ()| {
-                CANARY.sync_scope(Canary(ALIVE), || y.suspend(()));
-            });
-            assert!(inner.resume(()).is_yield());
-            let during = CANARY.try_with(|c| c.0).ok();
+            let (opener, opened_in) = suspended_opener();
             // An async task of this worker drops the suspended coroutine: it unwinds there.
-            corio::spawn_local(async move { drop(inner) })
+            corio::spawn_local(async move { drop(opener) })
                 .join()
                 .unwrap();
-            (during, CANARY.try_with(|c| c.0).ok())
+            (opened_in, CANARY.try_with(|c| c.0).ok(), fresh_reader())
         })
     });
     assert_eq!(
-        during,
-        Some(ALIVE),
-        "the task shares the bare coroutine's open scope"
-    );
-    assert_eq!(
         after, None,
         "the scope ended but its (dropped) value is still visible"
+    );
+    assert_eq!(
+        next_in, opened_in,
+        "the next coroutine got the freed stack slot"
+    );
+    assert_eq!(
+        next_sees, None,
+        "a scope of the slot's last coroutine is still visible"
     );
 }
 
@@ -229,30 +250,33 @@ fn a_scope_a_bare_coroutine_left_open_ends_for_its_task_when_another_task_drops_
 fn a_scope_a_bare_coroutine_left_open_in_an_async_task_ends_when_a_coroutine_drops_it() {
     use corio::coroutine::Coroutine;
     let rt = support::rt(1);
-    let after = within(EVENTUALLY, move || {
+    let (opened_in, (next_sees, next_in)) = within(EVENTUALLY, move || {
         rt.run(|| {
             thread_local! {
-                static STASH: std::cell::RefCell<Option<Coroutine<(), (), ()>>> =
+                static STASH: std::cell::RefCell<Option<Coroutine<(), usize, ()>>> =
                     const { std::cell::RefCell::new(None) };
             }
-            let stashed = corio::spawn_local(async {
-                let mut inner: Coroutine<(), (), ()> = Coroutine::new(|y, ()| {
-                    CANARY.sync_scope(Canary(ALIVE), || y.suspend(()));
-                });
-                assert!(inner.resume(()).is_yield());
-                STASH.with(|s| *s.borrow_mut() = Some(inner));
-            });
-            stashed.join().unwrap();
+            let opened_in = corio::spawn_local(async {
+                let (opener, opened_in) = suspended_opener();
+                STASH.with(|s| *s.borrow_mut() = Some(opener));
+                opened_in
+            })
+            .join()
+            .unwrap();
             // The main coroutine (a stackful context) drops it: the scope closes here.
             drop(STASH.with(|s| s.borrow_mut().take()));
-            corio::spawn_local(async { CANARY.try_with(|c| c.0).ok() })
-                .join()
-                .unwrap()
+            // The next coroutine an async task resumes gets the freed slot.
+            let next = corio::spawn_local(async { fresh_reader() }).join().unwrap();
+            (opened_in, next)
         })
     });
     assert_eq!(
-        after, None,
-        "the scope ended but its (dropped) value is still visible"
+        next_in, opened_in,
+        "the next coroutine got the freed stack slot"
+    );
+    assert_eq!(
+        next_sees, None,
+        "a scope of the slot's last coroutine is still visible"
     );
 }
 
