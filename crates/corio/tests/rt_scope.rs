@@ -264,6 +264,16 @@ rt_common! {
         });
     }
 
+    /// The same when the next suspension is a `block_on` of a future that wakes its task and
+    /// returns `Pending` (an async yield): the wake is left behind when the suspension raises.
+    #[test]
+    fn a_cancellation_recorded_while_scope_waited_is_raised_by_a_self_waking_block_on_without_a_spurious_resume()
+     {
+        recorded_cancellation_leaves_no_spurious_resume(rt(), || {
+            corio::block_on(corio::yield_now_async())
+        });
+    }
+
     #[test]
     fn dropping_the_runtime_ends_the_children_before_the_waiting_coroutine_unwinds() {
         let rt = rt();
