@@ -387,10 +387,36 @@ impl StackfulCtx {
     /// that arrives is recorded, and the coroutine's next ordinary suspension raises it. For
     /// waits that must not be cut short (`corio::scope` waiting for its children, whose
     /// borrows would otherwise outlive the data they borrow).
+    ///
+    /// While a cancellation is recorded, the resumed coroutine's budget is spent, so that the
+    /// next blocking-style call (or spawn) takes its slow path, [`yield_woken`](Self::yield_woken),
+    /// which raises the cancellation *before* polling anything. Raised only by a suspension
+    /// after the poll, it would leave behind what the poll did: a future that wakes its task
+    /// and returns `Pending` (an async yield) left the task notified, and a destructor that
+    /// blocked while the coroutine unwound was resumed once before its waker fired.
     pub(crate) fn suspend_uncancellable(&self) {
         if self.check_own_stack().suspend(()) == Signal::Cancel {
             self.cancel_requested.set(true);
         }
+        if self.cancel_requested.get() {
+            context::constrain(0);
+        }
+    }
+
+    /// Yields as a woken task (wakes itself, then suspends): for a spent budget or a
+    /// preemption request (`block_on::yield_for_preemption`). A recorded cancellation is raised
+    /// first, before the wake leaves a trace (see [`suspend_uncancellable`](Self::suspend_uncancellable)).
+    ///
+    /// # Panics
+    ///
+    /// As [`suspend`](Self::suspend).
+    pub(crate) fn yield_woken(&self) {
+        let yielder = self.check_own_stack();
+        if self.cancel_requested.get() {
+            self.raise_if_not_unwinding();
+        }
+        self.waker().wake_by_ref();
+        self.suspend_on(yielder);
     }
 
     /// The coroutine's yielder, after checking that the caller runs on the coroutine's own
