@@ -411,12 +411,12 @@ impl StackfulCtx {
     ///
     /// As [`suspend`](Self::suspend).
     pub(crate) fn yield_woken(&self) {
-        let yielder = self.check_own_stack();
-        if self.cancel_requested.get() {
+        // Raised only from the coroutine's own stack: `suspend` refuses a nested one.
+        if self.cancel_requested.get() && self.can_suspend() {
             self.raise_if_not_unwinding();
         }
         self.waker().wake_by_ref();
-        self.suspend_on(yielder);
+        self.suspend();
     }
 
     /// The coroutine's yielder, after checking that the caller runs on the coroutine's own
