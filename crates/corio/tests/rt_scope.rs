@@ -253,7 +253,9 @@ rt_common! {
     }
 
     /// The same when the next suspension is the yield of a spent budget (zero sleeps, each
-    /// ready at once, until the budget runs out): it woke the task before raising.
+    /// ready at once, until the budget runs out). (It passed before the fix too: the wake it
+    /// left was taken by the destructor's own first `block_on`, which yields on the spent
+    /// budget before polling, so no poll was repeated; a regression guard.)
     #[test]
     fn a_cancellation_recorded_while_scope_waited_is_raised_by_a_spent_budget_without_a_spurious_resume()
      {
