@@ -158,7 +158,10 @@ macro_rules! task_local {
 ///
 /// The value is set for the length of [`scope`](LocalKey::scope) (async) or
 /// [`sync_scope`](LocalKey::sync_scope) (blocking-style) and seen only by the coroutine or
-/// task that set it — never by others that run on the same thread meanwhile.
+/// task that set it — never by others that run on the same thread meanwhile. A bare
+/// [`Coroutine`](crate::coroutine::Coroutine) is a context of its own here: it does not see
+/// the scopes of the code that resumes it, nor that code the scopes it leaves open while
+/// suspended (module docs of `task_local.rs`, "Execution contexts").
 pub struct LocalKey<T: 'static> {
     /// Assigned on first use from `NEXT_KEY_ID`; the address of a static is not used because
     /// the key's type carries no data of its own.
