@@ -167,8 +167,7 @@ fn yield_if_asked(ctx: &crate::task::stackful::StackfulCtx) {
 #[inline(never)]
 fn yield_for_preemption(ctx: &crate::task::stackful::StackfulCtx) {
     if ctx.can_suspend() {
-        ctx.waker().wake_by_ref();
-        ctx.suspend();
+        ctx.yield_woken();
     }
 }
 

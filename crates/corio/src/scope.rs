@@ -17,7 +17,8 @@
 //! 3. The wait cannot be cut short by cancellation: inside a stackful coroutine it suspends
 //!    with `StackfulCtx::suspend_uncancellable`, which records an abort (or the runtime's
 //!    shutdown) instead of raising it. The cancellation is raised by the coroutine's next
-//!    ordinary suspension, after `scope` returned. The children are *not* cancelled with the
+//!    blocking-style call (or suspension, or spawn) after `scope` returned, before that call
+//!    does anything. The children are *not* cancelled with the
 //!    caller: they run to their end (abort them through their handles to stop them early). At
 //!    shutdown the runtime cancels them as every task; a child that blocks through the
 //!    shutdown grace period is leaked — and then so is the waiting coroutine, whose stack

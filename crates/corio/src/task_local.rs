@@ -10,9 +10,10 @@
 //!
 //! # The mechanism
 //!
-//! A scope pushes an entry `(key id, pointer to the value)` on a *scope stack*, and pops it
-//! when the scope ends (by return or unwind); [`LocalKey::with`] reads the newest entry of its
-//! key. Which scope stack depends on what is running ([`context::here`]):
+//! A scope pushes an entry `(key id, pointer to the value, execution context)` on a *scope
+//! stack*, and pops it when the scope ends (by return or unwind); [`LocalKey::with`] reads the
+//! newest entry of its key opened in the execution context that reads (see "Execution
+//! contexts" below). Which scope stack depends on what is running ([`context::here`]):
 //!
 //! | running | scope stack | why it is per task |
 //! |---|---|---|
@@ -32,42 +33,88 @@
 //! owner is suspended inside the scope); a map in every task header (it would grow the
 //! 80-byte header that every spawn pays for, for a feature few tasks use).
 //!
+//! # Execution contexts
+//!
+//! A bare `corio::coroutine::Coroutine` is not a task: resumed inside a task (or an async
+//! task's poll, or on a plain thread) it runs with that task's scope stack. But it is another
+//! *stack*, and resumes do not nest: it may suspend inside a scope, or inside [`LocalKey::with`],
+//! and be resumed (or dropped) after its resumer's code has moved on. `with` lends a plain
+//! `&T`, which is sound only if the scope owning the value cannot end while the closure runs,
+//! i.e. if the scope is an outer frame *of the same stack*. So each entry records the
+//! execution context that opened it (`corio_context::stack::current_context`: the coroutine
+//! stack slot of the opening frame, or 0 for a thread's own stack), and `with` sees only the
+//! entries of the context it runs in. A bare coroutine therefore sees only its own scopes, and
+//! its resumer does not see those it leaves open while suspended. (Sharing them, the first
+//! version, let either side read the other's value after it was dropped: a coroutine
+//! suspended inside `with` while its resumer ended the scope, or a resumer inside `with` while
+//! the coroutine it resumed ended its own; `tests/rt_task_local.rs`,
+//! `a_bare_coroutine_suspended_inside_with_*` and `a_scope_a_bare_coroutine_left_open_cannot_*`.)
+//!
 //! # Invariants
 //!
 //! - An entry's pointer is valid while the entry is on a stack: the scope that pushed it
 //!   outlives it and pops it (by identity) before the value moves or drops.
-//! - A scope stack is only touched by the code of the task it belongs to, on its thread.
-//! - A bare `corio::coroutine::Coroutine` resumed inside a task shares that task's scope stack
-//!   (it is not a task): a scope it leaves open while suspended is visible to the task until it
-//!   resumes and closes it.
+//! - An entry is visible only to code running on the stack of the frame that opened it; since
+//!   the entry is popped before that frame ends, such code runs in a frame nested inside it,
+//!   and the value outlives whatever `with` lends.
+//! - A scope pops its entry from the scope stack it pushed it on, which its guard keeps (an
+//!   `Rc`), not from whatever stack belongs to the code that runs when it closes. The two
+//!   differ for a bare coroutine that leaves a scope open while suspended and is then resumed
+//!   or dropped (its stack unwound) by another task of the thread, or by an async task's poll.
+//!   Popping from the closer's stack left the entry on the opener's, where a later coroutine
+//!   given the same stack slot would have found it pointing to a dropped value
+//!   (`a_scope_a_bare_coroutine_left_open_*`).
+//! - A scope stack is only touched by code of the thread it belongs to (a `migratable`
+//!   coroutine's, by the thread that runs it at the time): the caller of the `unsafe`
+//!   `migratable` promises not to leave a bare coroutine that has a task-local scope open on
+//!   the thread it leaves.
 
-use std::cell::RefCell;
+use std::cell::{OnceCell, RefCell};
 use std::fmt;
 use std::future::Future;
 use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
 use std::pin::Pin;
+use std::rc::Rc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Poll};
 
 use crate::runtime::context::{self, Here};
 
-/// One open scope: the key's id and the address of its value.
-pub(crate) type ScopeEntry = (usize, *const ());
+/// One open scope: the key's id, the address of its value, and the execution context that
+/// opened it (module docs, "Execution contexts").
+pub(crate) type ScopeEntry = (usize, *const (), usize);
 
-/// The scope stack of a coroutine or task (see the module docs).
-pub(crate) type ScopeStack = RefCell<Vec<ScopeEntry>>;
+/// The entries of one scope stack, shared with the guards of the scopes open on it (see the
+/// module docs, "Invariants").
+type Entries = Rc<RefCell<Vec<ScopeEntry>>>;
+
+/// The scope stack of a coroutine or of a thread, made on its first scope (see the module
+/// docs): one pointer in every coroutine's context, and no allocation for one that never opens
+/// a scope.
+pub(crate) type ScopeStack = OnceCell<Entries>;
 
 thread_local! {
     /// The scope stack of whatever runs on this thread that is not a stackful coroutine.
-    static THREAD_SCOPES: ScopeStack = const { RefCell::new(Vec::new()) };
+    static THREAD_SCOPES: ScopeStack = const { OnceCell::new() };
 }
 
 /// Runs `f` with the scope stack of the code running here.
+///
+/// While the thread's thread-locals are being destroyed (a scoped future kept in another
+/// thread-local is dropped then), the thread's stack may be gone: `f` then gets an empty stack
+/// of its own, so a scope opened there is seen by nobody but does not panic, which in a
+/// thread-local's destructor would abort the process.
 fn with_scopes<R>(f: impl FnOnce(&ScopeStack) -> R) -> R {
     match context::here() {
         Here::Stackful(ctx) => f(ctx.task_locals()),
-        Here::Stackless | Here::Thread => THREAD_SCOPES.with(f),
+        Here::Stackless | Here::Thread => {
+            let mut f = Some(f);
+            match THREAD_SCOPES.try_with(|scopes| (f.take().expect("called once"))(scopes)) {
+                Ok(r) => r,
+                Err(_) => (f.take().expect("not called"))(&ScopeStack::new()),
+            }
+        }
     }
 }
 
@@ -111,7 +158,10 @@ macro_rules! task_local {
 ///
 /// The value is set for the length of [`scope`](LocalKey::scope) (async) or
 /// [`sync_scope`](LocalKey::sync_scope) (blocking-style) and seen only by the coroutine or
-/// task that set it — never by others that run on the same thread meanwhile.
+/// task that set it — never by others that run on the same thread meanwhile. A bare
+/// [`Coroutine`](crate::coroutine::Coroutine) is a context of its own here: it does not see
+/// the scopes of the code that resumes it, nor that code the scopes it leaves open while
+/// suspended (module docs of `task_local.rs`, "Execution contexts").
 pub struct LocalKey<T: 'static> {
     /// Assigned on first use from `NEXT_KEY_ID`; the address of a static is not used because
     /// the key's type carries no data of its own.
@@ -230,18 +280,20 @@ impl<T: 'static> LocalKey<T> {
     {
         let id = self.id();
         let found = with_scopes(|scopes| {
+            let scopes = scopes.get()?;
+            let here = corio_context::stack::current_context();
             scopes
                 .borrow()
                 .iter()
                 .rev()
-                .find(|(key, _)| *key == id)
-                .map(|&(_, ptr)| ptr)
+                .find(|&&(key, _, context)| key == id && context == here)
+                .map(|&(_, ptr, _)| ptr)
         });
         match found {
             // SAFETY: entries of `id` point to a `T` (only this key, whose values are `T`,
             // pushes them) that lives until its scope pops the entry, which happens after
-            // `f` returns: the scope is an outer frame of this call (module docs,
-            // "Invariants").
+            // `f` returns: the entry was opened on the stack this runs on, so the scope is an
+            // outer frame of this call (module docs, "Invariants").
             Some(ptr) => Ok(f(unsafe { &*ptr.cast::<T>() })),
             None => Err(AccessError(())),
         }
@@ -267,29 +319,31 @@ impl<T: 'static> fmt::Debug for LocalKey<T> {
     }
 }
 
-/// An open scope: pushed by `open`, popped (by identity) on drop, including during an unwind.
+/// An open scope: pushed by `open`, popped (by identity) on drop, including during an unwind,
+/// from the scope stack it was pushed on.
 struct ScopeGuard {
     entry: ScopeEntry,
+    /// The stack `open` pushed on. Not the one of the code that runs at drop: a bare coroutine
+    /// may close the scope while another task (or a poll) resumes or drops it (module docs,
+    /// "Invariants").
+    scopes: Entries,
 }
 
 impl ScopeGuard {
     fn open(id: usize, value: *const ()) -> ScopeGuard {
-        let entry = (id, value);
-        with_scopes(|scopes| scopes.borrow_mut().push(entry));
-        ScopeGuard { entry }
+        let entry = (id, value, corio_context::stack::current_context());
+        let scopes = with_scopes(|scopes| scopes.get_or_init(Entries::default).clone());
+        scopes.borrow_mut().push(entry);
+        ScopeGuard { entry, scopes }
     }
 }
 
 impl Drop for ScopeGuard {
     fn drop(&mut self) {
-        // The same scope stack as `open`'s: a guard lives in one frame of one coroutine (or of
-        // one poll), so what runs here at drop is what ran at open.
-        with_scopes(|scopes| {
-            let mut scopes = scopes.borrow_mut();
-            if let Some(i) = scopes.iter().rposition(|e| *e == self.entry) {
-                scopes.remove(i);
-            }
-        });
+        let mut scopes = self.scopes.borrow_mut();
+        if let Some(i) = scopes.iter().rposition(|e| *e == self.entry) {
+            scopes.remove(i);
+        }
     }
 }
 

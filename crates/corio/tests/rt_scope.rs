@@ -241,6 +241,41 @@ rt_common! {
         });
     }
 
+    /// The cancellation that arrives while `scope` waits is recorded, and raised by the next
+    /// ordinary suspension: here a `yield_now`. That yield must leave no trace once it raises
+    /// instead of yielding: a destructor that then blocks while the coroutine unwinds waits for
+    /// its waker, and is not resumed before (as it was when the yield had already marked the
+    /// task "yielded", which requeued it as running at the destructor's first suspension).
+    #[test]
+    fn a_cancellation_recorded_while_scope_waited_is_raised_by_the_next_yield_without_a_spurious_resume()
+     {
+        recorded_cancellation_leaves_no_spurious_resume(rt(), corio::yield_now);
+    }
+
+    /// The same when the next suspension is the yield of a spent budget (zero sleeps, each
+    /// ready at once, until the budget runs out). (It passed before the fix too: the wake it
+    /// left was taken by the destructor's own first `block_on`, which yields on the spent
+    /// budget before polling, so no poll was repeated; a regression guard.)
+    #[test]
+    fn a_cancellation_recorded_while_scope_waited_is_raised_by_a_spent_budget_without_a_spurious_resume()
+     {
+        recorded_cancellation_leaves_no_spurious_resume(rt(), || {
+            for _ in 0..100_000 {
+                corio::sleep(Duration::ZERO);
+            }
+        });
+    }
+
+    /// The same when the next suspension is a `block_on` of a future that wakes its task and
+    /// returns `Pending` (an async yield): the wake is left behind when the suspension raises.
+    #[test]
+    fn a_cancellation_recorded_while_scope_waited_is_raised_by_a_self_waking_block_on_without_a_spurious_resume()
+     {
+        recorded_cancellation_leaves_no_spurious_resume(rt(), || {
+            corio::block_on(corio::yield_now_async())
+        });
+    }
+
     #[test]
     fn dropping_the_runtime_ends_the_children_before_the_waiting_coroutine_unwinds() {
         let rt = rt();
@@ -334,5 +369,54 @@ fn scope_inside_a_bare_coroutine_resumed_by_a_task_panics_before_running_the_clo
         let msg = support::payload_text(&*err.into_panic());
         assert!(msg.contains("bare `Coroutine`"), "{msg}");
         assert!(!ran.load(SeqCst));
+    });
+}
+
+/// A coroutine aborted while `scope` waits for its child; once the child ends, `suspend` is its
+/// next ordinary suspension, which raises the recorded cancellation. A destructor then waits
+/// for a gate while the coroutine unwinds: it must be polled once, then not again before the
+/// gate opens.
+fn recorded_cancellation_leaves_no_spurious_resume(rt: corio::Runtime, suspend: fn()) {
+    within(EVENTUALLY, move || {
+        let child_gate = Gate::new();
+        let drop_gate = Gate::new();
+        let waiting = std::sync::Arc::new(AtomicBool::new(false));
+        let polls = std::sync::Arc::new(AtomicUsize::new(0));
+        let (cg, dg, w, p) = (
+            child_gate.clone(),
+            drop_gate.clone(),
+            waiting.clone(),
+            polls.clone(),
+        );
+        let parent = rt.go(move || {
+            /// Waits for its gate, counting the polls, while the coroutine unwinds.
+            struct WaitsWhenDropped(Gate, std::sync::Arc<AtomicUsize>);
+            impl Drop for WaitsWhenDropped {
+                fn drop(&mut self) {
+                    corio::block_on(support::CountPolls::new(self.1.clone(), self.0.wait()));
+                }
+            }
+            let _waits = WaitsWhenDropped(dg, p);
+            corio::scope(|s| {
+                s.go(|| corio::block_on(cg.wait()));
+                w.store(true, SeqCst); // the closure returns: scope now waits
+            });
+            suspend(); // raises the cancellation recorded while scope waited
+            unreachable!("the cancellation was lost");
+        });
+        wait_until("the parent is in scope", || waiting.load(SeqCst));
+        std::thread::sleep(Duration::from_millis(20));
+        parent.abort();
+        child_gate.open();
+        wait_until("the destructor waits", || polls.load(SeqCst) >= 1);
+        // Long enough for a spurious resume to happen first, were there one.
+        std::thread::sleep(Duration::from_millis(100));
+        let before_wake = polls.load(SeqCst);
+        drop_gate.open();
+        assert!(parent.join().unwrap_err().is_cancelled());
+        assert_eq!(
+            before_wake, 1,
+            "the unwinding coroutine was resumed before its waker fired"
+        );
     });
 }

@@ -171,3 +171,218 @@ fn with_outside_any_scope_panics_with_advice() {
     let msg = support::panic_message(|| VALUE.with(|_| ()));
     assert!(msg.contains("sync_scope"), "{msg}");
 }
+
+corio::task_local! {
+    static CANARY: Canary;
+}
+
+const ALIVE: u64 = 0xA11E;
+const DEAD: u64 = 0xDEAD;
+
+/// A value that says whether it has been dropped (its memory is read through the key after).
+struct Canary(u64);
+
+impl Drop for Canary {
+    fn drop(&mut self) {
+        // Volatile: the store must survive into the (dropped) value's memory for the test.
+        // SAFETY: `self.0` is a valid, aligned `u64` we own.
+        unsafe { std::ptr::write_volatile(&mut self.0, DEAD) };
+    }
+}
+
+/// A bare coroutine that sees nothing of task-local `CANARY` (returns `None`), or what it sees;
+/// and the execution context (stack slot) it runs in.
+fn fresh_reader() -> (Option<u64>, usize) {
+    use corio::coroutine::Coroutine;
+    let mut reader: Coroutine<(), (), (Option<u64>, usize)> = Coroutine::new(|_, ()| {
+        (
+            CANARY.try_with(|c| c.0).ok(),
+            corio::stack::current_context(),
+        )
+    });
+    reader.resume(()).as_return().unwrap()
+}
+
+/// A bare coroutine that opens a scope of `CANARY` and suspends inside it, already resumed
+/// once; and the execution context (stack slot) it runs in.
+fn suspended_opener() -> (corio::coroutine::Coroutine<(), usize, ()>, usize) {
+    let mut opener = corio::coroutine::Coroutine::new(|y, ()| {
+        CANARY.sync_scope(Canary(ALIVE), || y.suspend(corio::stack::current_context()));
+    });
+    let context = opener.resume(()).as_yield().unwrap();
+    (opener, context)
+}
+
+/// A bare `Coroutine` resumed inside a task opens its scopes on the task's scope stack (module
+/// docs). If it suspends inside a scope and another task of the thread then drops it, the
+/// unwind closes the scope there: the entry must still leave the first task's stack, or the
+/// next coroutine given the freed stack slot reads the dropped value through a safe `&T`.
+#[test]
+fn a_scope_a_bare_coroutine_left_open_ends_for_its_task_when_another_task_drops_it() {
+    let rt = support::rt(1);
+    let (opened_in, after, (next_sees, next_in)) = within(EVENTUALLY, move || {
+        rt.run(|| {
+            let (opener, opened_in) = suspended_opener();
+            // An async task of this worker drops the suspended coroutine: it unwinds there.
+            corio::spawn_local(async move { drop(opener) })
+                .join()
+                .unwrap();
+            (opened_in, CANARY.try_with(|c| c.0).ok(), fresh_reader())
+        })
+    });
+    assert_eq!(
+        after, None,
+        "the scope ended but its (dropped) value is still visible"
+    );
+    assert_eq!(
+        next_in, opened_in,
+        "the next coroutine got the freed stack slot"
+    );
+    assert_eq!(
+        next_sees, None,
+        "a scope of the slot's last coroutine is still visible"
+    );
+}
+
+/// The same with the roles swapped: a bare coroutine resumed inside an async task's poll opens
+/// its scope on the thread's scope stack, and a stackful coroutine of the worker drops it.
+#[test]
+fn a_scope_a_bare_coroutine_left_open_in_an_async_task_ends_when_a_coroutine_drops_it() {
+    use corio::coroutine::Coroutine;
+    let rt = support::rt(1);
+    let (opened_in, (next_sees, next_in)) = within(EVENTUALLY, move || {
+        rt.run(|| {
+            thread_local! {
+                static STASH: std::cell::RefCell<Option<Coroutine<(), usize, ()>>> =
+                    const { std::cell::RefCell::new(None) };
+            }
+            let opened_in = corio::spawn_local(async {
+                let (opener, opened_in) = suspended_opener();
+                STASH.with(|s| *s.borrow_mut() = Some(opener));
+                opened_in
+            })
+            .join()
+            .unwrap();
+            // The main coroutine (a stackful context) drops it: the scope closes here.
+            drop(STASH.with(|s| s.borrow_mut().take()));
+            // The next coroutine an async task resumes gets the freed slot.
+            let next = corio::spawn_local(async { fresh_reader() }).join().unwrap();
+            (opened_in, next)
+        })
+    });
+    assert_eq!(
+        next_in, opened_in,
+        "the next coroutine got the freed stack slot"
+    );
+    assert_eq!(
+        next_sees, None,
+        "a scope of the slot's last coroutine is still visible"
+    );
+}
+
+/// A scoped future kept in a thread-local is dropped while the thread's thread-locals are
+/// destroyed, possibly after the thread's own scope stack: its drop (which opens the scope for
+/// the future's destructors) must not panic there, which would abort the process.
+#[test]
+fn a_scoped_future_dropped_while_the_threads_locals_are_destroyed_does_not_abort() {
+    use std::cell::RefCell;
+    thread_local! {
+        static HELD: RefCell<Option<corio::TaskLocalFuture<u32, std::future::Pending<()>>>> =
+            const { RefCell::new(None) };
+    }
+    let seen = std::thread::spawn(|| {
+        // Registered first, so destroyed last (destructors run in reverse order).
+        HELD.with(|h| *h.borrow_mut() = Some(VALUE.scope(4, std::future::pending())));
+        // The thread's scope stack is made (and its destructor registered) only now.
+        VALUE.sync_scope(5, || VALUE.get())
+    })
+    .join()
+    .expect("the thread ended without a panic");
+    assert_eq!(seen, 5);
+}
+
+/// What a bare coroutine reads of a scope its resumer opened, after suspending inside `with`
+/// and being resumed once that scope has ended: `None` (it never saw the value) or the value
+/// still alive; never the dropped value (`DEAD`), which `with` lent as a plain `&T`.
+fn read_across_the_resumers_scope() -> Option<u64> {
+    use corio::coroutine::{Coroutine, CoroutineResult};
+    let mut reader: Coroutine<(), (), Option<u64>> = Coroutine::new(|y, ()| {
+        CANARY
+            .try_with(|c| {
+                y.suspend(());
+                // SAFETY: `&c.0` comes from a `&Canary`, valid for reads for as long as `with`
+                // lends it — the promise under test. Volatile: the load stays after the switch.
+                unsafe { std::ptr::read_volatile(&c.0) }
+            })
+            .ok()
+    });
+    let first = CANARY.sync_scope(Canary(ALIVE), || reader.resume(()));
+    // The scope has ended: its value is dropped.
+    match first {
+        CoroutineResult::Return(read) => read,
+        CoroutineResult::Yield(()) => reader.resume(()).as_return().unwrap(),
+    }
+}
+
+/// `with` lends `&T` for the length of its closure, which is sound only if the scope that owns
+/// the value cannot end meanwhile: true when the scope is an outer frame of the same stack,
+/// false for a bare coroutine reading its resumer's scope, which it may suspend inside `with`
+/// while the resumer ends the scope.
+#[test]
+fn a_bare_coroutine_suspended_inside_with_does_not_read_its_resumers_ended_scope() {
+    let read = read_across_the_resumers_scope();
+    assert!(
+        read.is_none() || read == Some(ALIVE),
+        "read {read:x?} through a reference to a dropped value"
+    );
+}
+
+/// The same inside a task: the bare coroutine shares the task's scope stack.
+#[test]
+fn a_bare_coroutine_suspended_inside_with_in_a_task_does_not_read_the_tasks_ended_scope() {
+    let rt = support::rt(1);
+    let read = within(EVENTUALLY, move || rt.run(read_across_the_resumers_scope));
+    assert!(
+        read.is_none() || read == Some(ALIVE),
+        "read {read:x?} through a reference to a dropped value"
+    );
+}
+
+/// The other way round: the resumer reads, inside `with`, a scope that a bare coroutine left
+/// open while suspended (visible to it, module docs), and resumes the coroutine, which ends
+/// that scope and drops the value the resumer still holds a `&T` to.
+fn read_across_a_resumed_coroutines_scope() -> Option<u64> {
+    use corio::coroutine::Coroutine;
+    let mut opener: Coroutine<(), (), ()> = Coroutine::new(|y, ()| {
+        CANARY.sync_scope(Canary(ALIVE), || y.suspend(()));
+    });
+    assert!(opener.resume(()).is_yield());
+    CANARY
+        .try_with(|c| {
+            assert!(opener.resume(()).is_return()); // its scope ends, its value is dropped
+            // SAFETY: as in `read_across_the_resumers_scope`.
+            unsafe { std::ptr::read_volatile(&c.0) }
+        })
+        .ok()
+}
+
+#[test]
+fn a_scope_a_bare_coroutine_left_open_cannot_end_under_its_resumers_with() {
+    let read = read_across_a_resumed_coroutines_scope();
+    assert!(
+        read.is_none() || read == Some(ALIVE),
+        "read {read:x?} through a reference to a dropped value"
+    );
+}
+
+#[test]
+fn a_scope_a_bare_coroutine_left_open_cannot_end_under_its_tasks_with() {
+    let rt = support::rt(1);
+    let read = within(EVENTUALLY, move || {
+        rt.run(read_across_a_resumed_coroutines_scope)
+    });
+    assert!(
+        read.is_none() || read == Some(ALIVE),
+        "read {read:x?} through a reference to a dropped value"
+    );
+}

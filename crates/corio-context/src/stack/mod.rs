@@ -278,3 +278,30 @@ pub fn guard_kind() -> GuardKind {
 pub fn trim_thread_cache() {
     pool::trim_thread_cache();
 }
+
+/// Which execution context the calling code runs in, by its stack: the top of the coroutine
+/// stack slot that holds the caller's frame, or 0 on a stack that is not a coroutine's (a
+/// thread's own). Two pieces of code running at the same time with the same value share one
+/// stack, so one's frame is an outer frame of the other's: what corio's task-locals need to
+/// lend a reference into a scope's frame only to code that cannot outlive it.
+///
+/// A slot's value is reused once the coroutine that had it has finished (or been dropped),
+/// so a caller must not keep a value past the end of the frames it describes. Costs a scan
+/// of the arena's chunk table (a few entries; no lock, no system call).
+///
+/// ```
+/// use corio_context::{coroutine::Coroutine, stack};
+///
+/// let here = stack::current_context();
+/// assert_eq!(here, 0, "a thread's own stack");
+/// let mut co: Coroutine<(), (), usize> = Coroutine::new(|_, ()| stack::current_context());
+/// let inside = co.resume(()).as_return().unwrap();
+/// assert_ne!(inside, 0);
+/// assert_eq!(stack::current_context(), here);
+/// ```
+#[inline(never)]
+pub fn current_context() -> usize {
+    let here = 0u8;
+    let sp = std::ptr::from_ref(&here) as usize;
+    arena::find_slot(sp).map_or(0, |hit| hit.slot_top)
+}

@@ -181,6 +181,15 @@ impl StackfulCtx {
         // Refuse a nested coroutine before leaving any trace of the yield (a set flag or a
         // wake would resume the task spuriously at its next real suspension).
         let yielder = self.check_own_stack();
+        // A cancellation recorded by an uncancellable suspension (`corio::scope`'s wait, a
+        // preemption) is raised here, before the yield leaves a trace: `suspend_on` would raise
+        // it too, but after the flag below was set (or the task woken), and the task's next
+        // real suspension — a destructor that blocks while the coroutine unwinds — would then
+        // be resumed once spuriously. While the cancellation unwinds, this does nothing and a
+        // destructor's yield is an ordinary one.
+        if self.cancel_requested.get() {
+            self.raise_if_not_unwinding();
+        }
         if pinned {
             if let Some(to) = self.direct_yield_target(PREEMPTIBLE) {
                 // SAFETY: the worker has done the bookkeeping of ending our turn and starting
@@ -383,10 +392,36 @@ impl StackfulCtx {
     /// that arrives is recorded, and the coroutine's next ordinary suspension raises it. For
     /// waits that must not be cut short (`corio::scope` waiting for its children, whose
     /// borrows would otherwise outlive the data they borrow).
+    ///
+    /// While a cancellation is recorded, the resumed coroutine's budget is spent, so that the
+    /// next blocking-style call (or spawn) takes its slow path, [`yield_woken`](Self::yield_woken),
+    /// which raises the cancellation *before* polling anything. Raised only by a suspension
+    /// after the poll, it would leave behind what the poll did: a future that wakes its task
+    /// and returns `Pending` (an async yield) left the task notified, and a destructor that
+    /// blocked while the coroutine unwound was resumed once before its waker fired.
     pub(crate) fn suspend_uncancellable(&self) {
         if self.check_own_stack().suspend(()) == Signal::Cancel {
             self.cancel_requested.set(true);
         }
+        if self.cancel_requested.get() {
+            context::constrain(0);
+        }
+    }
+
+    /// Yields as a woken task (wakes itself, then suspends): for a spent budget or a
+    /// preemption request (`block_on::yield_for_preemption`). A recorded cancellation is raised
+    /// first, before the wake leaves a trace (see [`suspend_uncancellable`](Self::suspend_uncancellable)).
+    ///
+    /// # Panics
+    ///
+    /// As [`suspend`](Self::suspend).
+    pub(crate) fn yield_woken(&self) {
+        // Raised only from the coroutine's own stack: `suspend` refuses a nested one.
+        if self.cancel_requested.get() && self.can_suspend() {
+            self.raise_if_not_unwinding();
+        }
+        self.waker().wake_by_ref();
+        self.suspend();
     }
 
     /// The coroutine's yielder, after checking that the caller runs on the coroutine's own
@@ -651,7 +686,7 @@ where
                     io_wait: Cell::new(None),
                     unwinding: std::cell::RefCell::new(None),
                     pinned,
-                    locals: std::cell::RefCell::new(Vec::new()),
+                    locals: std::cell::OnceCell::new(),
                     // A migratable coroutine is never preempted (see `runtime/preempt.rs`).
                     preempt: (config.preemptible && pinned).then(|| PreemptState::new(header.id)),
                 };
