@@ -767,3 +767,69 @@ fn a_preemptible_coroutine_reached_by_direct_switches_is_still_preempted() {
         });
     }
 }
+
+/// One worker: a preemptible coroutine runs `corio::scope` over and over, each with a child
+/// (every other one preemptible) that it does not join, while the test thread requests
+/// preemptions without pause. `scope`'s wait finds the child running, publishes its waker
+/// under a std mutex and suspends; the child, ending on the same thread, takes the waker from
+/// under that mutex (and leaves its value under another one, which a join takes): corio's code
+/// on a coroutine's stack, which must not be preempted ("The rule", `runtime/preempt.rs`). A
+/// coroutine preempted while holding one of them leaves the other side blocked on it for ever,
+/// and with it the only worker: before the wait and the child's end raised the no-preempt
+/// counter, this hung (the worker in `ChildGuard::drop`, waiting for the lock the preempted
+/// wait held).
+#[test]
+fn scopes_of_preemptible_coroutines_survive_continuous_preemption() {
+    const WANTED: u64 = 300;
+    let rt = runtime(1);
+    let r = rt.clone();
+    let done = Arc::new(AtomicBool::new(false));
+    let (d, r2) = (done.clone(), rt.clone());
+    let preempter = std::thread::spawn(move || {
+        while !d.load(SeqCst) {
+            r2.preempt_running_coroutines();
+            std::hint::spin_loop();
+        }
+    });
+    // However the test ends, the preempter stops (a hang is reported by `within`).
+    struct Stop(Arc<AtomicBool>);
+    impl Drop for Stop {
+        fn drop(&mut self) {
+            self.0.store(true, SeqCst);
+        }
+    }
+    let stop = Stop(done);
+    let (scopes, sum) = within(EVENTUALLY, move || {
+        let r3 = r.clone();
+        r.run(move || {
+            preemptible()
+                .spawn(move || {
+                    let start = Instant::now();
+                    let (mut scopes, mut sum) = (0u64, 0u64);
+                    while r3.metrics().preemptions < WANTED && start.elapsed() < CAP {
+                        let mut theirs = 0u64;
+                        corio::scope(|s| {
+                            let child = || theirs = std::hint::black_box(scopes) + 1;
+                            if scopes % 2 == 0 {
+                                drop(s.go(child));
+                            } else {
+                                drop(s.go_with(preemptible(), child).unwrap());
+                            }
+                        });
+                        assert_eq!(theirs, scopes + 1);
+                        sum += theirs;
+                        scopes += 1;
+                    }
+                    (scopes, sum)
+                })
+                .unwrap()
+                .join()
+                .unwrap()
+        })
+    });
+    drop(stop);
+    preempter.join().unwrap();
+    assert_eq!(sum, scopes * (scopes + 1) / 2);
+    let m = rt.metrics();
+    assert!(m.preemptions >= WANTED, "{m:?}");
+}
