@@ -833,3 +833,76 @@ fn scopes_of_preemptible_coroutines_survive_continuous_preemption() {
     let m = rt.metrics();
     assert!(m.preemptions >= WANTED, "{m:?}");
 }
+
+
+/// One worker: a preemptible coroutine keeps a registered `Sleep` and resets it in a loop
+/// (`Sleep::reset` cancels the timer under its worker's timer-heap lock, in the coroutine's own
+/// code, outside any `block_on`), while an ordinary coroutine of the same worker sleeps over and
+/// over (each sleep registers a timer under the same lock), and the test thread requests
+/// preemptions without pause. A coroutine preempted while it holds the heap's std mutex leaves
+/// the sleeper, which runs next on the same thread, blocked on it for ever, and with it the
+/// only worker ("The rule", `runtime/preempt.rs`: corio's code on a coroutine's stack is never
+/// preempted).
+#[test]
+fn resetting_a_sleep_in_a_preemptible_coroutine_survives_continuous_preemption() {
+    const WANTED: u64 = 300;
+    let rt = runtime(1);
+    let r = rt.clone();
+    let done = Arc::new(AtomicBool::new(false));
+    let (d, r2) = (done.clone(), rt.clone());
+    let preempter = std::thread::spawn(move || {
+        while !d.load(SeqCst) {
+            r2.preempt_running_coroutines();
+            std::hint::spin_loop();
+        }
+    });
+    // However the test ends, the preempter stops (a hang is reported by `within`).
+    struct Stop(Arc<AtomicBool>);
+    impl Drop for Stop {
+        fn drop(&mut self) {
+            self.0.store(true, SeqCst);
+        }
+    }
+    let stop = Stop(done);
+    let (resets, sleeps) = within(EVENTUALLY, move || {
+        let r3 = r.clone();
+        r.run(move || {
+            let finished = Arc::new(AtomicBool::new(false));
+            let f = finished.clone();
+            let sleeper = corio::go(move || {
+                let mut sleeps = 0u64;
+                while !f.load(SeqCst) {
+                    corio::sleep(Duration::from_micros(1));
+                    sleeps += 1;
+                }
+                sleeps
+            });
+            let resetter = preemptible()
+                .spawn(move || {
+                    let start = Instant::now();
+                    let far = Duration::from_secs(3600);
+                    let mut sleep = corio::time::sleep_async(far);
+                    let mut resets = 0u64;
+                    while r3.metrics().preemptions < WANTED && start.elapsed() < CAP {
+                        // Registers the timer (inside `block_on`), then cancels it (outside).
+                        corio::block_on(std::future::poll_fn(|cx| {
+                            let _ = std::pin::Pin::new(&mut sleep).poll(cx);
+                            std::task::Poll::Ready(())
+                        }));
+                        sleep.reset(Instant::now() + far);
+                        resets += 1;
+                    }
+                    resets
+                })
+                .unwrap();
+            let resets = resetter.join().unwrap();
+            finished.store(true, SeqCst);
+            (resets, sleeper.join().unwrap())
+        })
+    });
+    drop(stop);
+    preempter.join().unwrap();
+    assert!(resets > 0 && sleeps > 0, "{resets} resets, {sleeps} sleeps");
+    let m = rt.metrics();
+    assert!(m.preemptions >= WANTED, "{m:?}");
+}
