@@ -906,3 +906,74 @@ fn resetting_a_sleep_in_a_preemptible_coroutine_survives_continuous_preemption()
     let m = rt.metrics();
     assert!(m.preemptions >= WANTED, "{m:?}");
 }
+
+/// One worker: a preemptible coroutine and an ordinary one each make a UDP socket, wait on it
+/// once (1 µs read timeout: the wait registers it with the netpoller) and drop it, over and
+/// over, while the test thread requests preemptions without pause. Registering and dropping
+/// a socket take the netpoller's pool lock in the coroutine's own code (the drop outside any
+/// `block_on`): a coroutine preempted while it holds it leaves the other, on the same thread,
+/// blocked on it for ever, and with it the only worker ("The rule", `runtime/preempt.rs`).
+#[test]
+fn sockets_made_and_dropped_by_a_preemptible_coroutine_survive_continuous_preemption() {
+    const WANTED: u64 = 100;
+    let rt = runtime(1);
+    let r = rt.clone();
+    let done = Arc::new(AtomicBool::new(false));
+    let (d, r2) = (done.clone(), rt.clone());
+    let preempter = std::thread::spawn(move || {
+        while !d.load(SeqCst) {
+            r2.preempt_running_coroutines();
+            std::hint::spin_loop();
+        }
+    });
+    // However the test ends, the preempter stops (a hang is reported by `within`).
+    struct Stop(Arc<AtomicBool>);
+    impl Drop for Stop {
+        fn drop(&mut self) {
+            self.0.store(true, SeqCst);
+        }
+    }
+    let stop = Stop(done);
+    /// One socket's life: made, registered by a wait that times out, dropped.
+    fn churn() -> u64 {
+        let socket = corio::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        socket
+            .set_read_timeout(Some(Duration::from_micros(1)))
+            .unwrap();
+        let mut buf = [0u8; 8];
+        assert!(socket.recv_from(&mut buf).is_err(), "nobody sends");
+        1
+    }
+    let (mine, theirs) = within(EVENTUALLY, move || {
+        let r3 = r.clone();
+        r.run(move || {
+            let finished = Arc::new(AtomicBool::new(false));
+            let f = finished.clone();
+            let other = corio::go(move || {
+                let mut n = 0;
+                while !f.load(SeqCst) {
+                    n += churn();
+                }
+                n
+            });
+            let churner = preemptible()
+                .spawn(move || {
+                    let start = Instant::now();
+                    let mut n = 0;
+                    while r3.metrics().preemptions < WANTED && start.elapsed() < CAP {
+                        n += churn();
+                    }
+                    n
+                })
+                .unwrap();
+            let mine = churner.join().unwrap();
+            finished.store(true, SeqCst);
+            (mine, other.join().unwrap())
+        })
+    });
+    drop(stop);
+    preempter.join().unwrap();
+    assert!(mine > 0 && theirs > 0, "{mine} and {theirs} sockets");
+    let m = rt.metrics();
+    assert!(m.preemptions >= WANTED, "{m:?}");
+}
