@@ -977,3 +977,68 @@ fn sockets_made_and_dropped_by_a_preemptible_coroutine_survive_continuous_preemp
     let m = rt.metrics();
     assert!(m.preemptions >= WANTED, "{m:?}");
 }
+
+/// One worker: a preemptible coroutine starts a coroutine that waits on a channel, lets it
+/// start, and aborts it, over and over, while the test thread requests preemptions without
+/// pause. `JoinHandle::abort` queues the idle victim on its worker from the coroutine's own
+/// code (`WorkerCtx::schedule_local`, which borrows the worker's core): a coroutine preempted
+/// while it holds that borrow comes back to the worker's loop, which borrows the core again
+/// and panics ("RefCell already borrowed"), killing the worker ("The rule",
+/// `runtime/preempt.rs`: corio's code on a coroutine's stack is never preempted).
+#[test]
+fn aborts_from_a_preemptible_coroutine_survive_continuous_preemption() {
+    // Runs until this many preemptions (a dead worker shows well before: it died after 160 in
+    // one run), and needs a few hundred however slow the machine (the cap ends it first).
+    const WANTED: u64 = 2_000;
+    const AT_LEAST: u64 = 300;
+    let rt = runtime(1);
+    let r = rt.clone();
+    let done = Arc::new(AtomicBool::new(false));
+    let (d, r2) = (done.clone(), rt.clone());
+    let preempter = std::thread::spawn(move || {
+        while !d.load(SeqCst) {
+            r2.preempt_running_coroutines();
+            std::hint::spin_loop();
+        }
+    });
+    // However the test ends, the preempter stops (a hang is reported by `within`).
+    struct Stop(Arc<AtomicBool>);
+    impl Drop for Stop {
+        fn drop(&mut self) {
+            self.0.store(true, SeqCst);
+        }
+    }
+    let stop = Stop(done);
+    let aborted = within(EVENTUALLY, move || {
+        let r3 = r.clone();
+        r.run(move || {
+            preemptible()
+                .spawn(move || {
+                    let start = Instant::now();
+                    let mut aborted = 0u64;
+                    while r3.metrics().preemptions < WANTED && start.elapsed() < CAP {
+                        let (tx, rx) = corio::chan::bounded::<u8>(0);
+                        let victim = corio::go(move || {
+                            let _ = rx.recv();
+                        });
+                        // The victim starts and waits: the abort finds it idle and queues it.
+                        corio::yield_now();
+                        victim.abort();
+                        if victim.join().is_err_and(|e| e.is_cancelled()) {
+                            aborted += 1;
+                        }
+                        drop(tx);
+                    }
+                    aborted
+                })
+                .unwrap()
+                .join()
+                .unwrap()
+        })
+    });
+    drop(stop);
+    preempter.join().unwrap();
+    assert!(aborted > 0, "no victim was cancelled");
+    let m = rt.metrics();
+    assert!(m.preemptions >= AT_LEAST, "{m:?}");
+}
