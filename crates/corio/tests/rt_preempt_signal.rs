@@ -1042,3 +1042,65 @@ fn aborts_from_a_preemptible_coroutine_survive_continuous_preemption() {
     let m = rt.metrics();
     assert!(m.preemptions >= AT_LEAST, "{m:?}");
 }
+
+/// One worker: a preemptible coroutine fills a `JoinSet` with short coroutines and collects
+/// their results by polling `try_join_next` in a loop (so that they run only when it is
+/// preempted), while the test thread requests preemptions without pause. `try_join_next` takes
+/// the set's std mutex in the coroutine's own code; a finishing member wakes the set under the
+/// same mutex, on the worker's stack: a coroutine preempted while it holds the mutex leaves
+/// the worker blocked on it for ever ("The rule", `runtime/preempt.rs`).
+#[test]
+fn a_join_set_polled_by_a_preemptible_coroutine_survives_continuous_preemption() {
+    const WANTED: u64 = 300;
+    let rt = runtime(1);
+    let r = rt.clone();
+    let done = Arc::new(AtomicBool::new(false));
+    let (d, r2) = (done.clone(), rt.clone());
+    let preempter = std::thread::spawn(move || {
+        while !d.load(SeqCst) {
+            r2.preempt_running_coroutines();
+            std::hint::spin_loop();
+        }
+    });
+    // However the test ends, the preempter stops (a hang is reported by `within`).
+    struct Stop(Arc<AtomicBool>);
+    impl Drop for Stop {
+        fn drop(&mut self) {
+            self.0.store(true, SeqCst);
+        }
+    }
+    let stop = Stop(done);
+    let (sets, sum) = within(EVENTUALLY, move || {
+        let r3 = r.clone();
+        r.run(move || {
+            preemptible()
+                .spawn(move || {
+                    let start = Instant::now();
+                    let (mut sets, mut sum) = (0u64, 0u64);
+                    while r3.metrics().preemptions < WANTED && start.elapsed() < CAP {
+                        let mut set = corio::JoinSet::new();
+                        for k in 0..4u64 {
+                            set.go(move || k);
+                        }
+                        let mut got = 0;
+                        while got < 4 {
+                            if let Some(result) = set.try_join_next() {
+                                sum += result.unwrap();
+                                got += 1;
+                            }
+                        }
+                        sets += 1;
+                    }
+                    (sets, sum)
+                })
+                .unwrap()
+                .join()
+                .unwrap()
+        })
+    });
+    drop(stop);
+    preempter.join().unwrap();
+    assert_eq!(sum, sets * 6);
+    let m = rt.metrics();
+    assert!(m.preemptions >= WANTED, "{m:?}");
+}
