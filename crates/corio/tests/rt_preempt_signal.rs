@@ -1104,3 +1104,54 @@ fn a_join_set_polled_by_a_preemptible_coroutine_survives_continuous_preemption()
     let m = rt.metrics();
     assert!(m.preemptions >= WANTED, "{m:?}");
 }
+
+/// One worker: a preemptible coroutine calls `corio::blocking` in a loop while the test thread
+/// requests preemptions without pause. Entering the blocking section flushes the worker's
+/// slots under a borrow of its core (and takes its inbox's lock) in the coroutine's own code:
+/// a coroutine preempted there comes back to the worker's loop, which borrows the core again
+/// and panics, killing the worker ("The rule", `runtime/preempt.rs`).
+#[test]
+fn blocking_sections_of_a_preemptible_coroutine_survive_continuous_preemption() {
+    const WANTED: u64 = 2_000;
+    const AT_LEAST: u64 = 300;
+    let rt = runtime(1);
+    let r = rt.clone();
+    let done = Arc::new(AtomicBool::new(false));
+    let (d, r2) = (done.clone(), rt.clone());
+    let preempter = std::thread::spawn(move || {
+        while !d.load(SeqCst) {
+            r2.preempt_running_coroutines();
+            std::hint::spin_loop();
+        }
+    });
+    // However the test ends, the preempter stops (a hang is reported by `within`).
+    struct Stop(Arc<AtomicBool>);
+    impl Drop for Stop {
+        fn drop(&mut self) {
+            self.0.store(true, SeqCst);
+        }
+    }
+    let stop = Stop(done);
+    let sections = within(EVENTUALLY, move || {
+        let r3 = r.clone();
+        r.run(move || {
+            preemptible()
+                .spawn(move || {
+                    let start = Instant::now();
+                    let mut sections = 0u64;
+                    while r3.metrics().preemptions < WANTED && start.elapsed() < CAP {
+                        sections += corio::blocking(|| std::hint::black_box(1u64));
+                    }
+                    sections
+                })
+                .unwrap()
+                .join()
+                .unwrap()
+        })
+    });
+    drop(stop);
+    preempter.join().unwrap();
+    assert!(sections > 0);
+    let m = rt.metrics();
+    assert!(m.preemptions >= AT_LEAST, "{m:?}");
+}
