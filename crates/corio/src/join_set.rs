@@ -24,10 +24,10 @@ use std::sync::Arc;
 // a member's completion takes it on the worker's stack: a preemptible coroutine preempted while
 // it held it would block its worker for ever, so outside loom the lock's guard also raises the
 // no-preempt counter (`runtime/preempt.rs`, "The rule").
-#[cfg(loom)]
-use std::sync::Mutex;
 #[cfg(not(loom))]
 use crate::loom::sync::Mutex;
+#[cfg(loom)]
+use std::sync::Mutex;
 use std::task::{Context, Poll, Wake, Waker};
 
 use crate::task::{AbortHandle, JoinError, JoinHandle};

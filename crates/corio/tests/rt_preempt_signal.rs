@@ -834,7 +834,6 @@ fn scopes_of_preemptible_coroutines_survive_continuous_preemption() {
     assert!(m.preemptions >= WANTED, "{m:?}");
 }
 
-
 /// One worker: a preemptible coroutine keeps a registered `Sleep` and resets it in a loop
 /// (`Sleep::reset` cancels the timer under its worker's timer-heap lock, in the coroutine's own
 /// code, outside any `block_on`), while an ordinary coroutine of the same worker sleeps over and
@@ -1216,7 +1215,10 @@ fn bare_coroutines_made_by_a_preemptible_coroutine_survive_continuous_preemption
     });
     drop(stop);
     preempter.join().unwrap();
-    assert!(made > 0 && spawned > 0, "{made} bare coroutines, {spawned} spawned");
+    assert!(
+        made > 0 && spawned > 0,
+        "{made} bare coroutines, {spawned} spawned"
+    );
     let m = rt.metrics();
     assert!(m.preemptions >= AT_LEAST, "{m:?}");
 }
