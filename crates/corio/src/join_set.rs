@@ -18,7 +18,16 @@ use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::future::{Future, poll_fn};
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+// The ready list's lock. `try_join_next` and `join_next` take it in a coroutine's own code, and
+// a member's completion takes it on the worker's stack: a preemptible coroutine preempted while
+// it held it would block its worker for ever, so outside loom the lock's guard also raises the
+// no-preempt counter (`runtime/preempt.rs`, "The rule").
+#[cfg(not(loom))]
+use crate::loom::sync::Mutex;
+#[cfg(loom)]
+use std::sync::Mutex;
 use std::task::{Context, Poll, Wake, Waker};
 
 use crate::task::{AbortHandle, JoinError, JoinHandle};

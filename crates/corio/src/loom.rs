@@ -54,7 +54,7 @@ pub(crate) mod sync {
     #[cfg(not(loom))]
     mod preemptless {
         use std::ops::{Deref, DerefMut};
-        use std::sync::{LockResult, PoisonError};
+        use std::sync::{LockResult, PoisonError, TryLockError, TryLockResult};
 
         use crate::runtime::preempt::{self, NoPreempt};
 
@@ -87,6 +87,24 @@ pub(crate) mod sync {
                         inner: poisoned.into_inner(),
                         _no_preempt: no_preempt,
                     })),
+                }
+            }
+
+            #[inline]
+            pub(crate) fn try_lock(&self) -> TryLockResult<MutexGuard<'_, T>> {
+                let no_preempt = preempt::guard();
+                match self.0.try_lock() {
+                    Ok(inner) => Ok(MutexGuard {
+                        inner,
+                        _no_preempt: no_preempt,
+                    }),
+                    Err(TryLockError::Poisoned(poisoned)) => {
+                        Err(TryLockError::Poisoned(PoisonError::new(MutexGuard {
+                            inner: poisoned.into_inner(),
+                            _no_preempt: no_preempt,
+                        })))
+                    }
+                    Err(TryLockError::WouldBlock) => Err(TryLockError::WouldBlock),
                 }
             }
         }

@@ -189,6 +189,10 @@ struct ChildGuard(Arc<ScopeState>);
 
 impl Drop for ChildGuard {
     fn drop(&mut self) {
+        // corio's code on the child's stack, which takes the lock `scope`'s wait takes: a
+        // preemptible child preempted while holding it would leave the wait, on the same
+        // thread, blocked on it for ever (runtime/preempt.rs, "The rule").
+        let _no_preempt = crate::runtime::preempt::guard();
         // Release: pairs with the Acquire load in `AllChildrenEnded::poll`, so that everything
         // the child did (writes into borrowed data, dropping its closure) happens before
         // `scope` returns.
@@ -229,6 +233,10 @@ impl Drop for WaitForChildren<'_> {
 fn wait_uncancellable<F: Future>(fut: F) -> F::Output {
     match context::here() {
         Here::Stackful(ctx) => {
+            // corio's code on a coroutine's stack, as in `block_on`: a preemptible coroutine
+            // preempted inside the wait (holding its lock, or between a resume and the read of
+            // the resume's signal) would break "The rule" of runtime/preempt.rs.
+            let _no_preempt = ctx.no_preempt();
             let mut fut = std::pin::pin!(fut);
             loop {
                 let mut cx = Context::from_waker(ctx.waker());
@@ -282,7 +290,12 @@ impl<F: FnOnce() -> T, T> Child<F, T> {
     fn run(mut self) {
         let f = self.f.take().expect("a scoped child runs once");
         match catch_unwind(AssertUnwindSafe(f)) {
-            Ok(v) => *self.packet.value.lock().unwrap_or_else(|e| e.into_inner()) = Some(v),
+            Ok(v) => {
+                // The lock the handle's join takes, maybe on this thread: not preempted while
+                // held (runtime/preempt.rs, "The rule").
+                let _no_preempt = crate::runtime::preempt::guard();
+                *self.packet.value.lock().unwrap_or_else(|e| e.into_inner()) = Some(v);
+            }
             Err(payload) => {
                 self.record_panic(&payload);
                 resume_unwind(payload)

@@ -136,11 +136,11 @@ use std::task::Waker;
 use super::slot::{Register, WaiterSlot, WakerId};
 use crate::loom::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 // The waker lists' lock: loom's under the model checker (a std lock held by a thread loom
-// switched away from would block the model for real), std's otherwise.
-#[cfg(loom)]
-use loom::sync::Mutex as ListLock;
-#[cfg(not(loom))]
-use std::sync::Mutex as ListLock;
+// switched away from would block the model for real), otherwise std's with a no-preempt
+// guard (a preemptible coroutine preempted while it held it, withdrawing its waker outside
+// `block_on`, would block the next coroutine of its thread that took it: `runtime/preempt.rs`,
+// "The rule").
+use crate::loom::sync::Mutex as ListLock;
 
 /// The lowest token of a socket; the driver's own descriptors use tokens below it.
 pub(crate) const TOKEN_BASE: u64 = 16;
@@ -557,6 +557,10 @@ impl Registry {
     /// Registers a new socket: a `ScheduledIo` from the pool and its token (the caller then
     /// adds the fd to epoll with [`Registration::token`]).
     pub(crate) fn insert(self: &Arc<Self>) -> Registration {
+        // A coroutine's own code takes the pool's lock (a socket's registration, its drop):
+        // not preempted while it holds it (`runtime/preempt.rs`, "The rule"), or the next
+        // coroutine of its thread to make or drop a socket blocks the worker for ever.
+        let _no_preempt = crate::runtime::preempt::guard();
         let mut pool = self.pool.lock().unwrap_or_else(|e| e.into_inner());
         let index = match pool.free.pop() {
             Some(index) => index,
@@ -621,6 +625,8 @@ impl Registry {
     /// back to the pool (a stale token is ignored).
     fn remove(&self, token: u64) {
         let (index, generation) = split(token);
+        // As in `insert`.
+        let _no_preempt = crate::runtime::preempt::guard();
         let mut pool = self.pool.lock().unwrap_or_else(|e| e.into_inner());
         if pool.live.get(index as usize) == Some(&true)
             && let Some(io) = self.get(index)

@@ -322,6 +322,9 @@ impl<T: AsRawFd> Source<T> {
     #[cold]
     #[inline(never)]
     fn register(&self) -> io::Result<&Registration> {
+        // Not preempted while `init` is held (`runtime/preempt.rs`, "The rule"): another
+        // handle of this socket on the same thread would block on it for ever.
+        let _no_preempt = crate::runtime::preempt::guard();
         let _init = self.init.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(registration) = self.registration.get() {
             return Ok(registration);
@@ -850,6 +853,8 @@ impl<T: AsRawFd> Source<T> {
         let registration = match self.registration.get() {
             Some(registration) => Some(registration),
             None => {
+                // As in `register`.
+                let _no_preempt = crate::runtime::preempt::guard();
                 let _init = self.init.lock().unwrap_or_else(|e| e.into_inner());
                 self.registration.get()
             }

@@ -51,8 +51,9 @@
 //! — so each coroutine carries a **no-preempt counter** ([`PreemptState::no_preempt`]), raised
 //! by a [`NoPreempt`] guard at every entry point through which a coroutine enters corio's code:
 //! `block_on` (and through it every blocking-style call: channels, sync, timers, IO, `join`),
-//! `yield_now`, the spawn functions, the task waker's vtable, the task allocator, and the
-//! channel and sync locks. The counter lives in the coroutine (its task's `Live` block), not in a
+//! `yield_now`, the spawn functions, the task waker's vtable, the task allocator, the
+//! channel and sync locks, and `scope`'s wait for its children and a scoped child's end
+//! (each takes a std mutex the other may take on the same thread). The counter lives in the coroutine (its task's `Live` block), not in a
 //! thread-local, because a coroutine suspended inside `block_on` keeps it raised while other
 //! coroutines of the thread run. It is also raised from the coroutine's creation until its
 //! closure starts, and again once it returns, which covers the first and last switches.

@@ -1839,6 +1839,10 @@ impl WorkerCtx {
     /// Flushes the next-task slot into the run queue so others can steal it while this
     /// worker blocks (`corio::blocking`).
     pub(crate) fn enter_blocking(&self) {
+        // Called by a coroutine's own code (`corio::blocking`): not preempted while it holds
+        // the core (the loop, back from the preempted coroutine, would borrow it again) or the
+        // inbox's lock (`runtime/preempt.rs`, "The rule").
+        let _no_preempt = super::preempt::guard();
         if let Ok(mut core) = self.core.try_borrow_mut() {
             if let Some(task) = core.next.take() {
                 self.push_back(&mut core, task);

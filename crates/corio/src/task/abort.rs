@@ -13,6 +13,11 @@ use super::raw::{Notified, drop_reference};
 /// Cancels a task from a shared reference to it: marks it cancelled and, if it was idle,
 /// schedules it so that a worker (its home worker, for a started coroutine) cancels it.
 pub(crate) fn abort_task(raw: NonNull<Header>) {
+    // The caller may be a preemptible coroutine's own code: not preempted while the task is
+    // queued (`schedule_local` borrows the worker's core, which the loop borrows again when the
+    // preempted coroutine comes back to it; `runtime/preempt.rs`, "The rule"), as a waker's
+    // wake is not.
+    let _no_preempt = crate::runtime::preempt::guard();
     // SAFETY: the caller holds a reference to the task.
     let header = unsafe { raw.as_ref() };
     if header.state.transition_to_notified_and_cancel() {

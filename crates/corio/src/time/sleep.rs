@@ -55,6 +55,10 @@ impl Sleep {
     }
 
     fn register(&mut self, cx: &mut Context<'_>) {
+        // Not preempted while it holds the heap's lock or the driver's (`runtime/preempt.rs`,
+        // "The rule"): a coroutine of this thread that then took it would block the worker for
+        // ever. A poll inside `block_on` holds the counter already; one outside it does not.
+        let _no_preempt = crate::runtime::preempt::guard();
         let Some(shared) = context::current_shared().filter(|s| !s.is_shutdown()) else {
             let entry = fallback::register(self.deadline, cx.waker());
             self.timer = Some(Registered::Fallback(entry));
@@ -157,6 +161,9 @@ impl Sleep {
     /// Removes the timer from its heap if it has not fired (a cancelled timer leaves nothing
     /// behind, not even a stale deadline that would wake an idle runtime).
     fn cancel(&mut self) {
+        // As in `register`: a `Sleep` reset or dropped by a coroutine's own code, outside
+        // `block_on`, takes the same locks.
+        let _no_preempt = crate::runtime::preempt::guard();
         match self.timer.take() {
             Some(Registered::Runtime {
                 shared,
