@@ -32,6 +32,7 @@
 
 mod arch;
 pub mod coroutine;
+pub mod critical;
 #[doc(hidden)]
 pub mod local;
 mod overflow;

@@ -914,7 +914,10 @@ fn resetting_a_sleep_in_a_preemptible_coroutine_survives_continuous_preemption()
 /// blocked on it for ever, and with it the only worker ("The rule", `runtime/preempt.rs`).
 #[test]
 fn sockets_made_and_dropped_by_a_preemptible_coroutine_survive_continuous_preemption() {
+    // Most signals land in the system calls (excluded): 62-88 preemptions in 20 s were seen
+    // on a quiet 2-vCPU machine, so the churn runs to WANTED or the cap, and asserts AT_LEAST.
     const WANTED: u64 = 100;
+    const AT_LEAST: u64 = 20;
     let rt = runtime(1);
     let r = rt.clone();
     let done = Arc::new(AtomicBool::new(false));
@@ -974,7 +977,7 @@ fn sockets_made_and_dropped_by_a_preemptible_coroutine_survive_continuous_preemp
     preempter.join().unwrap();
     assert!(mine > 0 && theirs > 0, "{mine} and {theirs} sockets");
     let m = rt.metrics();
-    assert!(m.preemptions >= WANTED, "{m:?}");
+    assert!(m.preemptions >= AT_LEAST, "{m:?}");
 }
 
 /// One worker: a preemptible coroutine starts a coroutine that waits on a channel, lets it
@@ -1160,10 +1163,11 @@ fn blocking_sections_of_a_preemptible_coroutine_survive_continuous_preemption() 
 /// preemptions without pause. A bare coroutine's stack comes from, and goes back to, the
 /// thread's stack cache (`corio_context::stack::pool`, a thread-local `RefCell`) in the
 /// preemptible coroutine's own code; preempted while it holds the borrow, it lets the worker
-/// start a task's coroutine, whose stack comes from the same cache: the borrow panics ("RefCell
-/// already mutably borrowed", `stack/pool.rs`) and the worker dies.
+/// start a task's coroutine, whose stack comes from the same cache: the borrow panicked
+/// ("RefCell already mutably borrowed", `stack/pool.rs`) and the worker died. The stack
+/// functions now count themselves as critical (`corio_context::critical`), and the handler
+/// does not preempt inside them.
 #[test]
-#[ignore = "corio-context's stack cache is not preemption-safe: needs a design decision (see the report)"]
 fn bare_coroutines_made_by_a_preemptible_coroutine_survive_continuous_preemption() {
     const WANTED: u64 = 2_000;
     const AT_LEAST: u64 = 300;

@@ -122,7 +122,10 @@ impl Stack {
     #[inline]
     pub(crate) fn new(size: usize) -> io::Result<Stack> {
         let (stack_size, slot_size) = slot_geometry(size)?;
-        let (class, top, rotation) = pool::alloc(stack_size, slot_size)?;
+        let (class, top, rotation) = {
+            let _section = crate::critical::Section::enter();
+            pool::alloc(stack_size, slot_size)?
+        };
         let offset = (rotation % ROTATION_STEPS) * ROTATION_STEP;
         Ok(Stack {
             class,
@@ -163,6 +166,7 @@ impl Drop for Stack {
     fn drop(&mut self) {
         // The slot is no longer in use: the overflow handler ignores its header from now on.
         self.header().id.store(0, Ordering::Relaxed);
+        let _section = crate::critical::Section::enter();
         pool::free(self.class, self.top);
     }
 }
@@ -207,6 +211,7 @@ pub struct StackStats {
 /// assert!(stack::stats().cached >= 1);
 /// ```
 pub fn stats() -> StackStats {
+    let _section = crate::critical::Section::enter();
     let mut stats = StackStats::default();
     SizeClass::for_each(|class| {
         stats.carved += class.carved.load(Ordering::Relaxed);
@@ -221,6 +226,7 @@ pub fn stats() -> StackStats {
 /// [`Builder::stack_size`](crate::coroutine::Builder::stack_size)); all zero if no coroutine of
 /// that size was ever created. The same caveat as for [`stats`] applies.
 pub fn stats_for_size(size: usize) -> StackStats {
+    let _section = crate::critical::Section::enter();
     let mut stats = StackStats::default();
     let Ok((_, slot_size)) = slot_geometry(size) else {
         return stats;
@@ -254,6 +260,7 @@ pub fn validate_size(size: usize) -> io::Result<()> {
 ///
 /// As [`Builder::build`](crate::coroutine::Builder::build).
 pub fn ensure_available(size: usize) -> io::Result<()> {
+    let _section = crate::critical::Section::enter();
     // A spawning loop asks for the same size each time: one look at the thread's cache.
     if pool::known_available(size) {
         return Ok(());
@@ -276,6 +283,7 @@ pub fn guard_kind() -> GuardKind {
 /// Threads do this themselves when they exit; a long-lived thread that ran a burst of
 /// coroutines can call it to hand back the memory sooner.
 pub fn trim_thread_cache() {
+    let _section = crate::critical::Section::enter();
     pool::trim_thread_cache();
 }
 

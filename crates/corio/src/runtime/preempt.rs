@@ -53,8 +53,11 @@
 //! `block_on` (and through it every blocking-style call: channels, sync, timers, IO, `join`),
 //! `yield_now`, the spawn functions, the task waker's vtable, the task allocator, the
 //! channel and sync locks, and `scope`'s wait for its children and a scoped child's end
-//! (each takes a std mutex the other may take on the same thread). The counter lives in the coroutine (its task's `Live` block), not in a
-//! thread-local, because a coroutine suspended inside `block_on` keeps it raised while other
+//! (each takes a std mutex the other may take on the same thread). `corio_context`, below the
+//! runtime, has critical sections of its own (a bare `Coroutine`'s stack taken from and given
+//! back to the thread's stack cache and the arena): it counts them per thread, and the handler
+//! refuses while `corio_context::critical::active()`. The counter lives in the coroutine (its
+//! task's `Live` block), not in a thread-local, because a coroutine suspended inside `block_on` keeps it raised while other
 //! coroutines of the thread run. It is also raised from the coroutine's creation until its
 //! closure starts, and again once it returns, which covers the first and last switches.
 //! A guard costs one relaxed load of a process-wide flag when no preemptible coroutine was ever
@@ -719,7 +722,10 @@ mod imp {
             slot.stray.fetch_add(1, Ordering::Relaxed);
             return;
         }
-        if state.no_preempt.load(Ordering::Relaxed) != 0 || std::thread::panicking() {
+        if state.no_preempt.load(Ordering::Relaxed) != 0
+            || std::thread::panicking()
+            || corio_context::critical::active()
+        {
             return;
         }
         let regs = &mut uc.uc_mcontext.gregs;
