@@ -27,6 +27,39 @@ fn runtime(workers: usize) -> Arc<corio::Runtime> {
     )
 }
 
+/// A thread that requests preemptions of `rt`'s running coroutines without pause, from `start`
+/// until it is dropped (which stops and joins it, however the test ends).
+struct Preempter {
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Preempter {
+    fn start(rt: &Arc<corio::Runtime>) -> Preempter {
+        let stop = Arc::new(AtomicBool::new(false));
+        let (s, rt) = (stop.clone(), rt.clone());
+        let thread = std::thread::spawn(move || {
+            while !s.load(SeqCst) {
+                rt.preempt_running_coroutines();
+                std::hint::spin_loop();
+            }
+        });
+        Preempter {
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Preempter {
+    fn drop(&mut self) {
+        self.stop.store(true, SeqCst);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
 /// A preemptible builder.
 fn preemptible() -> corio::Builder {
     // SAFETY: the test hogs hold no thread-local borrow, lock or guard while they spin.
@@ -783,22 +816,8 @@ fn scopes_of_preemptible_coroutines_survive_continuous_preemption() {
     const WANTED: u64 = 300;
     let rt = runtime(1);
     let r = rt.clone();
-    let done = Arc::new(AtomicBool::new(false));
-    let (d, r2) = (done.clone(), rt.clone());
-    let preempter = std::thread::spawn(move || {
-        while !d.load(SeqCst) {
-            r2.preempt_running_coroutines();
-            std::hint::spin_loop();
-        }
-    });
     // However the test ends, the preempter stops (a hang is reported by `within`).
-    struct Stop(Arc<AtomicBool>);
-    impl Drop for Stop {
-        fn drop(&mut self) {
-            self.0.store(true, SeqCst);
-        }
-    }
-    let stop = Stop(done);
+    let preempter = Preempter::start(&rt);
     let (scopes, sum) = within(EVENTUALLY, move || {
         let r3 = r.clone();
         r.run(move || {
@@ -827,8 +846,7 @@ fn scopes_of_preemptible_coroutines_survive_continuous_preemption() {
                 .unwrap()
         })
     });
-    drop(stop);
-    preempter.join().unwrap();
+    drop(preempter);
     assert_eq!(sum, scopes * (scopes + 1) / 2);
     let m = rt.metrics();
     assert!(m.preemptions >= WANTED, "{m:?}");
@@ -847,22 +865,8 @@ fn resetting_a_sleep_in_a_preemptible_coroutine_survives_continuous_preemption()
     const WANTED: u64 = 300;
     let rt = runtime(1);
     let r = rt.clone();
-    let done = Arc::new(AtomicBool::new(false));
-    let (d, r2) = (done.clone(), rt.clone());
-    let preempter = std::thread::spawn(move || {
-        while !d.load(SeqCst) {
-            r2.preempt_running_coroutines();
-            std::hint::spin_loop();
-        }
-    });
     // However the test ends, the preempter stops (a hang is reported by `within`).
-    struct Stop(Arc<AtomicBool>);
-    impl Drop for Stop {
-        fn drop(&mut self) {
-            self.0.store(true, SeqCst);
-        }
-    }
-    let stop = Stop(done);
+    let preempter = Preempter::start(&rt);
     let (resets, sleeps) = within(EVENTUALLY, move || {
         let r3 = r.clone();
         r.run(move || {
@@ -899,8 +903,7 @@ fn resetting_a_sleep_in_a_preemptible_coroutine_survives_continuous_preemption()
             (resets, sleeper.join().unwrap())
         })
     });
-    drop(stop);
-    preempter.join().unwrap();
+    drop(preempter);
     assert!(resets > 0 && sleeps > 0, "{resets} resets, {sleeps} sleeps");
     let m = rt.metrics();
     assert!(m.preemptions >= WANTED, "{m:?}");
@@ -920,22 +923,8 @@ fn sockets_made_and_dropped_by_a_preemptible_coroutine_survive_continuous_preemp
     const AT_LEAST: u64 = 20;
     let rt = runtime(1);
     let r = rt.clone();
-    let done = Arc::new(AtomicBool::new(false));
-    let (d, r2) = (done.clone(), rt.clone());
-    let preempter = std::thread::spawn(move || {
-        while !d.load(SeqCst) {
-            r2.preempt_running_coroutines();
-            std::hint::spin_loop();
-        }
-    });
     // However the test ends, the preempter stops (a hang is reported by `within`).
-    struct Stop(Arc<AtomicBool>);
-    impl Drop for Stop {
-        fn drop(&mut self) {
-            self.0.store(true, SeqCst);
-        }
-    }
-    let stop = Stop(done);
+    let preempter = Preempter::start(&rt);
     /// One socket's life: made, registered by a wait that times out, dropped.
     fn churn() -> u64 {
         let socket = corio::net::UdpSocket::bind("127.0.0.1:0").unwrap();
@@ -973,8 +962,7 @@ fn sockets_made_and_dropped_by_a_preemptible_coroutine_survive_continuous_preemp
             (mine, other.join().unwrap())
         })
     });
-    drop(stop);
-    preempter.join().unwrap();
+    drop(preempter);
     assert!(mine > 0 && theirs > 0, "{mine} and {theirs} sockets");
     let m = rt.metrics();
     assert!(m.preemptions >= AT_LEAST, "{m:?}");
@@ -995,22 +983,8 @@ fn aborts_from_a_preemptible_coroutine_survive_continuous_preemption() {
     const AT_LEAST: u64 = 300;
     let rt = runtime(1);
     let r = rt.clone();
-    let done = Arc::new(AtomicBool::new(false));
-    let (d, r2) = (done.clone(), rt.clone());
-    let preempter = std::thread::spawn(move || {
-        while !d.load(SeqCst) {
-            r2.preempt_running_coroutines();
-            std::hint::spin_loop();
-        }
-    });
     // However the test ends, the preempter stops (a hang is reported by `within`).
-    struct Stop(Arc<AtomicBool>);
-    impl Drop for Stop {
-        fn drop(&mut self) {
-            self.0.store(true, SeqCst);
-        }
-    }
-    let stop = Stop(done);
+    let preempter = Preempter::start(&rt);
     let aborted = within(EVENTUALLY, move || {
         let r3 = r.clone();
         r.run(move || {
@@ -1038,8 +1012,7 @@ fn aborts_from_a_preemptible_coroutine_survive_continuous_preemption() {
                 .unwrap()
         })
     });
-    drop(stop);
-    preempter.join().unwrap();
+    drop(preempter);
     assert!(aborted > 0, "no victim was cancelled");
     let m = rt.metrics();
     assert!(m.preemptions >= AT_LEAST, "{m:?}");
@@ -1056,22 +1029,8 @@ fn a_join_set_polled_by_a_preemptible_coroutine_survives_continuous_preemption()
     const WANTED: u64 = 300;
     let rt = runtime(1);
     let r = rt.clone();
-    let done = Arc::new(AtomicBool::new(false));
-    let (d, r2) = (done.clone(), rt.clone());
-    let preempter = std::thread::spawn(move || {
-        while !d.load(SeqCst) {
-            r2.preempt_running_coroutines();
-            std::hint::spin_loop();
-        }
-    });
     // However the test ends, the preempter stops (a hang is reported by `within`).
-    struct Stop(Arc<AtomicBool>);
-    impl Drop for Stop {
-        fn drop(&mut self) {
-            self.0.store(true, SeqCst);
-        }
-    }
-    let stop = Stop(done);
+    let preempter = Preempter::start(&rt);
     let (sets, sum) = within(EVENTUALLY, move || {
         let r3 = r.clone();
         r.run(move || {
@@ -1100,8 +1059,7 @@ fn a_join_set_polled_by_a_preemptible_coroutine_survives_continuous_preemption()
                 .unwrap()
         })
     });
-    drop(stop);
-    preempter.join().unwrap();
+    drop(preempter);
     assert_eq!(sum, sets * 6);
     let m = rt.metrics();
     assert!(m.preemptions >= WANTED, "{m:?}");
@@ -1118,22 +1076,8 @@ fn blocking_sections_of_a_preemptible_coroutine_survive_continuous_preemption() 
     const AT_LEAST: u64 = 300;
     let rt = runtime(1);
     let r = rt.clone();
-    let done = Arc::new(AtomicBool::new(false));
-    let (d, r2) = (done.clone(), rt.clone());
-    let preempter = std::thread::spawn(move || {
-        while !d.load(SeqCst) {
-            r2.preempt_running_coroutines();
-            std::hint::spin_loop();
-        }
-    });
     // However the test ends, the preempter stops (a hang is reported by `within`).
-    struct Stop(Arc<AtomicBool>);
-    impl Drop for Stop {
-        fn drop(&mut self) {
-            self.0.store(true, SeqCst);
-        }
-    }
-    let stop = Stop(done);
+    let preempter = Preempter::start(&rt);
     let sections = within(EVENTUALLY, move || {
         let r3 = r.clone();
         r.run(move || {
@@ -1151,8 +1095,7 @@ fn blocking_sections_of_a_preemptible_coroutine_survive_continuous_preemption() 
                 .unwrap()
         })
     });
-    drop(stop);
-    preempter.join().unwrap();
+    drop(preempter);
     assert!(sections > 0);
     let m = rt.metrics();
     assert!(m.preemptions >= AT_LEAST, "{m:?}");
@@ -1173,22 +1116,8 @@ fn bare_coroutines_made_by_a_preemptible_coroutine_survive_continuous_preemption
     const AT_LEAST: u64 = 300;
     let rt = runtime(1);
     let r = rt.clone();
-    let done = Arc::new(AtomicBool::new(false));
-    let (d, r2) = (done.clone(), rt.clone());
-    let preempter = std::thread::spawn(move || {
-        while !d.load(SeqCst) {
-            r2.preempt_running_coroutines();
-            std::hint::spin_loop();
-        }
-    });
     // However the test ends, the preempter stops (a hang is reported by `within`).
-    struct Stop(Arc<AtomicBool>);
-    impl Drop for Stop {
-        fn drop(&mut self) {
-            self.0.store(true, SeqCst);
-        }
-    }
-    let stop = Stop(done);
+    let preempter = Preempter::start(&rt);
     let (made, spawned) = within(EVENTUALLY, move || {
         let r3 = r.clone();
         r.run(move || {
@@ -1217,8 +1146,7 @@ fn bare_coroutines_made_by_a_preemptible_coroutine_survive_continuous_preemption
             (made, spawner.join().unwrap())
         })
     });
-    drop(stop);
-    preempter.join().unwrap();
+    drop(preempter);
     assert!(
         made > 0 && spawned > 0,
         "{made} bare coroutines, {spawned} spawned"

@@ -8,6 +8,32 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::time::Duration;
 
+/// Spawns on `rt` a coroutine that panics with a destructor on its stack that sleeps 300 ms,
+/// and returns once that destructor waits: the handle, and whether the destructor finished.
+fn panics_and_waits_in_a_destructor(
+    rt: &corio::Runtime,
+) -> (corio::JoinHandle<()>, Arc<AtomicBool>) {
+    let in_drop = Arc::new(AtomicBool::new(false));
+    let drop_done = Arc::new(AtomicBool::new(false));
+    let handle = rt.go({
+        let (in_drop, drop_done) = (in_drop.clone(), drop_done.clone());
+        move || {
+            struct WaitsOnDrop(Arc<AtomicBool>, Arc<AtomicBool>);
+            impl Drop for WaitsOnDrop {
+                fn drop(&mut self) {
+                    self.0.store(true, SeqCst);
+                    corio::sleep(Duration::from_millis(300));
+                    self.1.store(true, SeqCst);
+                }
+            }
+            let _waits = WaitsOnDrop(in_drop, drop_done);
+            panic!("{} the coroutine's own panic", support::EXPECTED);
+        }
+    });
+    support::wait_until("the destructor waits", || in_drop.load(SeqCst));
+    (handle, drop_done)
+}
+
 rt_common! {
     /// The coroutine panics; a destructor on the way out waits (a blocking-style call: here a
     /// sleep); the coroutine is aborted meanwhile. The cancellation used to be raised from
@@ -19,24 +45,7 @@ rt_common! {
     fn aborting_a_coroutine_waiting_in_a_destructor_during_its_panic_lets_the_destructor_finish() {
         support::quiet_expected_panics();
         let rt = rt();
-        let in_drop = Arc::new(AtomicBool::new(false));
-        let drop_done = Arc::new(AtomicBool::new(false));
-        let handle = rt.go({
-            let (in_drop, drop_done) = (in_drop.clone(), drop_done.clone());
-            move || {
-                struct WaitsOnDrop(Arc<AtomicBool>, Arc<AtomicBool>);
-                impl Drop for WaitsOnDrop {
-                    fn drop(&mut self) {
-                        self.0.store(true, SeqCst);
-                        corio::sleep(Duration::from_millis(300));
-                        self.1.store(true, SeqCst);
-                    }
-                }
-                let _waits = WaitsOnDrop(in_drop, drop_done);
-                panic!("{} the coroutine's own panic", support::EXPECTED);
-            }
-        });
-        support::wait_until("the destructor waits", || in_drop.load(SeqCst));
+        let (handle, drop_done) = panics_and_waits_in_a_destructor(&rt);
         handle.abort();
         let err = handle.join().unwrap_err();
         assert!(err.is_panic(), "the task ends with its own panic: {err:?}");
@@ -49,24 +58,7 @@ rt_common! {
     fn dropping_the_runtime_of_a_coroutine_waiting_in_a_destructor_during_its_panic() {
         support::quiet_expected_panics();
         let rt = rt();
-        let in_drop = Arc::new(AtomicBool::new(false));
-        let drop_done = Arc::new(AtomicBool::new(false));
-        let handle = rt.go({
-            let (in_drop, drop_done) = (in_drop.clone(), drop_done.clone());
-            move || {
-                struct WaitsOnDrop(Arc<AtomicBool>, Arc<AtomicBool>);
-                impl Drop for WaitsOnDrop {
-                    fn drop(&mut self) {
-                        self.0.store(true, SeqCst);
-                        corio::sleep(Duration::from_millis(300));
-                        self.1.store(true, SeqCst);
-                    }
-                }
-                let _waits = WaitsOnDrop(in_drop, drop_done);
-                panic!("{} the coroutine's own panic", support::EXPECTED);
-            }
-        });
-        support::wait_until("the destructor waits", || in_drop.load(SeqCst));
+        let (handle, drop_done) = panics_and_waits_in_a_destructor(&rt);
         drop(rt);
         assert!(drop_done.load(SeqCst), "the destructor's wait was cut short");
         assert!(handle.join().is_err());
