@@ -8,6 +8,7 @@
 
 mod support;
 
+use std::os::unix::process::CommandExt;
 use std::process::{Command, Output};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
@@ -166,6 +167,15 @@ fn run_in_child(name: &str, env: &[(&str, &str)]) -> Output {
         .env_remove("CORIO_DUMP_ON_SIGQUIT");
     for (key, value) in env {
         command.env(key, value);
+    }
+    // The child starts with SIGQUIT at its default action, whatever this process inherited (a
+    // shell without job control starts background jobs, such as a CI run, with it ignored).
+    // SAFETY: `signal` is async-signal-safe, as code between fork and exec must be.
+    unsafe {
+        command.pre_exec(|| {
+            libc::signal(libc::SIGQUIT, libc::SIG_DFL);
+            Ok(())
+        });
     }
     command.output().expect("spawn the test binary")
 }
