@@ -611,12 +611,12 @@ fn timeouts_too_long_for_an_instant_mean_no_limit() {
 
 /// A `Stream` poll that was abandoned (its `next()` future dropped by a timeout or a
 /// `select`) leaves the receiver's stream receive queued, and a sender hands it the next
-/// value. That value must still reach the receiver's other ways to receive: here
-/// `try_recv` on the same handle finds nothing (the value sits in the stream's slot, counted
-/// nowhere, until the next `poll_next` or the receiver's drop), and a blocking `recv` would
-/// wait for ever although the send succeeded and nobody else receives.
+/// value. That value must still reach the receiver's other ways to receive: `try_recv` on
+/// the same handle found nothing (the value sat in the stream's slot, counted nowhere, until
+/// the next `poll_next` or the receiver's drop), and a blocking `recv` would wait for ever
+/// although the send succeeded and nobody else receives. Now every other receive of the
+/// handle takes the abandoned one back first.
 #[test]
-#[ignore = "design: the Stream's queued receive absorbs values that the handle's recv/try_recv then never see (report: review-c)"]
 fn a_value_handed_to_an_abandoned_stream_poll_is_still_received_by_try_recv() {
     let (tx, mut rx) = chan::bounded::<u8>(0);
     {
@@ -627,4 +627,42 @@ fn a_value_handed_to_an_abandoned_stream_poll_is_still_received_by_try_recv() {
     }
     assert_eq!(tx.try_send(7), Ok(()), "a receiver was waiting");
     assert_eq!(rx.try_recv(), Ok(7), "the value sent is there to receive");
+}
+
+/// The same for the handle's other receives (a blocking `recv`, `recv_async`, a `select!`
+/// arm), and the stream goes on working after its receive was taken back.
+#[test]
+fn every_receive_of_the_handle_sees_what_an_abandoned_stream_poll_was_handed() {
+    // A blocking `recv` that misses the value waits for ever: a failure, not a hang.
+    support::within(Duration::from_secs(60), || {
+        fn abandon_a_poll(rx: &mut chan::Receiver<u8>) {
+            let mut next =
+                std::future::poll_fn(|cx| futures_core::Stream::poll_next(Pin::new(&mut *rx), cx));
+            assert!(poll_once(&mut next).is_pending());
+        }
+        let (tx, mut rx) = chan::bounded::<u8>(0);
+        abandon_a_poll(&mut rx);
+        assert_eq!(tx.try_send(1), Ok(()));
+        assert_eq!(rx.recv(), Ok(1), "blocking recv");
+
+        abandon_a_poll(&mut rx);
+        assert_eq!(tx.try_send(2), Ok(()));
+        let rt = support::rt(1);
+        assert_eq!(rt.block_on(rx.recv_async()), Ok(2), "recv_async");
+
+        abandon_a_poll(&mut rx);
+        assert_eq!(tx.try_send(3), Ok(()));
+        let got = corio::select! {
+            recv(rx) -> v => v,
+            default => Err(chan::RecvError),
+        };
+        assert_eq!(got, Ok(3), "a select arm");
+
+        // The stream itself, polled again, receives the next value.
+        abandon_a_poll(&mut rx);
+        assert_eq!(tx.try_send(4), Ok(()));
+        let mut next =
+            std::future::poll_fn(|cx| futures_core::Stream::poll_next(Pin::new(&mut rx), cx));
+        assert_eq!(poll_once(&mut next), std::task::Poll::Ready(Some(4)));
+    });
 }

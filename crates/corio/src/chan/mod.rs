@@ -183,7 +183,7 @@ fn pair<T>(chan: Arc<Chan<T>>) -> (Sender<T>, Receiver<T>) {
         Sender { chan: chan.clone() },
         Receiver {
             chan,
-            stream: RecvOp::new(),
+            stream: StreamRecv::new(),
         },
     )
 }
@@ -209,7 +209,64 @@ pub struct Sender<T> {
 pub struct Receiver<T> {
     chan: Arc<Chan<T>>,
     /// The receive in progress of the `Stream` implementation; owned by this handle alone.
-    stream: RecvOp<T>,
+    stream: StreamRecv<T>,
+}
+
+/// The `Stream` implementation's receive, and whether it may be queued on the channel.
+///
+/// `poll_next` leaves its receive queued when it returns `Pending`, as any receive future
+/// does; a sender may then hand it a value directly (H3). When the caller stops waiting for
+/// the next item (a timeout around `next()`, a `select` on it), nothing tells the handle: the
+/// receive stays queued, and a value handed to it would sit there, received by nobody, while
+/// `try_recv` on the same handle found nothing and a blocking `recv` waited for ever. So every
+/// other receive of the handle first takes that receive back (H6: a value it was handed goes
+/// back to the front of the buffer). It can do so safely: a live `next()` future holds the
+/// handle mutably, so while any `&self` receive runs, the stream's poll has been abandoned.
+struct StreamRecv<T> {
+    /// A std lock (not the preempt-guarded one of `crate::loom`: `poll_next` reaches the op
+    /// through `get_mut`); `take_back_slow` guards its short hold itself.
+    op: std::sync::Mutex<RecvOp<T>>,
+    /// Set by `poll_next` when it leaves the receive queued, cleared when the receive is done
+    /// or taken back. Relaxed: it is written under `&mut` (no `&self` access runs meanwhile)
+    /// or under `op`'s lock, and only says whether to look.
+    queued: crate::loom::sync::atomic::AtomicBool,
+}
+
+impl<T> StreamRecv<T> {
+    fn new() -> StreamRecv<T> {
+        StreamRecv {
+            op: std::sync::Mutex::new(RecvOp::new()),
+            queued: crate::loom::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    fn op_mut(&mut self) -> &mut RecvOp<T> {
+        self.op.get_mut().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Takes an abandoned `Stream` receive back, before any other receive of the handle.
+    #[inline]
+    fn take_back(&self, chan: &Chan<T>) {
+        if self.queued.load(Ordering::Relaxed) {
+            self.take_back_slow(chan);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn take_back_slow(&self, chan: &Chan<T>) {
+        // Not preempted while it holds the lock (`runtime/preempt.rs`, "The rule").
+        let _no_preempt = crate::runtime::preempt::guard();
+        // Taken out under the lock and cancelled after it: the cancel may drop a waker (user
+        // code). Two `&self` receives racing here: one takes the op, the other a fresh one and
+        // goes on to its receive, as any two receivers of one channel.
+        let mut op = {
+            let mut slot = self.op.lock().unwrap_or_else(|e| e.into_inner());
+            self.queued.store(false, Ordering::Relaxed);
+            std::mem::replace(&mut *slot, RecvOp::new())
+        };
+        op.cancel_and_give_back(chan);
+    }
 }
 
 /// What both ends report about their channel.
@@ -377,6 +434,7 @@ impl<T> Receiver<T> {
     /// [`TryRecvError::Empty`] if nothing is there, [`TryRecvError::Disconnected`] once the
     /// channel is closed and drained.
     pub fn try_recv(&self) -> Result<T, TryRecvError> {
+        self.stream.take_back(&self.chan);
         let mut locked = self.chan.lock();
         match locked.state().try_recv(self.chan.cap) {
             TryRecv::Got(v, w) => {
@@ -407,6 +465,7 @@ impl<T> Receiver<T> {
     /// The future of a receive. Dropping it after a value was handed to it but before it
     /// resolved gives the value back to the channel (module docs, H6).
     pub fn recv_async(&self) -> RecvFuture<'_, T> {
+        self.stream.take_back(&self.chan);
         RecvFuture {
             chan: &self.chan,
             op: RecvOp::new(),
@@ -419,6 +478,12 @@ impl<T> Receiver<T> {
             recv: self.recv_async(),
             sleep: crate::time::sleep_async(timeout),
         }
+    }
+
+    /// Takes back an abandoned `Stream` receive of this handle (see `StreamRecv`), for a
+    /// `select!` arm about to receive.
+    pub(crate) fn take_back_stream(&self) {
+        self.stream.take_back(&self.chan);
     }
 
     /// A blocking iterator: yields values until the channel is closed and drained.
@@ -451,7 +516,7 @@ impl<T> Clone for Receiver<T> {
         self.chan.receivers.fetch_add(1, Ordering::Relaxed);
         Receiver {
             chan: self.chan.clone(),
-            stream: RecvOp::new(),
+            stream: StreamRecv::new(),
         }
     }
 }
@@ -468,7 +533,7 @@ impl<T> Drop for Sender<T> {
 
 impl<T> Drop for Receiver<T> {
     fn drop(&mut self) {
-        self.stream.cancel_and_give_back(&self.chan);
+        self.stream.op_mut().cancel_and_give_back(&self.chan);
         // AcqRel: as for `Sender::drop`.
         if self.chan.receivers.fetch_sub(1, Ordering::AcqRel) == 1 {
             close_for_good(&self.chan);
@@ -665,6 +730,10 @@ impl<T> futures_core::Stream for Receiver<T> {
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<T>> {
         let this = self.get_mut();
-        this.stream.poll(&this.chan, cx).map(Result::ok)
+        let polled = this.stream.op_mut().poll(&this.chan, cx).map(Result::ok);
+        this.stream
+            .queued
+            .store(polled.is_pending(), Ordering::Relaxed);
+        polled
     }
 }
