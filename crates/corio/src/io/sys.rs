@@ -53,7 +53,6 @@ pub(crate) unsafe fn recv(fd: RawFd, buf: *mut u8, len: usize) -> io::Result<usi
     }
 }
 
-/// `send(fd, buf, len, MSG_NOSIGNAL)`: writes some of `buf`.
 /// `recv` for a Unix stream socket: as [`recv`], but it reads on past a message that carried
 /// ancillary data, which the kernel ends a read at however much data follows it.
 ///
@@ -130,6 +129,7 @@ unsafe fn recvmsg(fd: RawFd, buf: *mut u8, len: usize) -> io::Result<(usize, boo
     Ok((n, msg.msg_flags & libc::MSG_CTRUNC != 0))
 }
 
+/// `send(fd, buf, len, MSG_NOSIGNAL)`: writes some of `buf`.
 #[inline]
 pub(crate) fn send(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
     #[cfg(all(target_os = "linux", target_arch = "x86_64", not(miri)))]

@@ -132,25 +132,29 @@ fn run(shared: Arc<Shared>, config: TraceConfig) {
     }
 }
 
+/// `values` separated by spaces.
+fn spaced<T: std::fmt::Display>(values: impl Iterator<Item = T>) -> String {
+    let mut text = String::new();
+    for (i, value) in values.enumerate() {
+        let _ = write!(text, "{}{value}", if i == 0 { "" } else { " " });
+    }
+    text
+}
+
 /// The trace's text for one period: its line, and with `tasks` the task list.
 pub(crate) fn render(handle: &Handle, tasks: bool) -> String {
     let shared = &handle.shared;
     let m = handle.metrics();
-    let list = |values: &mut dyn Iterator<Item = String>| values.collect::<Vec<_>>().join(" ");
-    let queues = list(
-        &mut shared.workers[..m.workers]
-            .iter()
-            .map(|w| w.steal.len().to_string()),
-    );
+    let queues = spaced(shared.workers[..m.workers].iter().map(|w| w.steal.len()));
     // The workers, then the spares sysmon has started (`Metrics::worker_polls` lists every
     // spare slot, started or not).
-    let polls = list(
-        &mut shared
+    let polls = spaced(
+        shared
             .workers
             .iter()
             .zip(&m.worker_polls)
             .filter(|(w, _)| !w.spare || w.started.load(Ordering::Relaxed))
-            .map(|(_, polls)| polls.to_string()),
+            .map(|(_, polls)| polls),
     );
     let mut text = format!(
         "corio SCHED {}ms: workers={} unparked={} spares={} live={} global={} queues=[{queues}] \
