@@ -553,3 +553,67 @@ fn a_runtime_dropped_inside_its_own_coroutine_leaves_none_of_its_threads_behind(
         });
     }
 }
+
+/// The runtime is freed when its drop returns, even when cancelling its tasks takes a while.
+/// The drop cancels the tasks that are not running on the dropping thread, one after another,
+/// while the workers notice the shutdown on their own; the last worker to leave finished the
+/// shutdown at once, handing the timers still in its heap to the fallback timer thread. A task
+/// the drop cancelled after that left its timer there, with its waker: the task, and through
+/// it the whole runtime (its epoll, eventfd and timerfd), lived until the timer's deadline.
+/// Found by `net_stress_more`'s cut datagram soak (a `timeout_async` of 20 s).
+///
+/// Seen here through a closure the runtime keeps (`on_thread_start`) and its captured token.
+#[test]
+fn the_runtime_is_freed_by_its_drop_even_when_cancelling_its_tasks_is_slow() {
+    /// A value whose destructor takes a while on the thread that drops the runtime.
+    struct SlowDrop;
+    impl Drop for SlowDrop {
+        fn drop(&mut self) {
+            if std::thread::current().name() == Some("within") {
+                std::thread::sleep(Duration::from_millis(200));
+            }
+        }
+    }
+    within(EVENTUALLY, || {
+        let token = Arc::new(());
+        let held = token.clone();
+        let rt = corio::Runtime::builder()
+            .workers(1)
+            .hog_report(false)
+            .on_thread_start(move || {
+                let _ = &held;
+            })
+            .build()
+            .unwrap();
+        const TASKS: usize = 8;
+        let waiting = Arc::new(AtomicUsize::new(0));
+        for _ in 0..TASKS {
+            let waiting = waiting.clone();
+            drop(rt.spawn(async move {
+                // Dropped in this order: the slow destructor, then the timer.
+                let mut both = (
+                    SlowDrop,
+                    corio::time::sleep_async(Duration::from_secs(3600)),
+                );
+                waiting.fetch_add(1, SeqCst);
+                (&mut both.1).await;
+            }));
+        }
+        // Keeps the worker awake, so that it sees the shutdown while the drop is still
+        // cancelling the tasks above.
+        drop(rt.go(|| {
+            loop {
+                corio::yield_now();
+            }
+        }));
+        wait_until("every task waits on its timer", || {
+            waiting.load(SeqCst) == TASKS
+        });
+        std::thread::sleep(Duration::from_millis(20));
+        drop(rt);
+        assert!(
+            support::holds_within(PROMPTLY, || Arc::strong_count(&token) == 1),
+            "the runtime outlived its drop by {PROMPTLY:?}"
+        );
+    });
+}

@@ -179,7 +179,8 @@ pub(crate) struct Shared {
     pub(crate) epoch: Instant,
     /// Worker threads, joined at shutdown.
     threads: Mutex<Vec<ThreadHandle<()>>>,
-    /// Worker threads running their loop; the last to exit at shutdown finishes it.
+    /// Worker threads running their loop, and `begin_shutdown`s still cancelling tasks: the
+    /// last of them to leave at shutdown finishes it (`Shared::worker_exited`).
     running_workers: AtomicUsize,
     /// Whether `finish_shutdown` has run.
     finished: AtomicBool,
@@ -952,18 +953,29 @@ impl Handle {
         for thread in threads {
             let _ = thread.join();
         }
-        shared.finish_shutdown();
+        // The last to leave has finished the shutdown; a worker that panicked left without
+        // finishing it (`worker::run`), and then it is done here.
+        if shared.running_workers.load(Ordering::SeqCst) == 0 {
+            shared.finish_shutdown();
+        }
     }
 }
 
 impl Shared {
-    /// A worker thread leaves its loop; the last one at shutdown finishes the shutdown (so it
-    /// completes even when the runtime was dropped on one of its own workers, where nobody can
-    /// join the threads).
+    /// A worker thread leaves its loop, or `begin_shutdown` has cancelled what it could; the
+    /// last of them at shutdown finishes the shutdown (so it completes even when the runtime
+    /// was dropped on one of its own workers, where nobody can join the threads).
     pub(crate) fn worker_exited(&self) {
         if self.running_workers.fetch_sub(1, Ordering::SeqCst) == 1 && self.is_shutdown() {
             self.finish_shutdown();
         }
+    }
+
+    /// `worker_exited` for a worker that panicked: it leaves the shutdown, if it is the last,
+    /// to `shutdown_and_join` (cancelling tasks while unwinding would abort on a destructor's
+    /// panic).
+    pub(crate) fn worker_panicked(&self) {
+        self.running_workers.fetch_sub(1, Ordering::SeqCst);
     }
 
     /// Cancels what no worker took (futures and coroutines that never started), drops what is
@@ -996,7 +1008,14 @@ impl Shared {
     }
 
     fn begin_shutdown(&self) {
+        // Counted as a running worker until it has cancelled what it could. The workers see the
+        // flag and leave meanwhile, and the last of them to leave finishes the shutdown, which
+        // drains the timer heaps: a timer of a task cancelled here after that drain stayed with
+        // the fallback timer thread, holding the task's waker, and through it this runtime and
+        // its descriptors, until its deadline (`rt_shutdown.rs`, `the_runtime_is_freed_...`).
+        self.running_workers.fetch_add(1, Ordering::SeqCst);
         if self.shutdown.swap(true, Ordering::AcqRel) {
+            self.worker_exited();
             return;
         }
         self.inject.close();
@@ -1022,6 +1041,7 @@ impl Shared {
         }
         self.driver.wake();
         self.sysmon.wake();
+        self.worker_exited();
     }
 }
 

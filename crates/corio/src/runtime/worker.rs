@@ -561,6 +561,8 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .take();
+    // Counts this worker out however it leaves: at the end, early, or by a panic.
+    let _exit = Exit(shared.clone());
     let Some(run_queue) = run_queue else { return };
     let remote = ptr::from_ref(&shared.workers[index]);
     let ctx = WorkerCtx {
@@ -605,7 +607,20 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
         ctx.remote().clock.clear();
         ctx.remote().status.store(STATUS_IDLE, Ordering::Release);
     }
-    ctx.shared.worker_exited();
+}
+
+/// Counts a worker out of `Shared::running_workers` when its thread's `run` returns or
+/// unwinds (after the worker's own context is gone).
+struct Exit(Arc<Shared>);
+
+impl Drop for Exit {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.worker_panicked();
+        } else {
+            self.0.worker_exited();
+        }
+    }
 }
 
 impl WorkerCtx {
