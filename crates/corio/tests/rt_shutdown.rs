@@ -617,3 +617,60 @@ fn the_runtime_is_freed_by_its_drop_even_when_cancelling_its_tasks_is_slow() {
         );
     });
 }
+
+/// The runtime is freed by its drop while plain threads keep waking its coroutines. A wake from
+/// outside the workers marks the task notified and then puts it in its home worker's inbox; a
+/// coroutine whose mark came just before the shutdown took it was cancelled and finished, and
+/// its worker left, before the waking thread's push. The push then came after the inbox's
+/// last drain and stayed there for ever, holding the task and through it the runtime (found
+/// by `net_stress_more`'s cut datagram soak, a wake from the fallback timer thread).
+#[test]
+fn the_runtime_is_freed_by_its_drop_while_plain_threads_wake_its_coroutines() {
+    within(EVENTUALLY * 2, || {
+        for round in 0..60 {
+            let token = Arc::new(());
+            let held = token.clone();
+            let rt = corio::Runtime::builder()
+                .workers(1)
+                .hog_report(false)
+                .on_thread_start(move || {
+                    let _ = &held;
+                })
+                .build()
+                .unwrap();
+            let stop = Arc::new(AtomicBool::new(false));
+            let mut senders = Vec::new();
+            for _ in 0..16 {
+                let (tx, rx) = corio::chan::bounded::<u32>(1);
+                drop(rt.go(move || while rx.recv().is_ok() {}));
+                senders.push(tx);
+            }
+            // Two plain threads wake the coroutines as fast as they can.
+            let wakers: Vec<_> = senders
+                .chunks(8)
+                .map(|chunk| {
+                    let chunk = chunk.to_vec();
+                    let stop = stop.clone();
+                    std::thread::spawn(move || {
+                        while !stop.load(SeqCst) {
+                            for tx in &chunk {
+                                let _ = tx.try_send(1);
+                            }
+                        }
+                    })
+                })
+                .collect();
+            drop(senders);
+            std::thread::sleep(Duration::from_millis(2 + round % 5));
+            drop(rt);
+            stop.store(true, SeqCst);
+            for w in wakers {
+                w.join().unwrap();
+            }
+            assert!(
+                support::holds_within(PROMPTLY, || Arc::strong_count(&token) == 1),
+                "round {round}: the runtime outlived its drop by {PROMPTLY:?}"
+            );
+        }
+    });
+}

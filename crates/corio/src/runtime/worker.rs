@@ -205,6 +205,7 @@ impl Remote {
             inbox: Mutex::new(Inbox {
                 entries: Vec::new(),
                 placed: VecDeque::new(),
+                drained: false,
             }),
             inbox_len: AtomicUsize::new(0),
             unparker: Unparker::new(),
@@ -257,6 +258,17 @@ impl Remote {
 
     fn push_inbox_entry(&self, entry: Pinned, placed: Option<Notified>) {
         let mut inbox = self.inbox.lock().unwrap_or_else(|e| e.into_inner());
+        if inbox.drained {
+            // The runtime has finished its shutdown: nobody takes entries any more. A wake
+            // from another thread marks the task notified and then pushes it here; when the
+            // mark came just before the shutdown took the task, the task has finished since
+            // (every task has, by the last drain), and this push is the last of its
+            // references. Kept here, it held the task, and through it the runtime, for ever.
+            drop(inbox);
+            drop(placed);
+            discard(entry);
+            return;
+        }
         inbox.entries.push(InboxEntry(entry));
         inbox.placed.extend(placed);
         self.inbox_pushes.fetch_add(1, Ordering::Relaxed);
@@ -308,17 +320,13 @@ impl Remote {
         let mut inbox = self.inbox.lock().unwrap_or_else(|e| e.into_inner());
         let entries = std::mem::take(&mut inbox.entries);
         let placed = std::mem::take(&mut inbox.placed);
+        // Later pushes are discarded at once (`push_inbox_entry`).
+        inbox.drained = true;
         self.inbox_len.store(0, Ordering::Relaxed);
         drop(inbox);
         drop(placed);
         for entry in entries {
-            match entry.0 {
-                Pinned::Task(Runnable::Notified(task)) => drop(task),
-                // Its home has exited (after its grace period) and this may be any thread: it
-                // cannot be cancelled here, only leaked.
-                Pinned::Task(Runnable::Running(task)) => task.leak(),
-                Pinned::Placed => {}
-            }
+            discard(entry.0);
         }
         drop(self.spawned.take());
         if let Some(mut local) = self.local.lock().unwrap_or_else(|e| e.into_inner()).take() {
@@ -338,6 +346,17 @@ impl Remote {
     }
 }
 
+/// An inbox entry nobody will run (the runtime has finished its shutdown).
+fn discard(entry: Pinned) {
+    match entry {
+        Pinned::Task(Runnable::Notified(task)) => drop(task),
+        // Its home has exited (after its grace period) and this may be any thread: it cannot
+        // be cancelled here, only leaked.
+        Pinned::Task(Runnable::Running(task)) => task.leak(),
+        Pinned::Placed => {}
+    }
+}
+
 /// A worker's inbox: what other threads send it.
 struct Inbox {
     entries: Vec<InboxEntry>,
@@ -346,6 +365,8 @@ struct Inbox {
     /// owner takes the oldest one still here; there are never fewer entries than coroutines
     /// (a pick takes at most one, a release takes coroutines only), so none is left behind.
     placed: VecDeque<Notified>,
+    /// Set by the shutdown's last drain (`Remote::drain`).
+    drained: bool,
 }
 
 /// A task in a worker's inbox, on its way to the worker.
