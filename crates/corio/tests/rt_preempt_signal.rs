@@ -1154,3 +1154,48 @@ fn bare_coroutines_made_by_a_preemptible_coroutine_survive_continuous_preemption
     let m = rt.metrics();
     assert!(m.preemptions >= AT_LEAST, "{m:?}");
 }
+
+/// `Runtime::enter` on preemptible coroutines: the thread's list of entered runtimes is a
+/// `RefCell`, borrowed mutably for a moment by every `enter` and every guard's drop. A
+/// coroutine preempted inside that borrow left it held while the next coroutine of its thread
+/// ran, and that one's `enter` panicked ("already borrowed").
+#[test]
+#[cfg_attr(miri, ignore)]
+fn runtimes_entered_by_preemptible_coroutines_survive_continuous_preemption() {
+    const WANTED: u64 = 200;
+    let rt = runtime(1);
+    let other = Arc::new(corio::Runtime::builder().workers(1).build().unwrap());
+    let r = rt.clone();
+    let preempter = Preempter::start(&rt);
+    let entered = within(EVENTUALLY, move || {
+        let r2 = r.clone();
+        r2.run(move || {
+            let sides: Vec<_> = (0..2)
+                .map(|_| {
+                    let (r3, other) = (r.clone(), other.clone());
+                    preemptible()
+                        .spawn(move || {
+                            let start = Instant::now();
+                            let mut entered = 0u64;
+                            while r3.metrics().preemptions < WANTED && start.elapsed() < CAP {
+                                let guard = other.enter();
+                                std::hint::black_box(&guard);
+                                drop(guard);
+                                entered += 1;
+                            }
+                            entered
+                        })
+                        .unwrap()
+                })
+                .collect();
+            sides.into_iter().map(|s| s.join().unwrap()).sum::<u64>()
+        })
+    });
+    drop(preempter);
+    assert!(entered > 0);
+    let preemptions = rt.metrics().preemptions;
+    assert!(
+        preemptions >= 20,
+        "only {preemptions} preemptions in {CAP:?}: the test proved nothing"
+    );
+}

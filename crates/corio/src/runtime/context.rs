@@ -404,6 +404,10 @@ pub(crate) fn current_shared() -> Option<Arc<Shared>> {
 
 /// The runtime entered last on this thread, if any.
 fn entered() -> Option<Arc<Shared>> {
+    // Every borrow of `ENTERED` is made under the no-preempt counter: a coroutine preempted
+    // inside one would leave it held while the next coroutine of the thread runs, whose own
+    // borrow would panic ("The rule" in `preempt.rs`).
+    let _no_preempt = super::preempt::guard();
     ENTERED.with(|e| e.borrow().last().map(|(_, shared)| shared.clone()))
 }
 
@@ -430,7 +434,9 @@ pub(crate) fn enter_runtime(shared: Arc<Shared>) -> EnterGuard {
         n.set(id + 1);
         id
     });
+    let no_preempt = super::preempt::guard(); // as in `entered`
     ENTERED.with(|e| e.borrow_mut().push((id, shared)));
+    drop(no_preempt);
     EnterGuard {
         id,
         _not_send: std::marker::PhantomData,
@@ -440,11 +446,13 @@ pub(crate) fn enter_runtime(shared: Arc<Shared>) -> EnterGuard {
 impl Drop for EnterGuard {
     fn drop(&mut self) {
         // Taken out first and dropped after the borrow ends: the last `Arc<Shared>` may go.
+        let no_preempt = super::preempt::guard(); // as in `entered`
         let removed = ENTERED.try_with(|e| {
             let mut entered = e.borrow_mut();
             let at = entered.iter().rposition(|(id, _)| *id == self.id);
             at.map(|at| entered.remove(at))
         });
+        drop(no_preempt);
         drop(removed);
     }
 }
