@@ -745,28 +745,34 @@ fn channels_and_a_mutex_shared_with_an_ordinary_coroutine_survive_continuous_pre
 
 /// One worker: two preemptible coroutines yield to each other (direct switches, which make the
 /// arriving one the thread's preemptible coroutine as its poll would: `enter_direct`), then one
-/// of them, reached by such a switch, spins until a sleeper on the same thread has woken, which
-/// it can only do if the spinner is preempted (the other keeps yielding meanwhile: suspended
-/// in `yield_now`, it refuses preemption). Several yield counts, so that the spinner is reached
-/// by a direct switch both in its own poll frame and in its partner's.
+/// of them, reached by such a switch, wakes a waiter on the same thread and spins until the
+/// waiter has run, which it can only do if the spinner is preempted (the other keeps yielding
+/// meanwhile: suspended in `yield_now`, it refuses preemption). Several yield counts, so that
+/// the spinner is reached by a direct switch both in its own poll frame and in its partner's.
+///
+/// The waiter was a sleeper of 1 ms: on a loaded machine its timer could fire before the pair
+/// began, the partner then never yielded, and no direct switch happened ("no direct switch",
+/// seen once in a full-suite loop beside another). Woken by the spinner, it cannot run before
+/// the spin.
 #[test]
 fn a_preemptible_coroutine_reached_by_direct_switches_is_still_preempted() {
     let rt = runtime(1);
     for yields in 3..=8u32 {
         let r = rt.clone();
         within(EVENTUALLY, move || {
-            let switches = r.metrics().direct_switches;
+            let (switches, preemptions) = (r.metrics().direct_switches, r.metrics().preemptions);
             let ran = r.run(move || {
                 let flag = Arc::new(AtomicBool::new(false));
                 let f = flag.clone();
-                let sleeper = corio::go(move || {
-                    corio::sleep(Duration::from_millis(1));
+                let (wake, woken) = corio::chan::unbounded::<()>();
+                let waiter = corio::go(move || {
+                    woken.recv().unwrap();
                     f.store(true, SeqCst);
                 });
-                // The sleeper waits on its timer before the pair starts.
+                // The waiter waits on its channel before the pair starts.
                 corio::yield_now();
-                // The partner yields until the sleeper has woken: the spinner's turns start
-                // with a direct switch from it.
+                // The partner yields until the waiter has run: the spinner's turns start with
+                // a direct switch from it.
                 let f = flag.clone();
                 let a = preemptible()
                     .spawn(move || {
@@ -781,12 +787,13 @@ fn a_preemptible_coroutine_reached_by_direct_switches_is_still_preempted() {
                         for _ in 0..yields {
                             corio::yield_now();
                         }
+                        wake.send(()).unwrap();
                         spin_until(&f)
                     })
                     .unwrap();
                 a.join().unwrap();
                 let ran = b.join().unwrap();
-                sleeper.join().unwrap();
+                waiter.join().unwrap();
                 ran
             });
             assert!(
@@ -796,6 +803,10 @@ fn a_preemptible_coroutine_reached_by_direct_switches_is_still_preempted() {
             assert!(
                 r.metrics().direct_switches > switches,
                 "{yields} yields: no direct switch"
+            );
+            assert!(
+                r.metrics().preemptions > preemptions,
+                "{yields} yields: the waiter ran without a preemption of the spinner"
             );
         });
     }
