@@ -24,7 +24,6 @@
 use std::cell::{Cell, RefCell};
 use std::ptr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::Shared;
 use super::worker::WorkerCtx;
@@ -48,9 +47,9 @@ struct Context {
     worker: Cell<*const WorkerCtx>,
     /// Runtime operations left before a yield is forced; `UNCONSTRAINED` outside tasks.
     budget: Cell<u32>,
-    /// This thread's worker's preempt flag (`Remote::preempt`), while it runs its loop: what
-    /// [`should_yield`] reads, one load away.
-    preempt: Cell<*const AtomicBool>,
+    /// This thread's worker's shared part, whose preempt request (`Remote::preempt`)
+    /// [`should_yield`] reads, one load away; while the worker runs its loop.
+    preempt: Cell<*const super::worker::Remote>,
 }
 
 thread_local! {
@@ -252,8 +251,7 @@ pub(crate) fn enter_worker(worker: &WorkerCtx) -> WorkerGuard {
             "corio: a worker thread cannot run another runtime's worker"
         );
         c.worker.set(worker);
-        c.preempt
-            .set(&worker.shared().workers[worker.index()].preempt);
+        c.preempt.set(&worker.shared().workers[worker.index()]);
     });
     WorkerGuard(())
 }
@@ -331,11 +329,10 @@ fn yield_due(c: &Context) -> bool {
         0 => true,
         UNCONSTRAINED => false,
         _ => {
-            let preempt = c.preempt.get();
-            // SAFETY: set by `enter_worker` to the flag of this thread's worker, which lives
+            let remote = c.preempt.get();
+            // SAFETY: set by `enter_worker` to this thread's worker's `Remote`, which lives
             // in `Shared` for as long as the worker runs its loop (and so any task in it).
-            // Relaxed: a hint, as in `budget_proceed`; sysmon's store needs no ordering.
-            !preempt.is_null() && unsafe { &*preempt }.load(Ordering::Relaxed)
+            !remote.is_null() && unsafe { &*remote }.preempt_for_this_slice()
         }
     }
 }

@@ -209,6 +209,8 @@ pub(crate) fn start(shared: &Arc<Shared>) -> std::io::Result<()> {
             }
             sysmon.event.wait(Some(watch.sleep));
             watch.tick(&shared);
+            #[cfg(all(test, not(loom)))]
+            tests::hold::PASSES.fetch_add(1, Ordering::SeqCst);
         }
     })?;
     if shared.config.solo() {
@@ -404,22 +406,30 @@ impl Watch {
                 STATUS_RUNNING => {
                     #[cfg(all(test, not(loom)))]
                     tests::hold::before_preempt(shared);
-                    remote.preempt.store(true, Ordering::Relaxed);
-                    // The request is for the slice read above. If sysmon lost its CPU since
-                    // that read (a loaded machine), the slice may have ended, the worker may
-                    // have cleared the flag after its task, and a request landing now would
-                    // preempt the next task before it ran a slice: look again, and withdraw
-                    // it, with the rest of this slice's verdict (signal, report, hand-off).
-                    // (The worker's increment is a plain store, so an increment made
-                    // nanoseconds before this read may still be missed: the window shrinks
-                    // from as long as sysmon was held to that.) SeqCst: the read is not
-                    // moved before the store.
+                    remote
+                        .preempt
+                        .store(super::worker::Remote::slice_tag(ticks), Ordering::Relaxed);
+                    // The request names the slice read above. If sysmon lost its CPU since
+                    // that read (a loaded machine), the slice may have ended and the worker
+                    // cleared the request after its task; one landing now names a slice that
+                    // is over, and the next task ignores it (`Remote::preempt`). (Before the
+                    // request carried its slice, only the withdrawal below stopped it, and a
+                    // next task that read it first, while sysmon lost its CPU again between
+                    // the store and the withdrawal, was preempted at once.) Look again all the
+                    // same: a slice that ended needs no more of this verdict (signal, report,
+                    // hand-off), and the request goes. SeqCst: the read is not moved before
+                    // the store.
                     std::sync::atomic::fence(Ordering::SeqCst);
                     let now_slices = remote.slices();
                     let ended = now_slices != ticks;
                     if ended {
-                        remote.preempt.store(false, Ordering::Relaxed);
-                        *slice = Slice::new(now_slices, now);
+                        remote.preempt.store(0, Ordering::Relaxed);
+                        // The new slice is seen now, not at `now`, read before sysmon lost
+                        // its CPU: from `now` it would look as old as sysmon was away, and
+                        // its task be preempted at the next tick after running a fraction of
+                        // a slice (the unit test below, on a loaded machine: "B was
+                        // preempted after running 1.06 ms").
+                        *slice = Slice::new(now_slices, Instant::now());
                     }
                     #[cfg(all(test, not(loom)))]
                     tests::hold::after_preempt();
@@ -687,6 +697,9 @@ mod tests {
         pub(crate) static DONE: AtomicBool = AtomicBool::new(false);
         /// Whether the sysmon passing `after_preempt` is the one that was held.
         static HOLDING: AtomicBool = AtomicBool::new(false);
+        /// sysmon's passes over the workers (`tick`s) so far, in any runtime.
+        pub(crate) static PASSES: std::sync::atomic::AtomicU64 =
+            std::sync::atomic::AtomicU64::new(0);
 
         pub(crate) fn arm(shared: &Shared) {
             ARMED_FOR.store(std::ptr::from_ref(shared) as usize, Ordering::SeqCst);
@@ -730,6 +743,11 @@ mod tests {
         }
     }
 
+    /// sysmon decides to preempt task A and is held (as a loaded machine takes its CPU) while
+    /// A ends and B starts, for longer than a slice; B then runs on until sysmon's next full
+    /// pass before its first runtime operation. B may be preempted only for a slice of its
+    /// own: not by the request for A's, nor because sysmon dated B's slice from before it was
+    /// held.
     #[test]
     #[cfg_attr(miri, ignore)] // a runtime: epoll and timerfd system calls
     fn a_preempt_request_that_lands_after_its_slice_ended_does_not_preempt_the_next_task() {
@@ -761,8 +779,13 @@ mod tests {
         until("sysmon decides to preempt A", || {
             hold::HELD.load(Ordering::SeqCst)
         });
+        // The held pass is not counted yet: it ends as pass `held + 1`, and the next full
+        // one is `held + 2`.
+        let held = hold::PASSES.load(Ordering::SeqCst);
         stop.store(true, Ordering::Relaxed);
         rt.block_on(a).unwrap();
+        // sysmon stays away for longer than a slice.
+        std::thread::sleep(super::TIME_SLICE + Duration::from_millis(5));
         // Task B starts a slice of its own; sysmon's request for A's lands meanwhile; then B
         // makes its first runtime operation, a sleep whose deadline has passed.
         let (started, go) = (
@@ -775,6 +798,11 @@ mod tests {
                 let began = Instant::now();
                 started.store(true, Ordering::SeqCst);
                 while !go.load(Ordering::SeqCst) {
+                    std::hint::spin_loop();
+                }
+                // The first full pass after the held one: where a slice dated from before
+                // sysmon was held looked a whole slice old.
+                while hold::PASSES.load(Ordering::SeqCst) < held + 2 {
                     std::hint::spin_loop();
                 }
                 let mut sleep = crate::time::sleep_until_async(Instant::now());

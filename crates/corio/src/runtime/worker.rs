@@ -129,9 +129,12 @@ pub(crate) struct Remote {
     /// (written by the owner only; see [`Remote::slices`]).
     inherited: AtomicU64,
     pub(crate) status: AtomicU8,
-    /// Set by sysmon when a task ran for a whole time slice; honoured by the next runtime
-    /// operation (see `context::budget_proceed`), cleared after each task.
-    pub(crate) preempt: AtomicBool,
+    /// Set by sysmon when a task ran for a whole time slice: the slice it is for, as
+    /// [`Remote::slice_tag`] (0: no request). Honoured by the next runtime operation of that
+    /// slice only (see `context::budget_proceed`), cleared after each task. A request that
+    /// lands after its slice ended (sysmon lost its CPU between reading the slice and asking)
+    /// names a slice that is over, and the next task ignores it.
+    pub(crate) preempt: AtomicU64,
     /// The running task, for sysmon's report.
     pub(crate) current_id: AtomicU64,
     /// A spare worker: started by sysmon, not counted in `Idle`.
@@ -196,6 +199,21 @@ impl Remote {
         self.ticks.load(Ordering::Relaxed).wrapping_sub(inherited)
     }
 
+    /// How a preempt request names slice `slices` (never 0, which means no request).
+    #[inline]
+    pub(crate) fn slice_tag(slices: u64) -> u64 {
+        slices.wrapping_add(1).max(1)
+    }
+
+    /// Whether sysmon's request (`preempt`) is for the slice running now; on the owner's
+    /// thread, which reads its own counters only when a request is there. Relaxed: a hint,
+    /// as in `budget_proceed`; sysmon's store needs no ordering.
+    #[inline]
+    pub(crate) fn preempt_for_this_slice(&self) -> bool {
+        let request = self.preempt.load(Ordering::Relaxed);
+        request != 0 && request == Self::slice_tag(self.slices())
+    }
+
     pub(crate) fn new(spare: bool) -> Remote {
         let (local, steal) = queue::local();
         Remote {
@@ -214,7 +232,7 @@ impl Remote {
             ticks: AtomicU64::new(0),
             inherited: AtomicU64::new(0),
             status: AtomicU8::new(STATUS_IDLE),
-            preempt: AtomicBool::new(false),
+            preempt: AtomicU64::new(0),
             current_id: AtomicU64::new(0),
             spare,
             started: AtomicBool::new(false),
@@ -684,7 +702,7 @@ impl WorkerCtx {
     /// Whether sysmon asked the running task to yield.
     #[inline]
     pub(crate) fn preempt_requested(&self) -> bool {
-        self.remote().preempt.load(Ordering::Relaxed)
+        self.remote().preempt_for_this_slice()
     }
 
     fn run_loop(&self) {
@@ -789,8 +807,12 @@ impl WorkerCtx {
                 .yielded
                 .push_back(Yielded::new(running));
         }
-        if remote.preempt.load(Ordering::Relaxed) {
-            remote.preempt.store(false, Ordering::Relaxed);
+        if remote.preempt.load(Ordering::Relaxed) != 0 {
+            let this_slice = remote.preempt_for_this_slice();
+            remote.preempt.store(0, Ordering::Relaxed);
+            if !this_slice {
+                return; // a request for a slice that had ended
+            }
             // A task that ran a whole time slice went back to a local queue (a started
             // coroutine cannot go anywhere else); let the global queue go first now, as Go
             // does by putting a preempted goroutine on the global queue. The slice is over for
@@ -817,7 +839,7 @@ impl WorkerCtx {
         // Not searching: `run_task` stopped the search before it ran the task that called
         // this, and only the loop's `search` and `park`, never a task, start one.
         debug_assert!(!self.searching.get());
-        if self.shared.is_shutdown() || remote.preempt.load(Ordering::Relaxed) {
+        if self.shared.is_shutdown() || remote.preempt.load(Ordering::Relaxed) != 0 {
             return None;
         }
         let core = self.core.try_borrow_mut().ok()?;
