@@ -409,7 +409,10 @@ fn a_hog_inside_libc_is_not_preempted_there() {
                             m1.preempt_signals - m0.preempt_signals,
                             m1.preemptions - m0.preemptions,
                         ),
-                        m3.preemptions - m2.preemptions,
+                        (
+                            m3.preempt_signals - m2.preempt_signals,
+                            m3.preemptions - m2.preemptions,
+                        ),
                         metrics().preemptions - m3.preemptions,
                     )
                 })
@@ -429,7 +432,13 @@ fn a_hog_inside_libc_is_not_preempted_there() {
             preempted == 0 || (preempted == 1 && signals >= 4),
             "preempted {preempted} times by {signals} signals, inside nanosleep"
         );
-        assert_eq!(during_copy, 0, "preempted inside memcpy");
+        // The same for the copy: the `metrics()` after `memcpy` returns is ordinary code, and a
+        // retry may land there (seen once in a full-suite loop beside another).
+        let (signals, preempted) = during_copy;
+        assert!(
+            preempted == 0 || (preempted == 1 && signals >= 4),
+            "preempted {preempted} times by {signals} signals, inside memcpy"
+        );
         assert!(
             after >= 1,
             "not preempted in its own loop after the libc calls"
