@@ -554,6 +554,27 @@ fn a_runtime_dropped_inside_its_own_coroutine_leaves_none_of_its_threads_behind(
     }
 }
 
+/// A one-worker runtime, and a token that a closure the runtime keeps (`on_thread_start`)
+/// holds: the runtime is freed when the token is back to one reference ([`freed`]).
+fn runtime_with_token() -> (corio::Runtime, Arc<()>) {
+    let token = Arc::new(());
+    let held = token.clone();
+    let rt = corio::Runtime::builder()
+        .workers(1)
+        .hog_report(false)
+        .on_thread_start(move || {
+            let _ = &held;
+        })
+        .build()
+        .unwrap();
+    (rt, token)
+}
+
+/// Whether the runtime that `token` came with is freed within `PROMPTLY`.
+fn freed(token: &Arc<()>) -> bool {
+    support::holds_within(PROMPTLY, || Arc::strong_count(token) == 1)
+}
+
 /// The runtime is freed when its drop returns, even when cancelling its tasks takes a while.
 /// The drop cancels the tasks that are not running on the dropping thread, one after another,
 /// while the workers notice the shutdown on their own; the last worker to leave finished the
@@ -575,16 +596,7 @@ fn the_runtime_is_freed_by_its_drop_even_when_cancelling_its_tasks_is_slow() {
         }
     }
     within(EVENTUALLY, || {
-        let token = Arc::new(());
-        let held = token.clone();
-        let rt = corio::Runtime::builder()
-            .workers(1)
-            .hog_report(false)
-            .on_thread_start(move || {
-                let _ = &held;
-            })
-            .build()
-            .unwrap();
+        let (rt, token) = runtime_with_token();
         const TASKS: usize = 8;
         let waiting = Arc::new(AtomicUsize::new(0));
         for _ in 0..TASKS {
@@ -612,7 +624,7 @@ fn the_runtime_is_freed_by_its_drop_even_when_cancelling_its_tasks_is_slow() {
         std::thread::sleep(Duration::from_millis(20));
         drop(rt);
         assert!(
-            support::holds_within(PROMPTLY, || Arc::strong_count(&token) == 1),
+            freed(&token),
             "the runtime outlived its drop by {PROMPTLY:?}"
         );
     });
@@ -628,16 +640,7 @@ fn the_runtime_is_freed_by_its_drop_even_when_cancelling_its_tasks_is_slow() {
 fn the_runtime_is_freed_by_its_drop_while_plain_threads_wake_its_coroutines() {
     within(EVENTUALLY * 2, || {
         for round in 0..60 {
-            let token = Arc::new(());
-            let held = token.clone();
-            let rt = corio::Runtime::builder()
-                .workers(1)
-                .hog_report(false)
-                .on_thread_start(move || {
-                    let _ = &held;
-                })
-                .build()
-                .unwrap();
+            let (rt, token) = runtime_with_token();
             let stop = Arc::new(AtomicBool::new(false));
             let mut senders = Vec::new();
             for _ in 0..16 {
@@ -668,7 +671,7 @@ fn the_runtime_is_freed_by_its_drop_while_plain_threads_wake_its_coroutines() {
                 w.join().unwrap();
             }
             assert!(
-                support::holds_within(PROMPTLY, || Arc::strong_count(&token) == 1),
+                freed(&token),
                 "round {round}: the runtime outlived its drop by {PROMPTLY:?}"
             );
         }
