@@ -49,7 +49,7 @@ struct Context {
     budget: Cell<u32>,
     /// This thread's worker's shared part, whose preempt request (`Remote::preempt`)
     /// [`should_yield`] reads, one load away; while the worker runs its loop.
-    preempt: Cell<*const super::worker::Remote>,
+    remote: Cell<*const super::worker::Remote>,
 }
 
 thread_local! {
@@ -59,7 +59,7 @@ thread_local! {
             stackful: Cell::new(ptr::null()),
             worker: Cell::new(ptr::null()),
             budget: Cell::new(UNCONSTRAINED),
-            preempt: Cell::new(ptr::null()),
+            remote: Cell::new(ptr::null()),
         }
     };
 
@@ -251,7 +251,7 @@ pub(crate) fn enter_worker(worker: &WorkerCtx) -> WorkerGuard {
             "corio: a worker thread cannot run another runtime's worker"
         );
         c.worker.set(worker);
-        c.preempt.set(&worker.shared().workers[worker.index()]);
+        c.remote.set(&worker.shared().workers[worker.index()]);
     });
     WorkerGuard(())
 }
@@ -262,7 +262,7 @@ impl Drop for WorkerGuard {
     fn drop(&mut self) {
         CONTEXT.with(|c| {
             c.worker.set(ptr::null());
-            c.preempt.set(ptr::null());
+            c.remote.set(ptr::null());
         });
     }
 }
@@ -329,7 +329,7 @@ fn yield_due(c: &Context) -> bool {
         0 => true,
         UNCONSTRAINED => false,
         _ => {
-            let remote = c.preempt.get();
+            let remote = c.remote.get();
             // SAFETY: set by `enter_worker` to this thread's worker's `Remote`, which lives
             // in `Shared` for as long as the worker runs its loop (and so any task in it).
             !remote.is_null() && unsafe { &*remote }.preempt_for_this_slice()
