@@ -542,3 +542,43 @@ fn a_stdout_lock_held_across_a_yield_is_silently_reentered_by_another_coroutine(
         "{stdout}"
     );
 }
+
+/// docs/soundness.md, "Blocking the worker": the output of a task that nobody joins is dropped
+/// by its worker between tasks, outside any coroutine, where a blocking-style call blocks the
+/// thread as on a plain thread: the worker's other coroutines wait meanwhile.
+#[test]
+fn a_blocking_call_in_the_drop_of_an_unjoined_output_blocks_the_worker() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
+    use std::time::Duration;
+    /// Sleeps in its drop, and records how far the counter moved meanwhile.
+    struct SleepsInDrop(Arc<AtomicU64>, Arc<AtomicU64>);
+    impl Drop for SleepsInDrop {
+        fn drop(&mut self) {
+            let before = self.0.load(SeqCst);
+            corio::sleep(Duration::from_millis(50));
+            self.1.store(self.0.load(SeqCst) - before + 1, SeqCst);
+        }
+    }
+    let rt = corio::Runtime::builder().workers(1).build().unwrap();
+    let (count, moved) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+    let (c, m) = (count.clone(), moved.clone());
+    rt.run(move || {
+        // Counts while it runs, one yield apart.
+        let c2 = c.clone();
+        let m2 = m.clone();
+        let counter = corio::go(move || {
+            while m2.load(SeqCst) == 0 {
+                c2.fetch_add(1, SeqCst);
+                corio::yield_now();
+            }
+        });
+        drop(corio::go(move || SleepsInDrop(c, m)));
+        counter.join().unwrap();
+    });
+    assert_eq!(
+        moved.load(SeqCst),
+        1,
+        "the counter ran during the drop's sleep: the worker was not blocked"
+    );
+}
