@@ -180,8 +180,8 @@ pub(crate) struct Shared {
     /// Worker threads, joined at shutdown.
     threads: Mutex<Vec<ThreadHandle<()>>>,
     /// Worker threads running their loop, and `begin_shutdown`s still cancelling tasks: the
-    /// last of them to leave at shutdown finishes it (`Shared::worker_exited`).
-    running_workers: AtomicUsize,
+    /// last of them to leave at shutdown finishes it (`Shared::leave`).
+    running: AtomicUsize,
     /// Whether `finish_shutdown` has run.
     finished: AtomicBool,
     pub(crate) metrics: Counters,
@@ -410,7 +410,7 @@ impl Shared {
     }
 
     fn start_worker(self: &Arc<Self>, index: usize) -> io::Result<()> {
-        self.running_workers.fetch_add(1, Ordering::SeqCst);
+        self.running.fetch_add(1, Ordering::SeqCst);
         let shared = self.clone();
         let name =
             (self.config.hooks).thread_name(|| format!("{}-{index}", self.config.thread_name));
@@ -421,7 +421,7 @@ impl Shared {
         {
             Ok(thread) => thread,
             Err(e) => {
-                self.running_workers.fetch_sub(1, Ordering::SeqCst);
+                self.running.fetch_sub(1, Ordering::SeqCst);
                 return Err(e);
             }
         };
@@ -508,7 +508,7 @@ impl Runtime {
             shutdown: AtomicBool::new(false),
             epoch,
             threads: Mutex::new(Vec::new()),
-            running_workers: AtomicUsize::new(0),
+            running: AtomicUsize::new(0),
             finished: AtomicBool::new(false),
             metrics: Counters::default(),
             outside: std::sync::OnceLock::new(),
@@ -519,7 +519,7 @@ impl Runtime {
             shared.workers[index].active.store(true, Ordering::Relaxed);
             if index == 0 && shared.config.caller_worker {
                 // Started by `run_here` on its own thread.
-                shared.running_workers.fetch_add(1, Ordering::SeqCst);
+                shared.running.fetch_add(1, Ordering::SeqCst);
                 continue;
             }
             if let Err(e) = shared.start_worker(index) {
@@ -955,7 +955,7 @@ impl Handle {
         }
         // The last to leave has finished the shutdown; a worker that panicked left without
         // finishing it (`worker::run`), and then it is done here.
-        if shared.running_workers.load(Ordering::SeqCst) == 0 {
+        if shared.running.load(Ordering::SeqCst) == 0 {
             shared.finish_shutdown();
         }
     }
@@ -965,17 +965,17 @@ impl Shared {
     /// A worker thread leaves its loop, or `begin_shutdown` has cancelled what it could; the
     /// last of them at shutdown finishes the shutdown (so it completes even when the runtime
     /// was dropped on one of its own workers, where nobody can join the threads).
-    pub(crate) fn worker_exited(&self) {
-        if self.running_workers.fetch_sub(1, Ordering::SeqCst) == 1 && self.is_shutdown() {
+    pub(crate) fn leave(&self) {
+        if self.running.fetch_sub(1, Ordering::SeqCst) == 1 && self.is_shutdown() {
             self.finish_shutdown();
         }
     }
 
-    /// `worker_exited` for a worker that panicked: it leaves the shutdown, if it is the last,
+    /// `leave` for a worker that panicked: it leaves the shutdown, if it is the last,
     /// to `shutdown_and_join` (cancelling tasks while unwinding would abort on a destructor's
     /// panic).
-    pub(crate) fn worker_panicked(&self) {
-        self.running_workers.fetch_sub(1, Ordering::SeqCst);
+    pub(crate) fn leave_after_panic(&self) {
+        self.running.fetch_sub(1, Ordering::SeqCst);
     }
 
     /// Cancels what no worker took (futures and coroutines that never started), drops what is
@@ -1013,9 +1013,9 @@ impl Shared {
         // drains the timer heaps: a timer of a task cancelled here after that drain stayed with
         // the fallback timer thread, holding the task's waker, and through it this runtime and
         // its descriptors, until its deadline (`rt_shutdown.rs`, `the_runtime_is_freed_...`).
-        self.running_workers.fetch_add(1, Ordering::SeqCst);
+        self.running.fetch_add(1, Ordering::SeqCst);
         if self.shutdown.swap(true, Ordering::AcqRel) {
-            self.worker_exited();
+            self.leave();
             return;
         }
         self.inject.close();
@@ -1041,7 +1041,7 @@ impl Shared {
         }
         self.driver.wake();
         self.sysmon.wake();
-        self.worker_exited();
+        self.leave();
     }
 }
 

@@ -211,7 +211,13 @@ impl Remote {
     #[inline]
     pub(crate) fn preempt_for_this_slice(&self) -> bool {
         let request = self.preempt.load(Ordering::Relaxed);
-        request != 0 && request == Self::slice_tag(self.slices())
+        request != 0 && self.names_this_slice(request)
+    }
+
+    /// Whether `request`, a non-zero preempt request, is for the slice running now.
+    #[inline]
+    fn names_this_slice(&self, request: u64) -> bool {
+        request == Self::slice_tag(self.slices())
     }
 
     pub(crate) fn new(spare: bool) -> Remote {
@@ -648,16 +654,16 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
     }
 }
 
-/// Counts a worker out of `Shared::running_workers` when its thread's `run` returns or
+/// Counts a worker out of `Shared::running` when its thread's `run` returns or
 /// unwinds (after the worker's own context is gone).
 struct Exit(Arc<Shared>);
 
 impl Drop for Exit {
     fn drop(&mut self) {
         if std::thread::panicking() {
-            self.0.worker_panicked();
+            self.0.leave_after_panic();
         } else {
-            self.0.worker_exited();
+            self.0.leave();
         }
     }
 }
@@ -807,10 +813,10 @@ impl WorkerCtx {
                 .yielded
                 .push_back(Yielded::new(running));
         }
-        if remote.preempt.load(Ordering::Relaxed) != 0 {
-            let this_slice = remote.preempt_for_this_slice();
+        let request = remote.preempt.load(Ordering::Relaxed);
+        if request != 0 {
             remote.preempt.store(0, Ordering::Relaxed);
-            if !this_slice {
+            if !remote.names_this_slice(request) {
                 return; // a request for a slice that had ended
             }
             // A task that ran a whole time slice went back to a local queue (a started
