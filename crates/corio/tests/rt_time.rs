@@ -623,6 +623,38 @@ fn a_sleep_on_an_entered_thread_after_the_runtime_is_dropped_still_wakes() {
     });
 }
 
+/// A sleep that an entered thread registered in the runtime's heap outlives the runtime: the
+/// fallback timer thread takes its timer over. Dropping the sleep then must release the timer
+/// and its waker at once, not at the deadline an hour later (they held the waker, and through
+/// it whatever it wakes, until then).
+#[test]
+fn a_sleep_taken_over_by_the_fallback_thread_releases_its_waker_when_dropped() {
+    struct Counted;
+    impl std::task::Wake for Counted {
+        fn wake(self: Arc<Self>) {}
+    }
+    let counted = Arc::new(Counted);
+    let waker = std::task::Waker::from(counted.clone());
+    let rt = support::rt(1);
+    let entered = rt.enter();
+    let mut sleep = time::sleep_async(Duration::from_secs(3600));
+    let mut cx = std::task::Context::from_waker(&waker);
+    assert!(std::pin::Pin::new(&mut sleep).poll(&mut cx).is_pending());
+    drop(entered);
+    drop(rt);
+    assert_eq!(
+        Arc::strong_count(&counted),
+        3,
+        "the timer holds a clone of the waker while it waits"
+    );
+    drop(sleep);
+    assert_eq!(
+        Arc::strong_count(&counted),
+        2,
+        "the dropped sleep's timer still holds its waker"
+    );
+}
+
 /// Issue 8, bugs 1 and 2 without a runtime: the fallback timer thread (`block_on` and
 /// `timeout` on a plain thread) and the plain thread's own sleep (Go's `TestOverflowSleep`).
 #[test]

@@ -358,15 +358,15 @@ impl Remote {
                 drop(task);
             }
         }
-        let mut timers = self.timers.lock().unwrap_or_else(|e| e.into_inner());
-        let pending: Vec<_> = timers.drain().collect();
-        self.next_timer.store(u64::MAX, Ordering::SeqCst);
-        drop(timers);
         // Sleepers outside the runtime (a thread in `Runtime::enter`) still wake at their
-        // deadline: the fallback timer thread takes their timers over.
-        for entry in pending {
+        // deadline: the fallback timer thread takes their timers over. Under this heap's lock,
+        // so that an owner's cancel (`Sleep::cancel`, which takes it first) finds its timer in
+        // one heap or the other, never in between.
+        let mut timers = self.timers.lock().unwrap_or_else(|e| e.into_inner());
+        for entry in timers.drain() {
             crate::time::adopt(epoch, entry);
         }
+        self.next_timer.store(u64::MAX, Ordering::SeqCst);
     }
 }
 

@@ -13,8 +13,10 @@ struct Fallback {
     changed: Condvar,
 }
 
+/// The fallback, once something has needed it.
+static FALLBACK: OnceLock<&'static Fallback> = OnceLock::new();
+
 fn fallback() -> &'static Fallback {
-    static FALLBACK: OnceLock<&'static Fallback> = OnceLock::new();
     FALLBACK.get_or_init(|| {
         let fb: &'static Fallback = Box::leak(Box::new(Fallback {
             epoch: Instant::now(),
@@ -75,16 +77,33 @@ pub(crate) fn cancel(entry: &TimerEntry) {
         .remove(entry);
 }
 
-/// Takes over a runtime's pending timer (the runtime is shutting down): `entry` fires at its
-/// deadline (ns after `epoch`) from the fallback thread.
+/// Takes over a runtime's pending timer (the runtime is shutting down, and its worker's heap
+/// lock is held): `entry` itself fires at its deadline (ns after `epoch`) from the fallback
+/// thread, so that its owner's cancel ([`cancel_adopted`]) can still take it out.
 pub(crate) fn adopt(epoch: Instant, entry: Arc<TimerEntry>) {
-    struct Forward(Arc<TimerEntry>);
-    impl std::task::Wake for Forward {
-        fn wake(self: Arc<Self>) {
-            self.0.fire();
-        }
+    let fb = fallback();
+    let deadline = match entry.deadline() {
+        // Never, on either clock.
+        u64::MAX => u64::MAX,
+        d => super::nanos_since(
+            fb.epoch,
+            super::deadline_after(epoch, Duration::from_nanos(d)),
+        ),
+    };
+    fb.heap
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert_at(entry, deadline);
+    fb.changed.notify_one();
+}
+
+/// Cancels a timer of a shut-down runtime that [`adopt`] may have taken over (a no-op if it did
+/// not, or if no timer was ever adopted).
+pub(crate) fn cancel_adopted(entry: &TimerEntry) {
+    if let Some(fb) = FALLBACK.get() {
+        fb.heap
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(entry);
     }
-    let deadline = super::deadline_after(epoch, Duration::from_nanos(entry.deadline()));
-    let waker = Waker::from(Arc::new(Forward(entry)));
-    register(deadline, &waker);
 }

@@ -101,7 +101,9 @@
 //! - `TimerEntry::fired` is set by whoever fires the entry after popping it (normally the P, after
 //!   releasing the heap lock) and read by the owning future.
 //! - An entry is in at most one heap at a time. It is inserted by its owning future, or by a P
-//!   re-inserting what it drained from another P's heap.
+//!   re-inserting what it drained from another P's heap, or by the fallback timer thread taking
+//!   a shut-down runtime's timers over (`insert_at`: the slot holds the deadline on the
+//!   fallback's clock; the entry's own stays as it was).
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -360,11 +362,19 @@ impl TimerHeap {
     /// races with another heap's operations may go undetected; it cannot cause memory unsafety.
     #[track_caller]
     pub(crate) fn insert(&mut self, entry: Arc<TimerEntry>) {
+        let deadline = entry.deadline;
+        self.insert_at(entry, deadline);
+    }
+
+    /// [`insert`](Self::insert) on another clock: the heap orders and fires `entry` at
+    /// `deadline` (ns on this heap's clock) instead of its own deadline (ns on the clock of the
+    /// runtime that made it). The fallback timer thread takes a shut-down runtime's timers
+    /// over this way (`fallback::adopt`), so that the owner's cancel still finds the entry.
+    pub(crate) fn insert_at(&mut self, entry: Arc<TimerEntry>, deadline: u64) {
         assert!(
             !entry.is_queued(),
             "TimerHeap::insert: the timer is already in a heap"
         );
-        let deadline = entry.deadline;
         if self.run.back().is_none_or(|last| deadline >= last.deadline) {
             // In deadline order: append to the run.
             let at = self.run_base.wrapping_add(self.run.len()) & RUN_MASK;
@@ -376,10 +386,7 @@ impl TimerHeap {
             return;
         }
         let i = self.slots.len();
-        self.slots.push(Slot {
-            deadline: entry.deadline,
-            entry,
-        });
+        self.slots.push(Slot { deadline, entry });
         self.sift_up(i);
     }
 
@@ -565,7 +572,8 @@ impl TimerHeap {
         self.slots[i].entry.index.store(i, Relaxed);
     }
 
-    /// Checks the heap property, the deadline copies and every recorded index.
+    /// Checks the heap property, the deadline copies and every recorded index (of a heap
+    /// filled by `insert`: `insert_at` copies another deadline than the entry's).
     #[cfg(all(test, not(loom)))]
     fn assert_invariants(&self) {
         for (i, slot) in self.slots.iter().enumerate() {
@@ -708,6 +716,31 @@ mod tests {
         assert_eq!(heap.pop_expired(10).map(|e| e.deadline()), Some(10));
         assert!(heap.pop_expired(19).is_none());
         assert_eq!(pop_all(&mut heap, 30), [20, 30]);
+    }
+
+    /// `insert_at` orders and fires an entry by the deadline it is given (the fallback
+    /// thread's clock), not by the entry's own, in the heap and in the run alike; `remove`
+    /// still finds it.
+    #[test]
+    fn an_entry_inserted_at_another_deadline_is_ordered_by_that_one() {
+        let mut heap = TimerHeap::new();
+        let (late, early, gone) = (
+            TimerEntry::new(5),
+            TimerEntry::new(1_000),
+            TimerEntry::new(7),
+        );
+        heap.insert_at(late.clone(), 300); // the run
+        heap.insert_at(early.clone(), 100); // earlier than the run's back: the heap
+        heap.insert_at(gone.clone(), 200);
+        assert_eq!(heap.next_deadline(), Some(100));
+        assert!(heap.remove(&gone));
+        assert!(heap.pop_expired(99).is_none());
+        let fired = heap.pop_expired(100).expect("due at 100");
+        assert!(Arc::ptr_eq(&fired, &early));
+        assert!(heap.pop_expired(299).is_none());
+        let fired = heap.pop_expired(300).expect("due at 300");
+        assert!(Arc::ptr_eq(&fired, &late));
+        assert_eq!(late.deadline(), 5, "the entry's own deadline is unchanged");
     }
 
     #[test]

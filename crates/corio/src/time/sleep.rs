@@ -174,7 +174,6 @@ impl Sleep {
                     let remote = &shared.workers[index];
                     let removed = {
                         let mut heap = remote.timers.lock().unwrap_or_else(|e| e.into_inner());
-                        // Not in the heap: popped, it is firing.
                         let removed = heap.remove(&entry);
                         if removed {
                             // Under the lock, as every writer of `next_timer`.
@@ -182,6 +181,12 @@ impl Sleep {
                             remote
                                 .next_timer
                                 .store(next, std::sync::atomic::Ordering::SeqCst);
+                        } else if shared.is_shutdown() {
+                            // Not in the heap: popped (it is firing), or, the runtime being
+                            // shut down, taken over by the fallback timer thread with the rest
+                            // of the heap (`Remote::drain`, under this lock): take it out there,
+                            // or it would hold its waker until its deadline.
+                            fallback::cancel_adopted(&entry);
                         }
                         removed
                     };
