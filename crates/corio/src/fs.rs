@@ -180,13 +180,13 @@ const MAX_CHUNK: usize = 2 * 1024 * 1024;
 /// Runs `f` blocking-style where this is called: on the blocking pool from a coroutine (only
 /// the coroutine waits), in place on a plain thread.
 #[track_caller]
-fn run<T, F>(f: F) -> T
+fn run<T, F>(f: F) -> io::Result<T>
 where
-    F: FnOnce() -> T + Send + 'static,
+    F: FnOnce() -> io::Result<T> + Send + 'static,
     T: Send + 'static,
 {
     match crate::runtime::pool_or_here(f) {
-        Some(result) => join(result),
+        Some(result) => join(result)?,
         None => panic!(
             "a blocking-style corio::fs call inside an async task would stall its worker: use \
              the `_async` form and `.await` it"
@@ -195,21 +195,26 @@ where
 }
 
 /// Runs `f` on the blocking pool.
-async fn run_async<T, F>(f: F) -> T
+async fn run_async<T, F>(f: F) -> io::Result<T>
 where
-    F: FnOnce() -> T + Send + 'static,
+    F: FnOnce() -> io::Result<T> + Send + 'static,
     T: Send + 'static,
 {
-    join(crate::spawn_blocking(f).await)
+    join(crate::spawn_blocking(f).await)?
 }
 
-/// A pool job's result: its panic goes on in the caller.
-fn join<T>(result: Result<T, crate::JoinError>) -> T {
+/// A pool job's result: its panic goes on in the caller; a job the runtime cancelled before
+/// it ran (it is shutting down: a destructor's call, a handle kept past the runtime's drop) is
+/// an error, as a name lookup's is (`net/addr.rs`). It was a panic, which in a destructor run
+/// at shutdown aborted the process.
+fn join<T>(result: Result<T, crate::JoinError>) -> io::Result<T> {
     match result {
-        Ok(v) => v,
+        Ok(v) => Ok(v),
         Err(e) => match e.try_into_panic() {
             Ok(payload) => std::panic::resume_unwind(payload),
-            Err(e) => panic!("corio::fs: the blocking pool dropped the call: {e}"),
+            Err(e) => Err(io::Error::other(format!(
+                "corio::fs: the call did not run, its runtime is shutting down ({e})"
+            ))),
         },
     }
 }
@@ -622,12 +627,12 @@ impl State {
 
     /// Runs `job` (step 2): on the pool it is the call in flight until it finishes, so
     /// that if this future is dropped meanwhile the next call waits for it.
-    async fn call<F>(&mut self, via: Via, job: F) -> Done
+    async fn call<F>(&mut self, via: Via, job: F) -> io::Result<Done>
     where
         F: FnOnce() -> Done + Send + 'static,
     {
         match via {
-            Via::InPlace => job(),
+            Via::InPlace => Ok(job()),
             Via::Pool => {
                 debug_assert!(self.in_flight.is_none(), "settle first");
                 let in_flight = self.in_flight.insert(InFlight {
@@ -663,7 +668,7 @@ impl State {
             let r = (&*file).read(&mut buf);
             Done::Read(r, buf)
         };
-        let Done::Read(r, buf) = self.call(via, job).await else {
+        let Done::Read(r, buf) = self.call(via, job).await? else {
             unreachable!("a read job reads")
         };
         self.buf = buf;
@@ -686,7 +691,7 @@ impl State {
             let r = (&*file).write(&buf);
             Done::Write(r, buf)
         };
-        let Done::Write(r, buf) = self.call(via, job).await else {
+        let Done::Write(r, buf) = self.call(via, job).await? else {
             unreachable!("a write job writes")
         };
         self.buf = buf;
@@ -701,7 +706,10 @@ impl State {
     ) -> io::Result<u64> {
         self.settle(via, file).await?;
         let file = file.clone();
-        let Done::Seek(r) = self.call(via, move || Done::Seek((&*file).seek(pos))).await else {
+        let Done::Seek(r) = self
+            .call(via, move || Done::Seek((&*file).seek(pos)))
+            .await?
+        else {
             unreachable!("a seek job seeks")
         };
         if r.is_ok() {
@@ -719,7 +727,7 @@ impl State {
     ) -> io::Result<()> {
         self.settle(via, file).await?;
         let file = file.clone();
-        let Done::Unit(r) = self.call(via, move || Done::Unit(f(&file))).await else {
+        let Done::Unit(r) = self.call(via, move || Done::Unit(f(&file))).await? else {
             unreachable!("a unit job")
         };
         r
@@ -728,7 +736,10 @@ impl State {
     async fn set_len(&mut self, via: Via, file: &Arc<std::fs::File>, size: u64) -> io::Result<()> {
         self.settle(via, file).await?;
         let file = file.clone();
-        let Done::Unit(r) = self.call(via, move || Done::Unit(file.set_len(size))).await else {
+        let Done::Unit(r) = self
+            .call(via, move || Done::Unit(file.set_len(size)))
+            .await?
+        else {
             unreachable!("a set_len job")
         };
         r
@@ -743,7 +754,7 @@ impl State {
         let file = file.clone();
         let Done::Metadata(r) = self
             .call(via, move || Done::Metadata(file.metadata()))
-            .await
+            .await?
         else {
             unreachable!("a metadata job")
         };

@@ -90,7 +90,7 @@ impl State {
             {
                 let done = ready!(Pin::new(job).poll(cx));
                 self.in_flight = None;
-                let Done::Read(r, buf) = join(done) else {
+                let Done::Read(r, buf) = join(done)? else {
                     unreachable!("a read job reads")
                 };
                 return Poll::Ready(self.deliver(file, r, buf, room, put));
@@ -266,7 +266,7 @@ impl State {
         };
         let done = ready!(Pin::new(job).poll(cx));
         self.in_flight = None;
-        let Done::Seek(r) = join(done) else {
+        let Done::Seek(r) = join(done)? else {
             unreachable!("a seek job seeks")
         };
         if r.is_ok() {
