@@ -550,9 +550,7 @@ impl Runtime {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        if !matches!(context::here(), context::Here::Thread)
-            || context::with_worker(|w| w.is_some())
-        {
+        if inside_a_task_or_worker() {
             panic!(
                 "corio: `Builder::run_here` called from inside a task or on a runtime's \
                  worker; spawn the work on the runtime that is running instead"
@@ -625,6 +623,13 @@ impl Runtime {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
+        // Refused before `f` is spawned: the panic must not leave it running on its own.
+        if inside_a_task_or_worker() {
+            panic!(
+                "corio: `Runtime::run` called from inside a task; spawn the work with \
+                 `corio::go` and join it instead"
+            );
+        }
         let handle = self.handle.go(f);
         match self.block_on(handle) {
             Ok(v) => v,
@@ -841,9 +846,7 @@ impl Handle {
     /// coroutine's thread).
     #[track_caller]
     pub fn block_on<F: Future>(&self, fut: F) -> F::Output {
-        if !matches!(context::here(), context::Here::Thread)
-            || context::with_worker(|w| w.is_some())
-        {
+        if inside_a_task_or_worker() {
             panic!(
                 "corio: `Runtime::block_on` called from inside a task; use `corio::block_on` \
                  (in a stackful coroutine) or `.await` (in an async task)"
@@ -1043,6 +1046,13 @@ impl Shared {
         self.sysmon.wake();
         self.leave();
     }
+}
+
+/// Whether the caller is a task, or a runtime's worker between tasks: where waiting for a
+/// runtime on the thread (`block_on`, `run`, `run_here`) would block a worker or a coroutine's
+/// thread.
+fn inside_a_task_or_worker() -> bool {
+    !matches!(context::here(), context::Here::Thread) || context::with_worker(|w| w.is_some())
 }
 
 impl fmt::Debug for Handle {
