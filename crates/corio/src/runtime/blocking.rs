@@ -30,10 +30,60 @@ pub(crate) struct BlockingPool {
     shutdown: AtomicBool,
 }
 
+/// Who may touch what: everything under `BlockingPool::state`'s lock.
 struct PoolState {
     queue: VecDeque<Notified>,
     threads: usize,
+    /// Threads waiting for work and not yet told of any: `push` takes one (counts it out and
+    /// notifies), or the thread counts itself out when it gives up waiting (`woken`).
     idle: usize,
+    /// Notifications `push` sent and no woken thread has taken yet. A thread's wait that ends
+    /// by its timeout (or spuriously) just as `push` counted it out must still take the
+    /// notification meant for it, not count itself out a second time: that was an underflow of
+    /// `idle` (a panic in a debug build; a wrapped count in a release one, after which `push`
+    /// believed a thread idle for ever and started none, so jobs queued behind busy ones).
+    notified: usize,
+}
+
+/// How an idle pool thread's wait ended ([`PoolState::woken`]).
+#[derive(Debug, PartialEq, Eq)]
+enum Woken {
+    /// Told of work, or found some: back to the queue (no longer idle).
+    Work,
+    /// Nothing to do and the keep-alive has passed, or the pool shuts down: the thread exits.
+    Exit,
+    /// Woken for nothing (a spurious wake-up): it waits again, still idle.
+    Spurious,
+}
+
+impl PoolState {
+    /// `push`'s side: counts out an idle thread to notify, if there is one.
+    fn take_idle(&mut self) -> bool {
+        if self.idle == 0 {
+            return false;
+        }
+        self.idle -= 1;
+        self.notified += 1;
+        true
+    }
+
+    /// An idle thread's wait ended (`timed_out`: by its keep-alive; `shutdown`: the pool's).
+    fn woken(&mut self, timed_out: bool, shutdown: bool) -> Woken {
+        if self.notified > 0 {
+            // `push` counted a thread out for this: whichever thread wakes takes it.
+            self.notified -= 1;
+            return Woken::Work;
+        }
+        if !self.queue.is_empty() {
+            self.idle -= 1;
+            return Woken::Work;
+        }
+        if timed_out || shutdown {
+            self.idle -= 1;
+            return Woken::Exit;
+        }
+        Woken::Spurious
+    }
 }
 
 impl BlockingPool {
@@ -43,6 +93,7 @@ impl BlockingPool {
                 queue: VecDeque::new(),
                 threads: 0,
                 idle: 0,
+                notified: 0,
             }),
             condvar: Condvar::new(),
             max_threads: max_threads.max(1),
@@ -58,8 +109,7 @@ impl BlockingPool {
         }
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         state.queue.push_back(task);
-        if state.idle > 0 {
-            state.idle -= 1;
+        if state.take_idle() {
             drop(state);
             self.condvar.notify_one();
         } else if state.threads < self.max_threads {
@@ -103,14 +153,20 @@ fn pool_thread(shared: Arc<Shared>) {
             break;
         }
         state.idle += 1;
-        let (next, timeout) = pool
-            .condvar
-            .wait_timeout(state, KEEP_ALIVE)
-            .unwrap_or_else(|e| e.into_inner());
-        state = next;
-        if timeout.timed_out() && state.queue.is_empty() {
-            state.idle -= 1;
-            break;
+        loop {
+            let (next, timeout) = pool
+                .condvar
+                .wait_timeout(state, KEEP_ALIVE)
+                .unwrap_or_else(|e| e.into_inner());
+            state = next;
+            match state.woken(timeout.timed_out(), pool.shutdown.load(Ordering::Acquire)) {
+                Woken::Work => break,
+                Woken::Spurious => {}
+                Woken::Exit => {
+                    state.threads -= 1;
+                    return;
+                }
+            }
         }
     }
     state.threads -= 1;
@@ -168,8 +224,12 @@ pub fn blocking<R>(f: impl FnOnce() -> R) -> R {
             context::constrain(self.0);
         }
     }
-    let on_worker = context::with_worker(|w| w.map(|w| w.enter_blocking()).is_some());
-    let _exit = on_worker.then_some(Exit);
+    // The outermost `blocking` of a nest tells sysmon when it ends, not an inner one.
+    let entered = context::with_worker(|w| w.is_some_and(|w| w.enter_blocking()));
+    // Not `then_some(Exit)`: that makes the guard whatever `entered` says, and drops it at
+    // once when it says no, which told sysmon the worker ran again in the middle of the outer
+    // call.
+    let _exit = if entered { Some(Exit) } else { None };
     // No budget inside: `f` owns the thread meanwhile, and a foreign executor in it may poll
     // corio futures any number of times within this one poll of the task (tokio lifts its
     // budget in `block_in_place` for the same reason).
@@ -209,4 +269,60 @@ where
     T: Send + 'static,
 {
     super::spawn::spawn_blocking_task(&super::current_or_default(), f)
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    fn empty() -> PoolState {
+        PoolState {
+            queue: VecDeque::new(),
+            threads: 1,
+            idle: 0,
+            notified: 0,
+        }
+    }
+
+    /// An idle thread's keep-alive ends just as `push` counts it out and notifies it, and
+    /// another thread, finishing its job, takes the new one first: the woken thread takes the
+    /// notification meant for it (and waits again, idle once more) instead of counting itself
+    /// out a second time, which underflowed `idle`.
+    #[test]
+    fn a_keep_alive_that_ends_as_push_notifies_takes_the_notification() {
+        let mut s = empty();
+        s.idle += 1; // the thread waits
+        assert!(s.take_idle(), "push finds it idle");
+        assert!(!s.take_idle(), "and only once");
+        // The job was taken by another thread; the wait ends by its timeout.
+        assert_eq!(s.woken(true, false), Woken::Work);
+        assert_eq!((s.idle, s.notified), (0, 0));
+        // Back at the queue it finds nothing and waits again; its keep-alive then passes.
+        s.idle += 1;
+        assert_eq!(s.woken(true, false), Woken::Exit);
+        assert_eq!((s.idle, s.notified), (0, 0));
+    }
+
+    /// A wake-up for nothing leaves the thread idle, where `push` still finds it.
+    #[test]
+    fn a_spurious_wake_up_leaves_the_thread_idle() {
+        let mut s = empty();
+        s.idle += 1;
+        assert_eq!(s.woken(false, false), Woken::Spurious);
+        assert_eq!(s.idle, 1);
+        assert!(s.take_idle());
+        assert_eq!(s.woken(false, false), Woken::Work);
+        assert_eq!((s.idle, s.notified), (0, 0));
+    }
+
+    /// At shutdown every idle thread exits, and a notification still pending is taken first.
+    #[test]
+    fn shutdown_lets_idle_threads_exit() {
+        let mut s = empty();
+        s.idle += 2;
+        assert!(s.take_idle());
+        assert_eq!(s.woken(false, true), Woken::Work);
+        assert_eq!(s.woken(false, true), Woken::Exit);
+        assert_eq!((s.idle, s.notified), (0, 0));
+    }
 }

@@ -1901,8 +1901,14 @@ impl WorkerCtx {
     }
 
     /// Flushes the next-task slot into the run queue so others can steal it while this
-    /// worker blocks (`corio::blocking`).
-    pub(crate) fn enter_blocking(&self) {
+    /// worker blocks (`corio::blocking`), and tells sysmon so. `false` if it is blocking
+    /// already (a `blocking` inside another's `f`): then only the outer call's end may tell
+    /// sysmon the worker runs again, or sysmon took the rest of the outer call for a hog's.
+    pub(crate) fn enter_blocking(&self) -> bool {
+        // Relaxed: only this thread writes the status.
+        if self.remote().status.load(Ordering::Relaxed) == STATUS_BLOCKING {
+            return false;
+        }
         // Called by a coroutine's own code (`corio::blocking`): not preempted while it holds
         // the core (the loop, back from the preempted coroutine, would borrow it again) or the
         // inbox's lock (`runtime/preempt.rs`, "The rule").
@@ -1927,6 +1933,7 @@ impl WorkerCtx {
         self.remote()
             .status
             .store(STATUS_BLOCKING, Ordering::Release);
+        true
     }
 
     pub(crate) fn exit_blocking(&self) {
