@@ -150,6 +150,14 @@ impl<T: AsRawFd> Source<T> {
         &self.inner
     }
 
+    /// [`get`](Self::get) for a user's call: `NotConnected` once another handle closed the
+    /// socket, as every other call then (`docs/io.md`, "`try_clone` shares the socket").
+    #[inline]
+    pub(crate) fn open(&self) -> io::Result<&T> {
+        self.check_open()?;
+        Ok(&self.inner)
+    }
+
     #[inline]
     fn check_open(&self) -> io::Result<()> {
         if self.closed.load(Ordering::Acquire) {
@@ -612,7 +620,18 @@ impl<T: AsRawFd> Source<T> {
             left.note(cx, result)
         });
         match limit {
-            Limit::For(d) => crate::time::timeout(d, fut).unwrap_or_else(|_| Err(timed_out())),
+            Limit::For(d) => match crate::time::timeout(d, fut) {
+                Ok(result) => result,
+                // The deadline passed while the readiness state said "not ready". That state
+                // may be stale: an edge for data (or room) already there waits in the epoll
+                // set until a poller takes it, and a busy worker polls only every so many
+                // rounds, while its timers fire every round. So the system call decides, as
+                // in nonblocking mode: `std`'s `SO_RCVTIMEO` read returns what is there.
+                Err(_) => match self.once(&mut op) {
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => Err(timed_out()),
+                    result => result,
+                },
+            },
             _ => crate::block_on::block_on_stackful(ctx, fut),
         }
     }
@@ -780,6 +799,9 @@ impl<T: AsRawFd> Source<T> {
     /// its final bit is true for good; it only makes operations try their system call.
     pub(crate) fn shutdown(&self, how: std::net::Shutdown) -> io::Result<()> {
         use std::net::Shutdown;
+        // Another handle's close shut the socket down already: this is `NotConnected`, as
+        // every call then (Linux would accept a second `shutdown`).
+        self.check_open()?;
         let (how_c, dirs): (_, &[Direction]) = match how {
             Shutdown::Read => (libc::SHUT_RD, &[Direction::Read]),
             Shutdown::Write => (libc::SHUT_WR, &[Direction::Write]),

@@ -14,12 +14,17 @@
 //! They are the same system calls glibc issues (`recvfrom`, `sendto`), so `strace` and `perf
 //! stat -e syscalls:*` see what they saw before. The write passes `MSG_NOSIGNAL`, as `std`'s
 //! `TcpStream` does: a peer that has gone away is `EPIPE`, never `SIGPIPE` (for a Unix stream
-//! too, where `std` uses `write(2)` and relies on Rust ignoring `SIGPIPE`). `EINTR` is returned
+//! too, where `std` uses `write(2)` and relies on Rust ignoring `SIGPIPE`); so does the
+//! vectored write, a `sendmsg` where `std` uses `writev(2)`, which has no flags. `EINTR` is returned
 //! as `ErrorKind::Interrupted`, which the callers' loops retry, as before. Under Miri, which
 //! cannot run inline assembly, the libc functions are used.
 
 use std::io;
 use std::os::fd::RawFd;
+
+/// The most buffers one `writev(2)` (or `sendmsg`) takes on Linux (`IOV_MAX`; std's
+/// `write_vectored` passes no more).
+pub(crate) const IOV_MAX: usize = 1024;
 
 /// `recv(fd, buf, len, 0)`: reads up to `len` bytes into `buf`.
 ///
@@ -153,6 +158,42 @@ pub(crate) fn send(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
     {
         // SAFETY: as above, through libc.
         libc_result(unsafe { libc::send(fd, buf.as_ptr().cast(), buf.len(), libc::MSG_NOSIGNAL) })
+    }
+}
+
+/// `sendmsg(fd, {bufs}, MSG_NOSIGNAL)`: writes some of `bufs` (at most the first
+/// [`IOV_MAX`], as `writev(2)` takes), in order. `std`'s
+/// `write_vectored` is `writev(2)`, which has no flags: a peer that has gone away raised
+/// `SIGPIPE` there, where `send` gives `EPIPE`.
+#[inline]
+pub(crate) fn send_vectored(fd: RawFd, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+    // SAFETY: all-zero is a valid `msghdr` (no name, no control buffer).
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    // `IoSlice` is ABI-compatible with `iovec` on Unix (its documented guarantee); the kernel
+    // only reads through this pointer, so the `*mut` it asks for writes nothing.
+    msg.msg_iov = bufs.as_ptr().cast_mut().cast();
+    msg.msg_iovlen = bufs.len().min(IOV_MAX);
+    #[cfg(all(target_os = "linux", target_arch = "x86_64", not(miri)))]
+    {
+        // SAFETY: sendmsg(fd, &msg, MSG_NOSIGNAL) only reads `msg` and the buffers it points
+        // to, all borrowed for this call; a bad fd is an error, not undefined behaviour.
+        let ret = unsafe {
+            syscall6(
+                libc::SYS_sendmsg as usize,
+                fd as usize,
+                (&raw const msg) as usize,
+                libc::MSG_NOSIGNAL as usize,
+                0,
+                0,
+                0,
+            )
+        };
+        result(ret)
+    }
+    #[cfg(not(all(target_os = "linux", target_arch = "x86_64", not(miri))))]
+    {
+        // SAFETY: as above, through libc.
+        libc_result(unsafe { libc::sendmsg(fd, &msg, libc::MSG_NOSIGNAL) })
     }
 }
 

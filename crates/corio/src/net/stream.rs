@@ -20,9 +20,7 @@
 
 use std::io;
 
-/// The most buffers one `writev(2)` takes on Linux (`IOV_MAX`; std's `write_vectored` passes
-/// no more).
-pub(crate) const IOV_MAX: usize = 1024;
+use crate::io::sys::IOV_MAX;
 
 /// The bytes one `writev(2)` of `bufs` can move: std passes at most `IOV_MAX` (1,024 on
 /// Linux) buffers, and a write of all of those is not a short one — counting the rest would
@@ -298,13 +296,12 @@ macro_rules! stream_face {
                 cx: &mut std::task::Context<'_>,
                 bufs: &[std::io::IoSlice<'_>],
             ) -> std::task::Poll<std::io::Result<usize>> {
-                use std::io::Write;
                 let len = $crate::net::stream::writev_len(bufs);
                 self.$sock.poll_stream(
                     $crate::io::registry::Direction::Write,
                     cx,
                     len,
-                    |s: &$std| (&*s).write_vectored(bufs),
+                    |s: &$std| $crate::io::sys::send_vectored(std::os::fd::AsRawFd::as_raw_fd(s), bufs),
                 )
             }
         }
@@ -348,7 +345,7 @@ macro_rules! stream_face {
                 self.$sock.block_stream(
                     $crate::io::registry::Direction::Write,
                     $crate::net::stream::writev_len(bufs),
-                    |s: &$std| std::io::Write::write_vectored(&mut &*s, bufs),
+                    |s: &$std| $crate::io::sys::send_vectored(std::os::fd::AsRawFd::as_raw_fd(s), bufs),
                 )
             }
 
@@ -523,12 +520,12 @@ macro_rules! datagram_face {
 
         /// The local address.
         pub fn local_addr(&self) -> std::io::Result<$addr> {
-            self.$sock.get().local_addr()
+            self.$sock.open()?.local_addr()
         }
 
         /// The connected peer's address.
         pub fn peer_addr(&self) -> std::io::Result<$addr> {
-            self.$sock.get().peer_addr()
+            self.$sock.open()?.peer_addr()
         }
 
         timeout_methods!($sock);

@@ -91,22 +91,22 @@ impl TcpListener {
 
     /// The address it listens on.
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.sock.get().local_addr()
+        self.sock.open()?.local_addr()
     }
 
     /// Sets the IP TTL of the accepted connections' packets.
     pub fn set_ttl(&self, ttl: u32) -> io::Result<()> {
-        self.sock.get().set_ttl(ttl)
+        self.sock.open()?.set_ttl(ttl)
     }
 
     /// Reads the IP TTL.
     pub fn ttl(&self) -> io::Result<u32> {
-        self.sock.get().ttl()
+        self.sock.open()?.ttl()
     }
 
     /// Takes the socket's pending error (`SO_ERROR`).
     pub fn take_error(&self) -> io::Result<Option<io::Error>> {
-        self.sock.get().take_error()
+        self.sock.open()?.take_error()
     }
 
     nonblocking_method!(
@@ -277,12 +277,12 @@ impl TcpStream {
 
     /// The remote address.
     pub fn peer_addr(&self) -> io::Result<SocketAddr> {
-        self.sock.get().peer_addr()
+        self.sock.open()?.peer_addr()
     }
 
     /// The local address.
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.sock.get().local_addr()
+        self.sock.open()?.local_addr()
     }
 
     /// Shuts down the read, write or both halves (a reader waiting on this socket wakes with
@@ -293,27 +293,27 @@ impl TcpStream {
 
     /// Sets `TCP_NODELAY`.
     pub fn set_nodelay(&self, nodelay: bool) -> io::Result<()> {
-        self.sock.get().set_nodelay(nodelay)
+        self.sock.open()?.set_nodelay(nodelay)
     }
 
     /// Reads `TCP_NODELAY`.
     pub fn nodelay(&self) -> io::Result<bool> {
-        self.sock.get().nodelay()
+        self.sock.open()?.nodelay()
     }
 
     /// Sets the IP TTL.
     pub fn set_ttl(&self, ttl: u32) -> io::Result<()> {
-        self.sock.get().set_ttl(ttl)
+        self.sock.open()?.set_ttl(ttl)
     }
 
     /// Reads the IP TTL.
     pub fn ttl(&self) -> io::Result<u32> {
-        self.sock.get().ttl()
+        self.sock.open()?.ttl()
     }
 
     /// Takes the socket's pending error (`SO_ERROR`).
     pub fn take_error(&self) -> io::Result<Option<io::Error>> {
-        self.sock.get().take_error()
+        self.sock.open()?.take_error()
     }
 
     timeout_methods!(sock);

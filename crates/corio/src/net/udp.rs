@@ -119,7 +119,7 @@ impl UdpSocket {
     #[track_caller]
     pub fn connect<A: ToSocketAddrs>(&self, addr: A) -> io::Result<()> {
         addr::each_addr(addr::resolve(&addr, "connect")?, |a| {
-            self.sock.get().connect(a)
+            self.sock.open()?.connect(a)
         })
     }
 
@@ -127,7 +127,7 @@ impl UdpSocket {
     /// pool while the task waits.
     pub async fn connect_async<A: ToSocketAddrs>(&self, addr: A) -> io::Result<()> {
         let addrs = addr::resolve_async(&addr).await?;
-        addr::each_addr(addrs, |a| self.sock.get().connect(a))
+        addr::each_addr(addrs, |a| self.sock.open()?.connect(a))
     }
 
     /// Sends to `target` (its first address; a host name is looked up on the blocking pool,
@@ -145,77 +145,77 @@ impl UdpSocket {
 
     /// Sets `SO_BROADCAST`.
     pub fn set_broadcast(&self, on: bool) -> io::Result<()> {
-        self.sock.get().set_broadcast(on)
+        self.sock.open()?.set_broadcast(on)
     }
 
     /// Reads `SO_BROADCAST`.
     pub fn broadcast(&self) -> io::Result<bool> {
-        self.sock.get().broadcast()
+        self.sock.open()?.broadcast()
     }
 
     /// Sets the IP TTL.
     pub fn set_ttl(&self, ttl: u32) -> io::Result<()> {
-        self.sock.get().set_ttl(ttl)
+        self.sock.open()?.set_ttl(ttl)
     }
 
     /// Reads the IP TTL.
     pub fn ttl(&self) -> io::Result<u32> {
-        self.sock.get().ttl()
+        self.sock.open()?.ttl()
     }
 
     /// Takes the socket's pending error (`SO_ERROR`; a refused datagram's `ECONNREFUSED`).
     pub fn take_error(&self) -> io::Result<Option<io::Error>> {
-        self.sock.get().take_error()
+        self.sock.open()?.take_error()
     }
 
     /// Joins an IPv4 multicast group (`IP_ADD_MEMBERSHIP`).
     pub fn join_multicast_v4(&self, multiaddr: &Ipv4Addr, interface: &Ipv4Addr) -> io::Result<()> {
-        self.sock.get().join_multicast_v4(multiaddr, interface)
+        self.sock.open()?.join_multicast_v4(multiaddr, interface)
     }
 
     /// Joins an IPv6 multicast group (`IPV6_ADD_MEMBERSHIP`).
     pub fn join_multicast_v6(&self, multiaddr: &Ipv6Addr, interface: u32) -> io::Result<()> {
-        self.sock.get().join_multicast_v6(multiaddr, interface)
+        self.sock.open()?.join_multicast_v6(multiaddr, interface)
     }
 
     /// Leaves an IPv4 multicast group.
     pub fn leave_multicast_v4(&self, multiaddr: &Ipv4Addr, interface: &Ipv4Addr) -> io::Result<()> {
-        self.sock.get().leave_multicast_v4(multiaddr, interface)
+        self.sock.open()?.leave_multicast_v4(multiaddr, interface)
     }
 
     /// Leaves an IPv6 multicast group.
     pub fn leave_multicast_v6(&self, multiaddr: &Ipv6Addr, interface: u32) -> io::Result<()> {
-        self.sock.get().leave_multicast_v6(multiaddr, interface)
+        self.sock.open()?.leave_multicast_v6(multiaddr, interface)
     }
 
     /// Sets `IP_MULTICAST_LOOP`.
     pub fn set_multicast_loop_v4(&self, on: bool) -> io::Result<()> {
-        self.sock.get().set_multicast_loop_v4(on)
+        self.sock.open()?.set_multicast_loop_v4(on)
     }
 
     /// Reads `IP_MULTICAST_LOOP`.
     pub fn multicast_loop_v4(&self) -> io::Result<bool> {
-        self.sock.get().multicast_loop_v4()
+        self.sock.open()?.multicast_loop_v4()
     }
 
     /// Sets `IP_MULTICAST_TTL`.
     pub fn set_multicast_ttl_v4(&self, ttl: u32) -> io::Result<()> {
-        self.sock.get().set_multicast_ttl_v4(ttl)
+        self.sock.open()?.set_multicast_ttl_v4(ttl)
     }
 
     /// Reads `IP_MULTICAST_TTL`.
     pub fn multicast_ttl_v4(&self) -> io::Result<u32> {
-        self.sock.get().multicast_ttl_v4()
+        self.sock.open()?.multicast_ttl_v4()
     }
 
     /// Sets `IPV6_MULTICAST_LOOP`.
     pub fn set_multicast_loop_v6(&self, on: bool) -> io::Result<()> {
-        self.sock.get().set_multicast_loop_v6(on)
+        self.sock.open()?.set_multicast_loop_v6(on)
     }
 
     /// Reads `IPV6_MULTICAST_LOOP`.
     pub fn multicast_loop_v6(&self) -> io::Result<bool> {
-        self.sock.get().multicast_loop_v6()
+        self.sock.open()?.multicast_loop_v6()
     }
 
     datagram_face!(

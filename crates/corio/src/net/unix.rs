@@ -83,12 +83,12 @@ impl UnixListener {
 
     /// The address it listens on.
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.sock.get().local_addr()
+        self.sock.open()?.local_addr()
     }
 
     /// Takes the socket's pending error (`SO_ERROR`).
     pub fn take_error(&self) -> io::Result<Option<io::Error>> {
-        self.sock.get().take_error()
+        self.sock.open()?.take_error()
     }
 
     nonblocking_method!(
@@ -249,12 +249,12 @@ impl UnixStream {
 
     /// The local address.
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.sock.get().local_addr()
+        self.sock.open()?.local_addr()
     }
 
     /// The peer's address.
     pub fn peer_addr(&self) -> io::Result<SocketAddr> {
-        self.sock.get().peer_addr()
+        self.sock.open()?.peer_addr()
     }
 
     /// Shuts down the read, write or both halves.
@@ -264,7 +264,7 @@ impl UnixStream {
 
     /// Takes the socket's pending error (`SO_ERROR`).
     pub fn take_error(&self) -> io::Result<Option<io::Error>> {
-        self.sock.get().take_error()
+        self.sock.open()?.take_error()
     }
 
     timeout_methods!(sock);
@@ -423,12 +423,12 @@ impl UnixDatagram {
 
     /// Sets the peer for `send` and `recv`.
     pub fn connect<P: AsRef<Path>>(&self, path: P) -> io::Result<()> {
-        self.sock.get().connect(path)
+        self.sock.open()?.connect(path)
     }
 
     /// Sets the peer for `send` and `recv` to `addr` (a path or an abstract name).
     pub fn connect_addr(&self, addr: &SocketAddr) -> io::Result<()> {
-        self.sock.get().connect_addr(addr)
+        self.sock.open()?.connect_addr(addr)
     }
 
     /// Sends to `addr` (a path or an abstract name), blocking-style.
@@ -457,7 +457,7 @@ impl UnixDatagram {
 
     /// Takes the socket's pending error (`SO_ERROR`).
     pub fn take_error(&self) -> io::Result<Option<io::Error>> {
-        self.sock.get().take_error()
+        self.sock.open()?.take_error()
     }
 
     /// Sends to the socket at `path`, blocking-style.
