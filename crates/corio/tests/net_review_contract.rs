@@ -76,7 +76,10 @@ fn set_buf(fd: RawFd, opt: libc::c_int, size: libc::c_int) {
 fn until_queued(fd: RawFd) {
     let start = Instant::now();
     while queued(fd) == 0 {
-        assert!(start.elapsed() < Duration::from_secs(5), "the data never came");
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "the data never came"
+        );
         std::hint::spin_loop();
     }
 }
@@ -118,7 +121,10 @@ fn read_with_timeout_over_queued_data(busy_worker: bool) {
     {
         let (mut a, mut b) = std_pair();
         a.set_read_timeout(Some(Duration::from_millis(2))).unwrap();
-        assert_eq!(a.read(&mut [0; 8]).unwrap_err().kind(), ErrorKind::WouldBlock);
+        assert_eq!(
+            a.read(&mut [0; 8]).unwrap_err().kind(),
+            ErrorKind::WouldBlock
+        );
         b.write_all(b"hello").unwrap();
         until_queued(a.as_raw_fd());
         let mut buf = [0; 8];
@@ -176,7 +182,10 @@ fn a_udp_receive_with_a_timeout_returns_a_datagram_already_queued_on_a_busy_work
                 let u = UdpSocket::bind("127.0.0.1:0").unwrap();
                 u.set_read_timeout(Some(Duration::from_millis(2))).unwrap();
                 let mut buf = [0; 16];
-                assert_eq!(u.recv_from(&mut buf).unwrap_err().kind(), ErrorKind::TimedOut);
+                assert_eq!(
+                    u.recv_from(&mut buf).unwrap_err().kind(),
+                    ErrorKind::TimedOut
+                );
                 sender.send_to(b"dgram", u.local_addr().unwrap()).unwrap();
                 until_queued(u.as_raw_fd());
                 match u.recv_from(&mut buf) {
@@ -300,7 +309,10 @@ fn shutdown_on_a_handle_whose_clone_was_dropped_is_not_connected() {
         let (a, _b) = corio_and_std();
         let clone = a.try_clone().unwrap();
         drop(clone);
-        assert_eq!((&a).read(&mut [0; 4]).unwrap_err().kind(), ErrorKind::NotConnected);
+        assert_eq!(
+            (&a).read(&mut [0; 4]).unwrap_err().kind(),
+            ErrorKind::NotConnected
+        );
         let e = a.shutdown(Shutdown::Write);
         assert_eq!(
             e.as_ref().map_err(|e| e.kind()),
@@ -343,61 +355,62 @@ fn a_plain_thread_waiting_on_a_socket_whose_clone_is_dropped_wakes_not_connected
         check("unix datagram", d, c, |d| d.recv(&mut [0; 8]).unwrap_err());
         let (s, _peer) = UnixStream::pair().unwrap();
         let c = s.try_clone().unwrap();
-        check("unix stream", s, c, |s| (&*s).read(&mut [0; 8]).unwrap_err());
+        check("unix stream", s, c, |s| {
+            (&*s).read(&mut [0; 8]).unwrap_err()
+        });
     });
 }
 
 mod rt_common_1 {
     use super::*;
     rt_common! {
-    /// Two coroutines reading one socket (shared by reference: a `try_clone` handle's drop
-    /// would close it for the other): every byte goes to exactly one of them, and the peer's
-    /// close ends both reads with `Ok(0)`.
-    #[test]
-    fn two_readers_of_one_socket_share_the_bytes_and_both_see_the_end() {
-        within(WATCHDOG, || {
-            let rt = rt();
-            let (a, mut b) = corio_and_std();
-            let a = Arc::new(a);
-            let total = rt.run(move || {
-                let readers: Vec<_> = (0..2)
-                    .map(|_| {
-                        let s = a.clone();
-                        corio::go(move || {
-                            let mut got = Vec::new();
-                            let mut buf = [0; 3];
-                            loop {
-                                match (&*s).read(&mut buf).unwrap() {
-                                    0 => break got,
-                                    n => got.extend_from_slice(&buf[..n]),
+        /// Two coroutines reading one socket (shared by reference: a `try_clone` handle's drop
+        /// would close it for the other): every byte goes to exactly one of them, and the peer's
+        /// close ends both reads with `Ok(0)`.
+        #[test]
+        fn two_readers_of_one_socket_share_the_bytes_and_both_see_the_end() {
+            within(WATCHDOG, || {
+                let rt = rt();
+                let (a, mut b) = corio_and_std();
+                let a = Arc::new(a);
+                let total = rt.run(move || {
+                    let readers: Vec<_> = (0..2)
+                        .map(|_| {
+                            let s = a.clone();
+                            corio::go(move || {
+                                let mut got = Vec::new();
+                                let mut buf = [0; 3];
+                                loop {
+                                    match (&*s).read(&mut buf).unwrap() {
+                                        0 => break got,
+                                        n => got.extend_from_slice(&buf[..n]),
+                                    }
                                 }
-                            }
+                            })
                         })
-                    })
-                    .collect();
-                let writer = std::thread::spawn(move || {
-                    for i in 0..2000u32 {
-                        b.write_all(&[(i % 251) as u8]).unwrap();
-                        if i % 100 == 0 {
-                            std::thread::sleep(Duration::from_millis(1));
+                        .collect();
+                    let writer = std::thread::spawn(move || {
+                        for i in 0..2000u32 {
+                            b.write_all(&[(i % 251) as u8]).unwrap();
+                            if i % 100 == 0 {
+                                std::thread::sleep(Duration::from_millis(1));
+                            }
                         }
+                        b.shutdown(Shutdown::Write).unwrap();
+                        b
+                    });
+                    let mut all: Vec<u8> = Vec::new();
+                    for r in readers {
+                        all.extend(r.join().unwrap());
                     }
-                    b.shutdown(Shutdown::Write).unwrap();
-                    b
+                    drop(writer.join().unwrap());
+                    all.len()
                 });
-                let mut all: Vec<u8> = Vec::new();
-                for r in readers {
-                    all.extend(r.join().unwrap());
-                }
-                drop(writer.join().unwrap());
-                all.len()
+                assert_eq!(total, 2000);
             });
-            assert_eq!(total, 2000);
-        });
+        }
     }
 }
-}
-
 
 // ---------------------------------------------------------------------------------------------
 // Datagrams
@@ -531,42 +544,42 @@ fn a_connected_udp_socket_waiting_in_a_coroutine_receives_only_from_its_peer() {
 mod rt_common_2 {
     use super::*;
     rt_common! {
-    /// A peek in a coroutine waits for data, returns it without consuming it (the read after
-    /// gets the same bytes), and at the peer's close returns `Ok(0)`, as std's.
-    #[test]
-    fn peek_waits_for_data_and_leaves_it_for_the_read() {
-        within(WATCHDOG, || {
-            let rt = rt();
-            let (a, mut b) = corio_and_std();
-            let got = rt.run(move || {
-                let peeker = corio::go(move || {
-                    let mut buf = [0; 16];
-                    let n = a.peek(&mut buf).unwrap();
-                    let peeked = buf[..n].to_vec();
-                    let n = a.peek(&mut buf).unwrap();
-                    let again = buf[..n].to_vec();
-                    let mut read = vec![0; peeked.len()];
-                    (&a).read_exact(&mut read).unwrap();
-                    // At the end: peek says 0, as read does.
-                    let end = a.peek(&mut buf).unwrap();
-                    (peeked, again, read, end)
+        /// A peek in a coroutine waits for data, returns it without consuming it (the read after
+        /// gets the same bytes), and at the peer's close returns `Ok(0)`, as std's.
+        #[test]
+        fn peek_waits_for_data_and_leaves_it_for_the_read() {
+            within(WATCHDOG, || {
+                let rt = rt();
+                let (a, mut b) = corio_and_std();
+                let got = rt.run(move || {
+                    let peeker = corio::go(move || {
+                        let mut buf = [0; 16];
+                        let n = a.peek(&mut buf).unwrap();
+                        let peeked = buf[..n].to_vec();
+                        let n = a.peek(&mut buf).unwrap();
+                        let again = buf[..n].to_vec();
+                        let mut read = vec![0; peeked.len()];
+                        (&a).read_exact(&mut read).unwrap();
+                        // At the end: peek says 0, as read does.
+                        let end = a.peek(&mut buf).unwrap();
+                        (peeked, again, read, end)
+                    });
+                    corio::sleep(Duration::from_millis(20));
+                    b.write_all(b"peekaboo").unwrap();
+                    // Let the peeker take all of it before the close.
+                    corio::sleep(Duration::from_millis(50));
+                    b.shutdown(Shutdown::Write).unwrap();
+                    let r = peeker.join().unwrap();
+                    drop(b);
+                    r
                 });
-                corio::sleep(Duration::from_millis(20));
-                b.write_all(b"peekaboo").unwrap();
-                // Let the peeker take all of it before the close.
-                corio::sleep(Duration::from_millis(50));
-                b.shutdown(Shutdown::Write).unwrap();
-                let r = peeker.join().unwrap();
-                drop(b);
-                r
+                assert_eq!(got.0, b"peekaboo");
+                assert_eq!(got.1, b"peekaboo");
+                assert_eq!(got.2, b"peekaboo");
+                assert_eq!(got.3, 0);
             });
-            assert_eq!(got.0, b"peekaboo");
-            assert_eq!(got.1, b"peekaboo");
-            assert_eq!(got.2, b"peekaboo");
-            assert_eq!(got.3, 0);
-        });
+        }
     }
-}
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -576,79 +589,79 @@ mod rt_common_2 {
 mod rt_common_3 {
     use super::*;
     rt_common! {
-    /// A read future dropped while it waits (a lost timeout) loses nothing: the data that
-    /// arrives afterwards is read whole by the next read, through each async face.
-    #[test]
-    fn a_read_future_dropped_mid_wait_loses_no_data() {
-        within(WATCHDOG, || {
-            let rt = rt();
-            let (a, mut b) = corio_and_std();
-            let got = rt.block_on(async move {
-                // _async form under a timeout.
-                let mut buf = [0u8; 16];
-                assert!(
-                    corio::time::timeout_async(Duration::from_millis(20), a.read_async(&mut buf))
-                        .await
-                        .is_err()
-                );
-                // The futures_io trait, under a timeout.
-                {
-                    let mut r = &a;
+        /// A read future dropped while it waits (a lost timeout) loses nothing: the data that
+        /// arrives afterwards is read whole by the next read, through each async face.
+        #[test]
+        fn a_read_future_dropped_mid_wait_loses_no_data() {
+            within(WATCHDOG, || {
+                let rt = rt();
+                let (a, mut b) = corio_and_std();
+                let got = rt.block_on(async move {
+                    // _async form under a timeout.
+                    let mut buf = [0u8; 16];
                     assert!(
-                        corio::time::timeout_async(
-                            Duration::from_millis(20),
-                            futures::AsyncReadExt::read(&mut r, &mut buf)
-                        )
+                        corio::time::timeout_async(Duration::from_millis(20), a.read_async(&mut buf))
                             .await
                             .is_err()
                     );
-                }
-                b.write_all(b"0123456789").unwrap();
-                let mut got = Vec::new();
-                while got.len() < 10 {
-                    let n = a.read_async(&mut buf).await.unwrap();
-                    got.extend_from_slice(&buf[..n]);
-                }
-                got
+                    // The futures_io trait, under a timeout.
+                    {
+                        let mut r = &a;
+                        assert!(
+                            corio::time::timeout_async(
+                                Duration::from_millis(20),
+                                futures::AsyncReadExt::read(&mut r, &mut buf)
+                            )
+                                .await
+                                .is_err()
+                        );
+                    }
+                    b.write_all(b"0123456789").unwrap();
+                    let mut got = Vec::new();
+                    while got.len() < 10 {
+                        let n = a.read_async(&mut buf).await.unwrap();
+                        got.extend_from_slice(&buf[..n]);
+                    }
+                    got
+                });
+                assert_eq!(got, b"0123456789");
             });
-            assert_eq!(got, b"0123456789");
-        });
-    }
+        }
 
-    /// futures_io's `poll_close` is `shutdown(Write)`: the peer reads EOF, the socket still
-    /// reads, a later write is `BrokenPipe`; closing twice is harmless (as two std shutdowns).
-    #[test]
-    fn futures_io_close_shuts_the_write_side_only() {
-        within(WATCHDOG, || {
-            use futures::{AsyncReadExt as FR, AsyncWriteExt as FW};
-            let rt = rt();
-            let (a, mut b) = corio_and_std();
-            let (ta, mut tb) = std_pair();
-            rt.block_on(async move {
-                let mut w = &a;
-                FW::write_all(&mut w, b"bye").await.unwrap();
-                FW::close(&mut w).await.unwrap();
-                // std: a second shutdown(Write) is fine too.
-                ta.shutdown(Shutdown::Write).unwrap();
-                let second_std = ta.shutdown(Shutdown::Write).map_err(|e| e.kind());
-                let second = FW::close(&mut w).await.map_err(|e| e.kind());
-                assert_eq!(second, second_std);
-                let mut got = Vec::new();
-                b.read_to_end(&mut got).unwrap();
-                assert_eq!(got, b"bye");
-                let mut end = Vec::new();
-                tb.read_to_end(&mut end).unwrap();
-                b.write_all(b"still").unwrap();
-                let mut buf = [0u8; 5];
-                let mut r = &a;
-                FR::read_exact(&mut r, &mut buf).await.unwrap();
-                assert_eq!(&buf, b"still");
-                let e = FW::write(&mut w, b"x").await.unwrap_err();
-                assert_eq!(e.kind(), ErrorKind::BrokenPipe);
+        /// futures_io's `poll_close` is `shutdown(Write)`: the peer reads EOF, the socket still
+        /// reads, a later write is `BrokenPipe`; closing twice is harmless (as two std shutdowns).
+        #[test]
+        fn futures_io_close_shuts_the_write_side_only() {
+            within(WATCHDOG, || {
+                use futures::{AsyncReadExt as FR, AsyncWriteExt as FW};
+                let rt = rt();
+                let (a, mut b) = corio_and_std();
+                let (ta, mut tb) = std_pair();
+                rt.block_on(async move {
+                    let mut w = &a;
+                    FW::write_all(&mut w, b"bye").await.unwrap();
+                    FW::close(&mut w).await.unwrap();
+                    // std: a second shutdown(Write) is fine too.
+                    ta.shutdown(Shutdown::Write).unwrap();
+                    let second_std = ta.shutdown(Shutdown::Write).map_err(|e| e.kind());
+                    let second = FW::close(&mut w).await.map_err(|e| e.kind());
+                    assert_eq!(second, second_std);
+                    let mut got = Vec::new();
+                    b.read_to_end(&mut got).unwrap();
+                    assert_eq!(got, b"bye");
+                    let mut end = Vec::new();
+                    tb.read_to_end(&mut end).unwrap();
+                    b.write_all(b"still").unwrap();
+                    let mut buf = [0u8; 5];
+                    let mut r = &a;
+                    FR::read_exact(&mut r, &mut buf).await.unwrap();
+                    assert_eq!(&buf, b"still");
+                    let e = FW::write(&mut w, b"x").await.unwrap_err();
+                    assert_eq!(e.kind(), ErrorKind::BrokenPipe);
+                });
             });
-        });
+        }
     }
-}
 }
 
 /// The tokio traits: a read into a full `ReadBuf` returns at once, and `shutdown` shuts the
@@ -731,7 +744,13 @@ fn a_write_to_a_closed_peer_never_raises_sigpipe() {
     let mut failures = Vec::new();
     for kind in ["tcp", "unix"] {
         let out = std::process::Command::new(std::env::current_exe().unwrap())
-            .args(["--ignored", "--exact", "sigpipe_child", "--nocapture", "--test-threads=1"])
+            .args([
+                "--ignored",
+                "--exact",
+                "sigpipe_child",
+                "--nocapture",
+                "--test-threads=1",
+            ])
             .env("CORIO_REVNET_SIGPIPE_CHILD", kind)
             .output()
             .unwrap();

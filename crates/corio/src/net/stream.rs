@@ -301,7 +301,9 @@ macro_rules! stream_face {
                     $crate::io::registry::Direction::Write,
                     cx,
                     len,
-                    |s: &$std| $crate::io::sys::send_vectored(std::os::fd::AsRawFd::as_raw_fd(s), bufs),
+                    |s: &$std| {
+                        $crate::io::sys::send_vectored(std::os::fd::AsRawFd::as_raw_fd(s), bufs)
+                    },
                 )
             }
         }
@@ -345,7 +347,9 @@ macro_rules! stream_face {
                 self.$sock.block_stream(
                     $crate::io::registry::Direction::Write,
                     $crate::net::stream::writev_len(bufs),
-                    |s: &$std| $crate::io::sys::send_vectored(std::os::fd::AsRawFd::as_raw_fd(s), bufs),
+                    |s: &$std| {
+                        $crate::io::sys::send_vectored(std::os::fd::AsRawFd::as_raw_fd(s), bufs)
+                    },
                 )
             }
 

@@ -242,8 +242,25 @@ impl BatchSemaphore {
         }
     }
 
+    /// Refuses a request for more than [`MAX_PERMITS`](Self::MAX_PERMITS) (see
+    /// [`acquire_or_closed`](Self::acquire_or_closed)).
+    #[track_caller]
+    pub(crate) fn check_request(n: usize) {
+        assert!(
+            n <= Self::MAX_PERMITS,
+            "corio: acquiring {n} permits, more than a semaphore can ever hold ({})",
+            Self::MAX_PERMITS
+        );
+    }
+
     /// A future that acquires `n` permits, or fails once the semaphore is closed.
+    ///
+    /// Panics if `n` exceeds [`MAX_PERMITS`](Self::MAX_PERMITS): no semaphore ever holds that
+    /// many, so the request could only wait for ever, and, first in the queue, hold back every
+    /// acquirer behind it (tokio refuses it too).
+    #[track_caller]
     pub(crate) fn acquire_or_closed(&self, n: usize) -> AcquireRaw<'_> {
+        Self::check_request(n);
         AcquireRaw {
             sem: self,
             node: Node::new(n),
@@ -393,7 +410,8 @@ impl Semaphore {
     ///
     /// # Panics
     ///
-    /// Inside an async task: use [`acquire_many_async`](Self::acquire_many_async).
+    /// Inside an async task: use [`acquire_many_async`](Self::acquire_many_async). If `n`
+    /// exceeds [`MAX_PERMITS`](Self::MAX_PERMITS), which no semaphore ever holds.
     #[track_caller]
     pub fn acquire_many(&self, n: usize) -> Result<SemaphorePermit<'_>, AcquireError> {
         super::wait_for(
@@ -411,6 +429,11 @@ impl Semaphore {
 
     /// Takes `n` permits at once, as a future. Dropping it while it waits passes on whatever
     /// permits it had been assigned.
+    ///
+    /// # Panics
+    ///
+    /// If `n` exceeds [`MAX_PERMITS`](Self::MAX_PERMITS), which no semaphore ever holds.
+    #[track_caller]
     pub fn acquire_many_async(
         &self,
         n: usize,
@@ -481,6 +504,7 @@ impl Semaphore {
     /// # Panics
     ///
     /// Inside an async task: use [`acquire_many_owned_async`](Self::acquire_many_owned_async).
+    /// If `n` exceeds [`MAX_PERMITS`](Self::MAX_PERMITS), which no semaphore ever holds.
     #[track_caller]
     pub fn acquire_many_owned(
         self: Arc<Self>,
@@ -519,15 +543,24 @@ impl Semaphore {
 
     /// Takes `n` permits at once, as a future that owns the semaphore. Dropping it while it
     /// waits passes on whatever permits it had been assigned.
-    pub async fn acquire_many_owned_async(
+    ///
+    /// # Panics
+    ///
+    /// If `n` exceeds [`MAX_PERMITS`](Self::MAX_PERMITS), which no semaphore ever holds.
+    #[track_caller]
+    pub fn acquire_many_owned_async(
         self: Arc<Self>,
         n: usize,
-    ) -> Result<OwnedSemaphorePermit, AcquireError> {
-        self.sem.acquire_or_closed(n).await?;
-        Ok(OwnedSemaphorePermit {
-            sem: self,
-            permits: n,
-        })
+    ) -> impl Future<Output = Result<OwnedSemaphorePermit, AcquireError>> + Send + 'static {
+        // Refused here, where the caller asked, rather than at the first poll.
+        BatchSemaphore::check_request(n);
+        async move {
+            self.sem.acquire_or_closed(n).await?;
+            Ok(OwnedSemaphorePermit {
+                sem: self,
+                permits: n,
+            })
+        }
     }
 
     /// Takes one permit if one is free and nobody is queued, as an [`OwnedSemaphorePermit`].
