@@ -47,7 +47,6 @@ fn poll_pinned<F: Future>(fut: Pin<&mut F>) -> Poll<F::Output> {
 /// drained"), yet a later receive on the same channel returns the value. A consumer that
 /// stops at the first `RecvError` (every `for v in rx` loop) never sees it.
 #[test]
-#[ignore = "BUG (docs/chan.md, \"Known bugs\", 1): a value given back after close reaches no receiver told RecvError"]
 fn recv_error_is_final_even_when_a_cancelled_receiver_gives_a_value_back() {
     let (tx, rx) = chan::bounded::<u32>(0);
     let rx2 = rx.clone();
@@ -63,18 +62,26 @@ fn recv_error_is_final_even_when_a_cancelled_receiver_gives_a_value_back() {
     drop(tx); // the last sender: the channel closes
     let second_result = poll_once(&mut second);
     drop(first); // cancelled after the hand-off: H6 gives the value back
-    let later = rx2.try_recv();
     // Either the second receiver gets the value, or once it was told "closed and drained"
     // nothing may be received any more.
     match second_result {
         Poll::Ready(Ok(v)) => assert_eq!(v, 7),
-        Poll::Ready(Err(RecvError)) => assert_eq!(
-            later,
-            Err(TryRecvError::Disconnected),
-            "a receiver was told the channel is closed and drained, then the value {later:?} \
-             came out of it"
+        Poll::Ready(Err(RecvError)) => {
+            let later = rx2.try_recv();
+            assert_eq!(
+                later,
+                Err(TryRecvError::Disconnected),
+                "a receiver was told the channel is closed and drained, then the value \
+                 {later:?} came out of it"
+            )
+        }
+        // The close waits for the value in transit (docs/chan.md, "Closing with values in
+        // transit"): given back, it goes to this waiting receiver.
+        Poll::Pending => assert_eq!(
+            poll_once(&mut second),
+            Poll::Ready(Ok(7)),
+            "the value given back did not reach the receiver waiting on the closed channel"
         ),
-        Poll::Pending => panic!("the close did not complete the waiting receiver"),
     }
 }
 
@@ -83,7 +90,6 @@ fn recv_error_is_final_even_when_a_cancelled_receiver_gives_a_value_back() {
 /// last value; the producer sends it with `Ok(())` and closes. The value must reach the loop
 /// that is still running, or at least not be dropped when the last handle goes.
 #[test]
-#[ignore = "BUG (docs/chan.md, \"Known bugs\", 1): a value given back after close reaches no receiver told RecvError"]
 fn a_value_sent_ok_before_close_is_not_discarded_when_its_receiver_is_cancelled() {
     within(EVENTUALLY, || {
         let drops = Drops::new();
@@ -98,8 +104,11 @@ fn a_value_sent_ok_before_close_is_not_discarded_when_its_receiver_is_cancelled(
         std::thread::sleep(20 * MS);
         tx.send(drops.token()).expect("a receiver is waiting");
         drop(tx); // close
-        let received_by_loop = consumer.join().unwrap();
+        // Give the consumer time to see the close (it used to end here, told "closed and
+        // drained" while the value was still on its way), then cancel the receive.
+        std::thread::sleep(20 * MS);
         drop(cancelled);
+        let received_by_loop = consumer.join().unwrap();
         // What is still buffered goes with the last receiver (documented); count it first.
         let still_buffered = rx.len();
         drop(rx);
@@ -315,7 +324,7 @@ fn fifo_holds_across_threads_coroutines_and_tasks() {
 /// (a clone) that waits for the value never gets it while the first handle is alive and
 /// unused: `Send` returned `Ok`, a receiver is waiting, nothing arrives.
 #[test]
-#[ignore = "BUG (docs/chan.md, \"Known bugs\", 2): a value handed to an abandoned Stream poll waits in it"]
+#[ignore = "BUG (docs/chan.md, \"Known bug\"): a value handed to an abandoned Stream poll waits in it"]
 fn a_value_handed_to_an_abandoned_stream_poll_reaches_another_waiting_receiver() {
     within(EVENTUALLY, || {
         let (tx, mut rx) = chan::bounded::<u8>(0);
@@ -1003,7 +1012,6 @@ rt_common! {
     /// `send` returns `Ok`) and then drops its sender. When the draining loops have ended
     /// (they saw "closed and drained"), every value must have been received by someone.
     #[test]
-    #[ignore = "BUG (docs/chan.md, \"Known bugs\", 1): a value given back after close reaches no receiver told RecvError"]
     fn draining_loops_end_only_after_every_value_sent_ok_was_received() {
         let rt = rt();
         within(EVENTUALLY * 2, move || {
@@ -1073,7 +1081,6 @@ rt_common! {
     /// once. If the abort wins against the task's poll, the value goes back to the buffer
     /// after both loops were told "closed and drained".
     #[test]
-    #[ignore = "BUG (docs/chan.md, \"Known bugs\", 1): a value given back after close reaches no receiver told RecvError"]
     fn a_receiver_aborted_as_the_channel_closes_leaves_no_value_behind_the_draining_loops() {
         let rt = rt();
         within(EVENTUALLY * 2, move || {

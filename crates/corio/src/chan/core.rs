@@ -368,6 +368,16 @@ pub(crate) struct State<T> {
     /// channel: a ping-pong allocates nothing. Its owner may still hold it (reading its
     /// slot after DONE); it is reused only once `Arc::get_mut` says the owner let go.
     spare: Option<Arc<Entry<T>>>,
+    /// Values handed to a waiting receive (H3, H6), counted since the channel was made; and
+    /// of those, the ones settled under this lock (their owner withdrew them: kept by a
+    /// timeout, or given back). With [`Chan::seen`] (settled without the lock, H4) they say
+    /// how many values are *in transit* ([`State::in_transit`]): neither seen by their owner
+    /// nor given back. While any is, the channel is not "closed and drained" for receivers:
+    /// a receive so cancelled gives its value back (H6), and a receiver already told
+    /// "closed" would never look for it ("Closing with values in transit", `chan/mod.rs`).
+    /// Wrapping counts: only their difference means anything.
+    handed: usize,
+    settled: usize,
 }
 
 /// A channel: what every `Sender` and `Receiver` of it share.
@@ -390,6 +400,12 @@ pub(crate) struct Chan<T> {
     /// Live `Sender`s / `Receiver`s; the last one of either kind closes the channel.
     pub(crate) senders: AtomicUsize,
     pub(crate) receivers: AtomicUsize,
+    /// Values handed to a receive that their owner then saw without the lock (H4): the part
+    /// of the settled count the lock does not guard ([`State::handed`]), in the low bits;
+    /// and [`DRAINING`], set by the close. One word, so that the owners' increments and the
+    /// close's setting of the flag are read-modify-writes of one location, totally ordered:
+    /// see [`Chan::settle_seen`].
+    seen: AtomicUsize,
     /// Under loom, this channel's creation order: its identity in `select!` ([`Chan::id`]).
     #[cfg(loom)]
     serial: usize,
@@ -456,10 +472,13 @@ impl<T> Chan<T> {
                 sendq: VecDeque::new(),
                 closed: false,
                 spare: None,
+                handed: 0,
+                settled: 0,
             }),
             cap,
             senders: AtomicUsize::new(1),
             receivers: AtomicUsize::new(1),
+            seen: AtomicUsize::new(0),
             #[cfg(loom)]
             serial: {
                 // A plain std counter, outside the model: creation order is the same in every
@@ -485,6 +504,63 @@ impl<T> Chan<T> {
 
     pub(crate) fn raw_lock(&self) -> &RawLock {
         &self.lock
+    }
+
+    /// (H4) The owner of a receive saw the value it was handed, without the lock: counts it
+    /// out of transit, and if the channel is closed (`DRAINING`), completes the queued
+    /// receivers once none is left in transit.
+    ///
+    /// The increment and the close's `fetch_or` of `DRAINING` are read-modify-writes of one
+    /// word, so one of them comes first in its modification order and the later one reads
+    /// the earlier: either the close counts this value out (and completes the receivers
+    /// itself if it was the last), or this increment finds the flag and this owner looks
+    /// under the lock. (A flag and a count in two words would need a `SeqCst` store-load
+    /// pair on each side, which loom does not model: it reported a deadlock that the C++
+    /// model rules out.)
+    #[inline]
+    pub(crate) fn settle_seen(&self) {
+        // AcqRel: the increment is read by a close (under the lock, whose later holders
+        // then see it); the flag, when set, orders this owner after the close.
+        if self.seen.fetch_add(1, Ordering::AcqRel) & DRAINING != 0 {
+            self.finish_draining();
+        }
+    }
+
+    /// A receive withdrawn after it was handed `v` (H5) gives it back (H6), and the value is
+    /// counted out of transit — after it went to a waiting receiver (in transit again) or
+    /// to the buffer, so that no close in between finds the channel drained. The caller
+    /// holds the lock and wakes the wakers after releasing it.
+    pub(crate) fn give_back_settled(&self, state: &mut State<T>, v: T) -> Vec<Waker> {
+        let w = state.give_back(v);
+        state.settled = state.settled.wrapping_add(1);
+        let mut wakers = state.finish_draining(&self.seen);
+        wakers.extend(w);
+        wakers
+    }
+
+    /// A receive withdrawn after it was handed its value keeps it (a timeout that lost the
+    /// race to a sender returns the value): counted out of transit under the lock.
+    pub(crate) fn settle_kept(&self) {
+        let mut locked = self.lock();
+        let state = locked.state();
+        state.settled = state.settled.wrapping_add(1);
+        let wakers = state.finish_draining(&self.seen);
+        drop(locked);
+        wakers.into_iter().for_each(Waker::wake);
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn finish_draining(&self) {
+        let mut locked = self.lock();
+        let wakers = locked.state().finish_draining(&self.seen);
+        drop(locked);
+        wakers.into_iter().for_each(Waker::wake);
+    }
+
+    /// The word `settle_seen` increments, for the `State` methods that need it.
+    pub(crate) fn seen(&self) -> &AtomicUsize {
+        &self.seen
     }
 
     /// Locks the channel for the guard's lifetime.
@@ -527,6 +603,17 @@ impl<T> Drop for Locked<'_, T> {
     }
 }
 
+/// [`Chan::seen`]'s top bit: the channel is closed, and an owner that counts a value out of
+/// transit takes the lock to see whether the queued receivers can now be told "closed".
+const DRAINING: usize = 1 << (usize::BITS - 1);
+
+/// Values in transit from the three counts (`State::handed`, `State::settled`, `Chan::seen`
+/// with its flag masked off). The counts wrap (`seen` within its 63 bits: 2^63 hand-offs, at
+/// ten a nanosecond, take nine centuries); only the difference, which is small, matters.
+fn transit(handed: usize, settled: usize, seen: usize) -> usize {
+    handed.wrapping_sub(settled).wrapping_sub(seen) & !DRAINING
+}
+
 impl<T> State<T> {
     pub(crate) fn len(&self) -> usize {
         self.buf.len()
@@ -551,6 +638,7 @@ impl<T> State<T> {
         if let Some(e) = claim(&mut self.recvq) {
             // SAFETY: we hold the channel lock and claimed the entry (H2).
             unsafe { e.put(value) };
+            self.handed = self.handed.wrapping_add(1);
             return TrySend::Sent(self.finish(e));
         }
         if self.buf.len() < cap {
@@ -562,8 +650,11 @@ impl<T> State<T> {
 
     /// A receive without waiting (H1): from the buffer (refilling it from a waiting sender),
     /// else straight from a waiting sender (the rendezvous case).
+    ///
+    /// `seen` is the channel's [`Chan::seen`]: a closed channel with values in transit is
+    /// `Empty`, not `Closed` (the receive waits for them: "Closing with values in transit").
     #[inline(always)] // the fast path of every send and receive: no call frame
-    pub(crate) fn try_recv(&mut self, cap: usize) -> TryRecv<T> {
+    pub(crate) fn try_recv(&mut self, cap: usize, seen: &AtomicUsize) -> TryRecv<T> {
         if let Some(v) = self.buf.pop_front() {
             let mut w = None;
             if self.buf.len() < cap
@@ -581,11 +672,19 @@ impl<T> State<T> {
             let v = unsafe { e.take() }.expect("a waiting sender has its value");
             return TryRecv::Got(v, self.finish(e));
         }
-        if self.closed {
+        if self.closed && self.in_transit(seen) == 0 {
             TryRecv::Closed
         } else {
             TryRecv::Empty
         }
+    }
+
+    /// Values handed to a receive and not yet settled (see `handed`). Acquire: a lock
+    /// holder after the close reads at least what the close's `fetch_or` read (it happened
+    /// before, through the lock), and an increment it misses finds `DRAINING` set and takes
+    /// the lock after it (`Chan::settle_seen`).
+    fn in_transit(&self, seen: &AtomicUsize) -> usize {
+        transit(self.handed, self.settled, seen.load(Ordering::Acquire))
     }
 
     /// (H3) Finishes a claimed entry, keeps it as the spare if it is a lone one, and returns
@@ -641,6 +740,7 @@ impl<T> State<T> {
         if let Some(e) = claim(&mut self.recvq) {
             // SAFETY: we hold the channel lock and claimed the entry (H2).
             unsafe { e.put(value) };
+            self.handed = self.handed.wrapping_add(1);
             return self.finish(e);
         }
         self.buf.push_front(value);
@@ -653,13 +753,29 @@ impl<T> State<T> {
         std::mem::take(&mut self.buf)
     }
 
-    /// Closes the channel: every waiter is completed, receivers with no value (`None`),
-    /// senders with their value still in the slot (so they hand it back).
-    pub(crate) fn close(&mut self) -> Vec<Waker> {
+    /// Closes the channel: every waiter is completed, senders with their value still in the
+    /// slot (so they hand it back), receivers with no value (`None`) — unless values are in
+    /// transit: then the receivers wait for them (one may be given back), and whoever settles
+    /// the last completes them (`draining`, [`State::finish_draining`]).
+    pub(crate) fn close(&mut self, seen: &AtomicUsize) -> Vec<Waker> {
         self.closed = true;
         let mut wakers = Vec::new();
-        for q in [&mut self.recvq, &mut self.sendq] {
-            while let Some(e) = claim(q) {
+        while let Some(e) = claim(&mut self.sendq) {
+            wakers.extend(e.signal().finish(e.arm));
+        }
+        // From here every owner that counts a value out takes the lock to look
+        // (`Chan::settle_seen`). AcqRel: see there.
+        seen.fetch_or(DRAINING, Ordering::AcqRel);
+        wakers.extend(self.finish_draining(seen));
+        wakers
+    }
+
+    /// Completes the queued receivers with "closed" if the channel is closed and drained:
+    /// nothing buffered, nothing in transit.
+    pub(crate) fn finish_draining(&mut self, seen: &AtomicUsize) -> Vec<Waker> {
+        let mut wakers = Vec::new();
+        if self.closed && self.buf.is_empty() && self.in_transit(seen) == 0 {
+            while let Some(e) = claim(&mut self.recvq) {
                 wakers.extend(e.signal().finish(e.arm));
             }
         }

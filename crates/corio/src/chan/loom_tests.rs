@@ -218,3 +218,59 @@ fn loom_a_select_repolled_with_a_new_waker_is_woken_through_it() {
         assert_eq!(rx_b.chan.lock().state().waiting(), (0, 0));
     });
 }
+
+/// Closing with a value in transit (`chan/mod.rs`, "Closing with values in transit"): the
+/// owner of the receive it was handed sees it without the lock, racing the close. The other
+/// receiver, queued, must end (with "closed") and must not get it: no hang, no duplicate.
+#[test]
+fn loom_a_close_racing_the_owner_of_a_value_in_transit_ends_the_other_receiver() {
+    loom::model(|| {
+        let (tx, rx) = bounded::<u32>(0);
+        let rx2 = rx.clone();
+        let mut first = rx.recv_async();
+        assert!(poll_once(&mut first).is_pending());
+        let other = thread::spawn(move || block_on(rx2.recv_async()));
+        let sender = thread::spawn(move || {
+            tx.try_send(7).map_err(TrySendError::into_inner)?;
+            drop(tx); // the last sender: close
+            Ok::<(), u32>(())
+        });
+        let got = block_on(first);
+        let sent = sender.join().unwrap();
+        let other_got = other.join().unwrap();
+        match sent {
+            // Handed to `first` (queued first) or, if `other` queued before the send... it
+            // cannot: `first` is ahead of it. Either way exactly one receiver has it.
+            Ok(()) => assert_eq!([got, other_got].iter().filter(|r| **r == Ok(7)).count(), 1),
+            Err(v) => panic!("a receiver was queued, yet try_send failed with {v}"),
+        }
+    });
+}
+
+/// The same with the first receive cancelled instead (H6): the value it was handed goes back
+/// to the other receiver, which the close must not have told "closed" meanwhile.
+#[test]
+fn loom_a_value_given_back_across_the_close_reaches_the_other_receiver() {
+    loom::model(|| {
+        let (tx, rx) = bounded::<u32>(0);
+        let rx2 = rx.clone();
+        let mut first = rx.recv_async();
+        assert!(poll_once(&mut first).is_pending());
+        let other = thread::spawn(move || block_on(rx2.recv_async()));
+        let sender = thread::spawn(move || {
+            let sent = tx.try_send(7).is_ok();
+            drop(tx); // the last sender: close
+            sent
+        });
+        drop(first); // cancelled, racing the hand-off and the close
+        let sent = sender.join().unwrap();
+        let other_got = other.join().unwrap();
+        if sent {
+            // Handed to `first` and given back, or handed to `other` directly.
+            assert_eq!(other_got, Ok(7));
+        } else {
+            assert!(other_got.is_err());
+        }
+        assert_eq!(rx.try_recv(), Err(TryRecvError::Disconnected));
+    });
+}

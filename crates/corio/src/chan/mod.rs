@@ -93,6 +93,30 @@
 //! then, since nobody can receive it (crossbeam-channel does the same): a value that holds a
 //! sender of its own channel would otherwise keep the channel alive for ever.
 //!
+//! ## Closing with values in transit
+//!
+//! A value handed to a waiting receive (H3) whose owner has not seen it yet is *in transit*:
+//! if the receive is then cancelled, H6 gives it back. So the channel is not "closed and
+//! drained" while any value is in transit, and [`RecvError`] is said only when it is: a
+//! close leaves the queued receivers waiting, and a receive on a closed channel with values
+//! in transit waits too; each value then reaches one of them (given back), or its owner sees
+//! it and the last to settle completes the waiting receivers with "closed". Without this, a
+//! close told the queued receivers "closed" (every `for v in rx` loop ended) while a value
+//! was on its way, and a cancellation then put it back into a channel that nobody would
+//! look at again (`tests/chan_review_contract.rs`: a value sent with `Ok` was lost to the
+//! draining loops in 1 to 195 rounds of 200).
+//!
+//! The count (`State::handed`, `settled`, `Chan::seen`): a hand-off counts in under the
+//! lock; a withdrawal under the lock counts out there; an owner that sees its value without
+//! the lock (H4) counts it out with one read-modify-write of `Chan::seen`, a word whose top
+//! bit the close sets with another: the later of the two reads the earlier, and whichever
+//! finds the last value counted out completes the receivers (`Chan::settle_seen`). That
+//! increment is the cost: one atomic read-modify-write per direct hand-off, on a line only
+//! receivers write. The price in liveness: a receive future handed a value and then
+//! neither polled nor dropped (kept unpolled, or a `Stream` poll abandoned without its
+//! receiver being used again: docs/chan.md, "Known bug") holds the close's "closed" back from
+//! the other receivers until it is polled or dropped, where before it held the value.
+//!
 //! # Costs
 //!
 //! An operation that completes at once takes the lock and allocates nothing; a blocking-style
@@ -317,7 +341,7 @@ fn close<T>(chan: &Chan<T>) -> bool {
     if state.is_closed() {
         return false;
     }
-    let wakers = state.close();
+    let wakers = state.close(chan.seen());
     drop(locked);
     wakers.into_iter().for_each(|w| w.wake());
     true
@@ -332,7 +356,7 @@ fn close_for_good<T>(chan: &Chan<T>) {
     let wakers = if state.is_closed() {
         Vec::new()
     } else {
-        state.close()
+        state.close(chan.seen())
     };
     let values = state.take_buffered();
     drop(locked);
@@ -432,11 +456,12 @@ impl<T> Receiver<T> {
     /// # Errors
     ///
     /// [`TryRecvError::Empty`] if nothing is there, [`TryRecvError::Disconnected`] once the
-    /// channel is closed and drained.
+    /// channel is closed and drained (also of values in transit: handed to another receive
+    /// that may still give them back, module docs, "Closing with values in transit").
     pub fn try_recv(&self) -> Result<T, TryRecvError> {
         self.stream.take_back(&self.chan);
         let mut locked = self.chan.lock();
-        match locked.state().try_recv(self.chan.cap) {
+        match locked.state().try_recv(self.chan.cap, self.chan.seen()) {
             TryRecv::Got(v, w) => {
                 drop(locked);
                 wake(w);
@@ -655,7 +680,10 @@ impl<T> Future for RecvTimeoutFuture<'_, T> {
         // H6: a value handed over in the same instant is returned rather than lost.
         Poll::Ready(match this.recv.op.cancel(this.recv.chan) {
             Withdrawn::NotDone(_) => Err(RecvTimeoutError::Timeout),
-            Withdrawn::Done(Some(v)) => Ok(v),
+            Withdrawn::Done(Some(v)) => {
+                this.recv.chan.settle_kept();
+                Ok(v)
+            }
             Withdrawn::Done(None) => Err(RecvTimeoutError::Disconnected),
         })
     }

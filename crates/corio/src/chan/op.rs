@@ -2,9 +2,9 @@
 //! try under the lock, else queue an entry (H1), then wait for DONE (H4) or withdraw (H5).
 //! The single-operation futures and each `select!` arm are built from these.
 
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 
-use super::core::{Chan, Entry, Observed, SignalRef, State, TryRecv, TrySend, Wake, wake};
+use super::core::{Chan, Entry, Observed, SignalRef, State, TryRecv, TrySend, wake};
 use super::error::{RecvError, SendError};
 use crate::loom::sync::Arc;
 
@@ -135,7 +135,7 @@ impl<T> RecvOp<T> {
             return self.poll_queued(chan, cx);
         }
         let mut locked = chan.lock();
-        match locked.state().try_recv(chan.cap) {
+        match locked.state().try_recv(chan.cap, chan.seen()) {
             TryRecv::Got(v, w) => {
                 drop(locked);
                 wake(w);
@@ -160,7 +160,11 @@ impl<T> RecvOp<T> {
     #[inline(never)]
     fn poll_queued(&mut self, chan: &Chan<T>, cx: &mut Context<'_>) -> Poll<Result<T, RecvError>> {
         match self.queued.poll_done(chan, cx) {
-            Some(slot) => Poll::Ready(slot.ok_or(RecvError)),
+            Some(Some(v)) => {
+                chan.settle_seen();
+                Poll::Ready(Ok(v))
+            }
+            Some(None) => Poll::Ready(Err(RecvError)),
             None => Poll::Pending,
         }
     }
@@ -171,9 +175,14 @@ impl<T> RecvOp<T> {
         self.queued.enqueue(state, State::enqueue_recv, e);
     }
 
-    /// (H4) The slot after DONE was observed: the value, or `None` if the channel closed.
-    pub(crate) fn take_done(&mut self) -> Option<T> {
-        self.queued.take_done()
+    /// (H4) The slot after DONE was observed: the value (seen: counted out of transit), or
+    /// `None` if the channel closed.
+    pub(crate) fn take_done(&mut self, chan: &Chan<T>) -> Option<T> {
+        let v = self.queued.take_done();
+        if v.is_some() {
+            chan.settle_seen();
+        }
+        v
     }
 
     /// Removes the entry from the queue (it is stale: its signal left WAITING for another
@@ -210,15 +219,19 @@ impl<T> RecvOp<T> {
     #[cold]
     fn cancel_and_give_back_slow(&mut self, chan: &Chan<T>) {
         if let Some(Withdrawn::Done(Some(v))) = self.queued.cancel(chan) {
-            let w = chan.lock().state().give_back(v);
-            wake(w);
+            // Still counted in transit since the withdrawal: a close meanwhile left the
+            // queued receivers waiting for it.
+            let mut locked = chan.lock();
+            let wakers = chan.give_back_settled(locked.state(), v);
+            drop(locked);
+            wakers.into_iter().for_each(|w| w.wake());
         }
     }
 
     /// Gives back a value that a cancelled `select!` arm had been handed (H6). The caller
-    /// holds the channel lock.
-    pub(crate) fn give_back_locked(state: &mut State<T>, v: T) -> Wake {
-        state.give_back(v)
+    /// holds the channel lock, and wakes the wakers once it is released.
+    pub(crate) fn give_back_locked(chan: &Chan<T>, state: &mut State<T>, v: T) -> Vec<Waker> {
+        chan.give_back_settled(state, v)
     }
 }
 

@@ -91,11 +91,12 @@ pub trait Arm {
     /// (H4) Takes the result after DONE was observed for this arm.
     fn complete(&mut self);
     /// (H5/H6) The select was dropped after this arm completed: give a received value back.
+    /// Returns the wakers to call once the lock is released.
     ///
     /// # Safety
     ///
     /// The channel lock is held.
-    unsafe fn abandon_locked(&mut self) -> Option<Waker>;
+    unsafe fn abandon_locked(&mut self) -> Vec<Waker>;
 }
 
 /// A `recv(rx) -> v` arm.
@@ -208,7 +209,7 @@ impl<T> Arm for RecvArm<'_, T> {
     unsafe fn try_locked(&mut self) -> Option<Option<Waker>> {
         // SAFETY: the caller holds the lock (this method's contract).
         let state = unsafe { self.chan.state_locked() };
-        match state.try_recv(self.chan.cap) {
+        match state.try_recv(self.chan.cap, self.chan.seen()) {
             TryRecv::Got(v, w) => {
                 self.result = Some(Ok(v));
                 Some(w)
@@ -222,15 +223,15 @@ impl<T> Arm for RecvArm<'_, T> {
     }
 
     fn complete(&mut self) {
-        self.result = Some(self.op.take_done().ok_or(RecvError));
+        self.result = Some(self.op.take_done(self.chan).ok_or(RecvError));
     }
 
-    unsafe fn abandon_locked(&mut self) -> Option<Waker> {
+    unsafe fn abandon_locked(&mut self) -> Vec<Waker> {
         // SAFETY: the caller holds the lock.
         let state = unsafe { self.chan.state_locked() };
         match self.op.withdraw_locked(state, false) {
-            Withdrawn::Done(Some(v)) => RecvOp::give_back_locked(state, v),
-            _ => None,
+            Withdrawn::Done(Some(v)) => RecvOp::give_back_locked(self.chan, state, v),
+            _ => Vec::new(),
         }
     }
 }
@@ -262,7 +263,7 @@ impl<T> Arm for SendArm<'_, T> {
         self.result = Some(self.op.take_done());
     }
 
-    unsafe fn abandon_locked(&mut self) -> Option<Waker> {
+    unsafe fn abandon_locked(&mut self) -> Vec<Waker> {
         // SAFETY: the caller holds the lock.
         let state = unsafe { self.chan.state_locked() };
         // The send happened (or the closing channel handed the value back, which is then
@@ -270,7 +271,7 @@ impl<T> Arm for SendArm<'_, T> {
         if let Withdrawn::Done(Some(v)) = self.op.withdraw_locked(state, false) {
             self.result = Some(Err(SendError(v)));
         }
-        None
+        Vec::new()
     }
 }
 
@@ -517,12 +518,12 @@ impl<A: Arm + ?Sized> Drop for SelectFuture<'_, A> {
                 let arm = &mut self.arms[k];
                 arm.lock();
                 // SAFETY: locked just above; unlocked just below.
-                let w = unsafe {
-                    let w = arm.abandon_locked();
+                let wakers = unsafe {
+                    let wakers = arm.abandon_locked();
                     arm.unlock();
-                    w
+                    wakers
                 };
-                wake(w);
+                wakers.into_iter().for_each(Waker::wake);
                 self.dequeue_all_but(Some(k));
             }
         }
