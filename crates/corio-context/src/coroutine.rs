@@ -424,12 +424,12 @@ impl<Input, Yield, Return> Coroutine<Input, Yield, Return> {
         let input = ManuallyDrop::new(input);
         // Swap the per-context word (see `crate::local`). Nothing is kept in a local across
         // the switch (it would be spilled): the resumer's word waits in `self.raw.outer`.
-        self.raw.outer = crate::local::replace(self.raw.local);
+        self.raw.outer = crate::local::swap(self.raw.local);
         // SAFETY: `sp` and `link` describe this coroutine, suspended (or fresh) on a stack we
         // own; the coroutine moves `input` out before it switches back.
         let (arg, sp) =
             unsafe { arch::switch_and_link(ptr::from_ref(&*input) as usize, sp, self.raw.link) };
-        self.raw.local = crate::local::replace(self.raw.outer);
+        self.raw.local = crate::local::swap(self.raw.outer);
         match sp {
             Some(sp) => {
                 self.raw.sp = Some(sp);
@@ -463,7 +463,7 @@ impl<Input, Yield, Return> Coroutine<Input, Yield, Return> {
         let input = ManuallyDrop::new(input);
         // The frame's word stays here, for `claim`, not in the handle (`outer`): the coroutine
         // that comes back may be another one, and a transfer then need not move it.
-        let outer = crate::local::replace(self.raw.local);
+        let outer = crate::local::swap(self.raw.local);
         // SAFETY: as in `resume`. The handle's address goes to the switch as well, so the
         // compiler assumes the switch may read and write it: a transfer from this coroutine
         // writes its stack pointer and word into it while this frame waits.
@@ -491,7 +491,7 @@ impl<Input, Yield, Return> Coroutine<Input, Yield, Return> {
     /// With the coroutine's own panic if it panicked.
     #[inline(always)]
     pub unsafe fn claim(&mut self, back: Detached) -> CoroutineResult<Yield, Return> {
-        self.raw.local = crate::local::replace(back.outer);
+        self.raw.local = crate::local::swap(back.outer);
         match back.sp {
             Some(sp) => {
                 self.raw.sp = Some(sp);
@@ -582,10 +582,10 @@ impl<Input, Yield, Return> Coroutine<Input, Yield, Return> {
             std::mem::forget(self.stack.take());
             return;
         }
-        let outer = crate::local::replace(self.raw.local);
+        let outer = crate::local::swap(self.raw.local);
         // SAFETY: as in `resume`; a 0 argument asks the coroutine to unwind.
         let (arg, sp) = unsafe { arch::switch_and_link(0, sp, self.raw.link) };
-        crate::local::replace(outer);
+        crate::local::swap(outer);
         assert!(
             sp.is_none(),
             "corio: a coroutine suspended while being unwound"
@@ -693,7 +693,7 @@ impl<Input, Yield> Yielder<Input, Yield> {
         };
         // `from` keeps its own word and `to`'s is installed. The resumer's waits in its frame
         // (`Detached`): a coroutine resumed by `resume_detached` needs no `outer`.
-        from.local = crate::local::replace(to.local);
+        from.local = crate::local::swap(to.local);
         let input = ManuallyDrop::new(input);
         // SAFETY: we run on `from`'s stack with its link (per the contract), `to_sp` and
         // `to.link` describe a suspended coroutine of this thread, and `from.sp` is where
@@ -782,7 +782,13 @@ where
         };
         match catch_unwind(AssertUnwindSafe(|| f(&yielder, input))) {
             Ok(r) => Finish::Return(r),
-            Err(payload) if payload.is::<ForcedUnwind>() => Finish::Unwound,
+            // Only this coroutine's own forced unwind (it is being dropped): a `ForcedUnwind`
+            // another coroutine's code caught and this one's raised again is a panic like any
+            // other, for the resumer (corosensei tells them apart the same way). It was taken
+            // for an unwind, and the resumer hit `unreachable!`.
+            Err(payload) if payload.is::<ForcedUnwind>() && yielder.unwinding.get() => {
+                Finish::Unwound
+            }
             Err(payload) => Finish::Panic(payload),
         }
     };

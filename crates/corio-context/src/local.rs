@@ -46,12 +46,29 @@
 /// switch from 1.86 to 1.61 ns (one compare more; `docs/scheduler.md`, "The word written only
 /// when it changes").
 #[inline]
-pub fn replace(value: u64) -> u64 {
+pub(crate) fn swap(value: u64) -> u64 {
     let previous = word::get();
     if previous != value {
         word::set(value);
     }
     previous
+}
+
+/// Sets the running execution context's word to `value` and returns the previous value, for
+/// code above this crate that publishes what its context is doing (corio's generators).
+///
+/// # Safety
+///
+/// The word is a capability: other code trusts what it says (a generator's `Co` touches its
+/// generator's frame only while the word names that generator), so safe code that could set
+/// it to any value could make that code reach freed memory (a review found exactly that, with
+/// the word's former safe setter and a `Co` that outlived its generator). The caller publishes
+/// only a value that is true for as long as it stays published — for a generator, its own id
+/// while it polls that generator's body — and puts the previous value back when that ends, in
+/// the same execution context.
+#[inline]
+pub unsafe fn replace(value: u64) -> u64 {
+    swap(value)
 }
 
 /// The running execution context's word.
@@ -173,20 +190,20 @@ mod word {
 
 #[cfg(test)]
 mod tests {
-    use super::{get, replace};
+    use super::{get, swap};
 
     #[test]
     fn each_thread_has_its_own_word() {
-        assert_eq!(replace(7), 0);
+        assert_eq!(swap(7), 0);
         let other = std::thread::spawn(|| {
             let seen = get();
-            replace(9);
+            swap(9);
             (seen, get())
         })
         .join()
         .unwrap();
         assert_eq!(other, (0, 9));
-        assert_eq!(replace(0), 7);
+        assert_eq!(swap(0), 7);
         assert_eq!(get(), 0);
     }
 }

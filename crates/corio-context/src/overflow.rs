@@ -56,7 +56,14 @@ const SIGNALS: [libc::c_int; 2] = [libc::SIGSEGV, libc::SIGBUS];
 /// (once) and gives the thread an alternate signal stack if it has none.
 pub(crate) fn prepare_thread() {
     INSTALL.call_once(install_handler);
-    ALT_STACK.with(|alt| alt.ensure());
+    if ALT_STACK.try_with(AltStack::ensure).is_err() {
+        // The thread is exiting and `ALT_STACK` is gone (a coroutine made in another
+        // thread-local's destructor; `with` panicked there, and a panic in a thread-local's
+        // destructor aborts the process). If the thread has no alternate stack left (std
+        // removes its own in a destructor too), it gets one that is never unmapped: the
+        // thread ends soon, and nothing could disable it before the unmap any more.
+        let _never_unmapped = map_alt_stack();
+    }
 }
 
 fn install_handler() {
@@ -227,40 +234,50 @@ impl AltStack {
         if self.checked.replace(true) {
             return;
         }
-        // SAFETY: querying the current alternate stack has no preconditions.
-        let mut current: libc::stack_t = unsafe { std::mem::zeroed() };
-        // SAFETY: `current` is a valid out-pointer.
-        unsafe { libc::sigaltstack(std::ptr::null(), &mut current) };
-        if current.ss_flags & libc::SS_DISABLE == 0 {
-            return; // Rust's runtime (or someone else) gave this thread one.
+        if let Some(map) = map_alt_stack() {
+            self.map.set(map);
         }
-        let page = crate::stack::page_size();
-        let size = ALT_STACK_SIZE.max(libc::SIGSTKSZ) + page;
-        // SAFETY: a fresh anonymous mapping aliases nothing.
-        let map = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                size,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
-                -1,
-                0,
-            )
-        };
-        if map == libc::MAP_FAILED {
-            return; // Without an alternate stack an overflow is a plain SIGSEGV; not fatal here.
-        }
-        // SAFETY: `map` is ours; the low page becomes the signal stack's guard.
-        unsafe { libc::mprotect(map, page, libc::PROT_NONE) };
-        let stack = libc::stack_t {
-            ss_sp: (map as usize + page) as *mut libc::c_void,
-            ss_flags: 0,
-            ss_size: size - page,
-        };
-        // SAFETY: `stack` describes memory we own until Drop disables it.
-        unsafe { libc::sigaltstack(&stack, std::ptr::null_mut()) };
-        self.map.set(map as usize);
     }
+}
+
+/// Gives the calling thread an alternate signal stack if it has none: the mapping's base (to
+/// unmap), or `None` if it had one already (Rust's runtime gives every thread it starts one)
+/// or none could be made (then an overflow is a plain SIGSEGV: not fatal here).
+fn map_alt_stack() -> Option<usize> {
+    // SAFETY: querying the current alternate stack has no preconditions.
+    let mut current: libc::stack_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `current` is a valid out-pointer.
+    unsafe { libc::sigaltstack(std::ptr::null(), &mut current) };
+    if current.ss_flags & libc::SS_DISABLE == 0 {
+        return None; // Rust's runtime (or someone else) gave this thread one.
+    }
+    let page = crate::stack::page_size();
+    let size = ALT_STACK_SIZE.max(libc::SIGSTKSZ) + page;
+    // SAFETY: a fresh anonymous mapping aliases nothing.
+    let map = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            size,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
+            -1,
+            0,
+        )
+    };
+    if map == libc::MAP_FAILED {
+        return None; // Without an alternate stack an overflow is a plain SIGSEGV.
+    }
+    // SAFETY: `map` is ours; the low page becomes the signal stack's guard.
+    unsafe { libc::mprotect(map, page, libc::PROT_NONE) };
+    let stack = libc::stack_t {
+        ss_sp: (map as usize + page) as *mut libc::c_void,
+        ss_flags: 0,
+        ss_size: size - page,
+    };
+    // SAFETY: `stack` describes memory the caller owns until it disables the stack
+    // (`AltStack`'s drop), or for ever (`prepare_thread` on an exiting thread).
+    unsafe { libc::sigaltstack(&stack, std::ptr::null_mut()) };
+    Some(map as usize)
 }
 
 impl Drop for AltStack {

@@ -92,7 +92,8 @@ fn a_chain_of_transfers_returns_to_the_first_resumer_and_keeps_each_word() {
     let make = |index: usize| {
         let (h, w) = (handles.clone(), words.clone());
         Coroutine::new(move |y: &Yielder<(), ()>, ()| {
-            local::replace(100 + index as u64);
+            // SAFETY: nothing in this test trusts the word; the coroutine ends with it set.
+            unsafe { local::replace(100 + index as u64) };
             y.suspend(());
             let all = h.get();
             if index < 2 {
@@ -109,7 +110,8 @@ fn a_chain_of_transfers_returns_to_the_first_resumer_and_keeps_each_word() {
         assert!(co.resume(()).is_yield());
     }
     handles.set([cos[0].as_raw(), cos[1].as_raw(), cos[2].as_raw()]);
-    local::replace(5);
+    // SAFETY: nothing in this test trusts the word; it is put back to 0 at the end.
+    unsafe { local::replace(5) };
     // SAFETY: claimed by `c`, the end of the chain.
     let back = unsafe { cos[0].resume_detached(()) };
     assert_eq!(local::get(), 102, "c's word while c ran");
@@ -121,7 +123,8 @@ fn a_chain_of_transfers_returns_to_the_first_resumer_and_keeps_each_word() {
         assert_eq!(local::get(), 5);
     }
     assert_eq!(*words.borrow(), [(2, 102), (1, 101), (0, 100)]);
-    local::replace(0);
+    // SAFETY: the thread's value before the test.
+    unsafe { local::replace(0) };
 }
 
 #[test]

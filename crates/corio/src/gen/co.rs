@@ -90,7 +90,9 @@ impl Enter {
     pub(super) fn new(id: u64) -> Enter {
         Enter {
             id,
-            prev: corio_context::local::replace(id),
+            // SAFETY: `id` is the generator this scope polls, true while the `Enter` lives;
+            // its drop, in this same context, puts the previous value back.
+            prev: unsafe { corio_context::local::replace(id) },
         }
     }
 }
@@ -98,7 +100,9 @@ impl Enter {
 impl Drop for Enter {
     #[inline]
     fn drop(&mut self) {
-        let published = corio_context::local::replace(self.prev);
+        // SAFETY: the value `new` found, put back as the scope ends, in the same context
+        // (scopes within one context nest).
+        let published = unsafe { corio_context::local::replace(self.prev) };
         if published != self.id {
             enter_mismatch(self.id, published);
         }
