@@ -223,8 +223,7 @@ fn hyper_hello_answers_pipelined_requests_in_order_on_one_connection() {
     pipelined_in_order(Server::HyperHello);
 }
 
-/// hyper told to queue a response's head and body and write them with `writev` (the
-/// example's `serve` sets `pipeline_flush`, which makes hyper copy them into one buffer), on
+/// hyper told to queue a response's head and body and write them with one vectored write, on
 /// the example's `CorioIo`: every response arrives whole, in order, on one connection.
 #[test]
 fn hyper_on_corio_io_with_vectored_writes_answers_requests_whole_and_in_order() {

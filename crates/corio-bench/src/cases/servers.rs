@@ -155,10 +155,11 @@ async fn hyper_tokio() -> io::Result<()> {
             });
             // A client that goes away mid-request is not the server's failure.
             // The same configuration as corio's hyper_hello: a timer (so hyper times out slow
-            // request heads) and pipelined responses flushed together.
+            // request heads) and half-closed clients answered (no `pipeline_flush`, which
+            // drops responses: examples/servers/hyper_hello.rs).
             let _ = hyper::server::conn::http1::Builder::new()
                 .timer(hyper_util::rt::TokioTimer::new())
-                .pipeline_flush(true)
+                .half_close(true)
                 .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
                 .await;
         });

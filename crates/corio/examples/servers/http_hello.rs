@@ -17,13 +17,16 @@
 //! - `GET /plaintext` (or `HEAD`) → `200`, `Hello, World!`, with Content-Length, Content-Type,
 //!   Date and Server. Any other path → `404`.
 //! - A request with a `Content-Length` body has its body skipped; one with `Transfer-Encoding`
-//!   is not supported here and gets `400`.
+//!   is not supported here and gets `400`, as does a `Content-Length` that is not plain
+//!   digits, is larger than [`MAX_HEAD`], or is given twice with different values (a framing
+//!   error a proxy in front could read otherwise: request smuggling).
 //! - A malformed request, or a request head larger than [`MAX_HEAD`] bytes (a 1 MiB header),
 //!   gets `400 Bad Request` and its connection is closed; every other connection goes on.
-//! - `Connection: close`, or HTTP/1.0 without `Connection: keep-alive`, closes the connection
-//!   after the response (after reading what the client still sends, so that the kernel does
-//!   not reset the connection under the response: [`linger`]). A client that closes
-//!   mid-request is simply let go.
+//! - `Connection: close` (alone or in a list of tokens), or HTTP/1.0 without
+//!   `Connection: keep-alive`, closes the connection after the response (after reading what
+//!   the client still sends, so that the kernel does not reset the connection under the
+//!   response: [`linger`]); an HTTP/1.0 client that asked to keep it is answered with
+//!   `Connection: keep-alive`. A client that closes mid-request is simply let go.
 
 use std::cell::Cell;
 use std::io::{Read, Write};
@@ -145,41 +148,50 @@ fn parse(buf: &[u8], date: &[u8; 29], out: &mut Vec<u8>) -> Parsed {
         // Too large, malformed, or too many headers.
         _ => return bad_request(date, out),
     };
-    let mut close = req.version == Some(0);
-    let mut body = 0usize;
+    let http10 = req.version == Some(0);
+    let mut close = http10;
+    let mut body = None::<usize>;
     for h in req.headers.iter() {
         if h.name.eq_ignore_ascii_case("connection") {
-            if h.value.eq_ignore_ascii_case(b"close") {
-                close = true;
-            } else if h.value.eq_ignore_ascii_case(b"keep-alive") {
-                close = false;
+            // A list of tokens (RFC 9110, 7.6.1): `close` anywhere in it closes.
+            for token in h.value.split(|&b| b == b',').map(<[u8]>::trim_ascii) {
+                if token.eq_ignore_ascii_case(b"close") {
+                    close = true;
+                    break;
+                } else if token.eq_ignore_ascii_case(b"keep-alive") {
+                    close = false;
+                }
             }
         } else if h.name.eq_ignore_ascii_case("content-length") {
-            match std::str::from_utf8(h.value)
-                .ok()
-                .and_then(|v| v.trim().parse().ok())
-            {
-                Some(n) => body = n,
-                None => return bad_request(date, out),
+            // Digits only (no sign, no list), one value (two that differ are a framing
+            // error: RFC 9112, 6.3), and no larger than a head: a body is skipped, not
+            // stored, and a length near `usize::MAX` must not wrap `head + body`.
+            match content_length(h.value) {
+                Some(n) if n <= MAX_HEAD && body.is_none_or(|b| b == n) => body = Some(n),
+                _ => return bad_request(date, out),
             }
         } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
             return bad_request(date, out);
         }
     }
+    let body = body.unwrap_or(0);
     if buf.len() < head + body {
-        // The body has not all arrived; a body larger than a head is not accepted.
-        return if body > MAX_HEAD {
-            bad_request(date, out)
-        } else {
-            Parsed::Partial
-        };
+        // The body has not all arrived.
+        return Parsed::Partial;
     }
     let found = req.path == Some("/plaintext") && matches!(req.method, Some("GET" | "HEAD"));
     let with_body = req.method != Some("HEAD");
+    // An HTTP/1.0 client that asked to keep the connection is told it stays open (1.0's
+    // default is to close: without the header it would read until the close).
+    let connection = match (close, http10) {
+        (true, _) => Connection::Close,
+        (false, true) => Connection::KeepAlive,
+        (false, false) => Connection::Default,
+    };
     if found {
-        respond(out, OK_HEAD, BODY, date, with_body, close);
+        respond(out, OK_HEAD, BODY, date, with_body, connection);
     } else {
-        respond(out, NOT_FOUND_HEAD, b"", date, with_body, close);
+        respond(out, NOT_FOUND_HEAD, b"", date, with_body, connection);
     }
     let after = if close {
         After::Close
@@ -190,8 +202,32 @@ fn parse(buf: &[u8], date: &[u8; 29], out: &mut Vec<u8>) -> Parsed {
 }
 
 fn bad_request(date: &[u8; 29], out: &mut Vec<u8>) -> Parsed {
-    respond(out, BAD_REQUEST_HEAD, b"", date, true, true);
+    respond(out, BAD_REQUEST_HEAD, b"", date, true, Connection::Close);
     Parsed::Answered(0, After::Close)
+}
+
+/// A `Content-Length` value: ASCII digits only, at most 19 of them (so that it fits a `u64`
+/// whatever it says; the caller bounds it by [`MAX_HEAD`]).
+fn content_length(value: &[u8]) -> Option<usize> {
+    let digits = value.trim_ascii();
+    if digits.is_empty() || digits.len() > 19 || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let n = digits
+        .iter()
+        .fold(0u64, |n, d| n * 10 + u64::from(d - b'0'));
+    usize::try_from(n).ok()
+}
+
+/// The `Connection` header a response carries.
+#[derive(Clone, Copy)]
+enum Connection {
+    /// None: HTTP/1.1's default, the connection stays open.
+    Default,
+    /// `Connection: close`: this response is the last.
+    Close,
+    /// `Connection: keep-alive`: for an HTTP/1.0 client that asked for it.
+    KeepAlive,
 }
 
 /// The fixed part of each response this server makes, up to the Date header's value: the
@@ -222,12 +258,14 @@ fn respond(
     body: &[u8],
     date: &[u8; 29],
     with_body: bool,
-    close: bool,
+    connection: Connection,
 ) {
     out.extend_from_slice(head);
     out.extend_from_slice(date);
-    if close {
-        out.extend_from_slice(b"\r\nConnection: close");
+    match connection {
+        Connection::Default => {}
+        Connection::Close => out.extend_from_slice(b"\r\nConnection: close"),
+        Connection::KeepAlive => out.extend_from_slice(b"\r\nConnection: keep-alive"),
     }
     out.extend_from_slice(b"\r\n\r\n");
     if with_body {

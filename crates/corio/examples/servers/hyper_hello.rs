@@ -41,9 +41,16 @@ pub async fn serve(listener: TcpListener) {
             }
         };
         let _ = stream.set_nodelay(true);
+        // Not `pipeline_flush(true)` (hyper calls it experimental): with it hyper flushed
+        // nothing while unparsed input was buffered, so the response to a `Connection: close`
+        // request followed by another request, or a 431, was dropped at the close, and a
+        // client that pipelines without reading made the server buffer responses without
+        // bound (1.5 GB for 400 MiB of requests). `half_close(true)`: a client that shuts
+        // its write side down after its requests still gets their responses (hyper's
+        // default closes at the end of input; tests/examples_review_contract.rs).
         let conn = hyper::server::conn::http1::Builder::new()
             .timer(CorioTimer)
-            .pipeline_flush(true)
+            .half_close(true)
             .serve_connection(CorioIo(stream), hyper::service::service_fn(hello));
         CorioExecutor.execute(async move {
             // A client that goes away mid-request is not the server's failure.
@@ -139,10 +146,9 @@ impl<T: futures_io::AsyncWrite + Unpin> hyper::rt::Write for CorioIo<T> {
         Pin::new(&mut self.0).poll_write(cx, buf)
     }
 
-    // `writev(2)` on a corio socket, as tokio's `TcpStream` (which hyper-util's `TokioIo`
-    // forwards): hyper then queues a response's head and body and sends them with one system
-    // call instead of copying the body behind the head. (`pipeline_flush`, which `serve` sets
-    // as the benchmark's hyper-on-tokio server does, makes hyper copy anyway.)
+    // Vectored (`sendmsg` on a corio socket, as tokio's `TcpStream`, which hyper-util's
+    // `TokioIo` forwards, uses `writev`): hyper then queues a response's head and body and
+    // sends them with one system call instead of copying the body behind the head.
     fn poll_write_vectored(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
