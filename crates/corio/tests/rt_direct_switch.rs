@@ -552,7 +552,11 @@ fn a_coroutine_blocking_with_an_empty_slot_hands_off_to_the_front_of_the_queue()
                 corio::yield_now();
             }
             log.lock().unwrap().clear();
+            // Each round's wall time: one that lasted a time slice may have been cut by
+            // sysmon anywhere (below).
+            let mut long = Vec::with_capacity(ROUNDS);
             for round in 0..ROUNDS {
+                let start = std::time::Instant::now();
                 for tx in &txs {
                     tx.send(round).unwrap();
                 }
@@ -560,18 +564,22 @@ fn a_coroutine_blocking_with_an_empty_slot_hands_off_to_the_front_of_the_queue()
                 while log.lock().unwrap().len() < (round + 1) * RECEIVERS {
                     corio::yield_now();
                 }
+                long.push(start.elapsed() >= Duration::from_millis(10));
             }
             drop(txs);
             for handle in handles {
                 handle.join().unwrap();
             }
-            Arc::try_unwrap(log).unwrap().into_inner().unwrap()
+            (Arc::try_unwrap(log).unwrap().into_inner().unwrap(), long)
         });
+        let (log, long) = log;
         assert_eq!(log.len(), ROUNDS * RECEIVERS);
         // The last woken runs first (from the slot), then the others in the order woken. On
         // a loaded machine sysmon may end the broadcaster's slice (its run took 10 ms of wall
         // time), which sends the slot's receiver to the back of the queue: then the round's
-        // order is the order woken.
+        // order is the order woken. A round that itself lasted a slice (a thread descheduled
+        // for that long) may have been cut between any two receivers, and its order is not
+        // checked (a hunt under a load of 10 saw [0, 1, 2, 3, 4, 7, 5, 6] once in 460 rounds).
         let slot_first: Vec<usize> = (0..RECEIVERS)
             .map(|t| (t + RECEIVERS - 1) % RECEIVERS)
             .collect();
@@ -579,7 +587,7 @@ fn a_coroutine_blocking_with_an_empty_slot_hands_off_to_the_front_of_the_queue()
         for (round, turns) in log.chunks(RECEIVERS).enumerate() {
             let order: Vec<usize> = turns.iter().map(|&(_, index, _)| index).collect();
             assert!(
-                order == slot_first || order == woken,
+                order == slot_first || order == woken || long[round],
                 "round {round}: {order:?}"
             );
             for &(r, index, own_id) in turns {

@@ -343,10 +343,14 @@ rt_common! {
             let after_blocking = Arc::new(AtomicBool::new(false));
             let after_yield = Arc::new(AtomicBool::new(false));
             let (i, ab, ay) = (inside.clone(), after_blocking.clone(), after_yield.clone());
+            // The blocking call ends only once the abort was made (it slept 30 ms, which a
+            // descheduled test thread on a loaded machine outslept: the abort then came after
+            // the task had finished).
+            let (aborted_tx, aborted_rx) = std::sync::mpsc::channel::<()>();
             let h = rt.go(move || {
                 corio::blocking(|| {
                     i.store(true, SeqCst);
-                    std::thread::sleep(30 * MS);
+                    aborted_rx.recv().unwrap();
                 });
                 ab.store(true, SeqCst);
                 corio::yield_now();
@@ -354,6 +358,7 @@ rt_common! {
             });
             support::wait_until("it is inside blocking", || inside.load(SeqCst));
             h.abort();
+            aborted_tx.send(()).unwrap();
             assert!(h.join().unwrap_err().is_cancelled());
             assert!(after_blocking.load(SeqCst), "blocking calls are not interrupted");
             assert!(!after_yield.load(SeqCst), "ran past the first suspension after the abort");
