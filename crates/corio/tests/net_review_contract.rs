@@ -98,6 +98,27 @@ fn busy(stop: Arc<AtomicBool>, round: Duration) -> corio::JoinHandle<()> {
     })
 }
 
+/// Runs `attempt` `n` times in a coroutine of a one-worker runtime whose other coroutine keeps
+/// the worker busy ([`busy`], unless `busy_worker` is false), and counts the attempts that
+/// timed out (returned `true`).
+fn attempts_timing_out(
+    busy_worker: bool,
+    n: usize,
+    attempt: impl Fn() -> bool + Send + 'static,
+) -> usize {
+    within(WATCHDOG, move || {
+        let rt = support::rt(1);
+        rt.run(move || {
+            let stop = Arc::new(AtomicBool::new(!busy_worker));
+            let spinner = busy(stop.clone(), Duration::from_millis(1));
+            let timed_out = (0..n).filter(|_| attempt()).count();
+            stop.store(true, SeqCst);
+            spinner.join().unwrap();
+            timed_out
+        })
+    })
+}
+
 // ---------------------------------------------------------------------------------------------
 // Timeouts
 // ---------------------------------------------------------------------------------------------
@@ -130,36 +151,28 @@ fn read_with_timeout_over_queued_data(busy_worker: bool) {
         let mut buf = [0; 8];
         assert_eq!(a.read(&mut buf).unwrap(), 5, "std returns the data");
     }
-    let timed_out = within(WATCHDOG, move || {
-        let rt = support::rt(1);
-        rt.run(move || {
-            let stop = Arc::new(AtomicBool::new(!busy_worker));
-            let spinner = busy(stop.clone(), Duration::from_millis(1));
-            let mut timed_out = 0;
-            for _ in 0..10 {
-                let (a, mut b) = corio_and_std();
-                a.set_read_timeout(Some(Duration::from_millis(2))).unwrap();
-                // Registers the socket and finds it drained.
-                let e = (&a).read(&mut [0; 8]).unwrap_err();
-                assert_eq!(e.kind(), ErrorKind::TimedOut);
-                // The data arrives (the worker is ours: no poller has seen its edge yet).
-                b.write_all(b"hello").unwrap();
-                until_queued(a.as_raw_fd());
-                let mut buf = [0; 8];
-                match (&a).read(&mut buf) {
-                    Ok(n) => assert_eq!(&buf[..n], b"hello"),
-                    Err(e) if e.kind() == ErrorKind::TimedOut => {
-                        timed_out += 1;
-                        // The bytes were there all along.
-                        assert_eq!(queued(a.as_raw_fd()), 5);
-                    }
-                    Err(e) => panic!("{e:?}"),
-                }
+    let timed_out = attempts_timing_out(busy_worker, 10, || {
+        let (a, mut b) = corio_and_std();
+        a.set_read_timeout(Some(Duration::from_millis(2))).unwrap();
+        // Registers the socket and finds it drained.
+        let e = (&a).read(&mut [0; 8]).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::TimedOut);
+        // The data arrives (the worker is ours: no poller has seen its edge yet).
+        b.write_all(b"hello").unwrap();
+        until_queued(a.as_raw_fd());
+        let mut buf = [0; 8];
+        match (&a).read(&mut buf) {
+            Ok(n) => {
+                assert_eq!(&buf[..n], b"hello");
+                false
             }
-            stop.store(true, SeqCst);
-            spinner.join().unwrap();
-            timed_out
-        })
+            Err(e) if e.kind() == ErrorKind::TimedOut => {
+                // The bytes were there all along.
+                assert_eq!(queued(a.as_raw_fd()), 5);
+                true
+            }
+            Err(e) => panic!("{e:?}"),
+        }
     });
     assert_eq!(
         timed_out, 0,
@@ -171,33 +184,25 @@ fn read_with_timeout_over_queued_data(busy_worker: bool) {
 /// std's), not `TimedOut`.
 #[test]
 fn a_udp_receive_with_a_timeout_returns_a_datagram_already_queued_on_a_busy_worker() {
-    let timed_out = within(WATCHDOG, || {
-        let rt = support::rt(1);
-        rt.run(|| {
-            let stop = Arc::new(AtomicBool::new(false));
-            let spinner = busy(stop.clone(), Duration::from_millis(1));
-            let sender = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-            let mut timed_out = 0;
-            for _ in 0..10 {
-                let u = UdpSocket::bind("127.0.0.1:0").unwrap();
-                u.set_read_timeout(Some(Duration::from_millis(2))).unwrap();
-                let mut buf = [0; 16];
-                assert_eq!(
-                    u.recv_from(&mut buf).unwrap_err().kind(),
-                    ErrorKind::TimedOut
-                );
-                sender.send_to(b"dgram", u.local_addr().unwrap()).unwrap();
-                until_queued(u.as_raw_fd());
-                match u.recv_from(&mut buf) {
-                    Ok((n, _)) => assert_eq!(&buf[..n], b"dgram"),
-                    Err(e) if e.kind() == ErrorKind::TimedOut => timed_out += 1,
-                    Err(e) => panic!("{e:?}"),
-                }
+    let sender = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let timed_out = attempts_timing_out(true, 10, move || {
+        let u = UdpSocket::bind("127.0.0.1:0").unwrap();
+        u.set_read_timeout(Some(Duration::from_millis(2))).unwrap();
+        let mut buf = [0; 16];
+        assert_eq!(
+            u.recv_from(&mut buf).unwrap_err().kind(),
+            ErrorKind::TimedOut
+        );
+        sender.send_to(b"dgram", u.local_addr().unwrap()).unwrap();
+        until_queued(u.as_raw_fd());
+        match u.recv_from(&mut buf) {
+            Ok((n, _)) => {
+                assert_eq!(&buf[..n], b"dgram");
+                false
             }
-            stop.store(true, SeqCst);
-            spinner.join().unwrap();
-            timed_out
-        })
+            Err(e) if e.kind() == ErrorKind::TimedOut => true,
+            Err(e) => panic!("{e:?}"),
+        }
     });
     assert_eq!(
         timed_out, 0,
@@ -209,48 +214,40 @@ fn a_udp_receive_with_a_timeout_returns_a_datagram_already_queued_on_a_busy_work
 /// used, not reported as `TimedOut` (std writes at once).
 #[test]
 fn a_write_with_a_timeout_uses_room_already_in_the_send_buffer_on_a_busy_worker() {
-    let timed_out = within(WATCHDOG, || {
-        let rt = support::rt(1);
-        rt.run(|| {
-            let stop = Arc::new(AtomicBool::new(false));
-            let spinner = busy(stop.clone(), Duration::from_millis(1));
-            let mut timed_out = 0;
-            for _ in 0..5 {
-                let (a, mut b) = corio_and_std();
-                set_buf(a.as_raw_fd(), libc::SO_SNDBUF, 4096);
-                a.set_write_timeout(Some(Duration::from_millis(2))).unwrap();
-                // Fill the send buffer (the last write timed out: drained).
-                let chunk = vec![1u8; 64 * 1024];
-                let mut sent = 0;
-                loop {
-                    match (&a).write(&chunk) {
-                        Ok(n) => sent += n,
-                        Err(e) if e.kind() == ErrorKind::TimedOut => break,
-                        Err(e) => panic!("{e:?}"),
-                    }
-                }
-                // The peer reads everything (the worker stays ours: no poll sees the edge).
-                b.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-                let mut got = 0;
-                let mut buf = vec![0u8; 1 << 20];
-                while got < sent {
-                    got += b.read(&mut buf).unwrap();
-                }
-                // Until the kernel freed the acked memory (the worker is still ours).
-                let start = Instant::now();
-                while outq(a.as_raw_fd()) > 0 {
-                    assert!(start.elapsed() < Duration::from_secs(5));
-                }
-                match (&a).write(b"x") {
-                    Ok(n) => assert_eq!(n, 1),
-                    Err(e) if e.kind() == ErrorKind::TimedOut => timed_out += 1,
-                    Err(e) => panic!("{e:?}"),
-                }
+    let timed_out = attempts_timing_out(true, 5, || {
+        let (a, mut b) = corio_and_std();
+        set_buf(a.as_raw_fd(), libc::SO_SNDBUF, 4096);
+        a.set_write_timeout(Some(Duration::from_millis(2))).unwrap();
+        // Fill the send buffer (the last write timed out: drained).
+        let chunk = vec![1u8; 64 * 1024];
+        let mut sent = 0;
+        loop {
+            match (&a).write(&chunk) {
+                Ok(n) => sent += n,
+                Err(e) if e.kind() == ErrorKind::TimedOut => break,
+                Err(e) => panic!("{e:?}"),
             }
-            stop.store(true, SeqCst);
-            spinner.join().unwrap();
-            timed_out
-        })
+        }
+        // The peer reads everything (the worker stays ours: no poll sees the edge).
+        b.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut got = 0;
+        let mut buf = vec![0u8; 1 << 20];
+        while got < sent {
+            got += b.read(&mut buf).unwrap();
+        }
+        // Until the kernel freed the acked memory (the worker is still ours).
+        let start = Instant::now();
+        while outq(a.as_raw_fd()) > 0 {
+            assert!(start.elapsed() < Duration::from_secs(5));
+        }
+        match (&a).write(b"x") {
+            Ok(n) => {
+                assert_eq!(n, 1);
+                false
+            }
+            Err(e) if e.kind() == ErrorKind::TimedOut => true,
+            Err(e) => panic!("{e:?}"),
+        }
     });
     assert_eq!(
         timed_out, 0,

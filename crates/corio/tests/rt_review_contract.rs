@@ -35,6 +35,26 @@ fn run_child(test: &str, mode: &str) -> std::process::Output {
 // time
 // ---------------------------------------------------------------------------------------------
 
+/// A sleep until `deadline`, first polled (registered) in a task of a runtime of `workers`
+/// workers, then taken out of it; the runtime is dropped before this returns.
+#[allow(clippy::async_yields_async)] // the registered `Sleep` itself is the result
+fn registered_in_a_dropped_runtime(workers: usize, deadline: Instant) -> time::Sleep {
+    let rt = support::rt(workers);
+    rt.block_on(async move {
+        corio::spawn(async move {
+            let mut s = time::sleep_until_async(deadline);
+            poll_fn(|cx| {
+                assert!(Pin::new(&mut s).poll(cx).is_pending());
+                Poll::Ready(())
+            })
+            .await;
+            s
+        })
+        .await
+        .unwrap()
+    })
+}
+
 mod common1 {
     #[allow(unused_imports)]
     use super::*;
@@ -130,25 +150,10 @@ mod common1 {
         /// awaited elsewhere after the runtime was dropped, still completes, and not before its
         /// deadline (the fallback timer thread takes it over).
         #[test]
-        #[allow(clippy::async_yields_async)] // the registered `Sleep` itself is the result
         fn a_sleep_registered_in_a_dropped_runtime_completes_on_a_plain_thread() {
             within(EVENTUALLY, || {
-                let rt = rt();
                 let deadline = Instant::now() + Duration::from_millis(150);
-                let sleep = rt.block_on(async move {
-                    corio::spawn(async move {
-                        let mut s = time::sleep_until_async(deadline);
-                        poll_fn(|cx| {
-                            assert!(Pin::new(&mut s).poll(cx).is_pending());
-                            Poll::Ready(())
-                        })
-                        .await;
-                        s
-                    })
-                    .await
-                    .unwrap()
-                });
-                drop(rt);
+                let sleep = registered_in_a_dropped_runtime(WORKERS, deadline);
                 corio::block_on(sleep);
                 assert!(Instant::now() >= deadline, "fired early");
             });
@@ -156,25 +161,10 @@ mod common1 {
 
         /// The same, awaited in a task of another runtime.
         #[test]
-        #[allow(clippy::async_yields_async)] // the registered `Sleep` itself is the result
         fn a_sleep_registered_in_a_dropped_runtime_completes_in_another_runtime() {
             within(EVENTUALLY, || {
-                let rt = rt();
                 let deadline = Instant::now() + Duration::from_millis(150);
-                let sleep = rt.block_on(async move {
-                    corio::spawn(async move {
-                        let mut s = time::sleep_until_async(deadline);
-                        poll_fn(|cx| {
-                            assert!(Pin::new(&mut s).poll(cx).is_pending());
-                            Poll::Ready(())
-                        })
-                        .await;
-                        s
-                    })
-                    .await
-                    .unwrap()
-                });
-                drop(rt);
+                let sleep = registered_in_a_dropped_runtime(WORKERS, deadline);
                 let other = support::rt(WORKERS);
                 other.block_on(async move { corio::spawn(sleep).await.unwrap() });
                 assert!(Instant::now() >= deadline, "fired early");

@@ -541,19 +541,26 @@ impl<T> Chan<T> {
     /// A receive withdrawn after it was handed its value keeps it (a timeout that lost the
     /// race to a sender returns the value): counted out of transit under the lock.
     pub(crate) fn settle_kept(&self) {
-        let mut locked = self.lock();
-        let state = locked.state();
-        state.settled = state.settled.wrapping_add(1);
-        let wakers = state.finish_draining(&self.seen);
-        drop(locked);
-        wakers.into_iter().for_each(Waker::wake);
+        self.locked_then_wake(|state, seen| {
+            state.settled = state.settled.wrapping_add(1);
+            state.finish_draining(seen)
+        });
     }
 
     #[cold]
     #[inline(never)]
     fn finish_draining(&self) {
+        self.locked_then_wake(State::finish_draining);
+    }
+
+    /// Runs `f` under the lock, then wakes the wakers it returns once the lock is released
+    /// (a waker's `wake` is user code, which may use this channel).
+    pub(crate) fn locked_then_wake(
+        &self,
+        f: impl FnOnce(&mut State<T>, &AtomicUsize) -> Vec<Waker>,
+    ) {
         let mut locked = self.lock();
-        let wakers = locked.state().finish_draining(&self.seen);
+        let wakers = f(locked.state(), &self.seen);
         drop(locked);
         wakers.into_iter().for_each(Waker::wake);
     }
@@ -756,7 +763,7 @@ impl<T> State<T> {
     /// Closes the channel: every waiter is completed, senders with their value still in the
     /// slot (so they hand it back), receivers with no value (`None`) — unless values are in
     /// transit: then the receivers wait for them (one may be given back), and whoever settles
-    /// the last completes them (`draining`, [`State::finish_draining`]).
+    /// the last completes them ([`DRAINING`], [`State::finish_draining`]).
     pub(crate) fn close(&mut self, seen: &AtomicUsize) -> Vec<Waker> {
         self.closed = true;
         let mut wakers = Vec::new();

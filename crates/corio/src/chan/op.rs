@@ -2,7 +2,7 @@
 //! try under the lock, else queue an entry (H1), then wait for DONE (H4) or withdraw (H5).
 //! The single-operation futures and each `select!` arm are built from these.
 
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Poll};
 
 use super::core::{Chan, Entry, Observed, SignalRef, State, TryRecv, TrySend, wake};
 use super::error::{RecvError, SendError};
@@ -221,17 +221,8 @@ impl<T> RecvOp<T> {
         if let Some(Withdrawn::Done(Some(v))) = self.queued.cancel(chan) {
             // Still counted in transit since the withdrawal: a close meanwhile left the
             // queued receivers waiting for it.
-            let mut locked = chan.lock();
-            let wakers = chan.give_back_settled(locked.state(), v);
-            drop(locked);
-            wakers.into_iter().for_each(|w| w.wake());
+            chan.locked_then_wake(|state, _| chan.give_back_settled(state, v));
         }
-    }
-
-    /// Gives back a value that a cancelled `select!` arm had been handed (H6). The caller
-    /// holds the channel lock, and wakes the wakers once it is released.
-    pub(crate) fn give_back_locked(chan: &Chan<T>, state: &mut State<T>, v: T) -> Vec<Waker> {
-        chan.give_back_settled(state, v)
     }
 }
 

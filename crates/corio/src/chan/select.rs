@@ -230,7 +230,7 @@ impl<T> Arm for RecvArm<'_, T> {
         // SAFETY: the caller holds the lock.
         let state = unsafe { self.chan.state_locked() };
         match self.op.withdraw_locked(state, false) {
-            Withdrawn::Done(Some(v)) => RecvOp::give_back_locked(self.chan, state, v),
+            Withdrawn::Done(Some(v)) => self.chan.give_back_settled(state, v),
             _ => Vec::new(),
         }
     }

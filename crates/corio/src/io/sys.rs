@@ -15,9 +15,9 @@
 //! stat -e syscalls:*` see what they saw before. The write passes `MSG_NOSIGNAL`, as `std`'s
 //! `TcpStream` does: a peer that has gone away is `EPIPE`, never `SIGPIPE` (for a Unix stream
 //! too, where `std` uses `write(2)` and relies on Rust ignoring `SIGPIPE`); so does the
-//! vectored write, a `sendmsg` where `std` uses `writev(2)`, which has no flags. `EINTR` is returned
-//! as `ErrorKind::Interrupted`, which the callers' loops retry, as before. Under Miri, which
-//! cannot run inline assembly, the libc functions are used.
+//! vectored write, a `sendmsg` where `std` uses `writev(2)`, which has no flags. `EINTR` is
+//! returned as `ErrorKind::Interrupted`, which the callers' loops retry, as before. Under
+//! Miri, which cannot run inline assembly, the libc functions are used.
 
 use std::io;
 use std::os::fd::RawFd;

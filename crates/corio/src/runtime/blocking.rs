@@ -142,7 +142,7 @@ fn pool_thread(shared: Arc<Shared>) {
     let _enter = context::enter_runtime(shared.clone());
     let pool = &shared.blocking;
     let mut state = pool.state.lock().unwrap_or_else(|e| e.into_inner());
-    loop {
+    'serve: loop {
         if let Some(task) = state.queue.pop_front() {
             drop(state);
             let _ = task.run(); // blocking tasks never yield
@@ -162,10 +162,7 @@ fn pool_thread(shared: Arc<Shared>) {
             match state.woken(timeout.timed_out(), pool.shutdown.load(Ordering::Acquire)) {
                 Woken::Work => break,
                 Woken::Spurious => {}
-                Woken::Exit => {
-                    state.threads -= 1;
-                    return;
-                }
+                Woken::Exit => break 'serve,
             }
         }
     }

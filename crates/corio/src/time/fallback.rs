@@ -69,17 +69,21 @@ pub(crate) fn register(deadline: Instant, waker: &Waker) -> Arc<TimerEntry> {
     entry
 }
 
+/// Removes `entry` from the fallback's heap if it is there: one `register` put there, or one
+/// [`adopt`] took over from a shut-down runtime (a no-op, starting nothing, if the fallback
+/// never ran).
 pub(crate) fn cancel(entry: &TimerEntry) {
-    fallback()
-        .heap
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .remove(entry);
+    if let Some(fb) = FALLBACK.get() {
+        fb.heap
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(entry);
+    }
 }
 
 /// Takes over a runtime's pending timer (the runtime is shutting down, and its worker's heap
 /// lock is held): `entry` itself fires at its deadline (ns after `epoch`) from the fallback
-/// thread, so that its owner's cancel ([`cancel_adopted`]) can still take it out.
+/// thread, so that its owner's cancel ([`cancel`]) can still take it out.
 pub(crate) fn adopt(epoch: Instant, entry: Arc<TimerEntry>) {
     let fb = fallback();
     let deadline = match entry.deadline() {
@@ -95,15 +99,4 @@ pub(crate) fn adopt(epoch: Instant, entry: Arc<TimerEntry>) {
         .unwrap_or_else(|e| e.into_inner())
         .insert_at(entry, deadline);
     fb.changed.notify_one();
-}
-
-/// Cancels a timer of a shut-down runtime that [`adopt`] may have taken over (a no-op if it did
-/// not, or if no timer was ever adopted).
-pub(crate) fn cancel_adopted(entry: &TimerEntry) {
-    if let Some(fb) = FALLBACK.get() {
-        fb.heap
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(entry);
-    }
 }

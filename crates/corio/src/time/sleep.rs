@@ -186,7 +186,7 @@ impl Sleep {
                             // shut down, taken over by the fallback timer thread with the rest
                             // of the heap (`Remote::drain`, under this lock): take it out there,
                             // or it would hold its waker until its deadline.
-                            fallback::cancel_adopted(&entry);
+                            fallback::cancel(&entry);
                         }
                         removed
                     };
