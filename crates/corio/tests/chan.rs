@@ -610,12 +610,12 @@ fn timeouts_too_long_for_an_instant_mean_no_limit() {
 }
 
 /// A `Stream` poll that was abandoned (its `next()` future dropped by a timeout or a
-/// `select`) leaves the receiver's stream receive queued, and a sender hands it the next
-/// value. That value must still reach the receiver's other ways to receive: `try_recv` on
+/// `select`) leaves the receiver's stream wait queued, and the next send completes through
+/// it. That value must still reach the receiver's other ways to receive: once, `try_recv` on
 /// the same handle found nothing (the value sat in the stream's slot, counted nowhere, until
 /// the next `poll_next` or the receiver's drop), and a blocking `recv` would wait for ever
-/// although the send succeeded and nobody else receives. Now every other receive of the
-/// handle takes the abandoned one back first.
+/// although the send succeeded and nobody else receives. A stream wait now holds no value:
+/// the send leaves it in the buffer and tells the stream.
 #[test]
 fn a_value_handed_to_an_abandoned_stream_poll_is_still_received_by_try_recv() {
     let (tx, mut rx) = chan::bounded::<u8>(0);
@@ -664,5 +664,118 @@ fn every_receive_of_the_handle_sees_what_an_abandoned_stream_poll_was_handed() {
         let mut next =
             std::future::poll_fn(|cx| futures_core::Stream::poll_next(Pin::new(&mut rx), cx));
         assert_eq!(poll_once(&mut next), std::task::Poll::Ready(Some(4)));
+    });
+}
+
+/// Polls `rx`'s `Stream` once with a waker that does nothing and drops the `next()` future,
+/// as `timeout(d, rx.next())` does when it expires: the stream's wait stays queued.
+fn abandon_a_stream_poll(rx: &mut chan::Receiver<u8>) {
+    let mut next =
+        std::future::poll_fn(|cx| futures_core::Stream::poll_next(Pin::new(&mut *rx), cx));
+    assert!(poll_once(&mut next).is_pending());
+}
+
+/// A waker that records that it was woken.
+struct Flag(std::sync::atomic::AtomicBool);
+
+impl std::task::Wake for Flag {
+    fn wake(self: Arc<Self>) {
+        self.0.store(true, SeqCst);
+    }
+}
+
+/// Several handles' streams wait on one channel and the first of them was abandoned: a value
+/// sent must still reach a stream that is being awaited. (Told one at a time, the abandoned
+/// stream would take the wake-up and the live one would sleep with the value buffered; handed
+/// the value, the abandoned one would keep it from the live one.)
+#[test]
+fn a_live_stream_gets_the_value_while_another_handles_stream_poll_is_abandoned() {
+    for cap in [0, 1] {
+        let (tx, mut rx) = chan::bounded::<u8>(cap);
+        let mut live = rx.clone();
+        abandon_a_stream_poll(&mut rx); // queued first
+        let flag = Arc::new(Flag(std::sync::atomic::AtomicBool::new(false)));
+        let waker = Waker::from(flag.clone());
+        let mut cx = Context::from_waker(&waker);
+        let mut next = Pin::new(&mut live);
+        assert!(futures_core::Stream::poll_next(next.as_mut(), &mut cx).is_pending());
+        assert_eq!(tx.try_send(9), Ok(()), "capacity {cap}: streams wait");
+        assert!(
+            flag.0.load(SeqCst),
+            "capacity {cap}: the live stream was not woken"
+        );
+        assert_eq!(
+            futures_core::Stream::poll_next(next.as_mut(), &mut cx),
+            Poll::Ready(Some(9)),
+            "capacity {cap}"
+        );
+    }
+}
+
+/// A send to a rendezvous channel completes at once (`try_send`, a `select!` `default`)
+/// when the receiver waiting for it is a `Stream` being awaited, as for any waiting receive;
+/// and the stream ends with `None` when the channel is closed and drained.
+#[test]
+fn try_send_reaches_a_stream_that_waits_on_a_rendezvous_channel() {
+    within(EVENTUALLY, || {
+        let rt = support::rt(2);
+        let (tx, rx) = chan::bounded::<u32>(0);
+        let consumer = rt.spawn(async move {
+            let mut rx = rx;
+            let mut got = Vec::new();
+            while let Some(v) =
+                std::future::poll_fn(|cx| futures_core::Stream::poll_next(Pin::new(&mut rx), cx))
+                    .await
+            {
+                got.push(v);
+            }
+            got
+        });
+        let mut next = 0;
+        let mut misses = 0u64;
+        while next < 200 {
+            // Non-blocking on purpose: each send succeeds only while the stream waits.
+            let sent = if next % 2 == 0 {
+                tx.try_send(next).is_ok()
+            } else {
+                corio::select! {
+                    send(tx, next) -> r => r.is_ok(),
+                    default => false,
+                }
+            };
+            if sent {
+                next += 1;
+            } else {
+                misses += 1;
+                std::thread::yield_now();
+            }
+        }
+        drop(tx);
+        let got = consumer.join().unwrap();
+        assert_eq!(got, (0..200).collect::<Vec<_>>(), "after {misses} misses");
+    });
+}
+
+/// After a value reached another handle past an abandoned stream poll, the close reaches
+/// that handle at once: nothing is left in transit in the abandoned poll to hold its
+/// "closed" back.
+#[test]
+fn a_close_is_not_held_back_by_an_abandoned_stream_poll() {
+    within(EVENTUALLY, || {
+        let (tx, mut rx) = chan::bounded::<u8>(0);
+        let other = rx.clone();
+        abandon_a_stream_poll(&mut rx);
+        let waiter = std::thread::spawn(move || {
+            let first = other.recv_timeout(Duration::from_secs(10));
+            let second = other.recv_timeout(Duration::from_secs(10));
+            (first, second)
+        });
+        std::thread::sleep(20 * MS);
+        tx.send(1).unwrap();
+        drop(tx);
+        let (first, second) = waiter.join().unwrap();
+        assert_eq!(first, Ok(1));
+        assert_eq!(second, Err(RecvTimeoutError::Disconnected));
+        drop(rx);
     });
 }

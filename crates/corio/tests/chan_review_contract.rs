@@ -324,7 +324,6 @@ fn fifo_holds_across_threads_coroutines_and_tasks() {
 /// (a clone) that waits for the value never gets it while the first handle is alive and
 /// unused: `Send` returned `Ok`, a receiver is waiting, nothing arrives.
 #[test]
-#[ignore = "BUG (docs/chan.md, \"Known bug\"): a value handed to an abandoned Stream poll waits in it"]
 fn a_value_handed_to_an_abandoned_stream_poll_reaches_another_waiting_receiver() {
     within(EVENTUALLY, || {
         let (tx, mut rx) = chan::bounded::<u8>(0);

@@ -364,6 +364,12 @@ pub(crate) struct State<T> {
     recvq: VecDeque<Arc<Entry<T>>>,
     /// Waiting senders with their values, FIFO. Stale entries as for `recvq`.
     sendq: VecDeque<Arc<Entry<T>>>,
+    /// `Stream` polls waiting to be told that a value may be there ("Stream waits hold no
+    /// value", `chan/mod.rs`): lone entries whose slot stays empty. Whatever makes a value
+    /// available to a receive (a send into the buffer, a value given back to it, the close
+    /// once drained) completes all of them ([`State::wake_watchers`]), so while one waits
+    /// the buffer is empty and no sender waits. Stale entries as for `recvq`.
+    watchq: VecDeque<Arc<Entry<T>>>,
     /// The last lone entry a completer finished here, kept for the next lone wait on this
     /// channel: a ping-pong allocates nothing. Its owner may still hold it (reading its
     /// slot after DONE); it is reused only once `Arc::get_mut` says the owner let go.
@@ -428,6 +434,20 @@ pub(crate) fn wake(w: Wake) {
     }
 }
 
+/// Several wakers called as one: what [`State::wake_watchers`] returns when more than one
+/// `Stream` poll waits, so that every caller still gets one [`Wake`].
+struct WakeAll(Vec<Waker>);
+
+impl std::task::Wake for WakeAll {
+    fn wake(self: std::sync::Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &std::sync::Arc<Self>) {
+        self.0.iter().for_each(Waker::wake_by_ref);
+    }
+}
+
 /// Pops the first waiter of `q` that can be claimed (H2), dropping stale ones. Inlined
 /// for the usual case, an empty queue (a buffered channel that nobody waits on).
 #[inline]
@@ -470,6 +490,7 @@ impl<T> Chan<T> {
                 buf: VecDeque::with_capacity(if cap == usize::MAX { 0 } else { cap.min(1024) }),
                 recvq: VecDeque::new(),
                 sendq: VecDeque::new(),
+                watchq: VecDeque::new(),
                 closed: false,
                 spare: None,
                 handed: 0,
@@ -630,13 +651,15 @@ impl<T> State<T> {
         self.closed
     }
 
-    /// Queued entries (receivers, senders), stale ones included: what the tests check is empty.
+    /// Queued entries (receivers and `Stream` polls, senders), stale ones included: what
+    /// the tests check is empty.
     #[cfg(test)]
     pub(crate) fn waiting(&self) -> (usize, usize) {
-        (self.recvq.len(), self.sendq.len())
+        (self.recvq.len() + self.watchq.len(), self.sendq.len())
     }
 
-    /// A send without waiting (H1): to a waiting receiver first, else into the buffer.
+    /// A send without waiting (H1): to a waiting receiver first, else into the buffer, else
+    /// (a rendezvous channel) into the buffer all the same if a `Stream` poll waits for it.
     #[inline(always)] // the fast path of every send and receive: no call frame
     pub(crate) fn try_send(&mut self, cap: usize, value: T) -> TrySend<T> {
         if self.closed {
@@ -650,9 +673,31 @@ impl<T> State<T> {
         }
         if self.buf.len() < cap {
             self.buf.push_back(value);
-            return TrySend::Sent(None);
+            return TrySend::Sent(self.wake_watchers());
+        }
+        if !self.watchq.is_empty() {
+            return self.send_to_watchers(value);
         }
         TrySend::Full(value)
+    }
+
+    /// A send on a full channel while `Stream` polls wait, which happens on a rendezvous
+    /// channel only (they wait with the buffer empty). A waiting stream is a waiting
+    /// receiver, so the send completes, as it would into a waiting receive; but the value
+    /// goes to the buffer, not to one stream's slot, and every stream is told: the one a
+    /// value was handed to might have been abandoned by its caller ("Stream waits hold no
+    /// value", `chan/mod.rs`). The buffer then briefly holds one value more than its
+    /// capacity, as after a give-back (H6).
+    #[cold]
+    #[inline(never)]
+    fn send_to_watchers(&mut self, value: T) -> TrySend<T> {
+        match self.wake_watchers_slow() {
+            Some(w) => {
+                self.buf.push_back(value);
+                TrySend::Sent(Some(w))
+            }
+            None => TrySend::Full(value), // every entry was stale
+        }
     }
 
     /// A receive without waiting (H1): from the buffer (refilling it from a waiting sender),
@@ -725,15 +770,57 @@ impl<T> State<T> {
         self.recvq.push_back(e);
     }
 
-    /// Queues a sender (its entry holds the value).
+    /// Queues a sender (its entry holds the value). No `Stream` poll waits then: one that
+    /// waits finds the buffer empty and no sender queued, and the next send completes at
+    /// once, through it (`State::try_send`).
     #[inline]
     pub(crate) fn enqueue_send(&mut self, e: Arc<Entry<T>>) {
         self.sendq.push_back(e);
     }
 
+    /// Queues a `Stream` poll's wait (an entry that never holds a value).
+    pub(crate) fn enqueue_watch(&mut self, e: Arc<Entry<T>>) {
+        self.watchq.push_back(e);
+    }
+
+    /// Completes every waiting `Stream` poll (a value may be there for them now) and returns
+    /// one waker that wakes them all, to call once the lock is released. Inlined for the
+    /// usual case, nobody watching.
+    #[inline]
+    fn wake_watchers(&mut self) -> Wake {
+        if self.watchq.is_empty() {
+            return None;
+        }
+        self.wake_watchers_slow()
+    }
+
+    /// All of them, not one: a `Stream` poll may have been abandoned (`timeout(d,
+    /// rx.next())` expired), and a wake-up given to it alone would be lost while another
+    /// handle's stream waits. async-channel wakes all its stream listeners for the same
+    /// reason. A woken stream that finds nothing (another took the value) waits again.
+    #[cold]
+    #[inline(never)]
+    fn wake_watchers_slow(&mut self) -> Wake {
+        // The usual case, one stream, allocates nothing.
+        let mut first = None;
+        let mut more = Vec::new();
+        while let Some(e) = claim(&mut self.watchq) {
+            match (self.finish(e), &first) {
+                (None, _) => {}
+                (Some(w), None) => first = Some(w),
+                (Some(w), Some(_)) => more.push(w),
+            }
+        }
+        if more.is_empty() {
+            return first;
+        }
+        more.extend(first);
+        Some(Waker::from(std::sync::Arc::new(WakeAll(more))))
+    }
+
     /// Removes `e` from whichever queue holds it (a no-op if a claimer already popped it).
     pub(crate) fn dequeue(&mut self, e: &Arc<Entry<T>>) {
-        for q in [&mut self.recvq, &mut self.sendq] {
+        for q in [&mut self.recvq, &mut self.sendq, &mut self.watchq] {
             if let Some(i) = q.iter().position(|x| Arc::ptr_eq(x, e)) {
                 q.remove(i);
                 return;
@@ -751,7 +838,7 @@ impl<T> State<T> {
             return self.finish(e);
         }
         self.buf.push_front(value);
-        None
+        self.wake_watchers()
     }
 
     /// Takes every buffered value out, for the caller to drop once the lock is released (a
@@ -785,6 +872,7 @@ impl<T> State<T> {
             while let Some(e) = claim(&mut self.recvq) {
                 wakers.extend(e.signal().finish(e.arm));
             }
+            wakers.extend(self.wake_watchers());
         }
         wakers
     }

@@ -274,3 +274,38 @@ fn loom_a_value_given_back_across_the_close_reaches_the_other_receiver() {
         assert_eq!(rx.try_recv(), Err(TryRecvError::Disconnected));
     });
 }
+
+/// The next item of `rx`'s `Stream`, waited for with loom's `block_on`.
+fn next_item(rx: &mut super::Receiver<u32>) -> Option<u32> {
+    block_on(std::future::poll_fn(|cx| {
+        futures_core::Stream::poll_next(Pin::new(&mut *rx), cx)
+    }))
+}
+
+#[test]
+fn loom_a_stream_meets_a_rendezvous_send_and_then_the_close() {
+    loom::model(|| {
+        let (tx, mut rx) = bounded::<u32>(0);
+        let sender = thread::spawn(move || block_on(tx.send_async(1))); // then closes
+        let first = next_item(&mut rx);
+        let second = next_item(&mut rx);
+        sender.join().unwrap().unwrap();
+        assert_eq!((first, second), (Some(1), None));
+        assert_eq!(rx.chan.lock().state().waiting(), (0, 0));
+    });
+}
+
+#[test]
+fn loom_an_abandoned_stream_poll_keeps_no_value_from_a_live_stream() {
+    loom::model(|| {
+        let (tx, mut rx) = bounded::<u32>(0);
+        let mut live = rx.clone();
+        let mut next =
+            std::future::poll_fn(|cx| futures_core::Stream::poll_next(Pin::new(&mut rx), cx));
+        assert!(poll_once(&mut next).is_pending()); // abandoned: never polled again
+        let consumer = thread::spawn(move || (next_item(&mut live), next_item(&mut live)));
+        block_on(tx.send_async(1)).unwrap();
+        drop(tx);
+        assert_eq!(consumer.join().unwrap(), (Some(1), None));
+    });
+}

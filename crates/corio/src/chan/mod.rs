@@ -82,6 +82,31 @@
 //! second hand-shake on every hand-off, to cover a rare race that H6 covers for free); a
 //! notify-only wait queue where woken waiters retry (two selects, one sending and one
 //! receiving on a rendezvous channel, would then never meet: neither can complete the other).
+//! The one exception is the next section's.
+//!
+//! # Stream waits hold no value
+//!
+//! A [`Receiver`] is also a `Stream`, and `poll_next` returns `Pending` with a wait queued,
+//! as any receive does. But nothing tells the handle when its caller stops waiting for the
+//! item (`timeout(d, rx.next())` expired, a `select` on `next()` took another branch): a
+//! receive future is dropped then, and gives back what it was handed (H6), while a stream
+//! poll is simply never polled again. Handed a value, such an abandoned wait would keep it
+//! from every other receiver, and hold their "closed" back ("Closing with values in
+//! transit"). So a stream waits in a queue of its own (`State::watchq`) and is *told*, never
+//! handed: whatever makes a value available to a receive (a send with room in the buffer, a
+//! value given back to it, the close once drained) completes every waiting stream with an
+//! empty slot, and each tries again; one takes the value, the others wait again. Every
+//! stream, not one: the one told might be the abandoned one (async-channel wakes all its
+//! stream listeners for the same reason). A waiting receive future still goes first.
+//!
+//! A send that finds no room on a rendezvous channel while a stream waits still completes,
+//! as it would into a waiting receive (`try_send` and a `select!` with `default` rely on
+//! that): its value goes to the buffer, one past the capacity as after H6, and the streams
+//! are told (`State::send_to_watchers`). The two rejected designs above do not arise: a
+//! stream is never in a `select!`, and its counterpart, a send, always queues a real entry or
+//! completes. The price: a value reaches a stream through the buffer and a second lock
+//! hold, not straight into its slot, and n streams of one channel are all woken for each
+//! value; one wait stays queued per handle whose poll was abandoned, until the next value.
 //!
 //! # Closing
 //!
@@ -113,9 +138,10 @@
 //! finds the last value counted out completes the receivers (`Chan::settle_seen`). That
 //! increment is the cost: one atomic read-modify-write per direct hand-off, on a line only
 //! receivers write. The price in liveness: a receive future handed a value and then
-//! neither polled nor dropped (kept unpolled, or a `Stream` poll abandoned without its
-//! receiver being used again: docs/chan.md, "Known bug") holds the close's "closed" back from
-//! the other receivers until it is polled or dropped, where before it held the value.
+//! neither polled nor dropped (kept unpolled by its owner) holds the close's "closed" back
+//! from the other receivers until it is polled or dropped, where before it held the value.
+//! (A `Stream` poll, which its caller may abandon without dropping anything, is never handed
+//! a value: "Stream waits hold no value".)
 //!
 //! # Costs
 //!
@@ -146,7 +172,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use self::core::{Chan, TryRecv, TrySend, wake};
-use self::op::{RecvOp, SendOp, Withdrawn};
+use self::op::{RecvOp, SendOp, WatchOp, Withdrawn};
 use crate::loom::sync::Arc;
 use crate::loom::sync::atomic::Ordering;
 use crate::time::Sleep;
@@ -207,7 +233,7 @@ fn pair<T>(chan: Arc<Chan<T>>) -> (Sender<T>, Receiver<T>) {
         Sender { chan: chan.clone() },
         Receiver {
             chan,
-            stream: StreamRecv::new(),
+            stream: WatchOp::new(),
         },
     )
 }
@@ -232,65 +258,10 @@ pub struct Sender<T> {
 /// [`futures_core::Stream`].
 pub struct Receiver<T> {
     chan: Arc<Chan<T>>,
-    /// The receive in progress of the `Stream` implementation; owned by this handle alone.
-    stream: StreamRecv<T>,
-}
-
-/// The `Stream` implementation's receive, and whether it may be queued on the channel.
-///
-/// `poll_next` leaves its receive queued when it returns `Pending`, as any receive future
-/// does; a sender may then hand it a value directly (H3). When the caller stops waiting for
-/// the next item (a timeout around `next()`, a `select` on it), nothing tells the handle: the
-/// receive stays queued, and a value handed to it would sit there, received by nobody, while
-/// `try_recv` on the same handle found nothing and a blocking `recv` waited for ever. So every
-/// other receive of the handle first takes that receive back (H6: a value it was handed goes
-/// back to the front of the buffer). It can do so safely: a live `next()` future holds the
-/// handle mutably, so while any `&self` receive runs, the stream's poll has been abandoned.
-struct StreamRecv<T> {
-    /// A std lock (not the preempt-guarded one of `crate::loom`: `poll_next` reaches the op
-    /// through `get_mut`); `take_back_slow` guards its short hold itself.
-    op: std::sync::Mutex<RecvOp<T>>,
-    /// Set by `poll_next` when it leaves the receive queued, cleared when the receive is done
-    /// or taken back. Relaxed: it is written under `&mut` (no `&self` access runs meanwhile)
-    /// or under `op`'s lock, and only says whether to look.
-    queued: crate::loom::sync::atomic::AtomicBool,
-}
-
-impl<T> StreamRecv<T> {
-    fn new() -> StreamRecv<T> {
-        StreamRecv {
-            op: std::sync::Mutex::new(RecvOp::new()),
-            queued: crate::loom::sync::atomic::AtomicBool::new(false),
-        }
-    }
-
-    fn op_mut(&mut self) -> &mut RecvOp<T> {
-        self.op.get_mut().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Takes an abandoned `Stream` receive back, before any other receive of the handle.
-    #[inline]
-    fn take_back(&self, chan: &Chan<T>) {
-        if self.queued.load(Ordering::Relaxed) {
-            self.take_back_slow(chan);
-        }
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn take_back_slow(&self, chan: &Chan<T>) {
-        // Not preempted while it holds the lock (`runtime/preempt.rs`, "The rule").
-        let _no_preempt = crate::runtime::preempt::guard();
-        // Taken out under the lock and cancelled after it: the cancel may drop a waker (user
-        // code). Two `&self` receives racing here: one takes the op, the other a fresh one and
-        // goes on to its receive, as any two receivers of one channel.
-        let mut op = {
-            let mut slot = self.op.lock().unwrap_or_else(|e| e.into_inner());
-            self.queued.store(false, Ordering::Relaxed);
-            std::mem::replace(&mut *slot, RecvOp::new())
-        };
-        op.cancel_and_give_back(chan);
-    }
+    /// The wait of the `Stream` implementation, while `poll_next` has one queued; owned by
+    /// this handle alone. It never holds a value ("Stream waits hold no value"), so a poll
+    /// abandoned by its caller leaves nothing behind that another receive would miss.
+    stream: WatchOp<T>,
 }
 
 /// What both ends report about their channel.
@@ -459,7 +430,6 @@ impl<T> Receiver<T> {
     /// channel is closed and drained (also of values in transit: handed to another receive
     /// that may still give them back, module docs, "Closing with values in transit").
     pub fn try_recv(&self) -> Result<T, TryRecvError> {
-        self.stream.take_back(&self.chan);
         let mut locked = self.chan.lock();
         match locked.state().try_recv(self.chan.cap, self.chan.seen()) {
             TryRecv::Got(v, w) => {
@@ -490,7 +460,6 @@ impl<T> Receiver<T> {
     /// The future of a receive. Dropping it after a value was handed to it but before it
     /// resolved gives the value back to the channel (module docs, H6).
     pub fn recv_async(&self) -> RecvFuture<'_, T> {
-        self.stream.take_back(&self.chan);
         RecvFuture {
             chan: &self.chan,
             op: RecvOp::new(),
@@ -503,12 +472,6 @@ impl<T> Receiver<T> {
             recv: self.recv_async(),
             sleep: crate::time::sleep_async(timeout),
         }
-    }
-
-    /// Takes back an abandoned `Stream` receive of this handle (see `StreamRecv`), for a
-    /// `select!` arm about to receive.
-    pub(crate) fn take_back_stream(&self) {
-        self.stream.take_back(&self.chan);
     }
 
     /// A blocking iterator: yields values until the channel is closed and drained.
@@ -541,7 +504,7 @@ impl<T> Clone for Receiver<T> {
         self.chan.receivers.fetch_add(1, Ordering::Relaxed);
         Receiver {
             chan: self.chan.clone(),
-            stream: StreamRecv::new(),
+            stream: WatchOp::new(),
         }
     }
 }
@@ -558,7 +521,7 @@ impl<T> Drop for Sender<T> {
 
 impl<T> Drop for Receiver<T> {
     fn drop(&mut self) {
-        self.stream.op_mut().cancel_and_give_back(&self.chan);
+        self.stream.cancel(&self.chan);
         // AcqRel: as for `Sender::drop`.
         if self.chan.receivers.fetch_sub(1, Ordering::AcqRel) == 1 {
             close_for_good(&self.chan);
@@ -758,10 +721,45 @@ impl<T> futures_core::Stream for Receiver<T> {
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<T>> {
         let this = self.get_mut();
-        let polled = this.stream.op_mut().poll(&this.chan, cx).map(Result::ok);
-        this.stream
-            .queued
-            .store(polled.is_pending(), Ordering::Relaxed);
-        polled
+        this.stream.poll(&this.chan, cx)
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    //! A `Stream` poll's wait in the channel's queues (private, so checked here).
+
+    use std::pin::Pin;
+    use std::task::{Context, Waker};
+
+    use super::{Receiver, bounded};
+
+    fn poll_next_once(rx: &mut Receiver<u8>) -> std::task::Poll<Option<u8>> {
+        let mut cx = Context::from_waker(Waker::noop());
+        futures_core::Stream::poll_next(Pin::new(rx), &mut cx)
+    }
+
+    fn queued(rx: &Receiver<u8>) -> usize {
+        rx.chan.lock().state().waiting().0
+    }
+
+    #[test]
+    fn polls_abandoned_again_and_again_leave_one_wait_per_handle() {
+        let (tx, mut rx) = bounded::<u8>(0);
+        let mut other = rx.clone();
+        for _ in 0..100 {
+            assert!(poll_next_once(&mut rx).is_pending());
+            assert!(poll_next_once(&mut other).is_pending());
+        }
+        assert_eq!(queued(&rx), 2);
+        // A send tells both and leaves none queued; the value waits in the buffer.
+        assert_eq!(tx.try_send(1), Ok(()));
+        assert_eq!(queued(&rx), 0);
+        assert_eq!(poll_next_once(&mut other), std::task::Poll::Ready(Some(1)));
+        assert!(poll_next_once(&mut rx).is_pending());
+        assert_eq!(queued(&rx), 1);
+        // A handle dropped with its stream waiting withdraws the wait.
+        drop(rx);
+        assert_eq!(queued(&other), 0);
     }
 }

@@ -349,3 +349,58 @@ fn sent<T>(slot: Option<T>) -> Result<(), SendError<T>> {
         Some(v) => Err(SendError(v)),
     }
 }
+
+/// A `Stream` poll's wait: told, never handed a value ("Stream waits hold no value",
+/// `chan/mod.rs`). Its entry sits in the watch queue until something makes a value
+/// available, which completes it with an empty slot; the next poll then tries again.
+pub(crate) struct WatchOp<T> {
+    queued: Queued<T>,
+}
+
+impl<T> WatchOp<T> {
+    pub(crate) const fn new() -> WatchOp<T> {
+        WatchOp {
+            queued: Queued(None),
+        }
+    }
+
+    /// The next item: a value, `None` once the channel is closed and drained, or `Pending`
+    /// with this wait queued (or its waker updated).
+    pub(crate) fn poll(&mut self, chan: &Chan<T>, cx: &mut Context<'_>) -> Poll<Option<T>> {
+        if self.queued.0.is_some() {
+            match self.queued.poll_done(chan, cx) {
+                None => return Poll::Pending,
+                Some(slot) => debug_assert!(slot.is_none(), "a watch is never handed a value"),
+            }
+        }
+        let mut locked = chan.lock();
+        match locked.state().try_recv(chan.cap, chan.seen()) {
+            TryRecv::Got(v, w) => {
+                drop(locked);
+                wake(w);
+                Poll::Ready(Some(v))
+            }
+            TryRecv::Closed => Poll::Ready(None),
+            TryRecv::Empty => {
+                let state = locked.state();
+                let e = state.lone_entry(cx.waker(), None);
+                self.queued.enqueue(state, State::enqueue_watch, e);
+                Poll::Pending
+            }
+        }
+    }
+
+    /// Withdraws the wait, if queued (the handle is going away). Nothing to give back.
+    pub(crate) fn cancel(&mut self, chan: &Chan<T>) {
+        if self.queued.0.is_some() {
+            let withdrawn = self.queued.cancel(chan);
+            debug_assert!(
+                matches!(
+                    withdrawn,
+                    Some(Withdrawn::NotDone(None) | Withdrawn::Done(None))
+                ),
+                "a watch is never handed a value"
+            );
+        }
+    }
+}

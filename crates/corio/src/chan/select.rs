@@ -110,7 +110,6 @@ pub struct RecvArm<'a, T> {
 impl<'a, T> RecvArm<'a, T> {
     /// An arm receiving from `rx`.
     pub fn new(rx: &'a Receiver<T>) -> Self {
-        rx.take_back_stream();
         RecvArm {
             chan: &rx.chan,
             op: RecvOp::new(),
