@@ -242,3 +242,39 @@ fn a_placed_coroutine_behind_a_thread_asleep_in_a_system_call_starts_elsewhere()
 fn a_placed_coroutine_behind_a_blocking_section_starts_elsewhere() {
     a_placed_coroutine_behind_a_stuck_target_starts_elsewhere(Stuck::Blocking);
 }
+
+/// A server's accept loop: one spawner whose long-lived children arrive far apart, each
+/// keeping its worker busy (a connection with traffic). With 2 workers, the children must
+/// not all start on the spawner's thread while the other worker sleeps: once started they
+/// never move, so that worker would stay idle for their whole lives. (Before, the first 8
+/// children of a spawner always started next to it: 4 connections 200 ms apart all ran on
+/// one thread, at half the echo rate of 2.)
+#[test]
+fn spaced_busy_children_of_one_spawner_start_on_both_workers() {
+    within(EVENTUALLY, || {
+        rt(2).run(|| {
+            let stop = Arc::new(AtomicBool::new(false));
+            let threads = Arc::new(Mutex::new(Vec::new()));
+            for _ in 0..4 {
+                let (stop, threads) = (stop.clone(), threads.clone());
+                corio::go(move || {
+                    threads.lock().unwrap().push(std::thread::current().id());
+                    // Busy, as a connection with traffic: runnable at every turn.
+                    while !stop.load(SeqCst) {
+                        corio::yield_now();
+                    }
+                });
+                // The next connection arrives later (30 ms: far longer than a turn).
+                corio::sleep(Duration::from_millis(30));
+            }
+            stop.store(true, SeqCst);
+            let threads = threads.lock().unwrap().clone();
+            let on_first = threads.iter().filter(|&&t| t == threads[0]).count();
+            assert!(
+                on_first < threads.len(),
+                "all {} children started on one thread",
+                threads.len()
+            );
+        })
+    });
+}

@@ -1344,9 +1344,11 @@ impl WorkerCtx {
             spawner,
             self.index,
             own_busy,
+            remote.ticks.load(Ordering::Relaxed),
             |idle| {
                 let now = shared.now_ns();
                 idle.extend(shared.workers[..workers].iter().map(|w| w.idle_until(now)));
+                now
             },
             |target| {
                 let there = &shared.workers[target];

@@ -44,6 +44,24 @@
 //! within microseconds, so this does not move it; and a target stuck in a hog gets no more
 //! children either (those it has are released by sysmon, `docs/chan.md`).
 //!
+//! **Children far apart.** A server's accept loop is a spawner too, whose children (the
+//! connections) arrive milliseconds apart and live long. The rule above keeps the first
+//! [`MIN_RUN`] of them home, and leaves home only while home has other coroutines runnable at
+//! the instant of a spawn, which a worker serving a few connections seldom has: 4 busy
+//! connections 200 ms apart all started on the acceptor's thread, and the other worker slept
+//! through their lives (an echo rate of half what 2 threads gave). So when the spawner's
+//! worker has run [`SPACED_TICKS`] tasks or more since the spawner's previous child (the
+//! children are spaced out; a spawn-and-join loop runs two or three), the placement also
+//! looks at what the workers did since its previous look, if that was [`SPACED_NS`] or more
+//! ago: a worker that was out of work for [`MARGIN`] and an eighth of the time between the
+//! looks longer than the target becomes the target at once, with no run first. A spaced child of a
+//! busy worker so goes to the worker that sat idle while it was busy; where both were idle,
+//! or both busy, it stays. Children closer together (the sieve's chain; a burst of
+//! connections) are left to the run rule: with a
+//! look at every one of them, the sieve's chain was cut at 38–118 places instead of 13–22
+//! (3,000 filters, a loaded host), since the worker holding the chain's quiet tail is out of
+//! work most of the time.
+//!
 //! The memory is one entry per worker, keyed by the spawner's task id: a spawner that shares
 //! its worker with another spawner starts again from home when the other one spawned in
 //! between. It costs no field in the task.
@@ -62,6 +80,18 @@ pub(crate) const MARGIN: u64 = 200_000;
 /// children go home instead (see "A target that stalls"): a few times a task's turn on a
 /// quiet machine, a fraction of a scheduler tick (4 ms here).
 pub(crate) const STALL: u64 = 1_000_000;
+
+/// Tasks the spawner's worker must have run since the spawner's previous child for the
+/// placement to look at the workers' idle times before the run rule ("Children far apart"):
+/// a spawn-and-join loop runs 2–3 between its spawns (the child, the spawner), so it reads no
+/// clock; a worker with other work reaches 16 within microseconds.
+pub(crate) const SPACED_TICKS: u64 = 16;
+
+/// The shortest time (ns) between two looks of "Children far apart" that may move the
+/// target: over a hundred times the sieve's mean spawn gap on a quiet host (3,000 filters in
+/// about 0.4 s, docs/measurements.md), a tenth of the 200 ms between the connections that
+/// showed the problem.
+pub(crate) const SPACED_NS: u64 = 20_000_000;
 
 /// What a placement reads of its target's progress (see "A target that stalls").
 #[derive(Clone, Copy, Debug)]
@@ -94,6 +124,12 @@ pub(crate) struct Placement {
     target_ticks: u64,
     /// The runtime clock when the target was last seen making progress.
     progress_at: u64,
+    /// The spawner's worker's task count at the spawner's previous child.
+    own_ticks: u64,
+    /// Each worker's time out of work at the last look for spaced children ("Children far
+    /// apart"; empty: no look yet for this spawner), and the runtime clock then.
+    idle_looked: Vec<u64>,
+    looked_at: u64,
 }
 
 impl Placement {
@@ -108,30 +144,38 @@ impl Placement {
             idle_now: Vec::new(),
             target_ticks: u64::MAX,
             progress_at: 0,
+            own_ticks: 0,
+            idle_looked: Vec::new(),
+            looked_at: 0,
         }
     }
 
     /// The worker a new task of `spawner`, spawned on worker `own`, starts on. `own_busy`:
-    /// whether `own` has started coroutines to run other than the spawner; `idle` reads each
-    /// worker's total time out of work so far into the vector it is given, emptied (called
-    /// only when the target may move); `progress` reads a worker's progress (called only when
-    /// the target is another worker).
+    /// whether `own` has started coroutines to run other than the spawner; `own_ticks`: the
+    /// tasks `own` has run so far; `idle` reads each worker's total time out of work so far
+    /// into the vector it is given, emptied, and returns the runtime clock (called only when
+    /// the target may move); `progress` reads a worker's progress (called only when the
+    /// target is another worker).
     #[inline]
     pub(crate) fn choose(
         &mut self,
         spawner: u64,
         own: usize,
         own_busy: bool,
-        idle: impl FnOnce(&mut Vec<u64>),
+        own_ticks: u64,
+        idle: impl FnOnce(&mut Vec<u64>) -> u64,
         progress: impl FnOnce(usize) -> Progress,
     ) -> usize {
-        // The common case, inline: a spawner whose children stay home and whose worker has
-        // nothing else to run (spawn and join). Its children are not counted: a run is then
-        // measured in the children placed while the target could move.
-        if !own_busy && self.target == own && self.spawner == spawner {
+        // The common case, inline: a spawner whose children stay home, whose worker has
+        // nothing else to run (spawn and join) and ran few tasks since its previous child.
+        // Its children are not counted: a run is then measured in the children placed while
+        // the target could move.
+        let spaced = own_ticks.wrapping_sub(self.own_ticks) >= SPACED_TICKS;
+        self.own_ticks = own_ticks;
+        if !own_busy && !spaced && self.target == own && self.spawner == spawner {
             return own;
         }
-        self.choose_slow(spawner, own, own_busy, idle, progress)
+        self.choose_slow(spawner, own, own_busy, spaced, idle, progress)
     }
 
     #[inline(never)]
@@ -140,13 +184,16 @@ impl Placement {
         spawner: u64,
         own: usize,
         own_busy: bool,
-        idle: impl FnOnce(&mut Vec<u64>),
+        spaced: bool,
+        idle: impl FnOnce(&mut Vec<u64>) -> u64,
         progress: impl FnOnce(usize) -> Progress,
     ) -> usize {
-        if self.spawner != spawner {
+        let first = self.spawner != spawner;
+        if first {
             self.spawner = spawner;
             self.move_to(own);
             self.children = 0;
+            self.idle_looked.clear();
         }
         if self.target != own {
             let seen = progress(self.target);
@@ -160,11 +207,25 @@ impl Placement {
         }
         self.children += 1;
         self.run += 1;
+        let mut idle = Some(idle);
+        // A spawner's first child takes the first look, so that its second, if spaced, can
+        // already be compared with it (a server's second connection).
+        if spaced || first {
+            self.idle_now.clear();
+            let now = (idle.take().expect("read once"))(&mut self.idle_now);
+            if let Some(w) = self.idler_since_look(now) {
+                self.move_to(w);
+                self.run = 1;
+                return w;
+            }
+        }
         if self.run < MIN_RUN.max(self.children / 8) || (self.target == own && !own_busy) {
             return self.target;
         }
-        self.idle_now.clear();
-        idle(&mut self.idle_now);
+        if let Some(idle) = idle {
+            self.idle_now.clear();
+            idle(&mut self.idle_now);
+        }
         if self.idle_then.len() != self.idle_now.len() {
             // The first look: what follows is measured from here.
             std::mem::swap(&mut self.idle_then, &mut self.idle_now);
@@ -182,6 +243,30 @@ impl Placement {
             std::mem::swap(&mut self.idle_then, &mut self.idle_now);
         }
         self.target
+    }
+
+    /// "Children far apart": the worker that was out of work, since the last look, for
+    /// [`MARGIN`] and an eighth of the time between the looks longer than the target, if one
+    /// was (a worker serving one connection's ping-pong waits for the peer about half the
+    /// time, so a half missed it; the spawn-and-sleep loop of an idle runtime differs by far
+    /// less than an eighth);
+    /// `idle_now` holds the workers' idle times read at `now`, kept for the next look.
+    fn idler_since_look(&mut self, now: u64) -> Option<usize> {
+        let looked = std::mem::replace(&mut self.looked_at, now);
+        if self.idle_looked.len() != self.idle_now.len() || now.saturating_sub(looked) < SPACED_NS {
+            // The first look (what follows is measured from here), or too soon after the last.
+            self.idle_looked.clone_from(&self.idle_now);
+            return None;
+        }
+        let (fresh, then) = (&self.idle_now, &self.idle_looked);
+        let since = |w: usize| fresh[w].saturating_sub(then[w]);
+        let margin = MARGIN + now.saturating_sub(looked) / 8;
+        let idler = (0..fresh.len())
+            .filter(|&w| w != self.target)
+            .max_by_key(|&w| since(w))
+            .filter(|&w| since(w) >= since(self.target) + margin);
+        self.idle_looked.clone_from(&self.idle_now);
+        idler
     }
 
     /// Makes `target` the target, with a run of no children and its progress not read yet.
@@ -213,7 +298,17 @@ mod tests {
         (0..n)
             .map(|_| {
                 idle[idle_worker] += MARGIN;
-                p.choose(7, 0, own_busy, |v| v.extend(idle), nothing_waits)
+                p.choose(
+                    7,
+                    0,
+                    own_busy,
+                    0,
+                    |v| {
+                        v.extend(idle);
+                        0
+                    },
+                    nothing_waits,
+                )
             })
             .collect()
     }
@@ -256,7 +351,17 @@ mod tests {
                 if t < 2 {
                     idle[1 - t] += MARGIN;
                 }
-                p.choose(7, 0, true, |v| v.extend(idle), nothing_waits)
+                p.choose(
+                    7,
+                    0,
+                    true,
+                    0,
+                    |v| {
+                        v.extend(idle);
+                        0
+                    },
+                    nothing_waits,
+                )
             })
             .collect();
         let boundaries = at.windows(2).filter(|w| w[0] != w[1]).count();
@@ -267,7 +372,20 @@ mod tests {
     fn another_spawner_starts_from_its_own_worker() {
         let mut p = Placement::new();
         place(&mut p, 100, true, 1);
-        assert_eq!(p.choose(8, 0, true, |v| v.extend([0, 0]), nothing_waits), 0);
+        assert_eq!(
+            p.choose(
+                8,
+                0,
+                true,
+                0,
+                |v| {
+                    v.extend([0, 0]);
+                    0
+                },
+                nothing_waits
+            ),
+            0
+        );
     }
 
     #[test]
@@ -284,7 +402,20 @@ mod tests {
                 waiting: true,
                 now: now * STALL,
             };
-            assert_eq!(p.choose(7, 0, true, |v| v.extend([0, 0]), progress), 1);
+            assert_eq!(
+                p.choose(
+                    7,
+                    0,
+                    true,
+                    0,
+                    |v| {
+                        v.extend([0, 0]);
+                        0
+                    },
+                    progress
+                ),
+                1
+            );
         }
         // Its task count stops while its inbox holds work: home once `STALL` has passed.
         // (It last ran one at `19 * STALL`.)
@@ -297,12 +428,115 @@ mod tests {
             }
         };
         assert_eq!(
-            p.choose(7, 0, true, |v| v.extend([0, 0]), stalled(start + STALL / 2)),
+            p.choose(
+                7,
+                0,
+                true,
+                0,
+                |v| {
+                    v.extend([0, 0]);
+                    0
+                },
+                stalled(start + STALL / 2)
+            ),
             1
         );
         assert_eq!(
-            p.choose(7, 0, true, |v| v.extend([0, 0]), stalled(start + STALL)),
+            p.choose(
+                7,
+                0,
+                true,
+                0,
+                |v| {
+                    v.extend([0, 0]);
+                    0
+                },
+                stalled(start + STALL)
+            ),
             0
         );
+    }
+
+    /// Places one child of spawner 7 from worker 0 of 2 after its worker ran `ticks` tasks
+    /// since the previous child and `gap` ns passed, in which worker `w` was out of work for
+    /// `idle_gain[w]`; `clock`, `ticks` and `idle` carry the state between calls.
+    fn place_spaced(
+        p: &mut Placement,
+        clock: &mut (u64, u64, [u64; 2]),
+        gap: u64,
+        idle_gain: [u64; 2],
+        own_busy: bool,
+    ) -> usize {
+        clock.0 += gap;
+        clock.1 += SPACED_TICKS;
+        clock.2[0] += idle_gain[0];
+        clock.2[1] += idle_gain[1];
+        let (now, ticks, idle) = *clock;
+        p.choose(
+            7,
+            0,
+            own_busy,
+            ticks,
+            |v| {
+                v.extend(idle);
+                now
+            },
+            nothing_waits,
+        )
+    }
+
+    #[test]
+    fn a_spaced_child_of_a_busy_worker_goes_at_once_to_the_worker_that_sat_idle() {
+        let mut p = Placement::new();
+        let mut clock = (0, 0, [0; 2]);
+        const MS: u64 = 1_000_000;
+        // The first look only measures.
+        assert_eq!(
+            place_spaced(&mut p, &mut clock, 200 * MS, [0, 200 * MS], false),
+            0
+        );
+        // Worker 0 was busy the whole 200 ms, worker 1 idle: the second child goes there,
+        // not after a run of `MIN_RUN` (even with nothing runnable on 0 at that instant).
+        assert_eq!(
+            place_spaced(&mut p, &mut clock, 200 * MS, [0, 200 * MS], false),
+            1
+        );
+        // Both now about as busy: the children stay where the target is.
+        assert_eq!(
+            place_spaced(&mut p, &mut clock, 200 * MS, [50 * MS, 40 * MS], false),
+            1
+        );
+        // Worker 0 was idle far longer: back.
+        assert_eq!(
+            place_spaced(&mut p, &mut clock, 200 * MS, [150 * MS, 0], true),
+            0
+        );
+    }
+
+    #[test]
+    fn spaced_children_stay_home_when_every_worker_was_as_idle() {
+        let mut p = Placement::new();
+        let mut clock = (0, 0, [0; 2]);
+        const MS: u64 = 1_000_000;
+        for _ in 0..20 {
+            // A spawner that sleeps between spawns on an otherwise quiet runtime: both
+            // workers idle about the whole gap (worker 1 a little more).
+            let at = place_spaced(&mut p, &mut clock, 10 * MS, [9 * MS, 10 * MS], false);
+            assert_eq!(at, 0);
+        }
+    }
+
+    #[test]
+    fn children_closer_than_spaced_ns_are_left_to_the_run_rule() {
+        let mut p = Placement::new();
+        let mut clock = (0, 0, [0; 2]);
+        // A busy spawner's worker, the other idle all the time, children 2 ms apart (a sieve
+        // on a loaded host): under `SPACED_NS` between two looks, so the run rule decides
+        // (home for `MIN_RUN`).
+        const GAP: u64 = 2_000_000;
+        let at: Vec<usize> = (0..MIN_RUN)
+            .map(|_| place_spaced(&mut p, &mut clock, GAP, [0, GAP], true))
+            .collect();
+        assert!(at.iter().all(|&w| w == 0), "{at:?}");
     }
 }
