@@ -202,6 +202,10 @@ impl<T> JoinSet<T> {
 
     /// The result of a task that has finished, if one has, without waiting.
     pub fn try_join_next(&mut self) -> Option<Result<T, JoinError>> {
+        // Outside the coop budget: a handle polled on a spent budget says `Pending` (and
+        // wakes its task to come back later), which is right for `join_next`, which waits;
+        // this call does not wait, so it would say `None` with finished members left.
+        let _budget = crate::runtime::context::unconstrained();
         let queued = self
             .ready
             .inner

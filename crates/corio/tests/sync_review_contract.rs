@@ -649,7 +649,6 @@ fn condvar_a_waiter_notified_but_dropped_before_it_polls_passes_the_notification
 /// `timeout` around `wait_async`, an aborted task, a `select`), and the notification must reach
 /// the other waiter, which otherwise sleeps with its condition true.
 #[test]
-#[ignore = "BUG: Condvar::wait_async dropped while relocking after notify_one loses the notification (module docs promise it is passed on)"]
 fn condvar_a_waiter_cancelled_while_relocking_passes_its_notification_on() {
     within(EVENTUALLY, || {
         let lock = Mutex::new(0);
@@ -680,7 +679,6 @@ fn condvar_a_waiter_cancelled_while_relocking_passes_its_notification_on() {
 /// As above for `wait_timeout_async` (same cause): notified well before its timeout, dropped
 /// while relocking.
 #[test]
-#[ignore = "BUG: Condvar::wait_timeout_async dropped while relocking after notify_one loses the notification"]
 fn condvar_a_timed_waiter_cancelled_while_relocking_passes_its_notification_on() {
     within(EVENTUALLY, || {
         let lock = Mutex::new(0);

@@ -575,7 +575,6 @@ mod join_set {
         /// budget must not make it pretend that none has (tokio polls the handles unconstrained
         /// there, for this reason).
         #[test]
-        #[ignore = "BUG: try_join_next returns None while finished members remain, once the coop budget (128) is spent"]
         fn try_join_next_in_a_coroutine_returns_every_finished_member() {
             let rt = rt();
             let joined = within(EVENTUALLY, move || {
@@ -594,7 +593,6 @@ mod join_set {
 
         /// The same in an async task.
         #[test]
-        #[ignore = "BUG: try_join_next returns None while finished members remain, once the coop budget (128) is spent"]
         fn try_join_next_in_a_task_returns_every_finished_member() {
             let rt = rt();
             let joined = within(EVENTUALLY, move || {

@@ -214,13 +214,6 @@ pub fn blocking<R>(f: impl FnOnce() -> R) -> R {
             });
         }
     }
-    /// Puts the task's budget back when `f` returns (or unwinds).
-    struct Budget(u32);
-    impl Drop for Budget {
-        fn drop(&mut self) {
-            context::constrain(self.0);
-        }
-    }
     // The outermost `blocking` of a nest tells sysmon when it ends, not an inner one.
     let entered = context::with_worker(|w| w.is_some_and(|w| w.enter_blocking()));
     // Not `then_some(Exit)`: that makes the guard whatever `entered` says, and drops it at
@@ -230,7 +223,7 @@ pub fn blocking<R>(f: impl FnOnce() -> R) -> R {
     // No budget inside: `f` owns the thread meanwhile, and a foreign executor in it may poll
     // corio futures any number of times within this one poll of the task (tokio lifts its
     // budget in `block_in_place` for the same reason).
-    let _budget = Budget(context::unconstrain());
+    let _budget = context::unconstrained(); // put back when `f` returns or unwinds
     f()
 }
 

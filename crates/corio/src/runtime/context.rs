@@ -361,19 +361,34 @@ pub(crate) fn has_budget_remaining() -> bool {
     CONTEXT.with(|c| c.budget.get() != 0)
 }
 
-/// Lifts the budget until [`constrain`] puts back what this returned: for `corio::blocking`,
-/// where the thread is the caller's to block and a foreign executor may poll corio futures any
-/// number of times within one poll of the task. (The value belongs to the running poll only:
-/// every task poll starts from its own fresh budget in `enter_task`.)
+/// Lifts the budget until the guard drops, which puts it back (also when unwinding): for
+/// `corio::blocking`, where the thread is the caller's to block and a foreign executor may
+/// poll corio futures any number of times within one poll of the task; and for calls that
+/// never wait but poll many futures, such as `JoinSet::try_join_next` (a spent budget would
+/// make a finished handle say `Pending`, and such a call has no later poll to retry in). The
+/// value belongs to the running poll only: every task poll starts from its own fresh budget
+/// in `enter_task`.
 #[inline(never)]
-pub(crate) fn unconstrain() -> u32 {
-    CONTEXT.with(|c| c.budget.replace(UNCONSTRAINED))
+pub(crate) fn unconstrained() -> Unconstrained {
+    Unconstrained(CONTEXT.with(|c| c.budget.replace(UNCONSTRAINED)))
 }
 
-/// Puts back the budget [`unconstrain`] returned.
+/// Spends the running task's budget: its next runtime operation takes its slow path (the
+/// stackful task's recorded cancellation is raised there).
 #[inline(never)]
-pub(crate) fn constrain(budget: u32) {
-    CONTEXT.with(|c| c.budget.set(budget));
+pub(crate) fn spend_budget() {
+    CONTEXT.with(|c| c.budget.set(0));
+}
+
+/// The budget [`unconstrained`] lifted, put back on drop.
+#[must_use = "the budget is put back when this guard drops"]
+pub(crate) struct Unconstrained(u32);
+
+impl Drop for Unconstrained {
+    #[inline(never)]
+    fn drop(&mut self) {
+        CONTEXT.with(|c| c.budget.set(self.0));
+    }
 }
 
 /// The runtime that `spawn` and timers use from this thread: the running task's, this

@@ -30,10 +30,9 @@ struct Round {
 ///             corio::go(move || b.wait().is_leader())
 ///         })
 ///         .collect();
-///     hs.into_iter().filter(|h| false).count();
-///     0
+///     hs.into_iter().filter(|h| *h.join().as_ref().unwrap()).count()
 /// });
-/// assert_eq!(leaders, 0);
+/// assert_eq!(leaders, 1, "one party per round is the leader");
 /// ```
 #[derive(Debug)]
 pub struct Barrier {

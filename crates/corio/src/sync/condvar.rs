@@ -3,7 +3,9 @@
 //! A condvar is a [`Notify`] without stored permits: `notify_one` wakes the longest waiter and
 //! is lost if nobody waits, as with std's condvar. The waiter registers *before* it releases the
 //! mutex ([`Notified::enable`]), so a notifier that takes the mutex after it and notifies cannot
-//! be missed. A waiter cancelled after being notified passes the notification on.
+//! be missed. A waiter cancelled after being notified passes the notification on: before it
+//! saw it (its `Notified` future's drop does that), and after it saw it, while it waits to
+//! relock the mutex (a [`PassOn`] guard armed for that wait does).
 //!
 //! Spurious wake-ups are part of the contract (as for every condvar): `notify_waiters`-style
 //! wake-ups, a cancelled waiter passing on its notification. Use
@@ -41,6 +43,35 @@ pub struct Condvar {
     notify: Notify,
 }
 
+/// A notification a waiter has seen but not yet acted on, while it waits to relock the mutex:
+/// if the wait is cancelled then (its future dropped by a timeout, an abort, a `select`), the
+/// drop passes the notification on to the next waiter, as `Notified`'s drop does before it
+/// is seen. After a `notify_all` that is a spurious wake-up, which the contract allows.
+struct PassOn<'a> {
+    notify: Option<&'a Notify>,
+}
+
+impl<'a> PassOn<'a> {
+    fn armed(notify: &'a Notify) -> PassOn<'a> {
+        PassOn {
+            notify: Some(notify),
+        }
+    }
+
+    /// The wait ended with the mutex relocked: the waiter acts on its notification.
+    fn disarm(mut self) {
+        self.notify = None;
+    }
+}
+
+impl Drop for PassOn<'_> {
+    fn drop(&mut self) {
+        if let Some(notify) = self.notify {
+            notify.notify_one();
+        }
+    }
+}
+
 impl Default for Condvar {
     fn default() -> Self {
         Condvar::new()
@@ -74,7 +105,10 @@ impl Condvar {
         notified.as_mut().enable();
         drop(guard);
         notified.await;
-        mutex.lock_async().await
+        let pass_on = PassOn::armed(&self.notify);
+        let guard = mutex.lock_async().await;
+        pass_on.disarm();
+        guard
     }
 
     /// Releases `guard`'s mutex and waits for a notification or until `timeout` has passed,
@@ -138,7 +172,10 @@ impl Condvar {
         notified.as_mut().enable();
         drop(guard);
         let timed_out = crate::time::timeout_async(timeout, notified).await.is_err();
-        (mutex.lock_async().await, WaitTimeoutResult(timed_out))
+        let pass_on = (!timed_out).then(|| PassOn::armed(&self.notify));
+        let guard = mutex.lock_async().await;
+        pass_on.map(PassOn::disarm);
+        (guard, WaitTimeoutResult(timed_out))
     }
 
     /// Waits until `condition` is false, re-checking it after every wake-up (so spurious

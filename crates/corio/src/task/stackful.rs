@@ -404,7 +404,7 @@ impl StackfulCtx {
             self.cancel_requested.set(true);
         }
         if self.cancel_requested.get() {
-            context::constrain(0);
+            context::spend_budget();
         }
     }
 
