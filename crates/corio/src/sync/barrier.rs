@@ -30,7 +30,7 @@ struct Round {
 ///             corio::go(move || b.wait().is_leader())
 ///         })
 ///         .collect();
-///     hs.into_iter().filter(|h| *h.join().as_ref().unwrap()).count()
+///     hs.into_iter().map(|h| h.join().unwrap()).filter(|&leader| leader).count()
 /// });
 /// assert_eq!(leaders, 1, "one party per round is the leader");
 /// ```

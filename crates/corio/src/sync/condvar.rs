@@ -174,7 +174,9 @@ impl Condvar {
         let timed_out = crate::time::timeout_async(timeout, notified).await.is_err();
         let pass_on = (!timed_out).then(|| PassOn::armed(&self.notify));
         let guard = mutex.lock_async().await;
-        pass_on.map(PassOn::disarm);
+        if let Some(pass_on) = pass_on {
+            pass_on.disarm();
+        }
         (guard, WaitTimeoutResult(timed_out))
     }
 
