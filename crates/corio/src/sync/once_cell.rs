@@ -27,13 +27,12 @@ use std::sync::atomic::Ordering::{Acquire, Release};
 ///
 /// let rt = corio::Runtime::builder().workers(2).build().unwrap();
 /// rt.run(|| {
-///     static CONFIG: std::sync::OnceLock<OnceCell<String>> = std::sync::OnceLock::new();
-///     let cell = CONFIG.get_or_init(OnceCell::new);
+///     static CONFIG: OnceCell<String> = OnceCell::const_new();
 ///     let hs: Vec<_> = (0..4)
-///         .map(|i| corio::go(move || CONFIG.get().unwrap().get_or_init(|| format!("from {i}")).len()))
+///         .map(|i| corio::go(move || CONFIG.get_or_init(|| format!("from {i}")).len()))
 ///         .collect();
 ///     hs.into_iter().for_each(|h| assert_eq!(h.join().unwrap(), 6));
-///     assert!(cell.get().unwrap().starts_with("from "));
+///     assert!(CONFIG.get().unwrap().starts_with("from "));
 /// });
 /// ```
 pub struct OnceCell<T> {
@@ -58,6 +57,17 @@ impl<T> Default for OnceCell<T> {
 }
 
 impl<T> OnceCell<T> {
+    /// An empty cell, in a constant: `static CELL: OnceCell<u32> = OnceCell::const_new();`
+    /// (as std's `OnceLock::new`).
+    #[cfg(not(loom))]
+    pub const fn const_new() -> OnceCell<T> {
+        OnceCell {
+            ready: AtomicBool::new(false),
+            value: UnsafeCell::new(MaybeUninit::uninit()),
+            init: BatchSemaphore::const_new(1),
+        }
+    }
+
     /// An empty cell.
     pub fn new() -> OnceCell<T> {
         OnceCell {
@@ -220,6 +230,23 @@ pub struct Lazy<T, F = fn() -> T> {
 unsafe impl<T: Send + Sync, F: Send> Sync for Lazy<T, F> {}
 
 impl<T, F: FnOnce() -> T> Lazy<T, F> {
+    /// A lazy value computed by `f` on first use, in a constant (a `static`).
+    ///
+    /// ```
+    /// use corio::sync::Lazy;
+    ///
+    /// static PRIMES: Lazy<Vec<u32>> = Lazy::const_new(|| vec![2, 3, 5, 7]);
+    /// let rt = corio::Runtime::builder().workers(1).build().unwrap();
+    /// assert_eq!(rt.run(|| PRIMES.len()), 4);
+    /// ```
+    #[cfg(not(loom))]
+    pub const fn const_new(f: F) -> Lazy<T, F> {
+        Lazy {
+            cell: OnceCell::const_new(),
+            init: UnsafeCell::new(Some(f)),
+        }
+    }
+
     /// A lazy value computed by `f` on first use.
     pub fn new(f: F) -> Lazy<T, F> {
         Lazy {

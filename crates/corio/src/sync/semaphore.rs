@@ -54,6 +54,18 @@ impl BatchSemaphore {
     /// The most permits a semaphore may hold (headroom so that adding never overflows).
     pub(crate) const MAX_PERMITS: usize = usize::MAX >> 3;
 
+    /// [`new`](Self::new) in a constant (loom's atomics and locks cannot be built in one),
+    /// for `OnceCell::const_new`; `permits` is checked at compile time there.
+    #[cfg(not(loom))]
+    pub(crate) const fn const_new(permits: usize) -> BatchSemaphore {
+        assert!(permits <= Self::MAX_PERMITS);
+        BatchSemaphore {
+            permits: AtomicUsize::new(permits),
+            waiters: ListLock::new(List::new()),
+            closed: AtomicBool::new(false),
+        }
+    }
+
     pub(crate) fn new(permits: usize) -> BatchSemaphore {
         assert!(
             permits <= Self::MAX_PERMITS,
