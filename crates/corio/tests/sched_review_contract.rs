@@ -492,7 +492,6 @@ rt_common! {
     /// preemption request on the way out; DESIGN.md (decision 3) has "a preempt flag set by
     /// sysmon after a time slice that the next runtime call honours".
     #[test]
-    #[ignore = "BUG: corio::blocking is no preemption point: a loop of blocking calls starves the coroutines pinned to its worker for ever"]
     fn coroutines_looping_on_blocking_system_calls_let_a_sleeper_of_their_worker_run() {
         let rt = rt();
         within(EVENTUALLY, move || {
@@ -1264,7 +1263,6 @@ rt_common! {
     /// same inside a task of another runtime. Inside a coroutine of `outer`, entering `inner`
     /// must make `Handle::current()` and `corio::spawn` use `inner`.
     #[test]
-    #[ignore = "BUG: Runtime::enter inside a task is ignored: spawns and Handle::current() still use the task's own runtime"]
     fn entering_another_runtime_inside_a_coroutine_makes_it_the_one_spawns_use() {
         let outer = rt();
         let inner = corio::Runtime::builder()
@@ -1290,6 +1288,43 @@ rt_common! {
             thread.as_deref().is_some_and(|n| n.starts_with("schedrev-inner")),
             "the spawn ran on {thread:?}, not on the entered runtime"
         );
+    }
+
+    /// Resumes do not nest: a coroutine that entered another runtime and suspended with the
+    /// guard alive must not lend that runtime to the coroutine that runs next on its thread,
+    /// and gets it back when it resumes.
+    #[test]
+    fn a_runtime_entered_by_a_suspended_coroutine_stays_its_own() {
+        let outer = rt();
+        let inner = Arc::new(
+            corio::Runtime::builder()
+                .workers(3)
+                .hog_report(false)
+                .build()
+                .unwrap(),
+        );
+        let i = inner.clone();
+        let seen = within(EVENTUALLY, move || {
+            outer.run(move || {
+                let (go_on, wait) = corio::chan::bounded::<()>(0);
+                let entered = corio::go(move || {
+                    let _entered = i.enter();
+                    let before = corio::Handle::current().metrics().workers;
+                    wait.recv().unwrap(); // suspended, guard alive
+                    (before, corio::Handle::current().metrics().workers)
+                });
+                // Runs while the other is suspended (on the same thread on 1 worker).
+                let other = corio::go(|| corio::Handle::current().metrics().workers)
+                    .join()
+                    .unwrap();
+                let mine = corio::Handle::current().metrics().workers;
+                go_on.send(()).unwrap();
+                let (before, after) = entered.join().unwrap();
+                (other, mine, before, after)
+            })
+        });
+        let own = WORKERS;
+        assert_eq!(seen, (own, own, 3, 3), "(other coroutine, main, entered before, after)");
     }
 }
 

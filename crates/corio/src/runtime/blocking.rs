@@ -216,15 +216,26 @@ pub fn blocking<R>(f: impl FnOnce() -> R) -> R {
     }
     // The outermost `blocking` of a nest tells sysmon when it ends, not an inner one.
     let entered = context::with_worker(|w| w.is_some_and(|w| w.enter_blocking()));
-    // Not `then_some(Exit)`: that makes the guard whatever `entered` says, and drops it at
-    // once when it says no, which told sysmon the worker ran again in the middle of the outer
-    // call.
-    let _exit = if entered { Some(Exit) } else { None };
-    // No budget inside: `f` owns the thread meanwhile, and a foreign executor in it may poll
-    // corio futures any number of times within this one poll of the task (tokio lifts its
-    // budget in `block_in_place` for the same reason).
-    let _budget = context::unconstrained(); // put back when `f` returns or unwinds
-    f()
+    let result = {
+        // Not `then_some(Exit)`: that makes the guard whatever `entered` says, and drops it
+        // at once when it says no, which told sysmon the worker ran again in the middle of
+        // the outer call.
+        let _exit = if entered { Some(Exit) } else { None };
+        // No budget inside: `f` owns the thread meanwhile, and a foreign executor in it may
+        // poll corio futures any number of times within this one poll of the task (tokio
+        // lifts its budget in `block_in_place` for the same reason).
+        let _budget = context::unconstrained(); // put back when `f` returns or unwinds
+        f()
+    };
+    // A preemption point on the way out, as Go's `exitsyscall` is: a coroutine that loops on
+    // blocking calls (a file read in chunks) makes no other runtime call, and without this
+    // the coroutines pinned to its worker never ran again (Go's `TestGCFairness`,
+    // `sched_review_contract.rs`). Only the outermost call: an inner one is still inside the
+    // outer call's hold of the thread.
+    if entered {
+        crate::block_on::preemption_point();
+    }
+    result
 }
 
 /// Runs `f` blocking-style where this is called: on the blocking pool from a coroutine (only

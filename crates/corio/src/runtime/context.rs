@@ -50,6 +50,9 @@ struct Context {
     /// This thread's worker's shared part, whose preempt request (`Remote::preempt`)
     /// [`should_yield`] reads, one load away; while the worker runs its loop.
     remote: Cell<*const super::worker::Remote>,
+    /// Entries of `ENTERED` made inside a task (see [`Entered::task`]): while there are
+    /// none, a spawn in a task uses the task's runtime without looking at the list.
+    task_entries: Cell<usize>,
 }
 
 thread_local! {
@@ -60,16 +63,28 @@ thread_local! {
             worker: Cell::new(ptr::null()),
             budget: Cell::new(UNCONSTRAINED),
             remote: Cell::new(ptr::null()),
+            task_entries: Cell::new(0),
         }
     };
 
-    /// The runtimes entered with `Runtime::enter`/`block_on` on this thread, oldest first,
-    /// each with the id of the guard that entered it; the last one is current (see
-    /// `EnterGuard`).
-    static ENTERED: RefCell<Vec<(u64, Arc<Shared>)>> = const { RefCell::new(Vec::new()) };
+    /// The runtimes entered with `Runtime::enter`/`block_on` on this thread, oldest first;
+    /// the last one is current (see `EnterGuard`), among those entered by the same task.
+    static ENTERED: RefCell<Vec<Entered>> = const { RefCell::new(Vec::new()) };
 
     /// The id the next `EnterGuard` of this thread gets.
     static NEXT_ENTER_ID: Cell<u64> = const { Cell::new(0) };
+}
+
+/// One `Runtime::enter` of this thread, until its guard drops.
+struct Entered {
+    /// The guard's id.
+    id: u64,
+    /// The id of the task (stackful or async, not a blocking-pool closure's) that entered it,
+    /// or 0 outside one. Resumes do not nest: a coroutine may hold a guard across a
+    /// suspension while another coroutine runs on the thread, and that one must not see the
+    /// entry; so a task sees only its own entries, and code outside tasks only the others.
+    task: u64,
+    shared: Arc<Shared>,
 }
 
 /// Restores the previous task context when dropped.
@@ -398,29 +413,48 @@ impl Drop for Unconstrained {
 /// owns its thread as a plain thread does, and may enter another runtime there
 /// (`Runtime::enter`, `Handle::block_on`), which its spawns must then use. Its pool thread
 /// entered the closure's own runtime first, so without such an entry it is the one found.
+///
+/// A task's own entries (`Runtime::enter` inside it) come before its runtime, as a plain
+/// thread's before the default; see [`Entered::task`].
 #[inline(never)]
 pub(crate) fn current_shared() -> Option<Arc<Shared>> {
-    let task = current_task(|t| t.map(|h| (h.kind, h.scheduler.shared.clone())));
+    let task = current_task(|t| t.map(|h| (h.kind, h.id, h.scheduler.shared.clone())));
     match task {
-        Some((crate::task::core::Kind::Blocking, shared)) => {
-            return Some(entered().unwrap_or(shared));
+        Some((crate::task::core::Kind::Blocking, _, shared)) => {
+            return Some(entered(|_| true).unwrap_or(shared));
         }
-        Some((_, shared)) => return Some(shared),
+        Some((_, id, shared)) => {
+            let own = (has_task_entries()).then(|| entered(|task| task == id));
+            return Some(own.flatten().unwrap_or(shared));
+        }
         None => {}
     }
     if let Some(shared) = with_worker(|w| w.map(|w| w.shared().clone())) {
         return Some(shared);
     }
-    entered()
+    entered(|task| task == 0)
 }
 
-/// The runtime entered last on this thread, if any.
-fn entered() -> Option<Arc<Shared>> {
+/// Whether a task of this thread holds an `EnterGuard` (then its spawns look at `ENTERED`).
+#[inline]
+pub(crate) fn has_task_entries() -> bool {
+    CONTEXT.with(|c| c.task_entries.get() != 0)
+}
+
+/// The runtime entered last on this thread by an entry whose task `by` accepts, if any.
+fn entered(by: impl Fn(u64) -> bool) -> Option<Arc<Shared>> {
     // Every borrow of `ENTERED` is made under the no-preempt counter: a coroutine preempted
     // inside one would leave it held while the next coroutine of the thread runs, whose own
     // borrow would panic ("The rule" in `preempt.rs`).
     let _no_preempt = super::preempt::guard();
-    ENTERED.with(|e| e.borrow().last().map(|(_, shared)| shared.clone()))
+    ENTERED.with(|e| {
+        let entered = e.borrow();
+        entered
+            .iter()
+            .rev()
+            .find(|e| by(e.task))
+            .map(|e| e.shared.clone())
+    })
 }
 
 /// Keeps a runtime entered on this thread until dropped.
@@ -446,8 +480,16 @@ pub(crate) fn enter_runtime(shared: Arc<Shared>) -> EnterGuard {
         n.set(id + 1);
         id
     });
+    // A blocking-pool closure's entries are found by any lookup there (`current_shared`).
+    let task = current_task(|t| {
+        t.filter(|h| h.kind != crate::task::core::Kind::Blocking)
+            .map_or(0, |h| h.id)
+    });
+    if task != 0 {
+        CONTEXT.with(|c| c.task_entries.set(c.task_entries.get() + 1));
+    }
     let no_preempt = super::preempt::guard(); // as in `entered`
-    ENTERED.with(|e| e.borrow_mut().push((id, shared)));
+    ENTERED.with(|e| e.borrow_mut().push(Entered { id, task, shared }));
     drop(no_preempt);
     EnterGuard {
         id,
@@ -461,10 +503,15 @@ impl Drop for EnterGuard {
         let no_preempt = super::preempt::guard(); // as in `entered`
         let removed = ENTERED.try_with(|e| {
             let mut entered = e.borrow_mut();
-            let at = entered.iter().rposition(|(id, _)| *id == self.id);
+            let at = entered.iter().rposition(|e| e.id == self.id);
             at.map(|at| entered.remove(at))
         });
         drop(no_preempt);
+        if let Ok(Some(Entered { task, .. })) = &removed
+            && *task != 0
+        {
+            let _ = CONTEXT.try_with(|c| c.task_entries.set(c.task_entries.get() - 1));
+        }
         drop(removed);
     }
 }

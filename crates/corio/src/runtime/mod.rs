@@ -712,6 +712,10 @@ impl Runtime {
     /// Guards nest, and may be dropped in any order: the runtime used is the one entered last
     /// among those whose guards are still alive (see [`EnterGuard`]).
     ///
+    /// Inside a task (a coroutine or an async task) it is that task's alone: a coroutine that
+    /// holds the guard across a suspension does not lend the runtime to the other coroutines
+    /// of its thread, and the task's own runtime is used again once the guard drops.
+    ///
     /// ```
     /// let rt = corio::Runtime::builder().workers(1).build().unwrap();
     /// let _guard = rt.enter();
@@ -1164,9 +1168,11 @@ pub(crate) fn current_or_default() -> Arc<Shared> {
 /// clone and drop, whose counter every worker's spawns write: a cache line that crossed
 /// between the cores at every spawn on 2 workers).
 pub(crate) fn with_current_or_default<R>(f: impl FnOnce(&Arc<Shared>) -> R) -> R {
-    // A blocking-pool closure's task does not name the runtime first (`current_shared`).
+    // A blocking-pool closure's task does not name the runtime first, nor does a task that
+    // entered another runtime (`current_shared`).
     if let Some(scheduler) = context::current_task(|t| {
         t.filter(|h| h.kind != crate::task::core::Kind::Blocking)
+            .filter(|_| !context::has_task_entries())
             .map(|h| std::ptr::NonNull::from(&h.scheduler.shared))
     }) {
         // SAFETY: the task running this code holds its own header alive until it completes,
