@@ -280,8 +280,11 @@ impl Builder {
     /// # Errors
     ///
     /// A stack size above [`MAX_STACK_SIZE`](crate::stack::MAX_STACK_SIZE) is
-    /// `ErrorKind::InvalidInput`; running out of address space, or of `vm.max_map_count` when
+    /// `ErrorKind::InvalidInput`, as is a closure larger than half the stack (it is moved
+    /// onto the stack to run); running out of address space, or of `vm.max_map_count` when
     /// guard pages need `mprotect`, is an error whose message says which and what to do.
+    ///
+    /// A closure larger than [`BOX_CLOSURES_ABOVE`] bytes is kept in a box until it runs.
     #[track_caller]
     pub fn build<Input, Yield, Return, F>(self, f: F) -> io::Result<Coroutine<Input, Yield, Return>>
     where
@@ -297,7 +300,13 @@ impl Builder {
             None => Location::caller(),
         };
         let stack = Stack::new(self.stack_size.unwrap_or(DEFAULT_STACK_SIZE))?;
-        Coroutine::on_stack(stack, self.name, self.id, location, f)
+        if size_of::<F>() > BOX_CLOSURES_ABOVE {
+            // (A smaller closure fits in half of any stack; `on_stack` checks its layout.)
+            check_closure_size(size_of::<F>(), stack.size())?;
+            Coroutine::on_stack(stack, self.name, self.id, location, Box::new(f))
+        } else {
+            Coroutine::on_stack(stack, self.name, self.id, location, f)
+        }
     }
 }
 
@@ -361,14 +370,7 @@ impl<Input, Yield, Return> Coroutine<Input, Yield, Return> {
         let base = obj & !(arch::STACK_ALIGNMENT - 1);
         // The closure and the entry frame must leave the coroutine most of its stack.
         if base < stack.limit() + stack.size() / 2 {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!(
-                    "corio: the coroutine's closure ({} bytes) does not fit in half of its {} KiB stack",
-                    size_of::<F>(),
-                    stack.size() >> 10
-                ),
-            ));
+            return Err(closure_too_large(size_of::<F>(), stack.size()));
         }
         let id = id.unwrap_or_else(next_id);
         let header = stack.header();
@@ -747,6 +749,46 @@ fn forced_unwind() -> ! {
     resume_unwind(Box::new(ForcedUnwind))
 }
 
+/// Closures larger than this many bytes are boxed by [`Builder::build`] (and by corio's
+/// spawn) instead of being placed at the top of the coroutine's stack.
+///
+/// Why: a closure is moved by value several times on its way into the user's code
+/// (`catch_unwind` and its wrappers, `FnOnce::call_once`), and an unoptimised build makes a
+/// full copy on the coroutine's stack at each move: a 12 KiB capture started 148 KB below the
+/// top of its stack in a debug build (12 copies), against 12 KB in a release build, and a
+/// 16 KiB capture overflowed a 64 KiB stack that it fits in four times over. A box moves as a
+/// pointer; the one copy left is the closure's move out of the box when it is called. 256
+/// bytes: 32 words, above what most closures capture, so that their spawns allocate nothing.
+pub const BOX_CLOSURES_ABOVE: usize = 256;
+
+/// The closure must leave the coroutine half its stack: it is moved onto the stack to run.
+/// (A closure of at most [`BOX_CLOSURES_ABOVE`] bytes always does: the smallest stack is
+/// [`MIN_STACK_SIZE`](crate::stack::MIN_STACK_SIZE).)
+///
+/// # Errors
+///
+/// `ErrorKind::InvalidInput` if a closure of `closure` bytes does not fit in half of a stack
+/// of `stack` bytes.
+#[inline] // on every spawn: a compare, the message out of line
+pub fn check_closure_size(closure: usize, stack: usize) -> io::Result<()> {
+    if closure > stack / 2 {
+        return Err(closure_too_large(closure, stack));
+    }
+    Ok(())
+}
+
+#[cold]
+#[inline(never)]
+fn closure_too_large(closure: usize, stack: usize) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidInput,
+        format!(
+            "corio: the coroutine's closure ({closure} bytes) does not fit in half of its {} KiB stack",
+            stack >> 10
+        ),
+    )
+}
+
 /// What `Coroutine::on_stack` writes at the top of a new stack for `entry` to read.
 struct Start<F> {
     f: F,
@@ -763,11 +805,16 @@ unsafe extern "C" fn entry<F, Input, Yield, Return>(arg: usize, link: *mut usize
 where
     F: FnOnce(&Yielder<Input, Yield>, Input) -> Return,
 {
-    // SAFETY: per this function's contract; both are read exactly once.
-    let Start { f, limit } = unsafe { ptr::read(obj as *mut Start<F>) };
+    let start = obj as *mut Start<F>;
+    // SAFETY: per this function's contract; read once. The closure stays where it is until
+    // it is used (each move of it is a copy on this stack in an unoptimised build).
+    let limit = unsafe { ptr::read(&raw const (*start).limit) };
     let finish = if arg == 0 {
         // Dropped before it ever ran: drop the closure, nothing else is on the stack.
-        match catch_unwind(AssertUnwindSafe(move || drop(f))) {
+        // SAFETY: per this function's contract; the closure is dropped exactly once.
+        match catch_unwind(AssertUnwindSafe(|| unsafe {
+            ptr::drop_in_place(&raw mut (*start).f)
+        })) {
             Ok(()) => Finish::Unwound,
             Err(payload) => Finish::Panic(payload),
         }
@@ -780,7 +827,9 @@ where
             unwinding: Cell::new(false),
             _marker: PhantomData,
         };
-        match catch_unwind(AssertUnwindSafe(|| f(&yielder, input))) {
+        // SAFETY: per this function's contract; the closure is read exactly once, here.
+        let run = || unsafe { ptr::read(&raw const (*start).f) }(&yielder, input);
+        match catch_unwind(AssertUnwindSafe(run)) {
             Ok(r) => Finish::Return(r),
             // Only this coroutine's own forced unwind (it is being dropped): a `ForcedUnwind`
             // another coroutine's code caught and this one's raised again is a panic like any

@@ -836,10 +836,6 @@ fn a_forced_unwind_payload_can_be_sent_to_another_thread() {
 }
 
 #[test]
-#[cfg_attr(
-    debug_assertions,
-    ignore = "BUG: in debug builds the entry path copies the closure ~12 times (catch_unwind layers): a 16 KiB capture overflows a 64 KiB stack before any user frame"
-)]
 fn a_closure_the_builder_accepts_runs_without_overflowing() {
     // `build` refuses a closure that does not fit in half of the stack; one that fits in a
     // quarter must then be able to run: the body only borrows the capture. (corosensei

@@ -226,10 +226,6 @@ rt_common! {
     }
 
     #[test]
-    #[cfg_attr(
-        debug_assertions,
-        ignore = "BUG: in debug builds the closure is copied ~12 times on its way to the body: a 24 KiB capture overflows the default 256 KiB stack"
-    )]
     fn a_closure_with_a_buffer_captured_by_value_runs_on_the_default_stack() {
         // A 24 KiB buffer moved into a coroutine: under a tenth of the default stack.
         let rt = rt();
@@ -290,4 +286,21 @@ rt_common! {
             })
         });
     }
+}
+
+/// A closure that cannot fit in half its coroutine's stack is refused when it is spawned,
+/// with an error that says so (not a task that fails, or a stack overflow, when it starts).
+#[test]
+fn a_closure_larger_than_half_its_stack_is_refused_at_spawn() {
+    let rt = support::rt(1);
+    // From the test's own thread (2 MiB of stack): the spawner's frames copy the capture too.
+    let _entered = rt.enter();
+    let big = [7u8; 64 << 10];
+    let refused = corio::Builder::new()
+        .stack_size(64 << 10)
+        .spawn(move || big.iter().map(|&b| u64::from(b)).sum::<u64>())
+        .map(|h| h.join());
+    let err = refused.expect_err("a 64 KiB closure was accepted for a 64 KiB stack");
+    assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
+    assert!(err.to_string().contains("does not fit in half"), "{err}");
 }

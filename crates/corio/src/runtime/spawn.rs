@@ -229,6 +229,11 @@ where
 
 /// Spawns a stackful coroutine on `shared`, as spawned at `location`; with `home`, pinned to
 /// that worker from birth (a local coroutine, `local.rs`).
+///
+/// A closure larger than `corio_context::coroutine::BOX_CLOSURES_ABOVE` is boxed here, so
+/// that the task and the wrappers it passes through on its way to running move a pointer
+/// (see there: an unoptimised build copies a closure onto the coroutine's stack at every
+/// move, and a 24 KiB capture overflowed the default 256 KiB stack).
 pub(crate) fn spawn_stackful_at<F, T>(
     shared: &Arc<Shared>,
     f: F,
@@ -240,8 +245,30 @@ where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
-    let _no_preempt = super::preempt::guard();
     let stack_size = builder.stack_size.unwrap_or(shared.config.stack_size);
+    if size_of::<F>() > corio_context::coroutine::BOX_CLOSURES_ABOVE {
+        // (A smaller closure fits in half of any stack.)
+        corio_context::coroutine::check_closure_size(size_of::<F>(), stack_size)?;
+        spawn_stackful_sized(shared, Box::new(f), builder, stack_size, home, location)
+    } else {
+        spawn_stackful_sized(shared, f, builder, stack_size, home, location)
+    }
+}
+
+/// [`spawn_stackful_at`] with the closure boxed or not, and the stack size decided.
+fn spawn_stackful_sized<F, T>(
+    shared: &Arc<Shared>,
+    f: F,
+    builder: TaskBuilder,
+    stack_size: usize,
+    home: Option<usize>,
+    location: &'static Location<'static>,
+) -> io::Result<JoinHandle<T>>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    let _no_preempt = super::preempt::guard();
     // The stack is taken when the coroutine first runs (see `Stackful`); check now that one
     // can be had, so that exhaustion is an error here rather than a failed task later.
     corio_context::stack::ensure_available(stack_size)?;
