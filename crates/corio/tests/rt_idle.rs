@@ -51,12 +51,14 @@ fn switches_in_an_idle_second(
     );
     std::thread::sleep(Duration::from_secs(1));
     let after = support::threads_named(prefix);
+    // A thread that is not asleep now was woken in the second (it was asleep at its start:
+    // `settled`), and the switch in which it runs is not counted yet: count it.
     let deltas = after
         .iter()
         .map(|t| {
             (
-                format!("{} ({})", t.comm, t.tid),
-                t.switches - before.get(&t.tid).copied().unwrap_or(0),
+                format!("{} ({}, {})", t.comm, t.tid, t.state),
+                t.switches - before.get(&t.tid).copied().unwrap_or(0) + u64::from(t.state != 'S'),
             )
         })
         .collect();
@@ -64,28 +66,39 @@ fn switches_in_an_idle_second(
     deltas
 }
 
-/// Waits until the threads named `prefix` have made no context switch for [`SETTLE`] (a
-/// runtime that has just started or finished its work goes quiet; on a loaded machine its
-/// threads may need far longer than on a quiet one to get there), and returns their counters.
-/// A runtime that never settles fails the test after [`EVENTUALLY`].
+/// Waits until the threads named `prefix` have made no context switch for [`SETTLE`] and are
+/// all asleep (a runtime that has just started or finished its work goes quiet; on a loaded
+/// machine its threads may need far longer than on a quiet one to get there), and returns
+/// their counters. A runtime that never settles fails the test after [`EVENTUALLY`].
+///
+/// Asleep (`S`), because a thread the kernel keeps waiting for a CPU makes no switch either,
+/// however long it waits: on a loaded machine (`nice -n 19` beside CPU hogs) a worker and
+/// sysmon sat runnable with frozen counters for over 200 ms after the setup, and took their
+/// last steps before sleeping — sysmon's ticks until its deep sleep, 16 and 47 switches — in
+/// the measured second (2 of 25 runs; in both, and in none of the 23 that passed, threads
+/// were runnable when the counters were taken).
 fn settled(prefix: &str) -> HashMap<u32, u64> {
-    let counters = || -> HashMap<u32, u64> {
-        support::threads_named(prefix)
-            .iter()
-            .map(|t| (t.tid, t.switches))
-            .collect()
+    let sample = || -> (HashMap<u32, u64>, bool) {
+        let threads = support::threads_named(prefix);
+        let asleep = threads.iter().all(|t| t.state == 'S');
+        (
+            threads.iter().map(|t| (t.tid, t.switches)).collect(),
+            asleep,
+        )
     };
     let start = Instant::now();
-    let mut last = counters();
+    let (mut last, mut asleep) = sample();
     let mut quiet_since = Instant::now();
-    while quiet_since.elapsed() < SETTLE {
+    while !asleep || quiet_since.elapsed() < SETTLE {
         assert!(
             start.elapsed() < EVENTUALLY,
-            "the runtime's threads never stayed quiet for {SETTLE:?}: {last:?}"
+            "the runtime's threads never stayed quiet and asleep for {SETTLE:?}: {:?}",
+            support::threads_named(prefix)
         );
         std::thread::sleep(Duration::from_millis(10));
-        let now = counters();
-        if now != last {
+        let now;
+        (now, asleep) = sample();
+        if now != last || !asleep {
             last = now;
             quiet_since = Instant::now();
         }

@@ -320,6 +320,9 @@ pub struct ThreadInfo {
     pub switches: u64,
     /// Of those, the involuntary ones: the thread lost its CPU while it could still run.
     pub involuntary: u64,
+    /// The scheduler state (`State:` in `status`): `S` asleep, `R` running or waiting for a
+    /// CPU, `D` in an uninterruptible wait, ... (`?` if the line was missing).
+    pub state: char,
 }
 
 /// Every thread of this process (Linux only).
@@ -347,11 +350,16 @@ pub fn threads() -> Vec<ThreadInfo> {
                 .unwrap_or(0)
         };
         let involuntary = count("nonvoluntary_ctxt_switches:");
+        let state = status
+            .lines()
+            .find_map(|l| l.strip_prefix("State:")?.trim().chars().next())
+            .unwrap_or('?');
         out.push(ThreadInfo {
             tid,
             comm: comm.trim_end().to_string(),
             switches: count("voluntary_ctxt_switches:") + involuntary,
             involuntary,
+            state,
         });
     }
     out
