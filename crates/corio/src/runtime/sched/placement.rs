@@ -205,8 +205,6 @@ impl Placement {
                 self.move_to(own);
             }
         }
-        self.children += 1;
-        self.run += 1;
         let mut idle = Some(idle);
         // A spawner's first child takes the first look, so that its second, if spaced, can
         // already be compared with it (a server's second connection).
@@ -215,10 +213,16 @@ impl Placement {
             let now = (idle.take().expect("read once"))(&mut self.idle_now);
             if let Some(w) = self.idler_since_look(now) {
                 self.move_to(w);
+                self.children += 1;
                 self.run = 1;
                 return w;
             }
+            if !first && !own_busy && self.target == own {
+                return own; // what the inline path returns, uncounted as there
+            }
         }
+        self.children += 1;
+        self.run += 1;
         if self.run < MIN_RUN.max(self.children / 8) || (self.target == own && !own_busy) {
             return self.target;
         }
