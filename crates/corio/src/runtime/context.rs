@@ -475,6 +475,11 @@ pub(crate) struct EnterGuard {
 /// Makes `shared` the runtime of this thread until the guard drops.
 #[inline(never)]
 pub(crate) fn enter_runtime(shared: Arc<Shared>) -> EnterGuard {
+    // Under the no-preempt counter, as every use of `ENTERED`, and so are the thread-local
+    // read-modify-writes here: a preemptible coroutine preempted between a read and its
+    // write would let the next coroutine of the thread update the same word in between (a
+    // lost update; `rt_preempt_signal.rs` saw the task count wrap below zero).
+    let no_preempt = super::preempt::guard();
     let id = NEXT_ENTER_ID.with(|n| {
         let id = n.get();
         n.set(id + 1);
@@ -488,7 +493,6 @@ pub(crate) fn enter_runtime(shared: Arc<Shared>) -> EnterGuard {
     if task != 0 {
         CONTEXT.with(|c| c.task_entries.set(c.task_entries.get() + 1));
     }
-    let no_preempt = super::preempt::guard(); // as in `entered`
     ENTERED.with(|e| e.borrow_mut().push(Entered { id, task, shared }));
     drop(no_preempt);
     EnterGuard {
@@ -500,18 +504,18 @@ pub(crate) fn enter_runtime(shared: Arc<Shared>) -> EnterGuard {
 impl Drop for EnterGuard {
     fn drop(&mut self) {
         // Taken out first and dropped after the borrow ends: the last `Arc<Shared>` may go.
-        let no_preempt = super::preempt::guard(); // as in `entered`
+        let no_preempt = super::preempt::guard(); // as in `enter_runtime`
         let removed = ENTERED.try_with(|e| {
             let mut entered = e.borrow_mut();
             let at = entered.iter().rposition(|e| e.id == self.id);
             at.map(|at| entered.remove(at))
         });
-        drop(no_preempt);
         if let Ok(Some(Entered { task, .. })) = &removed
             && *task != 0
         {
             let _ = CONTEXT.try_with(|c| c.task_entries.set(c.task_entries.get() - 1));
         }
+        drop(no_preempt);
         drop(removed);
     }
 }
