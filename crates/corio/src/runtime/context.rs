@@ -424,8 +424,10 @@ pub(crate) fn current_shared() -> Option<Arc<Shared>> {
             return Some(entered(|_| true).unwrap_or(shared));
         }
         Some((_, id, shared)) => {
-            let own = (has_task_entries()).then(|| entered(|task| task == id));
-            return Some(own.flatten().unwrap_or(shared));
+            let own = has_task_entries()
+                .then(|| entered(|task| task == id))
+                .flatten();
+            return Some(own.unwrap_or(shared));
         }
         None => {}
     }

@@ -172,11 +172,12 @@ impl Condvar {
         notified.as_mut().enable();
         drop(guard);
         let timed_out = crate::time::timeout_async(timeout, notified).await.is_err();
-        let pass_on = (!timed_out).then(|| PassOn::armed(&self.notify));
+        // Armed only if the wait ended with a notification.
+        let pass_on = PassOn {
+            notify: (!timed_out).then_some(&self.notify),
+        };
         let guard = mutex.lock_async().await;
-        if let Some(pass_on) = pass_on {
-            pass_on.disarm();
-        }
+        pass_on.disarm();
         (guard, WaitTimeoutResult(timed_out))
     }
 
