@@ -228,3 +228,54 @@ fn two_ping_pong_pairs_share_one_worker_within_a_factor_of_twenty() {
         );
     });
 }
+
+/// On one worker, a coroutine that yields (`corio::yield_now`) beside 400 tasks that yield too:
+/// more than the run queue's 256 slots, so the rest wait in the global queue, which is never
+/// empty. The coroutine must still get its turns. A yielded coroutine waits behind the local
+/// queues and used to be taken every 61st round only when the global queue was empty (a
+/// started coroutine cannot go there, as Go's `Gosched` puts a goroutine): it never ran again
+/// (before the fix, its first yield did not return in 20 s).
+#[test]
+fn a_yielding_coroutine_runs_beside_tasks_that_overflow_into_the_global_queue() {
+    const CROWD: usize = 400;
+    const YIELDS: usize = 50;
+    within(EVENTUALLY, || {
+        let rt = support::rt(1);
+        let stop = Arc::new(AtomicBool::new(false));
+        let turns = Arc::new(AtomicU64::new(0));
+        let most_turns = rt.run(move || {
+            let crowd: Vec<_> = (0..CROWD)
+                .map(|_| {
+                    let (stop, turns) = (stop.clone(), turns.clone());
+                    corio::spawn(async move {
+                        while !stop.load(SeqCst) {
+                            turns.fetch_add(1, SeqCst);
+                            corio::yield_now_async().await;
+                        }
+                    })
+                })
+                .collect();
+            // Let the crowd fill the run queue and the global queue first.
+            while turns.load(SeqCst) < 2 * CROWD as u64 {
+                corio::sleep(std::time::Duration::from_micros(100));
+            }
+            let mut most_turns = 0;
+            for _ in 0..YIELDS {
+                let before = turns.load(SeqCst);
+                corio::yield_now();
+                most_turns = most_turns.max(turns.load(SeqCst) - before);
+            }
+            stop.store(true, SeqCst);
+            for task in crowd {
+                corio::block_on(task).unwrap();
+            }
+            most_turns
+        });
+        // Its turn comes at most about a round of the crowd later: here, every other look
+        // at the global queue (one per 61 rounds) is the yielded coroutines'.
+        assert!(
+            most_turns <= 4 * CROWD as u64,
+            "a yield of the coroutine let the crowd take {most_turns} turns"
+        );
+    });
+}

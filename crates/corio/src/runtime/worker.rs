@@ -33,7 +33,8 @@ use corio_context::coroutine::RawCoroutine;
 const GLOBAL_POLL_INTERVAL: u32 = 61;
 
 /// `Core::lifo_polls` once sysmon ended the time slice: the task in the next-task slot goes to
-/// the back of its queue instead of running. A task run from the slot inherits the time slice
+/// the back of its queue instead of running (at once; a sleeper the next round's timers wake
+/// into the slot still runs next). A task run from the slot inherits the time slice
 /// of the task that woke it (Go's `inheritTime`), so a ping-pong pair keeps its worker for one
 /// slice and then yields it, however little or much each of its turns does. (A cap of 3 runs
 /// in a row, tokio's, bounds turns, not time: a pair whose turns are short got ~1/1000 of the
@@ -472,7 +473,8 @@ struct Core {
     spawn_slot_used: bool,
     /// Pinned coroutines that yielded, still RUNNING (see `raw::Running`): they run after
     /// everything else runnable here, as Go's `Gosched` puts a goroutine behind the local
-    /// queue, except every 61st round (step 1), so a busy run queue cannot starve them.
+    /// queue, except at every other 61st round (step 1, taking turns with the global queue),
+    /// so neither a busy run queue nor a busy global queue can starve them.
     yielded: Ring<Yielded>,
     /// Set by a round that picked from the yielded queue with everything `next_task` looks at
     /// before it empty (`only_yielded_left`) and another coroutine left in `yielded`; cleared
@@ -484,6 +486,9 @@ struct Core {
     only_yielded: bool,
     /// Rounds until the global queue is looked at first.
     global_countdown: u32,
+    /// Whether the yielded queue, not the global queue, goes first at the last such look
+    /// (flipped at each).
+    yielded_turn: bool,
     /// The runtime clock at the last timer check.
     now: u64,
     rng: u64,
@@ -633,6 +638,7 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
             yielded: Ring::new(),
             only_yielded: false,
             global_countdown: GLOBAL_POLL_INTERVAL,
+            yielded_turn: false,
             now: 0,
             rng: 0x9e37_79b9_7f4a_7c15 ^ (index as u64 + 1).wrapping_mul(0xbf58_476d_1ce4_e5b9),
             placement: Placement::new(),
@@ -831,6 +837,12 @@ impl WorkerCtx {
                 core.global_countdown = 1;
             }
             core.lifo_polls = SLICE_OVER;
+            // Now, not at the next pick: by then the timers that round fires may have put a
+            // sleeper in the slot, which then queued behind every task (140–250 turns late
+            // behind 400 yielders, `rt_fairness_timers`).
+            if let Some(task) = core.next.take() {
+                self.push_back(&mut core, task);
+            }
         }
     }
 
@@ -1096,8 +1108,12 @@ impl WorkerCtx {
                 return Some(Runnable::Notified(task));
             }
         } else {
+            // The slot's task when the slice ended went to the back then (`run_task`); one
+            // there now was woken by this round's timers, and runs next, in a slice of its own
+            // (Go's `checkTimers` readies into `runnext` before `runqget`).
             if let Some(task) = core.next.take() {
-                self.push_back(&mut core, task);
+                core.lifo_polls = 0;
+                return Some(Runnable::Notified(task));
             }
             if core.spawn_slot_used {
                 // The slice is over: the queues go first, with the spawn slot's task as the
@@ -1200,10 +1216,22 @@ impl WorkerCtx {
             if core.global_countdown == 0 {
                 core.global_countdown = GLOBAL_POLL_INTERVAL;
                 poll_sockets = true;
-                first = self.shared.inject.pop().map(Runnable::Notified);
-                if first.is_none() {
-                    first = core.yielded.pop_front().map(|y| Runnable::Running(y.task));
-                }
+                // The global queue and the yielded queue take turns at this pick: the yielded
+                // queue is this worker's part of what Go's `Gosched` puts on the global
+                // queue, and while the global queue is never empty (tasks overflowing the run
+                // queue) a yielded coroutine taken only after it never ran again.
+                core.yielded_turn = !core.yielded_turn;
+                let yielded =
+                    |core: &mut Core| core.yielded.pop_front().map(|y| Runnable::Running(y.task));
+                first = if core.yielded_turn {
+                    yielded(&mut core).or_else(|| self.shared.inject.pop().map(Runnable::Notified))
+                } else {
+                    self.shared
+                        .inject
+                        .pop()
+                        .map(Runnable::Notified)
+                        .or_else(|| yielded(&mut core))
+                };
             }
             // Acquire: pairs with the Release store in `push_inbox`.
             if remote.inbox_len.load(Ordering::Acquire) > 0 {
