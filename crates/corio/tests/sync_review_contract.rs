@@ -26,7 +26,8 @@ use std::time::Duration;
 
 use corio::sync::{Barrier, Condvar, Lazy, Mutex, OnceCell, RwLock, WaitGroup, oneshot};
 use support::{
-    Drops, EVENTUALLY, EXPECTED, Gate, panic_message, quiet_expected_panics, wait_until, within,
+    Drops, EVENTUALLY, EXPECTED, FLAVOURS, Gate, panic_message, quiet_expected_panics, wait_until,
+    within,
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -1666,6 +1667,91 @@ fn oneshot_a_value_is_dropped_exactly_once_whichever_half_goes_first() {
             drop(sent);
             receiver.join().unwrap();
             assert_eq!(drops.made(), drops.dropped());
+        }
+    });
+}
+
+/// tokio `close_rx` and `close_tx`'s `closed` half: a sender waiting for the receiver to
+/// close is woken by `close` and by the receiver's drop, and only then.
+#[test]
+fn oneshot_a_sender_waiting_in_closed_wakes_when_the_receiver_closes_or_drops() {
+    let (mut tx, mut rx) = oneshot::channel::<u32>();
+    let (log, w) = waker();
+    let mut cx = Context::from_waker(&w);
+    assert!(tx.poll_closed(&mut cx).is_pending());
+    assert!(!log.woken());
+    rx.close();
+    assert!(log.woken(), "close did not wake the sender");
+    assert!(tx.poll_closed(&mut cx).is_ready());
+    assert!(tx.is_closed());
+    assert_eq!(tx.send(3), Err(3));
+
+    let (mut tx, rx) = oneshot::channel::<u32>();
+    let (log, w) = waker();
+    assert!(tx.poll_closed(&mut Context::from_waker(&w)).is_pending());
+    drop(rx);
+    assert!(log.woken(), "the receiver's drop did not wake the sender");
+    assert!(tx.poll_closed(&mut Context::from_waker(&w)).is_ready());
+    drop(tx);
+    assert_eq!(
+        Arc::strong_count(&log),
+        2,
+        "a clone of the sender's waker leaked"
+    );
+}
+
+/// tokio `close_try_recv_poll` and `close_after_recv`: after `close` a receiver with no value
+/// fails at once (the future and `try_recv` alike) instead of waiting for a send that can no
+/// longer succeed, and a value sent before the close is still received.
+#[test]
+fn oneshot_a_closed_receiver_fails_at_once_but_keeps_a_value_sent_before() {
+    let (tx, mut rx) = oneshot::channel::<u32>();
+    rx.close();
+    assert_eq!(rx.try_recv(), Err(oneshot::TryRecvError::Closed));
+    assert_eq!(
+        poll_noop(Pin::new(&mut rx)),
+        Poll::Ready(Err(oneshot::RecvError))
+    );
+    assert_eq!(tx.send(1), Err(1));
+
+    let (tx, mut rx) = oneshot::channel::<u32>();
+    tx.send(2).unwrap();
+    rx.close();
+    assert_eq!(poll_noop(Pin::new(&mut rx)), Poll::Ready(Ok(2)));
+    assert_eq!(rx.try_recv(), Err(oneshot::TryRecvError::Closed));
+}
+
+/// The blocking-style and async forms of `closed`: a sender coroutine and a sender task each
+/// wait until a receiver on the other side closes, and their `send` then fails.
+#[test]
+fn oneshot_closed_waits_blocking_style_in_a_coroutine_and_async_in_a_task() {
+    within(EVENTUALLY, || {
+        for workers in FLAVOURS {
+            let rt = support::rt(workers);
+            rt.run(|| {
+                let (mut tx, mut rx) = oneshot::channel::<u32>();
+                let sender = corio::go(move || {
+                    tx.closed();
+                    tx.send(1)
+                });
+                corio::sleep(Duration::from_millis(5));
+                assert!(!sender.is_finished(), "closed returned before the close");
+                rx.close();
+                assert_eq!(sender.join().unwrap(), Err(1));
+
+                let (mut tx, rx) = oneshot::channel::<u32>();
+                let sender = corio::spawn(async move {
+                    tx.closed_async().await;
+                    tx.send(2)
+                });
+                corio::sleep(Duration::from_millis(5));
+                assert!(
+                    !sender.is_finished(),
+                    "closed_async returned before the drop"
+                );
+                drop(rx);
+                assert_eq!(corio::block_on(sender).unwrap(), Err(2));
+            });
         }
     });
 }

@@ -1,8 +1,9 @@
 //! `oneshot`: one value, sent once, from a sender to a receiver.
 //!
-//! A small shared state under a lock: the value, whether each side is alive, and the receiver's
-//! waker (one waiter at most, so no wait list). The lock is held for a few field updates only;
-//! the waker is woken, and a waker or value is dropped, after it is released (user code).
+//! A small shared state under a lock: the value, whether each side is open, the receiver's
+//! waker and the sender's (one waiter on each side at most, so no wait list). The lock is held
+//! for a few field updates only; a waker is woken, and a waker or value is dropped, after it
+//! is released (user code).
 
 use std::fmt;
 use std::future::Future;
@@ -14,9 +15,13 @@ use crate::loom::sync::{Arc, Mutex};
 struct State<T> {
     value: Option<T>,
     sender_alive: bool,
-    receiver_alive: bool,
+    /// Whether a send may still succeed: cleared by [`Receiver::close`] and the receiver's
+    /// drop.
+    receiver_open: bool,
     /// The receiver's waker while it waits.
     waker: Option<Waker>,
+    /// The sender's waker while it waits for the receiver to close ([`Sender::closed`]).
+    sender_waker: Option<Waker>,
 }
 
 struct Shared<T> {
@@ -49,8 +54,9 @@ pub fn channel<T>() -> (Sender<T>, Receiver<T>) {
         state: Mutex::new(State {
             value: None,
             sender_alive: true,
-            receiver_alive: true,
+            receiver_open: true,
             waker: None,
+            sender_waker: None,
         }),
     });
     (
@@ -71,13 +77,16 @@ pub struct Receiver<T> {
     shared: Arc<Shared<T>>,
 }
 
-/// The sender was dropped without sending.
+/// No value will come: the sender was dropped without sending, or the receiver was
+/// [closed](Receiver::close) before a value was sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RecvError;
 
 impl fmt::Display for RecvError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("the oneshot sender was dropped without sending")
+        f.write_str(
+            "no value: the oneshot sender was dropped without sending, or the receiver was closed",
+        )
     }
 }
 
@@ -88,7 +97,8 @@ impl std::error::Error for RecvError {}
 pub enum TryRecvError {
     /// Not sent yet.
     Empty,
-    /// The sender was dropped without sending (or the value was already received).
+    /// The sender was dropped without sending, the receiver was [closed](Receiver::close),
+    /// or the value was already received.
     Closed,
 }
 
@@ -96,7 +106,9 @@ impl fmt::Display for TryRecvError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             TryRecvError::Empty => f.write_str("no value sent yet"),
-            TryRecvError::Closed => f.write_str("the oneshot sender was dropped without sending"),
+            TryRecvError::Closed => f.write_str(
+                "no value: the oneshot sender was dropped without sending, or the receiver was closed",
+            ),
         }
     }
 }
@@ -108,7 +120,7 @@ impl<T> Sender<T> {
     pub fn send(self, value: T) -> Result<(), T> {
         let waker = {
             let mut state = self.shared.lock();
-            if !state.receiver_alive {
+            if !state.receiver_open {
                 return Err(value);
             }
             state.value = Some(value);
@@ -120,19 +132,66 @@ impl<T> Sender<T> {
         Ok(())
     }
 
-    /// Whether the receiver is gone (a send would fail).
+    /// Whether the receiver is gone or closed (a send would fail).
     pub fn is_closed(&self) -> bool {
-        !self.shared.lock().receiver_alive
+        !self.shared.lock().receiver_open
+    }
+
+    /// Waits blocking-style until the receiver is dropped or [closed](Receiver::close): the
+    /// value is no longer wanted, so work to produce it can stop.
+    ///
+    /// ```
+    /// let rt = corio::Runtime::builder().workers(1).build().unwrap();
+    /// rt.run(|| {
+    ///     let (mut tx, rx) = corio::sync::oneshot::channel::<u64>();
+    ///     let worker = corio::go(move || {
+    ///         tx.closed(); // a computation would race this in a `select!`
+    ///         tx.send(1).is_err()
+    ///     });
+    ///     drop(rx);
+    ///     assert!(worker.join().unwrap());
+    /// });
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// Inside an async task: `.await` [`closed_async`](Self::closed_async) there.
+    #[track_caller]
+    pub fn closed(&mut self) {
+        crate::block_on(self.closed_async())
+    }
+
+    /// Completes when the receiver is dropped or [closed](Receiver::close) (the async form of
+    /// [`closed`](Self::closed)).
+    pub async fn closed_async(&mut self) {
+        std::future::poll_fn(|cx| self.poll_closed(cx)).await
+    }
+
+    /// Ready once the receiver is dropped or [closed](Receiver::close); otherwise registers
+    /// the task of `cx` to be woken then (only the last task to poll is woken).
+    pub fn poll_closed(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        let mut state = self.shared.lock();
+        if !state.receiver_open {
+            return Poll::Ready(());
+        }
+        let replaced = match &mut state.sender_waker {
+            Some(w) if w.will_wake(cx.waker()) => None,
+            slot => slot.replace(cx.waker().clone()),
+        };
+        drop(state);
+        drop(replaced); // a waker's drop is user code: after the lock
+        Poll::Pending
     }
 }
 
 impl<T> Drop for Sender<T> {
     fn drop(&mut self) {
-        let waker = {
+        let (waker, own) = {
             let mut state = self.shared.lock();
             state.sender_alive = false;
-            state.waker.take()
+            (state.waker.take(), state.sender_waker.take())
         };
+        drop(own);
         if let Some(w) = waker {
             w.wake();
         }
@@ -155,8 +214,37 @@ impl<T> Receiver<T> {
         let mut state = self.shared.lock();
         match state.value.take() {
             Some(v) => Ok(v),
-            None if state.sender_alive => Err(TryRecvError::Empty),
+            None if state.sender_alive && state.receiver_open => Err(TryRecvError::Empty),
             None => Err(TryRecvError::Closed),
+        }
+    }
+
+    /// Refuses the value from now on: a later [`Sender::send`] fails and gives it back, and a
+    /// sender waiting in [`Sender::closed`] wakes. A value sent before the call is still
+    /// received (by [`try_recv`](Self::try_recv), the future or [`recv`](Self::recv)), which
+    /// otherwise fail with closed at once instead of waiting.
+    ///
+    /// ```
+    /// use corio::sync::oneshot::{self, TryRecvError};
+    ///
+    /// let (tx, mut rx) = oneshot::channel();
+    /// rx.close();
+    /// assert_eq!(tx.send(7), Err(7));
+    /// assert_eq!(rx.try_recv(), Err(TryRecvError::Closed));
+    ///
+    /// let (tx, mut rx) = oneshot::channel();
+    /// tx.send(8).unwrap();
+    /// rx.close();
+    /// assert_eq!(rx.try_recv(), Ok(8), "sent before the close");
+    /// ```
+    pub fn close(&mut self) {
+        let waker = {
+            let mut state = self.shared.lock();
+            state.receiver_open = false;
+            state.sender_waker.take()
+        };
+        if let Some(w) = waker {
+            w.wake();
         }
     }
 }
@@ -169,7 +257,7 @@ impl<T> Future for Receiver<T> {
         if let Some(v) = state.value.take() {
             return Poll::Ready(Ok(v));
         }
-        if !state.sender_alive {
+        if !state.sender_alive || !state.receiver_open {
             return Poll::Ready(Err(RecvError));
         }
         let replaced = match &mut state.waker {
@@ -184,14 +272,21 @@ impl<T> Future for Receiver<T> {
 
 impl<T> Drop for Receiver<T> {
     fn drop(&mut self) {
-        let (value, waker) = {
+        let (value, waker, sender) = {
             let mut state = self.shared.lock();
-            state.receiver_alive = false;
-            (state.value.take(), state.waker.take())
+            state.receiver_open = false;
+            (
+                state.value.take(),
+                state.waker.take(),
+                state.sender_waker.take(),
+            )
         };
-        // The value's destructor and the waker's drop are user code: outside the lock.
+        // The value's destructor and the wakers are user code: outside the lock.
         drop(value);
         drop(waker);
+        if let Some(w) = sender {
+            w.wake();
+        }
     }
 }
 
