@@ -278,3 +278,122 @@ fn spaced_busy_children_of_one_spawner_start_on_both_workers() {
         })
     });
 }
+
+/// Spawns `n` `spread` coroutines from where it is called, each waiting on `rx` until the
+/// channel closes; returns their handles and, once each has started, the threads they run on.
+fn spread_waiters(n: usize, rx: &Receiver<()>) -> (Vec<corio::JoinHandle<()>>, Vec<ThreadId>) {
+    let (started_tx, started_rx) = chan::bounded::<ThreadId>(n);
+    let handles = (0..n)
+        .map(|_| {
+            let (rx, started) = (rx.clone(), started_tx.clone());
+            corio::Builder::new()
+                .spread()
+                .spawn(move || {
+                    started.send(std::thread::current().id()).unwrap();
+                    let _ = rx.recv();
+                })
+                .unwrap()
+        })
+        .collect();
+    let threads = (0..n).map(|_| started_rx.recv().unwrap()).collect();
+    (handles, threads)
+}
+
+/// How many of `threads` are each distinct thread, most first.
+fn per_thread(threads: &[ThreadId]) -> Vec<usize> {
+    let mut counts: Vec<usize> = Vec::new();
+    let mut seen: Vec<ThreadId> = Vec::new();
+    for t in threads {
+        match seen.iter().position(|s| s == t) {
+            Some(i) => counts[i] += 1,
+            None => {
+                seen.push(*t);
+                counts.push(1);
+            }
+        }
+    }
+    counts.sort_unstable_by(|a, b| b.cmp(a));
+    counts
+}
+
+/// `spread` coroutines are shared out evenly by count, whatever the workers were doing: 16
+/// idle ones spawned one by one by a coroutine, with the other worker as idle as the
+/// spawner's (the placement by idle time keeps all 16 home: `per_thread` [16]).
+#[test]
+fn spread_coroutines_are_shared_out_evenly_over_the_workers() {
+    within(EVENTUALLY, || {
+        let counts = rt(2).run(|| {
+            let (tx, rx) = chan::bounded::<()>(0);
+            let (handles, threads) = spread_waiters(16, &rx);
+            drop(tx);
+            for h in handles {
+                h.join().unwrap();
+            }
+            per_thread(&threads)
+        });
+        assert_eq!(counts, [8, 8], "spread coroutines per thread");
+    });
+}
+
+/// The counts are of live coroutines: when the one on a worker ends, the next spread
+/// coroutine goes to that worker, whichever it is.
+#[test]
+fn spread_coroutines_fill_the_worker_whose_coroutine_ended() {
+    within(EVENTUALLY, || {
+        rt(2).run(|| {
+            let (tx_a, rx_a) = chan::bounded::<()>(0);
+            let (tx_b, rx_b) = chan::bounded::<()>(0);
+            let (a, a_thread) = spread_waiters(1, &rx_a);
+            let (b, b_thread) = spread_waiters(1, &rx_b);
+            assert_ne!(a_thread, b_thread, "one on each worker");
+            // Ending A, then B: the next one goes to the worker left without one (the
+            // spawner's own, then the other), the earlier next one still living.
+            let mut living = Vec::new();
+            for (tx, ended, ended_thread) in [(tx_a, a, a_thread[0]), (tx_b, b, b_thread[0])] {
+                drop(tx);
+                for h in ended {
+                    h.join().unwrap();
+                }
+                let (tx, rx) = chan::bounded::<()>(0);
+                let (next, next_thread) = spread_waiters(1, &rx);
+                assert_eq!(
+                    next_thread[0], ended_thread,
+                    "not on the worker left without one"
+                );
+                living.push((tx, next));
+            }
+            for (tx, next) in living {
+                drop(tx);
+                for h in next {
+                    h.join().unwrap();
+                }
+            }
+        });
+    });
+}
+
+/// From a plain thread (no worker), and on one worker, `spread` spawns as usual.
+#[test]
+fn spread_works_from_outside_the_runtime_and_on_one_worker() {
+    within(EVENTUALLY, || {
+        let rt2 = rt(2);
+        let _entered = rt2.enter();
+        let (tx, rx) = chan::bounded::<()>(0);
+        let (handles, threads) = spread_waiters(6, &rx);
+        assert_eq!(per_thread(&threads), [3, 3]);
+        drop(tx);
+        for h in handles {
+            h.join().unwrap();
+        }
+        let rt1 = rt(1);
+        let n = rt1.run(|| {
+            corio::Builder::new()
+                .spread()
+                .spawn(|| 7)
+                .unwrap()
+                .join()
+                .unwrap()
+        });
+        assert_eq!(n, 7);
+    });
+}

@@ -16,8 +16,14 @@ use corio::net::{TcpListener, TcpStream};
 pub fn serve(listener: TcpListener) {
     for stream in listener.incoming() {
         match stream {
-            // The coroutine is detached: it ends when its client goes away.
-            Ok(stream) => drop(corio::go(move || echo(stream))),
+            // The coroutine is detached: it ends when its client goes away. Spread over the
+            // workers by count: a connection lives long and apart from the acceptor, and would
+            // otherwise start next to it (`corio::Builder::spread`).
+            Ok(stream) => {
+                if let Err(e) = corio::Builder::new().spread().spawn(move || echo(stream)) {
+                    eprintln!("echo: no coroutine for a connection: {e}");
+                }
+            }
             // `accept` already backs off on EMFILE; anything else is the client's problem
             // (reset before accept): go on serving the others.
             Err(e) => eprintln!("echo: accept: {e}"),

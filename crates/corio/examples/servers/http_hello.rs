@@ -46,8 +46,17 @@ const BODY: &[u8] = b"Hello, World!";
 pub fn serve(listener: TcpListener) {
     for stream in listener.incoming() {
         match stream {
-            // Detached: the coroutine ends with its connection.
-            Ok(stream) => drop(corio::go(move || serve_connection(stream))),
+            // Detached: the coroutine ends with its connection. Spread over the workers by
+            // count: a connection lives long and apart from the acceptor, and would otherwise
+            // start next to it (`corio::Builder::spread`).
+            Ok(stream) => {
+                let spawned = corio::Builder::new()
+                    .spread()
+                    .spawn(move || serve_connection(stream));
+                if let Err(e) = spawned {
+                    eprintln!("http_hello: no coroutine for a connection: {e}");
+                }
+            }
             Err(e) => eprintln!("http_hello: accept: {e}"),
         }
     }

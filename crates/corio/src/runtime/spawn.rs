@@ -37,6 +37,7 @@ pub struct TaskBuilder {
     pub(crate) stack_size: Option<usize>,
     pub(crate) migratable: bool,
     pub(crate) preemptible: bool,
+    pub(crate) spread: bool,
 }
 
 impl TaskBuilder {
@@ -135,6 +136,47 @@ impl TaskBuilder {
         self
     }
 
+    /// Starts the coroutine on the worker that holds the fewest live coroutines spawned with
+    /// `spread` (the spawner's own worker on a tie), for coroutines that live long and run
+    /// independently of their spawner, such as a server's connections.
+    ///
+    /// A stackful coroutine never changes thread once started, so the worker it starts on
+    /// serves it for life. By default a child starts next to its spawner, and moves to another
+    /// worker only when that one has been idle while the spawner's was busy
+    /// (`docs/scheduler.md`, "Spawn: where a new task goes"): right for a chain of coroutines
+    /// that pass values along, but connections that arrive while the server is idle all stay
+    /// on the acceptor's worker, and share one core when they get busy together. `spread`
+    /// balances them by count instead.
+    ///
+    /// Stackful only (async tasks move between workers at any `.await`); ignored for a
+    /// `migratable` coroutine and on a runtime with one worker.
+    ///
+    /// ```
+    /// let rt = corio::Runtime::builder().workers(2).build().unwrap();
+    /// rt.run(|| {
+    ///     let (tx, rx) = corio::chan::bounded::<()>(0);
+    ///     let connections: Vec<_> = (0..4)
+    ///         .map(|_| {
+    ///             let rx = rx.clone();
+    ///             corio::Builder::new()
+    ///                 .spread()
+    ///                 .spawn(move || {
+    ///                     let _ = rx.recv(); // a long life
+    ///                     std::thread::current().id()
+    ///                 })
+    ///                 .unwrap()
+    ///         })
+    ///         .collect();
+    ///     drop(tx);
+    ///     let threads: Vec<_> = connections.into_iter().map(|c| c.join().unwrap()).collect();
+    ///     assert_eq!(threads.iter().filter(|&&t| t == threads[0]).count(), 2, "2 per worker");
+    /// });
+    /// ```
+    pub fn spread(mut self) -> TaskBuilder {
+        self.spread = true;
+        self
+    }
+
     /// Spawns a stackful coroutine running `f` on the current runtime (or the default one).
     ///
     /// # Errors
@@ -155,7 +197,7 @@ impl TaskBuilder {
     }
 
     /// Spawns a stackless task running `fut` on the current runtime (or the default one).
-    /// The stack size and `migratable` settings do not apply.
+    /// The stack size, `migratable` and `spread` settings do not apply.
     #[track_caller]
     pub fn spawn_async<F>(self, fut: F) -> io::Result<JoinHandle<F::Output>>
     where
@@ -245,6 +287,30 @@ where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
+    if builder.spread && home.is_none() && !builder.migratable && shared.config.workers > 1 {
+        let guard = spread_home(shared);
+        let home = Some(guard.1);
+        let f = move || {
+            let _live = guard; // done with at the end of `f`, or with the closure if it never ran
+            f()
+        };
+        return spawn_stackful_placed(shared, f, builder, home, location);
+    }
+    spawn_stackful_placed(shared, f, builder, home, location)
+}
+
+/// [`spawn_stackful_at`] with the home decided.
+fn spawn_stackful_placed<F, T>(
+    shared: &Arc<Shared>,
+    f: F,
+    builder: TaskBuilder,
+    home: Option<usize>,
+    location: &'static Location<'static>,
+) -> io::Result<JoinHandle<T>>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
     let stack_size = builder.stack_size.unwrap_or(shared.config.stack_size);
     if size_of::<F>() > corio_context::coroutine::BOX_CLOSURES_ABOVE {
         // (A smaller closure fits in half of any stack.)
@@ -253,6 +319,38 @@ where
     } else {
         spawn_stackful_sized(shared, f, builder, stack_size, home, location)
     }
+}
+
+/// One live coroutine of [`TaskBuilder::spread`] on a worker: counted there while it lives.
+struct SpreadLive(Arc<Shared>, usize);
+
+impl Drop for SpreadLive {
+    fn drop(&mut self) {
+        self.0.workers[self.1]
+            .spread_live
+            .fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// The home of a new `spread` coroutine: the worker with the fewest live ones (the spawner's
+/// own on a tie), counted there from now. Two spawners racing may both pick the same worker;
+/// the counts stay right and the next spawns even it out.
+fn spread_home(shared: &Arc<Shared>) -> SpreadLive {
+    let workers = &shared.workers[..shared.config.workers];
+    let own = super::context::with_worker(|w| {
+        w.filter(|w| Arc::ptr_eq(w.shared(), shared))
+            .map(|w| w.index())
+            .filter(|&i| i < workers.len())
+    });
+    let live = |i: usize| workers[i].spread_live.load(Ordering::Relaxed);
+    let mut home = own.unwrap_or(0);
+    for i in 0..workers.len() {
+        if live(i) < live(home) {
+            home = i;
+        }
+    }
+    workers[home].spread_live.fetch_add(1, Ordering::Relaxed);
+    SpreadLive(shared.clone(), home)
 }
 
 /// [`spawn_stackful_at`] with the closure boxed or not, and the stack size decided.

@@ -119,6 +119,10 @@ pub(crate) struct Remote {
     /// placed here to start (`push_placed`).
     inbox: Mutex<Inbox>,
     inbox_len: AtomicUsize,
+    /// Live coroutines spawned with `TaskBuilder::spread` and homed here (`spawn.rs`,
+    /// `spread_home`): incremented by their spawner, decremented when their closure is done
+    /// with (run or dropped).
+    pub(crate) spread_live: AtomicUsize,
     pub(crate) unparker: Unparker,
     /// Timers of tasks that slept on this worker.
     pub(crate) timers: Mutex<TimerHeap>,
@@ -233,6 +237,7 @@ impl Remote {
                 drained: false,
             }),
             inbox_len: AtomicUsize::new(0),
+            spread_live: AtomicUsize::new(0),
             unparker: Unparker::new(),
             timers: Mutex::new(TimerHeap::new()),
             next_timer: AtomicU64::new(u64::MAX),

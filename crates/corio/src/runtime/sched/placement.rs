@@ -62,6 +62,10 @@
 //! (3,000 filters, a loaded host), since the worker holding the chain's quiet tail is out of
 //! work most of the time.
 //!
+//! Connections that arrive while every worker is idle are idle when placed, and all stay home
+//! by both rules; a server that knows its connections live apart spawns them with
+//! `TaskBuilder::spread`, which places by count instead (`spawn.rs`).
+//!
 //! The memory is one entry per worker, keyed by the spawner's task id: a spawner that shares
 //! its worker with another spawner starts again from home when the other one spawned in
 //! between. It costs no field in the task.
