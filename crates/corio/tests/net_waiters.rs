@@ -238,3 +238,46 @@ fn a_dropped_read_future_leaves_no_waker_behind() {
         std::task::Poll::Ready(Ok(2))
     ));
 }
+
+/// A future polled again with another waker (moved to another task, or polled by a combinator
+/// that makes a waker per poll) should keep only its latest waker with the socket, as it would
+/// with tokio's per-future waiter. Today each poll with a new waker while no data comes adds
+/// one to the direction's list (50 of 50 held here), which grows until the next edge, holding
+/// every earlier task. Not fixed: the list keeps one entry per task *waker*, shared by every
+/// future of that task waiting on the direction, so the future cannot take its old waker back
+/// without either waking it (a combinator whose wakers re-poll the future would then spin) or
+/// robbing another future of the old task of its wake-up; it needs a count per entry
+/// (docs/io.md, "Waiters").
+#[test]
+#[ignore = "BUG: a future re-polled with a new waker leaves the old one in the socket's list until the next edge"]
+fn a_read_future_polled_with_ever_new_wakers_leaves_only_the_latest_with_the_socket() {
+    let socket = corio::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let wakers: Vec<Arc<Count>> = (0..50)
+        .map(|_| Arc::new(Count(std::sync::atomic::AtomicUsize::new(0))))
+        .collect();
+    let mut buf = [0u8; 8];
+    let mut fut = std::pin::pin!(socket.recv_async(&mut buf));
+    for count in &wakers {
+        poll_pending(fut.as_mut(), &std::task::Waker::from(count.clone()));
+    }
+    let held: Vec<usize> = (0..wakers.len())
+        .filter(|&i| Arc::strong_count(&wakers[i]) > 1)
+        .collect();
+    assert_eq!(
+        held,
+        [wakers.len() - 1],
+        "the wakers the socket still holds (only the latest should be)"
+    );
+    // The latest is woken by data.
+    let latest = wakers.last().unwrap();
+    let sender = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    sender.send_to(b"hi", socket.local_addr().unwrap()).unwrap();
+    support::wait_until("the latest waker is woken", || {
+        latest.0.load(std::sync::atomic::Ordering::SeqCst) > 0
+    });
+    drop(fut);
+    assert!(
+        wakers.iter().all(|w| Arc::strong_count(w) == 1),
+        "a waker is still held after the future went"
+    );
+}
