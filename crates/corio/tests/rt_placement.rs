@@ -397,3 +397,22 @@ fn spread_works_from_outside_the_runtime_and_on_one_worker() {
         assert_eq!(n, 7);
     });
 }
+
+/// A `spread` coroutine with a large capture (24 KiB, moved in by value) runs on the default
+/// stack in a debug build too: the count's wrapper is put around the closure after it is
+/// boxed. (Made before the boxing, the wrapper's extra moves overflowed the spawner's stack.)
+#[test]
+fn a_spread_coroutine_with_a_large_capture_runs_on_the_default_stack() {
+    within(EVENTUALLY, || {
+        let sum = rt(2).run(|| {
+            let buf = [3u8; 24 << 10];
+            corio::Builder::new()
+                .spread()
+                .spawn(move || buf.iter().map(|&b| b as usize).sum::<usize>())
+                .unwrap()
+                .join()
+                .unwrap()
+        });
+        assert_eq!(sum, 3 * (24 << 10));
+    });
+}

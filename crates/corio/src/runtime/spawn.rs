@@ -287,30 +287,6 @@ where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
-    if builder.spread && home.is_none() && !builder.migratable && shared.config.workers > 1 {
-        let guard = spread_home(shared);
-        let home = Some(guard.1);
-        let f = move || {
-            let _live = guard; // done with at the end of `f`, or with the closure if it never ran
-            f()
-        };
-        return spawn_stackful_placed(shared, f, builder, home, location);
-    }
-    spawn_stackful_placed(shared, f, builder, home, location)
-}
-
-/// [`spawn_stackful_at`] with the home decided.
-fn spawn_stackful_placed<F, T>(
-    shared: &Arc<Shared>,
-    f: F,
-    builder: TaskBuilder,
-    home: Option<usize>,
-    location: &'static Location<'static>,
-) -> io::Result<JoinHandle<T>>
-where
-    F: FnOnce() -> T + Send + 'static,
-    T: Send + 'static,
-{
     let stack_size = builder.stack_size.unwrap_or(shared.config.stack_size);
     if size_of::<F>() > corio_context::coroutine::BOX_CLOSURES_ABOVE {
         // (A smaller closure fits in half of any stack.)
@@ -375,10 +351,31 @@ where
         stack_size,
         preemptible: (builder.preemptible && super::preempt::enable()) || shared.config.preemptible,
     };
-    let body = Stackful::new(f, config);
     let kind = Kind::Stackful {
         migratable: builder.migratable,
     };
+    if builder.spread && home.is_none() && !builder.migratable && shared.config.workers > 1 {
+        // Here, with a large closure already boxed: an unoptimised build copies the closure
+        // at each move, and a wrapper made before the boxing overflowed a spawner's stack
+        // with a 24 KiB capture (`may_review_contract`).
+        let live = spread_home(shared);
+        let home = Some(live.1);
+        let f = move || {
+            let _live = live; // done with at the end of `f`, or with the closure if it never ran
+            f()
+        };
+        let body = Stackful::new(f, config);
+        return Ok(bind_and_schedule(
+            shared,
+            body,
+            kind,
+            id,
+            builder.name,
+            location,
+            home,
+        ));
+    }
+    let body = Stackful::new(f, config);
     Ok(bind_and_schedule(
         shared,
         body,
