@@ -191,6 +191,9 @@ pub struct RawCoroutine {
     /// The resumer's value of the word while the coroutine runs, when `resume` resumed it
     /// (`resume_detached` keeps it in its frame instead: see [`Detached`]).
     outer: u64,
+    /// ASan's record of the coroutine, at the top of its stack (see `crate::asan`).
+    #[cfg(corio_asan)]
+    fiber: *mut crate::asan::Fiber,
 }
 
 /// A switch back to a scheduler's frame that some coroutine has yet to claim (see
@@ -215,6 +218,9 @@ pub struct Yielder<Input, Yield> {
     limit: usize,
     /// Set once the coroutine is being unwound by its owner's drop.
     unwinding: Cell<bool>,
+    /// ASan's record of the coroutine, at the top of its stack (see `crate::asan`).
+    #[cfg(corio_asan)]
+    fiber: *mut crate::asan::Fiber,
     _marker: PhantomData<fn(Yield) -> Input>,
 }
 
@@ -365,6 +371,8 @@ impl<Input, Yield, Return> Coroutine<Input, Yield, Return> {
         let start = Start {
             f,
             limit: stack.limit(),
+            #[cfg(corio_asan)]
+            fiber: crate::asan::Fiber::new(crate::asan::Bounds::new(stack.limit(), stack.start())),
         };
         let obj = (stack.start() - size_of::<Start<F>>()) & !(align_of::<Start<F>>() - 1);
         let base = obj & !(arch::STACK_ALIGNMENT - 1);
@@ -400,6 +408,10 @@ impl<Input, Yield, Return> Coroutine<Input, Yield, Return> {
                 link,
                 local: 0,
                 outer: 0,
+                #[cfg(corio_asan)]
+                // SAFETY: `obj` holds the `Start<F>` just written; the record stays there, at
+                // the top of the stack, for as long as the stack is this coroutine's.
+                fiber: unsafe { &raw mut (*(obj as *mut Start<F>)).fiber },
             },
             stack: Some(stack),
             id,
@@ -427,10 +439,22 @@ impl<Input, Yield, Return> Coroutine<Input, Yield, Return> {
         // Swap the per-context word (see `crate::local`). Nothing is kept in a local across
         // the switch (it would be spilled): the resumer's word waits in `self.raw.outer`.
         self.raw.outer = crate::local::swap(self.raw.local);
+        #[cfg(corio_asan)]
+        let mut fake = std::ptr::null_mut();
+        // SAFETY: the record is this coroutine's, and the switch into it follows.
+        #[cfg(corio_asan)]
+        unsafe {
+            crate::asan::start_switch_into(&mut fake, self.raw.fiber)
+        };
         // SAFETY: `sp` and `link` describe this coroutine, suspended (or fresh) on a stack we
         // own; the coroutine moves `input` out before it switches back.
         let (arg, sp) =
             unsafe { arch::switch_and_link(ptr::from_ref(&*input) as usize, sp, self.raw.link) };
+        // SAFETY: control just came back to the frame that started the switch.
+        #[cfg(corio_asan)]
+        unsafe {
+            crate::asan::finish_switch_in_resumer(fake)
+        };
         self.raw.local = crate::local::swap(self.raw.outer);
         match sp {
             Some(sp) => {
@@ -466,6 +490,13 @@ impl<Input, Yield, Return> Coroutine<Input, Yield, Return> {
         // The frame's word stays here, for `claim`, not in the handle (`outer`): the coroutine
         // that comes back may be another one, and a transfer then need not move it.
         let outer = crate::local::swap(self.raw.local);
+        #[cfg(corio_asan)]
+        let mut fake = std::ptr::null_mut();
+        // SAFETY: as in `resume`.
+        #[cfg(corio_asan)]
+        unsafe {
+            crate::asan::start_switch_into(&mut fake, self.raw.fiber)
+        };
         // SAFETY: as in `resume`. The handle's address goes to the switch as well, so the
         // compiler assumes the switch may read and write it: a transfer from this coroutine
         // writes its stack pointer and word into it while this frame waits.
@@ -476,6 +507,11 @@ impl<Input, Yield, Return> Coroutine<Input, Yield, Return> {
                 self.raw.link,
                 ptr::from_mut(&mut self.raw).cast(),
             )
+        };
+        // SAFETY: as in `resume`: whichever coroutine came back announced this frame's stack.
+        #[cfg(corio_asan)]
+        unsafe {
+            crate::asan::finish_switch_in_resumer(fake)
         };
         Detached { arg, sp, outer }
     }
@@ -585,8 +621,20 @@ impl<Input, Yield, Return> Coroutine<Input, Yield, Return> {
             return;
         }
         let outer = crate::local::swap(self.raw.local);
+        #[cfg(corio_asan)]
+        let mut fake = std::ptr::null_mut();
+        // SAFETY: as in `resume`.
+        #[cfg(corio_asan)]
+        unsafe {
+            crate::asan::start_switch_into(&mut fake, self.raw.fiber)
+        };
         // SAFETY: as in `resume`; a 0 argument asks the coroutine to unwind.
         let (arg, sp) = unsafe { arch::switch_and_link(0, sp, self.raw.link) };
+        // SAFETY: as in `resume`.
+        #[cfg(corio_asan)]
+        unsafe {
+            crate::asan::finish_switch_in_resumer(fake)
+        };
         crate::local::swap(outer);
         assert!(
             sp.is_none(),
@@ -641,10 +689,22 @@ impl<Input, Yield> Yielder<Input, Yield> {
             forced_unwind();
         }
         let value = ManuallyDrop::new(value);
+        #[cfg(corio_asan)]
+        let mut fake = std::ptr::null_mut();
+        // SAFETY: the record is this running coroutine's; the switch back follows.
+        #[cfg(corio_asan)]
+        unsafe {
+            crate::asan::start_switch_back(Some(&mut fake), self.fiber)
+        };
         // SAFETY: this Yielder was lent by the entry function of the coroutine that is running
         // (it cannot leave it), so we are on that coroutine's stack and `link` is its link. The
         // resumer moves `value` out before we run again.
         let arg = unsafe { arch::switch_yield(ptr::from_ref(&*value) as usize, self.link) };
+        // SAFETY: control just came back to this coroutine, with the fake stack it kept.
+        #[cfg(corio_asan)]
+        unsafe {
+            crate::asan::finish_switch_in_coroutine(fake, self.fiber)
+        };
         if arg == 0 {
             self.unwinding.set(true);
             forced_unwind();
@@ -697,6 +757,14 @@ impl<Input, Yield> Yielder<Input, Yield> {
         // (`Detached`): a coroutine resumed by `resume_detached` needs no `outer`.
         from.local = crate::local::swap(to.local);
         let input = ManuallyDrop::new(input);
+        #[cfg(corio_asan)]
+        let mut fake = std::ptr::null_mut();
+        // SAFETY: `self.fiber` is the running coroutine's record (`from`'s), `to.fiber` that of
+        // another live coroutine (per the contract); the transfer follows.
+        #[cfg(corio_asan)]
+        unsafe {
+            crate::asan::start_transfer(&mut fake, self.fiber, to.fiber)
+        };
         // SAFETY: we run on `from`'s stack with its link (per the contract), `to_sp` and
         // `to.link` describe a suspended coroutine of this thread, and `from.sp` is where
         // `from`'s stack pointer belongs. `to` moves `input` out before this stack runs again.
@@ -708,6 +776,11 @@ impl<Input, Yield> Yielder<Input, Yield> {
                 to_sp,
                 to.link,
             )
+        };
+        // SAFETY: as in `suspend`.
+        #[cfg(corio_asan)]
+        unsafe {
+            crate::asan::finish_switch_in_coroutine(fake, self.fiber)
         };
         if arg == 0 {
             self.unwinding.set(true);
@@ -793,6 +866,10 @@ fn closure_too_large(closure: usize, stack: usize) -> io::Error {
 struct Start<F> {
     f: F,
     limit: usize,
+    /// ASan's record of the coroutine (see `crate::asan`); it stays here while the stack is
+    /// the coroutine's.
+    #[cfg(corio_asan)]
+    fiber: crate::asan::Fiber,
 }
 
 /// The first Rust code on a coroutine's stack: runs the closure, then leaves for good.
@@ -806,6 +883,14 @@ where
     F: FnOnce(&Yielder<Input, Yield>, Input) -> Return,
 {
     let start = obj as *mut Start<F>;
+    #[cfg(corio_asan)]
+    let fiber = {
+        // SAFETY: per this function's contract `start` is this coroutine's `Start<F>`.
+        let fiber = unsafe { &raw mut (*start).fiber };
+        // SAFETY: this is the first arrival on the coroutine's stack, with no fake stack yet.
+        unsafe { crate::asan::finish_switch_in_coroutine(ptr::null_mut(), fiber) };
+        fiber
+    };
     // SAFETY: per this function's contract; read once. The closure stays where it is until
     // it is used (each move of it is a copy on this stack in an unoptimised build).
     let limit = unsafe { ptr::read(&raw const (*start).limit) };
@@ -825,6 +910,8 @@ where
             link,
             limit,
             unwinding: Cell::new(false),
+            #[cfg(corio_asan)]
+            fiber,
             _marker: PhantomData,
         };
         // SAFETY: per this function's contract; the closure is read exactly once, here.
@@ -842,6 +929,13 @@ where
         }
     };
     let finish = ManuallyDrop::new(finish);
+    // SAFETY: the record is this coroutine's; its final switch follows, so ASan may free its
+    // fake stack. `finish`, which the resumer reads afterwards, is not on it: this frame was
+    // made during the first switch, while ASan hands out no fake frames.
+    #[cfg(corio_asan)]
+    unsafe {
+        crate::asan::start_switch_back(None, fiber)
+    };
     // SAFETY: we are on the coroutine's stack with its link; everything on the stack has been
     // dropped or moved into `finish`, which the resumer moves out.
     unsafe { arch::switch_final(ptr::from_ref(&*finish) as usize, link) }

@@ -31,6 +31,8 @@
 #![warn(missing_docs, clippy::undocumented_unsafe_blocks)]
 
 mod arch;
+#[cfg(corio_asan)]
+mod asan;
 pub mod coroutine;
 pub mod critical;
 #[doc(hidden)]

@@ -166,6 +166,12 @@ impl Drop for Stack {
     fn drop(&mut self) {
         // The slot is no longer in use: the overflow handler ignores its header from now on.
         self.header().id.store(0, Ordering::Relaxed);
+        // SAFETY: the frames of the slot's coroutine are gone (finished, unwound or never
+        // started); the next owner starts from clean shadow (see `crate::asan`).
+        #[cfg(corio_asan)]
+        unsafe {
+            crate::asan::unpoison(self.limit(), self.top - HEADER_SIZE)
+        };
         let _section = crate::critical::Section::enter();
         pool::free(self.class, self.top);
     }
