@@ -19,7 +19,12 @@
 //!    it kept when it left (none on a coroutine's first entry) and learns the bounds of the
 //!    stack it came from.
 //!
-//! Nothing may run on the thread between the two calls but the switch itself.
+//! Nothing may run on the thread between the two calls but the switch itself. In particular
+//! no other switch: ASan aborts ("starting fiber switch while in fiber switch"). corio's signal
+//! preemption could make one, preempting a task's coroutine on its own stack between the start
+//! and a bare `Coroutine`'s switch, so every start raises the thread's critical depth
+//! (`crate::critical`, which the preemption handler respects) and the finish on the other side
+//! lowers it.
 //!
 //! # Who knows which bounds
 //!
@@ -120,6 +125,7 @@ pub(crate) type FakeStack = *mut c_void;
 pub(crate) unsafe fn start_switch_into(fake: &mut FakeStack, fiber: *const Fiber) {
     // SAFETY: per the contract, the record is alive and only this thread uses it now.
     let own = unsafe { (*fiber).own };
+    crate::critical::raise();
     // SAFETY: `fake` is a valid place for ASan to store a pointer; the bounds are a stack's.
     unsafe { __sanitizer_start_switch_fiber(fake, own.bottom, own.size) };
 }
@@ -137,6 +143,7 @@ pub(crate) unsafe fn start_switch_back(fake: Option<&mut FakeStack>, fiber: *con
     // SAFETY: per the contract, the record is alive and only this thread uses it now.
     let resumer = unsafe { (*fiber).resumer };
     let fake = fake.map_or(ptr::null_mut(), ptr::from_mut);
+    crate::critical::raise();
     // SAFETY: `fake` is null or a valid place for ASan to store a pointer.
     unsafe { __sanitizer_start_switch_fiber(fake, resumer.bottom, resumer.size) };
 }
@@ -156,6 +163,7 @@ pub(crate) unsafe fn start_transfer(fake: &mut FakeStack, from: *const Fiber, to
         (*to).handed = true;
         (*to).own
     };
+    crate::critical::raise();
     // SAFETY: `fake` is a valid place for ASan to store a pointer; the bounds are a stack's.
     unsafe { __sanitizer_start_switch_fiber(fake, own.bottom, own.size) };
 }
@@ -172,6 +180,7 @@ pub(crate) unsafe fn finish_switch_in_resumer(fake: FakeStack) {
     // SAFETY: a switch was started (by whoever switched back here); `fake` is what ASan
     // stored when this frame left, or null.
     unsafe { __sanitizer_finish_switch_fiber(fake, ptr::null_mut(), ptr::null_mut()) };
+    crate::critical::lower();
 }
 
 /// Completes a switch on the coroutine's side (first entry, or the return of a suspension or
@@ -186,6 +195,7 @@ pub(crate) unsafe fn finish_switch_in_coroutine(fake: FakeStack, fiber: *mut Fib
     let mut old = Bounds::NONE;
     // SAFETY: a switch into this coroutine was started; the out-pointers are valid.
     unsafe { __sanitizer_finish_switch_fiber(fake, &mut old.bottom, &mut old.size) };
+    crate::critical::lower();
     // SAFETY: per the contract, the record is alive and only this thread uses it now.
     unsafe {
         if (*fiber).handed {

@@ -50,6 +50,24 @@ impl Drop for Section {
     }
 }
 
+/// Enters a critical section that ends on another stack, by [`lower`] (no guard can cross the
+/// switch): ASan's switch annotations (`crate::asan`) must not be interrupted by another
+/// switch between the start of one and its finish on the other side.
+#[cfg(corio_asan)]
+#[inline(never)] // reads a thread-local around a switch: see `crate::local`
+pub(crate) fn raise() {
+    DEPTH.with(|d| d.set(d.get() + 1));
+    compiler_fence(Ordering::SeqCst);
+}
+
+/// Ends a section begun by [`raise`], on the thread that raised it.
+#[cfg(corio_asan)]
+#[inline(never)] // as `raise`
+pub(crate) fn lower() {
+    compiler_fence(Ordering::SeqCst);
+    DEPTH.with(|d| d.set(d.get() - 1));
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
