@@ -253,8 +253,7 @@ fn release_slow() {
 /// `Coroutine` it resumed, nor on the worker's stack between resumes).
 #[inline]
 fn on_stack(state: &PreemptState) -> bool {
-    let here = 0u8;
-    let sp = std::ptr::from_ref(&here) as usize;
+    let sp = corio_context::stack::stack_pointer();
     state.limit.load(Ordering::Relaxed) <= sp && sp < state.top.load(Ordering::Relaxed)
 }
 

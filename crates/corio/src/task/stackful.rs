@@ -665,8 +665,7 @@ where
             };
             // Preemptible from here until `f` has returned or unwound (`runtime/preempt.rs`).
             let (limit, _) = yielder.stack_bounds();
-            let here = 0u8;
-            preempt.start(limit, ptr::from_ref(&here) as usize);
+            preempt.start(limit, corio_context::stack::stack_pointer());
             let result = catch_unwind(AssertUnwindSafe(f));
             preempt.finish();
             result
