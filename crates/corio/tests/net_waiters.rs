@@ -255,27 +255,28 @@ fn a_read_future_polled_with_ever_new_wakers_leaves_only_the_latest_with_the_soc
     let wakers: Vec<Arc<Count>> = (0..50)
         .map(|_| Arc::new(Count(std::sync::atomic::AtomicUsize::new(0))))
         .collect();
-    let mut buf = [0u8; 8];
-    let mut fut = std::pin::pin!(socket.recv_async(&mut buf));
-    for count in &wakers {
-        poll_pending(fut.as_mut(), &std::task::Waker::from(count.clone()));
+    {
+        let mut buf = [0u8; 8];
+        let mut fut = std::pin::pin!(socket.recv_async(&mut buf));
+        for count in &wakers {
+            poll_pending(fut.as_mut(), &std::task::Waker::from(count.clone()));
+        }
+        let held: Vec<usize> = (0..wakers.len())
+            .filter(|&i| Arc::strong_count(&wakers[i]) > 1)
+            .collect();
+        assert_eq!(
+            held,
+            [wakers.len() - 1],
+            "the wakers the socket still holds (only the latest should be)"
+        );
+        // The latest is woken by data.
+        let latest = wakers.last().unwrap();
+        let sender = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        sender.send_to(b"hi", socket.local_addr().unwrap()).unwrap();
+        support::wait_until("the latest waker is woken", || {
+            latest.0.load(std::sync::atomic::Ordering::SeqCst) > 0
+        });
     }
-    let held: Vec<usize> = (0..wakers.len())
-        .filter(|&i| Arc::strong_count(&wakers[i]) > 1)
-        .collect();
-    assert_eq!(
-        held,
-        [wakers.len() - 1],
-        "the wakers the socket still holds (only the latest should be)"
-    );
-    // The latest is woken by data.
-    let latest = wakers.last().unwrap();
-    let sender = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-    sender.send_to(b"hi", socket.local_addr().unwrap()).unwrap();
-    support::wait_until("the latest waker is woken", || {
-        latest.0.load(std::sync::atomic::Ordering::SeqCst) > 0
-    });
-    drop(fut);
     assert!(
         wakers.iter().all(|w| Arc::strong_count(w) == 1),
         "a waker is still held after the future went"
