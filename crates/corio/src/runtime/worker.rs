@@ -468,8 +468,13 @@ struct Core {
     /// Runs from the next-task slot since a task was taken from a queue (0: the running task
     /// started a time slice), or `SLICE_OVER`.
     lifo_polls: u32,
-    /// Which queue the next pick from the local queues tries first: flipped at every such
-    /// pick, so each queue gets every other pick whatever the pattern of rounds in between.
+    /// Which queue the next pick from the local queues tries first: the one the last such pick
+    /// did not take from (set by each pick from the pinned or the run queue, by nothing
+    /// else), so that while both hold tasks they take strict turns, whatever the rounds in
+    /// between do. (It used to be flipped at each pick, and by the spawn slot's and the
+    /// yielded queue's picks too: a task that spawned a child on every turn made every queue
+    /// pick find it where the last one had left it, and the other queue never ran;
+    /// `tests/rt_starvation_review.rs`.)
     pinned_first: bool,
     /// Started coroutines pinned here, woken, and the turns of coroutines placed here.
     pinned: VecDeque<Pinned>,
@@ -637,7 +642,7 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
             run_queue,
             next: None,
             lifo_polls: 0,
-            pinned_first: true,
+            pinned_first: false,
             pinned: VecDeque::new(),
             spawn_slot_used: false,
             yielded: Ring::new(),
@@ -917,7 +922,6 @@ impl WorkerCtx {
         // as `only_yielded` says: only a direct hand-off raises it without a round, and a
         // hand-off needs the next-task slot filled, which cleared `only_yielded`.)
         core.global_countdown -= 1;
-        core.pinned_first = !core.pinned_first;
         let from_running = Yielded {
             // SAFETY: `from` is RUNNING, owned by this worker, and the reference its poll
             // frame holds is now the yielded queue's: the frame will end the poll of the task
@@ -1011,9 +1015,7 @@ impl WorkerCtx {
         }
         let (to, queued) = match &core.next {
             Some(next) => (next.header(), false),
-            // `next_task` flips `pinned_first` before it picks: the pinned queue goes first
-            // when it was false.
-            None if !core.pinned_first || core.run_queue.is_empty() => {
+            None if core.pinned_first || core.run_queue.is_empty() => {
                 match core.pinned.front()? {
                     Pinned::Task(Runnable::Notified(task)) => (task.header(), true),
                     _ => return None,
@@ -1064,11 +1066,11 @@ impl WorkerCtx {
         // poll's, which the frame `from` was resumed by owns (`switched`).
         core.global_countdown -= 1;
         let counter = if queued {
-            // The queue pick: a new slice, the alternation of step 3 moved on.
+            // The queue pick: a new slice, the run queue's turn next (step 3).
             std::mem::forget(core.pinned.pop_front());
             core.only_yielded = false;
             core.lifo_polls = 0;
-            core.pinned_first = !core.pinned_first;
+            core.pinned_first = false;
             &remote.direct_queue_handoffs
         } else {
             // The slot pick: the slice is inherited.
@@ -1132,20 +1134,28 @@ impl WorkerCtx {
             }
         }
         core.lifo_polls = 0;
-        // Alternate by pick, not by round: with the round's parity, a next-task chain of a
-        // fixed length landed every pick on the same queue (issue 8, bug 5).
-        core.pinned_first = !core.pinned_first;
-        let task = if core.pinned_first {
-            core.pop_pinned(remote)
-                .or_else(|| core.run_queue.pop().map(Runnable::Notified))
+        // The queue the last pick did not take from goes first: by pick, not by round (with
+        // the round's parity, a next-task chain of a fixed length landed every pick on the
+        // same queue, issue 8, bug 5), and set by the pick, not flipped (a flip by other
+        // picks in between, the spawn slot's, put every pick on the same queue,
+        // `rt_starvation_review`). A pick from the other queue, the first being empty, leaves
+        // the turn where it was: the same queue was not served.
+        if core.pinned_first {
+            if let Some(task) = core.pop_pinned(remote) {
+                core.pinned_first = false;
+                return Some(task);
+            }
+            if let Some(task) = core.run_queue.pop() {
+                return Some(Runnable::Notified(task));
+            }
         } else {
-            core.run_queue
-                .pop()
-                .map(Runnable::Notified)
-                .or_else(|| core.pop_pinned(remote))
-        };
-        if task.is_some() {
-            return task;
+            if let Some(task) = core.run_queue.pop() {
+                core.pinned_first = true;
+                return Some(Runnable::Notified(task));
+            }
+            if let Some(task) = core.pop_pinned(remote) {
+                return Some(task);
+            }
         }
         if let Some(yielded) = core.yielded.pop_front() {
             // Step 3 found every queue empty (with the slots, as above).
@@ -1157,15 +1167,13 @@ impl WorkerCtx {
         self.take_global().map(Runnable::Notified)
     }
 
-    /// Takes the spawn slot's task. It counts as a pick from the run queue, where spawns used
-    /// to go, for the alternation of step 3: without that, `rt_fairness`'s ping-pong pairs
-    /// starved a pair not yet started in the run queue in 1 run of 4 (the alternation has
-    /// phases in which one queue gets every pick).
+    /// Takes the spawn slot's task. It leaves the alternation of step 3 alone, as the
+    /// next-task slot's pick does: the queues' turns are set by their own picks only
+    /// (`Core::pinned_first`). (It used to flip it, as the run-queue pick it replaced did;
+    /// the flip made the phase in which one queue got every pick, `rt_starvation_review`.)
     fn take_spawned(&self, core: &mut Core) -> Option<Notified> {
         core.spawn_slot_used = false;
-        let task = self.remote().spawned.take()?;
-        core.pinned_first = !core.pinned_first;
-        Some(task)
+        self.remote().spawned.take()
     }
 
     /// Step 3 after a slice ended with a task in the spawn slot: that task counts as the back
@@ -1173,7 +1181,6 @@ impl WorkerCtx {
     #[cold]
     #[inline(never)]
     fn pick_after_slice_end(&self, core: &mut Core) -> Option<Runnable> {
-        core.pinned_first = !core.pinned_first;
         let movable = |core: &mut Core| {
             core.run_queue
                 .pop()
@@ -1184,10 +1191,15 @@ impl WorkerCtx {
                 .map(Runnable::Notified)
         };
         let remote = self.remote();
+        // As `next_task`'s pick: the queue the last pick did not take from goes first.
         let task = if core.pinned_first {
-            core.pop_pinned(remote).or_else(|| movable(core))
+            core.pop_pinned(remote)
+                .inspect(|_| core.pinned_first = false)
+                .or_else(|| movable(core))
         } else {
-            movable(core).or_else(|| core.pop_pinned(remote))
+            movable(core)
+                .inspect(|_| core.pinned_first = true)
+                .or_else(|| core.pop_pinned(remote))
         };
         task.or_else(|| core.yielded.pop_front().map(|y| Runnable::Running(y.task)))
     }
