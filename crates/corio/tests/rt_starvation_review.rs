@@ -229,3 +229,69 @@ fn a_queued_task_runs_beside_a_coroutine_that_spawns_and_yields_on_every_turn() 
     });
 }
 
+/// One worker; `yielders` coroutines that yield (`corio::yield_now`) in a loop, and a plain
+/// thread that spawns `TASKS` async tasks through a `Handle` (so into the global queue) once
+/// they run. Returns the yields the coroutines made between the last spawn and the last
+/// task's run.
+fn yields_until_tasks_from_a_plain_thread_run(yielders: usize) -> u64 {
+    const TASKS: u64 = 100;
+    let rt = support::rt(1);
+    let handle = rt.handle().clone();
+    let wait = Wait::new();
+    let w = wait.clone();
+    rt.run(move || {
+        let done = Arc::new(AtomicU64::new(0));
+        let coroutines: Vec<_> = (0..yielders)
+            .map(|_| {
+                let w = w.clone();
+                corio::go(move || {
+                    while w.turn() {
+                        corio::yield_now();
+                    }
+                })
+            })
+            .collect();
+        let (w2, d) = (w.clone(), done.clone());
+        let spawner = std::thread::spawn(move || {
+            while w2.turns.load(SeqCst) < 100 {
+                std::thread::yield_now();
+            }
+            for _ in 0..TASKS {
+                let (w3, d) = (w2.clone(), d.clone());
+                drop(handle.spawn(async move {
+                    if d.fetch_add(1, SeqCst) + 1 == TASKS {
+                        w3.ran();
+                    }
+                }));
+            }
+            w2.runnable();
+        });
+        for c in coroutines {
+            corio::block_on(c).unwrap();
+        }
+        spawner.join().unwrap();
+    });
+    wait.waited()
+}
+
+/// Tasks spawned from a plain thread beside coroutines that yield in a loop (one worker) run
+/// before the coroutines have yielded once per task: a yield lets the work queued before it
+/// run, the global queue's too (Go's `Gosched` puts the goroutine behind the global queue).
+/// The yielded queue went before step 4's take from the global queue, which was then served
+/// only at every other 61st round (taking turns with the yielded queue at step 1): 100 tasks
+/// waited ~12,000 yields, and a plain thread spawning one task per ~120 yields or faster made
+/// the global queue grow without limit. Before the fix, with one coroutine: 11,947–12,094
+/// yields, in 10 of 10 debug runs.
+#[test]
+fn tasks_spawned_from_a_plain_thread_run_beside_coroutines_that_yield() {
+    within(EVENTUALLY, || {
+        for yielders in [1, 2] {
+            let waited = yields_until_tasks_from_a_plain_thread_run(yielders);
+            assert!(
+                waited <= 100,
+                "beside {yielders} yielding coroutines, 100 tasks spawned from a plain thread \
+                 took {waited} yields to run"
+            );
+        }
+    });
+}
