@@ -482,9 +482,10 @@ struct Core {
     /// have emptied it since). Spares the loop an atomic load of the slot on every round.
     spawn_slot_used: bool,
     /// Pinned coroutines that yielded, still RUNNING (see `raw::Running`): they run after
-    /// everything else runnable here, as Go's `Gosched` puts a goroutine behind the local
-    /// queue, except at every other 61st round (step 1, taking turns with the global queue),
-    /// so neither a busy run queue nor a busy global queue can starve them.
+    /// everything else runnable here and a batch of the global queue (step 4), as Go's
+    /// `Gosched` puts a goroutine behind the global queue, except at every other 61st round
+    /// (step 1, taking turns with the global queue), so neither a busy run queue nor a busy
+    /// global queue can starve them.
     yielded: Ring<Yielded>,
     /// Set by a round that picked from the yielded queue with everything `next_task` looks at
     /// before it empty (`only_yielded_left`) and another coroutine left in `yielded`; cleared
@@ -899,8 +900,10 @@ impl WorkerCtx {
         // ... the slice not over, the spawn slot unused, the next-task slot and the queues
         // `next_task` looks at before the yielded queue empty and a coroutine in that queue
         // (what `only_yielded` says: set by the last round's yielded pick, cleared by any
-        // local work since), and the front of the yielded queue...
-        if !core.only_yielded {
+        // local work since), the global queue empty (`next_task` takes from it before the
+        // yielded queue: one relaxed load, a hint as there), and the front of the yielded
+        // queue...
+        if !core.only_yielded || !self.shared.inject.is_empty() {
             return None;
         }
         debug_assert!(core.only_yielded_left());
@@ -1129,8 +1132,13 @@ impl WorkerCtx {
                 if let Some(task) = self.pick_after_slice_end(&mut core) {
                     return Some(task);
                 }
+                // Step 4 before the yielded queue, as below.
                 drop(core);
-                return self.take_global().map(Runnable::Notified);
+                if let Some(task) = self.take_global() {
+                    return Some(Runnable::Notified(task));
+                }
+                let yielded = self.core.borrow_mut().yielded.pop_front();
+                return yielded.map(|y| Runnable::Running(y.task));
             }
         }
         core.lifo_polls = 0;
@@ -1157,14 +1165,26 @@ impl WorkerCtx {
                 return Some(task);
             }
         }
+        // Step 4, a batch from the global queue, before the yielded queue: a yield lets the
+        // work queued before it run, as Go's `Gosched` puts the goroutine behind the global
+        // queue. (After it, the global queue was served only at step 1, every other 61st
+        // round: 100 tasks spawned from a plain thread waited ~12,000 yields of one coroutine,
+        // `rt_starvation_review`.)
+        if core.yielded.is_empty() || !self.shared.inject.is_empty() {
+            drop(core);
+            if let Some(task) = self.take_global() {
+                return Some(Runnable::Notified(task));
+            }
+            core = self.core.borrow_mut();
+        }
         if let Some(yielded) = core.yielded.pop_front() {
-            // Step 3 found every queue empty (with the slots, as above).
+            // Step 3 found every queue empty (with the slots, as above), and step 4 the
+            // global queue.
             debug_assert!(core.only_yielded_left());
             core.only_yielded = !core.yielded.is_empty();
             return Some(Runnable::Running(yielded.task));
         }
-        drop(core);
-        self.take_global().map(Runnable::Notified)
+        None
     }
 
     /// Takes the spawn slot's task. It leaves the alternation of step 3 alone, as the
@@ -1177,7 +1197,7 @@ impl WorkerCtx {
     }
 
     /// Step 3 after a slice ended with a task in the spawn slot: that task counts as the back
-    /// of the run queue.
+    /// of the run queue. (The yielded queue is the caller's, after the global queue.)
     #[cold]
     #[inline(never)]
     fn pick_after_slice_end(&self, core: &mut Core) -> Option<Runnable> {
@@ -1201,7 +1221,7 @@ impl WorkerCtx {
                 .inspect(|_| core.pinned_first = true)
                 .or_else(|| core.pop_pinned(remote))
         };
-        task.or_else(|| core.yielded.pop_front().map(|y| Runnable::Running(y.task)))
+        task
     }
 
     /// The periodic part of step 1: the global queue and the sockets every 61 rounds, the
