@@ -61,40 +61,111 @@ impl Future for Take<'_> {
 /// what any fair order takes in these mixes (a few turns), far below what the loops allow.
 const STARVED: u64 = 20_000;
 
+/// The worker threads whose turns [`Wait`] counts apart (`corio-0`, `corio-1`, and spares).
+const THREADS: usize = 8;
+
+/// Which of [`THREADS`] the calling thread is (by its name's number: `corio-N`), or the last
+/// one for a thread of another name.
+fn thread_index() -> usize {
+    thread_local! {
+        static INDEX: usize = std::thread::current()
+            .name()
+            .and_then(|n| n.strip_prefix("corio-"))
+            .and_then(|n| n.parse::<usize>().ok())
+            .map_or(THREADS - 1, |n| n.min(THREADS - 1));
+    }
+    INDEX.with(|i| *i)
+}
+
 /// The turns a spawning loop took between the moment its victim became runnable and the moment
 /// the victim ran (`STARVED` if it never did before the loop gave up).
 struct Wait {
     /// The loop's turns so far.
     turns: AtomicU64,
+    /// Of those, each worker thread's (`thread_index`), and their counts when the victim
+    /// became runnable and when it ran: on two workers a victim pinned to one of them waits
+    /// for its own worker's turns only, and that worker's thread may lose its CPU for
+    /// milliseconds on a loaded machine while the other's turns go on.
+    thread_turns: [AtomicU64; THREADS],
+    thread_runnable_at: [AtomicU64; THREADS],
+    thread_ran_at: [AtomicU64; THREADS],
+    /// The thread the victim ran on.
+    ran_on: AtomicU64,
     /// The loop's turn count when the victim became runnable (`u64::MAX` before).
     runnable_at: AtomicU64,
     /// The loop's turn count when the victim ran (`u64::MAX` before).
     ran_at: AtomicU64,
+    /// How many turns the victim may wait before the loop gives up.
+    limit: u64,
 }
 
 impl Wait {
     fn new() -> Arc<Wait> {
+        Wait::with_limit(STARVED)
+    }
+
+    fn with_limit(limit: u64) -> Arc<Wait> {
         Arc::new(Wait {
             turns: AtomicU64::new(0),
+            thread_turns: Default::default(),
+            thread_runnable_at: Default::default(),
+            thread_ran_at: Default::default(),
+            ran_on: AtomicU64::new(u64::MAX),
             runnable_at: AtomicU64::new(u64::MAX),
             ran_at: AtomicU64::new(u64::MAX),
+            limit,
         })
     }
 
     /// Counts a turn of the loop; whether it should go on (the victim has not run, and has
-    /// not waited `STARVED` turns).
+    /// not waited `limit` turns).
     fn turn(&self) -> bool {
-        let turn = self.turns.fetch_add(1, SeqCst) + 1;
-        self.ran_at.load(SeqCst) == u64::MAX
-            && turn < self.runnable_at.load(SeqCst).saturating_add(STARVED)
+        self.thread_turns[thread_index()].fetch_add(1, SeqCst);
+        self.turns.fetch_add(1, SeqCst);
+        !self.stopped()
+    }
+
+    /// Whether the victim has run or waited `limit` turns.
+    fn stopped(&self) -> bool {
+        self.ran_at.load(SeqCst) != u64::MAX
+            || self.turns.load(SeqCst) >= self.runnable_at.load(SeqCst).saturating_add(self.limit)
     }
 
     fn runnable(&self) {
+        for (at, turns) in self.thread_runnable_at.iter().zip(&self.thread_turns) {
+            at.store(turns.load(SeqCst), SeqCst);
+        }
         self.runnable_at.store(self.turns.load(SeqCst), SeqCst);
     }
 
     fn ran(&self) {
+        for (at, turns) in self.thread_ran_at.iter().zip(&self.thread_turns) {
+            at.store(turns.load(SeqCst), SeqCst);
+        }
+        self.ran_on.store(thread_index() as u64, SeqCst);
         self.ran_at.store(self.turns.load(SeqCst), SeqCst);
+    }
+
+    /// The turns taken on worker thread `index` between the victim's becoming runnable and
+    /// its run (until the loop gave up, if it did not run).
+    fn waited_on(&self, index: usize) -> u64 {
+        let ran = if self.ran_at.load(SeqCst) == u64::MAX {
+            &self.thread_turns[index]
+        } else {
+            &self.thread_ran_at[index]
+        };
+        ran.load(SeqCst)
+            .saturating_sub(self.thread_runnable_at[index].load(SeqCst))
+    }
+
+    /// For a victim that any of `workers` workers may run: the fewest turns any of them took
+    /// before it ran. For a victim pinned to the worker it ran on: that worker's turns.
+    fn waited_per_worker(&self, workers: usize, pinned: bool) -> u64 {
+        let ran_on = self.ran_on.load(SeqCst);
+        if pinned && ran_on != u64::MAX {
+            return self.waited_on(ran_on as usize);
+        }
+        (0..workers).map(|i| self.waited_on(i)).min().unwrap()
     }
 
     /// The loop's turns between the victim's becoming runnable and its run. (A plain thread
@@ -104,7 +175,7 @@ impl Wait {
         let (at, ran) = (self.runnable_at.load(SeqCst), self.ran_at.load(SeqCst));
         assert_ne!(at, u64::MAX, "the victim was never made runnable");
         if ran == u64::MAX {
-            STARVED
+            self.limit
         } else {
             ran.saturating_sub(at)
         }
@@ -291,6 +362,88 @@ fn tasks_spawned_from_a_plain_thread_run_beside_coroutines_that_yield() {
                 waited <= 100,
                 "beside {yielders} yielding coroutines, 100 tasks spawned from a plain thread \
                  took {waited} yields to run"
+            );
+        }
+    });
+}
+
+/// One worker; a pair of coroutines handing a token back and forth through `corio::chan`
+/// channels (each hand-off through the next-task slot, inheriting the time slice), a coroutine
+/// that yields in a loop (`corio::yield_now`), and then, spawned into the run queue behind the
+/// pair, an async task and a coroutine. Returns the yielding coroutine's turns before both
+/// had run (`limit` if they had not by then).
+fn turns_until_tasks_queued_behind_a_pair_run(limit: u64) -> u64 {
+    let rt = support::rt(1);
+    let wait = Wait::with_limit(limit);
+    let w = wait.clone();
+    rt.run(move || {
+        let w1 = w.clone();
+        let yielder = corio::go(move || {
+            while w1.turn() {
+                corio::yield_now();
+            }
+        });
+        let (to_b, from_a) = corio::chan::bounded::<u64>(1);
+        let (to_a, from_b) = corio::chan::bounded::<u64>(1);
+        let (wa, wb) = (w.clone(), w.clone());
+        let a = corio::go(move || {
+            to_b.send(0).unwrap();
+            while let Ok(n) = from_b.recv() {
+                if wa.stopped() || to_b.send(n + 1).is_err() {
+                    break;
+                }
+            }
+        });
+        let b = corio::go(move || {
+            while let Ok(n) = from_a.recv() {
+                if wb.stopped() || to_a.send(n + 1).is_err() {
+                    break;
+                }
+            }
+        });
+        w.runnable();
+        let ran = Arc::new(AtomicU64::new(0));
+        let (r1, w2) = (ran.clone(), w.clone());
+        let task = corio::spawn(async move {
+            if r1.fetch_add(1, SeqCst) == 1 {
+                w2.ran();
+            }
+        });
+        let (r2, w3) = (ran.clone(), w.clone());
+        let coroutine = corio::go(move || {
+            if r2.fetch_add(1, SeqCst) == 1 {
+                w3.ran();
+            }
+        });
+        for h in [yielder, a, b] {
+            corio::block_on(h).unwrap();
+        }
+        corio::block_on(task).unwrap();
+        corio::block_on(coroutine).unwrap();
+    });
+    wait.waited()
+}
+
+/// Tasks queued behind a ping-pong pair run once the pair's time slice ends (10 ms of wall
+/// clock), even beside a coroutine that yields in a loop (one worker). The yielding
+/// coroutine's turns come at step 1's every 61st round, in the middle of the pair's chain of
+/// hand-offs; each started a new time slice for sysmon, the pair's next hand-off inherited
+/// that fresh slice, and sysmon never saw a slice last 10 ms: the pair kept the worker for
+/// good and the queued tasks never started (the same with a global queue that never
+/// empties, whose tasks step 1 takes in the same rounds). A release build's yielding
+/// coroutine turns ~800–1,600 times in a 10 ms slice of the pair's; the test allows 30,000,
+/// three times. Before the fix a single attempt failed (50,000 turns, 3–5 s in debug) in 7 of
+/// 10 debug runs; the runs that passed were most likely those in which the worker's thread
+/// lost its CPU for a whole slice (the machine was loaded), which sysmon saw as one slice.
+/// After: 250–650 turns, 30–60 ms.
+#[test]
+fn tasks_queued_behind_a_ping_pong_pair_run_beside_a_yielding_coroutine() {
+    within(EVENTUALLY, || {
+        for _ in 0..3 {
+            let waited = turns_until_tasks_queued_behind_a_pair_run(30_000);
+            assert!(
+                waited < 30_000,
+                "the queued tasks had not run after {waited} turns of the yielding coroutine"
             );
         }
     });

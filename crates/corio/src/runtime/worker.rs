@@ -1269,6 +1269,18 @@ impl WorkerCtx {
                         .map(Runnable::Notified)
                         .or_else(|| yielded(&mut core))
                 };
+                // A pick in the middle of a chain of runs from the slots (a ping-pong pair)
+                // goes on with the chain's time slice, as the slot's task after it will: a
+                // new slice here, which the slot's next task inherited, hid the chain from
+                // sysmon, and a pair beside a yielding coroutine (or a global queue that
+                // never empties) kept the worker for good, its queues never picked
+                // (`rt_starvation_review`). Go's every-61st pick does not fall inside a
+                // `runnext` chain: its `schedtick` stands still there.
+                if first.is_some() && core.lifo_polls != 0 && core.lifo_polls != SLICE_OVER {
+                    // Owner only: a plain store is enough (sysmon only reads).
+                    let inherited = remote.inherited.load(Ordering::Relaxed);
+                    remote.inherited.store(inherited + 1, Ordering::Relaxed);
+                }
             }
             // Acquire: pairs with the Release store in `push_inbox`.
             if remote.inbox_len.load(Ordering::Acquire) > 0 {
