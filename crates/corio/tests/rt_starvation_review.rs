@@ -278,7 +278,9 @@ fn a_spawned_task_beside_a_spawning_coroutine(extra: usize) -> u64 {
             }
             victim
         });
-        let victim = corio::block_on(spawner).unwrap().expect("no victim spawned");
+        let victim = corio::block_on(spawner)
+            .unwrap()
+            .expect("no victim spawned");
         corio::block_on(victim).unwrap();
     });
     wait.waited()
@@ -447,4 +449,280 @@ fn tasks_queued_behind_a_ping_pong_pair_run_beside_a_yielding_coroutine() {
             );
         }
     });
+}
+
+/// Who shares the workers with a victim in [`victim_beside_a_crowd`]. Only the yielding async
+/// tasks count turns: a ping-pong pair keeps its worker for a time slice of wall-clock time
+/// (10 ms, its hand-offs inherit the slice), and their turns do not move meanwhile, so a bound
+/// in their turns holds on a loaded machine too. (The yielding coroutines' turns come at step
+/// 1's every 61st round, inside a pair's slice too: their number per slice is the machine's
+/// speed, not the scheduler's order.)
+#[derive(Clone, Copy, Debug)]
+struct Crowd {
+    /// Async tasks that yield (`yield_now_async`) on every turn.
+    task_yielders: usize,
+    /// Stackful coroutines that yield (`yield_now`) on every turn.
+    coroutine_yielders: usize,
+    /// Pairs of coroutines that hand a token back and forth through `corio::chan` channels.
+    chan_pairs: usize,
+    /// Pairs of async tasks that wake each other through `corio::sync::Notify`.
+    notify_pairs: usize,
+}
+
+/// How a victim is made runnable, once the crowd runs.
+#[derive(Clone, Copy, Debug)]
+enum Victim {
+    /// A started coroutine, woken from a plain thread (its home's inbox, then pinned queue).
+    WokenCoroutine,
+    /// An async task, woken from a plain thread (the global queue).
+    WokenTask,
+    /// A local async task (`spawn_local`), woken from a plain thread (its home's inbox).
+    WokenLocalTask,
+    /// A local coroutine (`go_local`), woken from a plain thread.
+    WokenLocalCoroutine,
+    /// An async task spawned from a plain thread through a `Handle` (the global queue).
+    SpawnedFromThread,
+    /// A started coroutine reading a TCP socket whose peer, a plain thread, writes.
+    ReadingCoroutine,
+    /// An async task reading a TCP socket whose peer, a plain thread, writes.
+    ReadingTask,
+}
+
+/// Runs `victim` beside `crowd` on `workers` workers: the crowd starts, and once its yielding
+/// tasks have taken `task_yielders + 2` turns a plain thread makes the victim runnable.
+/// Returns their turns between that and the victim's run: on its own worker for a pinned victim,
+/// the fewest of any worker's for one that any worker may run (`Wait::waited_per_worker`).
+/// Every member of the crowd stops once the victim ran or the yielding tasks took `limit` turns
+/// in all; a victim that had not run then is counted until then.
+fn victim_beside_a_crowd(workers: usize, crowd: Crowd, victim: Victim, limit: u64) -> u64 {
+    use std::io::{Read, Write};
+    let rt = support::rt(workers);
+    let handle = rt.handle().clone();
+    let wait = Wait::with_limit(limit);
+    let w = wait.clone();
+    rt.run(move || {
+        let mut members = Vec::new();
+        for _ in 0..crowd.task_yielders {
+            let w = w.clone();
+            members.push(corio::spawn(async move {
+                while w.turn() {
+                    corio::yield_now_async().await;
+                }
+            }));
+        }
+        for _ in 0..crowd.coroutine_yielders {
+            let w = w.clone();
+            members.push(corio::go(move || {
+                while !w.stopped() {
+                    corio::yield_now();
+                }
+            }));
+        }
+        for _ in 0..crowd.chan_pairs {
+            let (to_b, from_a) = corio::chan::bounded::<u64>(1);
+            let (to_a, from_b) = corio::chan::bounded::<u64>(1);
+            let (wa, wb) = (w.clone(), w.clone());
+            members.push(corio::go(move || {
+                to_b.send(0).unwrap();
+                while let Ok(n) = from_b.recv() {
+                    if wa.stopped() || to_b.send(n + 1).is_err() {
+                        break;
+                    }
+                }
+            }));
+            members.push(corio::go(move || {
+                while let Ok(n) = from_a.recv() {
+                    if wb.stopped() || to_a.send(n + 1).is_err() {
+                        break;
+                    }
+                }
+            }));
+        }
+        for _ in 0..crowd.notify_pairs {
+            let pings = [
+                Arc::new(corio::sync::Notify::new()),
+                Arc::new(corio::sync::Notify::new()),
+            ];
+            for i in 0..2 {
+                let (mine, theirs, w) = (pings[i].clone(), pings[1 - i].clone(), w.clone());
+                members.push(corio::spawn(async move {
+                    if i == 0 {
+                        theirs.notify_one();
+                    }
+                    loop {
+                        mine.notified_async().await;
+                        theirs.notify_one();
+                        if w.stopped() {
+                            break;
+                        }
+                    }
+                }));
+            }
+        }
+        let warm = crowd.task_yielders as u64 + 2;
+        let baton = Arc::new(Baton::default());
+        let (b, w2) = (baton.clone(), w.clone());
+        let started = Arc::new(AtomicBool::new(false));
+        let s = started.clone();
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut peer = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let stream = listener.accept().unwrap().0;
+        let victim_task = match victim {
+            Victim::WokenCoroutine => Some(corio::go(move || {
+                s.store(true, SeqCst);
+                corio::block_on(b.take());
+                w2.ran();
+            })),
+            Victim::WokenTask => Some(corio::spawn(async move {
+                s.store(true, SeqCst);
+                b.take().await;
+                w2.ran();
+            })),
+            Victim::WokenLocalTask => Some(corio::spawn_local(async move {
+                s.store(true, SeqCst);
+                b.take().await;
+                w2.ran();
+            })),
+            Victim::WokenLocalCoroutine => Some(corio::go_local(move || {
+                s.store(true, SeqCst);
+                corio::block_on(b.take());
+                w2.ran();
+            })),
+            Victim::SpawnedFromThread => {
+                s.store(true, SeqCst);
+                None
+            }
+            Victim::ReadingCoroutine => Some(corio::go(move || {
+                let stream = corio::net::TcpStream::from_std(stream).unwrap();
+                s.store(true, SeqCst);
+                let mut byte = [0u8];
+                (&stream).read_exact(&mut byte).unwrap();
+                w2.ran();
+            })),
+            Victim::ReadingTask => Some(corio::spawn(async move {
+                let stream = corio::net::TcpStream::from_std(stream).unwrap();
+                s.store(true, SeqCst);
+                let mut byte = [0u8];
+                stream.read_exact_async(&mut byte).await.unwrap();
+                w2.ran();
+            })),
+        };
+        let w3 = w.clone();
+        let trigger = std::thread::spawn(move || {
+            while !started.load(SeqCst) || w3.turns.load(SeqCst) < warm {
+                std::thread::yield_now();
+            }
+            match victim {
+                Victim::SpawnedFromThread => {
+                    let w4 = w3.clone();
+                    drop(handle.spawn(async move { w4.ran() }));
+                }
+                Victim::ReadingCoroutine | Victim::ReadingTask => peer.write_all(b"x").unwrap(),
+                _ => baton.pass(),
+            }
+            w3.runnable();
+        });
+        // The crowd first: it stops when the victim ran or gave up on it, and a victim that
+        // did not run then runs.
+        for m in members {
+            corio::block_on(m).unwrap();
+        }
+        trigger.join().unwrap();
+        if let Some(v) = victim_task {
+            corio::block_on(v).unwrap();
+        }
+    });
+    let pinned = matches!(
+        victim,
+        Victim::WokenCoroutine
+            | Victim::WokenLocalTask
+            | Victim::WokenLocalCoroutine
+            | Victim::ReadingCoroutine
+    );
+    wait.waited_per_worker(workers, pinned)
+}
+
+/// The victims every mix is tried with.
+const VICTIMS: [Victim; 7] = [
+    Victim::WokenCoroutine,
+    Victim::WokenTask,
+    Victim::WokenLocalTask,
+    Victim::WokenLocalCoroutine,
+    Victim::SpawnedFromThread,
+    Victim::ReadingCoroutine,
+    Victim::ReadingTask,
+];
+
+/// Runs every victim beside `crowd` on each of `flavours` (numbers of workers); fails if one
+/// waited more than `bound` turns of the yielding tasks.
+fn every_victim_runs_within(flavours: &'static [usize], crowd: Crowd, bound: u64) {
+    within(EVENTUALLY, move || {
+        for &workers in flavours {
+            for victim in VICTIMS {
+                let waited = victim_beside_a_crowd(workers, crowd, victim, 4 * bound);
+                assert!(
+                    waited <= bound,
+                    "{victim:?} on {workers} workers beside {crowd:?} waited {waited} turns \
+                     (bound {bound})"
+                );
+            }
+        }
+    });
+}
+
+/// Yielding tasks and coroutines, fewer than the run queue holds: every victim runs within
+/// about two rounds of them (measured in debug runs: 0–115 turns of 50 tasks).
+#[test]
+fn every_kind_of_wake_runs_beside_yielding_tasks_and_coroutines() {
+    every_victim_runs_within(
+        &support::FLAVOURS,
+        Crowd {
+            task_yielders: 50,
+            coroutine_yielders: 4,
+            chan_pairs: 0,
+            notify_pairs: 0,
+        },
+        500,
+    );
+}
+
+/// The same beside ping-pong pairs too (channels between coroutines, `Notify` between tasks),
+/// on one worker, where a pair's chain of hand-offs has the worker for a time slice at a time:
+/// the victims wait a few slices, a few turns of the yielding tasks. (Before the fix of
+/// `tasks_queued_behind_a_ping_pong_pair_run_beside_a_yielding_coroutine`, a crowd of this kind
+/// with 50 yielding tasks and 4 yielding coroutines hung in most runs: the pairs kept the
+/// worker. This smaller one escaped it on the old code in the runs tried.) Measured in debug
+/// runs: 0–8 turns.
+#[test]
+fn every_kind_of_wake_runs_beside_yielders_and_ping_pong_pairs() {
+    every_victim_runs_within(
+        &[1],
+        Crowd {
+            task_yielders: 8,
+            coroutine_yielders: 1,
+            chan_pairs: 1,
+            notify_pairs: 1,
+        },
+        500,
+    );
+}
+
+/// The same beside more yielding tasks than the run queue's 256 slots, on one worker: the rest
+/// wait in the global queue, which never empties. A victim queued there (woken or spawned from
+/// a plain thread) waits behind them, one task per 61 rounds (every other such round is the
+/// yielded queue's); and the yielding tasks that step 1 takes from there inside a pair's slice
+/// take turns there too (~300 per slice in debug runs). So the bound is loose: 20,000 turns;
+/// measured in debug runs, 87–303.
+#[test]
+fn every_kind_of_wake_runs_beside_yielders_that_overflow_into_the_global_queue() {
+    every_victim_runs_within(
+        &[1],
+        Crowd {
+            task_yielders: 300,
+            coroutine_yielders: 4,
+            chan_pairs: 1,
+            notify_pairs: 1,
+        },
+        20_000,
+    );
 }

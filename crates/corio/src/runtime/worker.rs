@@ -1018,12 +1018,10 @@ impl WorkerCtx {
         }
         let (to, queued) = match &core.next {
             Some(next) => (next.header(), false),
-            None if core.pinned_first || core.run_queue.is_empty() => {
-                match core.pinned.front()? {
-                    Pinned::Task(Runnable::Notified(task)) => (task.header(), true),
-                    _ => return None,
-                }
-            }
+            None if core.pinned_first || core.run_queue.is_empty() => match core.pinned.front()? {
+                Pinned::Task(Runnable::Notified(task)) => (task.header(), true),
+                _ => return None,
+            },
             None => return None,
         };
         if to.kind != (Kind::Stackful { migratable: false }) || to.pinned_home() != Some(self.index)
@@ -1212,7 +1210,7 @@ impl WorkerCtx {
         };
         let remote = self.remote();
         // As `next_task`'s pick: the queue the last pick did not take from goes first.
-        let task = if core.pinned_first {
+        if core.pinned_first {
             core.pop_pinned(remote)
                 .inspect(|_| core.pinned_first = false)
                 .or_else(|| movable(core))
@@ -1220,8 +1218,7 @@ impl WorkerCtx {
             movable(core)
                 .inspect(|_| core.pinned_first = true)
                 .or_else(|| core.pop_pinned(remote))
-        };
-        task
+        }
     }
 
     /// The periodic part of step 1: the global queue and the sockets every 61 rounds, the
