@@ -152,9 +152,10 @@ pub(crate) fn preemption_point() {
 /// a pending cancellation is raised, as at any suspension point: before the operation that
 /// follows has done anything.
 ///
-/// It yields as a budgeted future does when its budget is spent (wake itself, then suspend),
-/// not through `yield_now`: the task is rescheduled like any woken task, behind the work
-/// queued on its worker's run queue, the work it was keeping waiting.
+/// With a spent budget it yields as a budgeted future does (wake itself, then suspend), not
+/// through `yield_now`: the task is rescheduled like any woken task, at the back of its queue.
+/// When sysmon ended its time slice, it yields through `yield_now`, behind all the work it was
+/// keeping waiting ([`yield_for_preemption`]).
 #[inline(always)]
 fn yield_if_asked(ctx: &crate::task::stackful::StackfulCtx) {
     if context::should_yield() {
@@ -162,11 +163,24 @@ fn yield_if_asked(ctx: &crate::task::stackful::StackfulCtx) {
     }
 }
 
-/// The slow part of [`yield_if_asked`].
+/// The slow part of [`yield_if_asked`]. A coroutine whose time slice sysmon ended yields as
+/// `corio::yield_now` does — a pinned one to its worker's yielded queue, behind everything
+/// else runnable there — as Go's preempted goroutine goes to the global queue as one that
+/// called `Gosched` does, and as the preemption signal's yield does (`preempt_yield`). It
+/// used to yield as a woken task, to the back of the pinned queue, which takes every other
+/// pick from the local queues whatever the run queue holds: beside 100 yielding tasks, a
+/// coroutine doing long stretches of work between runtime calls had the worker for a whole
+/// slice after every single turn of theirs (`tests/rt_starvation_review.rs`). A spent budget
+/// (128 runtime operations) or a recorded cancellation still yields as a woken task.
 #[cold]
 #[inline(never)]
 fn yield_for_preemption(ctx: &crate::task::stackful::StackfulCtx) {
-    if ctx.can_suspend() {
+    if !ctx.can_suspend() {
+        return;
+    }
+    if context::preempt_requested_here() {
+        ctx.yield_now();
+    } else {
         ctx.yield_woken();
     }
 }

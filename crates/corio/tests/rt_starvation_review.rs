@@ -726,3 +726,94 @@ fn every_kind_of_wake_runs_beside_yielders_that_overflow_into_the_global_queue()
         20_000,
     );
 }
+
+/// How many `black_box` increments this build does in a millisecond: the best of many short
+/// tries (as `rt_fairness`'s, so that one try without a descheduling is enough).
+fn increments_per_ms() -> u64 {
+    const N: u64 = 20_000;
+    let best = (0..50)
+        .map(|_| {
+            let start = std::time::Instant::now();
+            let mut n = 0u64;
+            for _ in 0..N {
+                n = std::hint::black_box(n + 1);
+            }
+            assert_eq!(n, N);
+            start.elapsed()
+        })
+        .min()
+        .unwrap();
+    (N as f64 / best.as_secs_f64() / 1_000.0) as u64
+}
+
+/// One worker; `YIELDERS` async tasks that yield on every turn, and a coroutine that works in
+/// stretches of about a millisecond with a runtime call between them (`block_on` of a ready
+/// future: a preemption point, not a suspension), so that sysmon ends its 10 ms slices at one
+/// of those calls (fewer than the 128 calls of a budget per slice). Returns the tasks' turns
+/// per preemption of the coroutine, over `PREEMPTIONS` of them (a preemption: the tasks took
+/// turns between two of its stretches).
+fn task_turns_per_preemption_of_a_working_coroutine() -> u64 {
+    const YIELDERS: usize = 100;
+    const PREEMPTIONS: u64 = 20;
+    let rt = support::rt(1);
+    let stretch = increments_per_ms().max(1_000);
+    rt.run(move || {
+        let stop = Arc::new(AtomicBool::new(false));
+        let turns = Arc::new(AtomicU64::new(0));
+        let tasks: Vec<_> = (0..YIELDERS)
+            .map(|_| {
+                let (stop, turns) = (stop.clone(), turns.clone());
+                corio::spawn(async move {
+                    while !stop.load(SeqCst) {
+                        turns.fetch_add(1, SeqCst);
+                        corio::yield_now_async().await;
+                    }
+                })
+            })
+            .collect();
+        let (s, t) = (stop.clone(), turns.clone());
+        let worker = corio::go(move || {
+            let (mut preemptions, mut last) = (0, t.load(SeqCst));
+            let start = last;
+            while preemptions < PREEMPTIONS {
+                let mut n = 0u64;
+                for _ in 0..stretch {
+                    n = std::hint::black_box(n + 1);
+                }
+                corio::block_on(std::future::ready(n));
+                let now = t.load(SeqCst);
+                if now != last {
+                    preemptions += 1;
+                    last = now;
+                }
+            }
+            s.store(true, SeqCst);
+            (t.load(SeqCst) - start) / PREEMPTIONS
+        });
+        let per_preemption = corio::block_on(worker).unwrap();
+        for task in tasks {
+            corio::block_on(task).unwrap();
+        }
+        per_preemption
+    })
+}
+
+/// A coroutine preempted by sysmon at a runtime call (a whole 10 ms slice used) waits behind
+/// the tasks queued beside it before it runs again, as Go's preempted goroutine goes to the
+/// global queue, behind the local ones (one worker, 100 yielding tasks: at least 30 turns of
+/// theirs per preemption; after the fix 57, the coroutine coming back at step 1's every 61st
+/// round, so each task waits at most two of its slices). It went to the back of the pinned
+/// queue, which takes every other pick from the local queues: one task's turn per 10 ms slice
+/// of the coroutine's, so each task waited 100 slices (a second) for a turn, where Go's wait
+/// one. Before the fix: 1 turn per preemption, in 10 of 10 debug runs. (A preemptible
+/// coroutine preempted by the signal already went to the yielded queue, `preempt_yield`.)
+#[test]
+fn tasks_beside_a_preempted_coroutine_all_run_before_it_runs_again() {
+    within(EVENTUALLY, || {
+        let per_preemption = task_turns_per_preemption_of_a_working_coroutine();
+        assert!(
+            per_preemption >= 30,
+            "100 yielding tasks took {per_preemption} turns per preemption of the coroutine"
+        );
+    });
+}

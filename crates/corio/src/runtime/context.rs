@@ -337,6 +337,14 @@ pub(crate) fn should_yield() -> bool {
     CONTEXT.with(yield_due)
 }
 
+/// Whether sysmon asked this thread's worker to end the running task's time slice (not merely
+/// a spent budget): for a coroutine about to yield at a preemption point. Out of line, as
+/// every thread-local read from code a coroutine runs (see "Fresh addresses after a switch").
+#[inline(never)]
+pub(crate) fn preempt_requested_here() -> bool {
+    with_worker(|w| w.is_some_and(|w| w.preempt_requested()))
+}
+
 /// [`should_yield`]'s test, on this thread's context.
 #[inline(always)]
 fn yield_due(c: &Context) -> bool {
