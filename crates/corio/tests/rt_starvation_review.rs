@@ -817,3 +817,72 @@ fn tasks_beside_a_preempted_coroutine_all_run_before_it_runs_again() {
         );
     });
 }
+
+/// Which kind of task waits for a plain thread's wakes in [`wakes_from_a_plain_thread_race_the_park`].
+#[derive(Clone, Copy, Debug)]
+enum Waiter {
+    Coroutine,
+    Task,
+    LocalTask,
+}
+
+/// An idle runtime of `workers` workers and one waiter that a plain thread wakes `ROUNDS`
+/// times, each time once the waiter has gone back to waiting and after a pause of 0 to ~60 µs
+/// (random): so the wake lands while the waiter's worker spins, while it parks, and once it
+/// sleeps. Returns when every wake was seen (a lost one hangs, and `within` fails).
+fn wakes_from_a_plain_thread_race_the_park(workers: usize, waiter: Waiter) {
+    const ROUNDS: u64 = 300;
+    let rt = support::rt(workers);
+    let baton = Arc::new(Baton::default());
+    let seen = Arc::new(AtomicU64::new(0));
+    let (b, s) = (baton.clone(), seen.clone());
+    let waiting = rt.run(move || match waiter {
+        Waiter::Coroutine => corio::go(move || {
+            for _ in 0..ROUNDS {
+                corio::block_on(b.take());
+                s.fetch_add(1, SeqCst);
+            }
+        }),
+        Waiter::Task => corio::spawn(async move {
+            for _ in 0..ROUNDS {
+                b.take().await;
+                s.fetch_add(1, SeqCst);
+            }
+        }),
+        Waiter::LocalTask => corio::spawn_local(async move {
+            for _ in 0..ROUNDS {
+                b.take().await;
+                s.fetch_add(1, SeqCst);
+            }
+        }),
+    });
+    let mut rng = support::Rng::new(workers as u64 * 7 + waiter as u64);
+    for round in 0..ROUNDS {
+        // The waiter saw the last wake (and will wait again).
+        while seen.load(SeqCst) < round {
+            std::thread::yield_now();
+        }
+        let pause = rng.next_u64() % 4;
+        if pause > 0 {
+            std::thread::sleep(std::time::Duration::from_micros(20 * pause));
+        }
+        baton.pass();
+    }
+    rt.block_on(waiting).unwrap();
+    assert_eq!(seen.load(SeqCst), ROUNDS);
+}
+
+/// No wake from a plain thread is lost, whether it lands while the waiter's worker runs,
+/// spins, parks or sleeps: a coroutine (its home's inbox), an async task (the global queue)
+/// and a local task (its home's inbox), on one and on two idle workers. (Found nothing: also
+/// 20,000 rounds of each in a release run.)
+#[test]
+fn wakes_from_a_plain_thread_are_never_lost_whenever_the_worker_parks() {
+    within(EVENTUALLY, || {
+        for workers in support::FLAVOURS {
+            for waiter in [Waiter::Coroutine, Waiter::Task, Waiter::LocalTask] {
+                wakes_from_a_plain_thread_race_the_park(workers, waiter);
+            }
+        }
+    });
+}
