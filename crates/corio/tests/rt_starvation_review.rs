@@ -886,3 +886,76 @@ fn wakes_from_a_plain_thread_are_never_lost_whenever_the_worker_parks() {
         }
     });
 }
+
+/// The mirror of [`task_turns_per_preemption_of_a_working_coroutine`]: one worker;
+/// `YIELDERS` coroutines that yield through their waker on every turn
+/// (`block_on(yield_now_async())`: to the back of the pinned queue), and an async task that
+/// works in stretches of about a millisecond with a budgeted runtime call between them (a
+/// zero sleep: a preemption point). Returns the coroutines' turns per preemption of the task.
+fn coroutine_turns_per_preemption_of_a_working_task() -> u64 {
+    const YIELDERS: usize = 100;
+    const PREEMPTIONS: u64 = 20;
+    let rt = support::rt(1);
+    let stretch = increments_per_ms().max(1_000);
+    rt.run(move || {
+        let stop = Arc::new(AtomicBool::new(false));
+        let turns = Arc::new(AtomicU64::new(0));
+        let coroutines: Vec<_> = (0..YIELDERS)
+            .map(|_| {
+                let (stop, turns) = (stop.clone(), turns.clone());
+                corio::go(move || {
+                    while !stop.load(SeqCst) {
+                        turns.fetch_add(1, SeqCst);
+                        corio::block_on(corio::yield_now_async());
+                    }
+                })
+            })
+            .collect();
+        let (s, t) = (stop.clone(), turns.clone());
+        let worker = corio::spawn(async move {
+            let (mut preemptions, mut last) = (0, t.load(SeqCst));
+            let start = last;
+            while preemptions < PREEMPTIONS {
+                let mut n = 0u64;
+                for _ in 0..stretch {
+                    n = std::hint::black_box(n + 1);
+                }
+                std::hint::black_box(n);
+                corio::time::sleep_async(std::time::Duration::ZERO).await;
+                let now = t.load(SeqCst);
+                if now != last {
+                    preemptions += 1;
+                    last = now;
+                }
+            }
+            s.store(true, SeqCst);
+            (t.load(SeqCst) - start) / PREEMPTIONS
+        });
+        let per_preemption = corio::block_on(worker).unwrap();
+        for c in coroutines {
+            corio::block_on(c).unwrap();
+        }
+        per_preemption
+    })
+}
+
+/// The mirror of `tasks_beside_a_preempted_coroutine_all_run_before_it_runs_again`: an async
+/// task preempted by sysmon at a budgeted call (a zero sleep) goes to the global queue, as
+/// Go's preempted goroutine does, behind the coroutines queued beside it (one worker, 100
+/// coroutines yielding through their wakers: at least 30 turns of theirs per preemption; after
+/// the fix 59, the task coming back at step 1's every 61st round). It went to the back of the
+/// run queue, alone there, which takes every other pick from the local queues: 1 turn of the
+/// coroutines per preemption in 10 of 10 debug runs before the fix. (Sent to the global queue
+/// with the slice's end still letting the global queue go first, it ran again at once: the
+/// coroutines never ran again; the end of the slice now skips that when the task itself went
+/// there.)
+#[test]
+fn coroutines_beside_a_preempted_task_all_run_before_it_runs_again() {
+    within(EVENTUALLY, || {
+        let per_preemption = coroutine_turns_per_preemption_of_a_working_task();
+        assert!(
+            per_preemption >= 30,
+            "100 yielding coroutines took {per_preemption} turns per preemption of the task"
+        );
+    });
+}

@@ -588,6 +588,10 @@ pub(crate) struct WorkerCtx {
     own_timer_wake: std::cell::Cell<bool>,
     /// Whether this worker counts as searching in `Idle`.
     searching: std::cell::Cell<bool>,
+    /// Set when the running task, a movable one whose slice sysmon ended, went to the global
+    /// queue (`schedule_local`); read and cleared by `run_task` at the slice's end, which then
+    /// does not let the global queue go first (that would be the same task again).
+    preempted_to_global: std::cell::Cell<bool>,
     /// Out-of-work episodes in which `spin` parks at once, and the back-off it
     /// starts from after its next lost slice ("When the CPUs are oversubscribed").
     spin_skip: std::cell::Cell<u32>,
@@ -632,6 +636,7 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
         firing: std::cell::Cell::new(false),
         own_timer_wake: std::cell::Cell::new(false),
         searching: std::cell::Cell::new(false),
+        preempted_to_global: std::cell::Cell::new(false),
         spin_skip: std::cell::Cell::new(0),
         spin_backoff: std::cell::Cell::new(0),
         io_spin_mark: std::cell::Cell::new(0),
@@ -843,9 +848,13 @@ impl WorkerCtx {
             let mut core = self.core.borrow_mut();
             // Only when the global queue has work: otherwise the check would hand the
             // yielded-queue's turn straight back to the task that was just preempted, ahead
-            // of the run queue.
-            if !self.shared.inject.is_empty() {
+            // of the run queue. And the global queue's turn, not the yielded queue's (a
+            // preempted coroutine is there now); not at all when the task itself went to the
+            // global queue (a movable one, `schedule_local`): it would run again at once.
+            if !self.preempted_to_global.replace(false) && !self.shared.inject.is_empty() {
                 core.global_countdown = 1;
+                // Flipped at the look: the global queue goes first.
+                core.yielded_turn = true;
             }
             core.lifo_polls = SLICE_OVER;
             // Now, not at the next pick: by then the timers that round fires may have put a
@@ -1338,6 +1347,22 @@ impl WorkerCtx {
         };
         if home.is_none() && self.shared.is_shutdown() {
             return; // dropped: shutdown cancels it through the owned list
+        }
+        if is_yield && home.is_none() && self.remote().preempt_for_this_slice() {
+            // A movable task whose time slice sysmon ended (it yielded at a budgeted call):
+            // to the global queue, as Go's preempted goroutine goes, behind this worker's
+            // local work. At the back of the run queue, alone there beside coroutines in
+            // the pinned queue, it took every other pick from the local queues, a whole slice
+            // each: one turn of theirs per slice (`rt_starvation_review`).
+            drop(core);
+            match self.shared.inject.push(task) {
+                Ok(()) => {
+                    self.preempted_to_global.set(true);
+                    self.shared.notify_work();
+                }
+                Err(task) => drop(task), // shutting down: cancelled through the owned list
+            }
+            return;
         }
         // The task that goes to the back of a queue: this one, or the one it displaces from
         // the next-task slot. A task woken by one of this worker's own timers, fired between
