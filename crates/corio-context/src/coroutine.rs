@@ -796,7 +796,8 @@ impl<Input, Yield> Yielder<Input, Yield> {
     /// yielder through a raw pointer (as a scheduler does) should check.
     #[inline]
     pub fn is_on_own_stack(&self) -> bool {
-        let sp = crate::stack::stack_pointer();
+        let here = 0u8;
+        let sp = ptr::from_ref(&here) as usize;
         self.limit <= sp && sp < self.link as usize
     }
 

@@ -315,30 +315,7 @@ pub fn trim_thread_cache() {
 /// ```
 #[inline(never)]
 pub fn current_context() -> usize {
-    arena::find_slot(stack_pointer()).map_or(0, |hit| hit.slot_top)
-}
-
-/// An address in the caller's frame, on the stack it runs on: for asking which stack that is
-/// (a coroutine's, and how far above its guard; or a thread's own).
-///
-/// The address of a local, except under `--cfg corio_asan`: AddressSanitizer's
-/// `detect_stack_use_after_return` moves locals to a *fake stack* on the heap, so there the
-/// stack pointer register is read instead.
-#[doc(hidden)]
-#[inline(always)]
-pub fn stack_pointer() -> usize {
-    #[cfg(not(corio_asan))]
-    {
-        let here = 0u8;
-        std::ptr::from_ref(&here) as usize
-    }
-    #[cfg(corio_asan)]
-    {
-        let sp: usize;
-        // SAFETY: reads a register; touches no memory, the stack or the flags.
-        unsafe {
-            std::arch::asm!("mov {}, rsp", out(reg) sp, options(nomem, nostack, preserves_flags))
-        };
-        sp
-    }
+    let here = 0u8;
+    let sp = std::ptr::from_ref(&here) as usize;
+    arena::find_slot(sp).map_or(0, |hit| hit.slot_top)
 }

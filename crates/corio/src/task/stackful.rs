@@ -665,7 +665,8 @@ where
             };
             // Preemptible from here until `f` has returned or unwound (`runtime/preempt.rs`).
             let (limit, _) = yielder.stack_bounds();
-            preempt.start(limit, corio_context::stack::stack_pointer());
+            let here = 0u8;
+            preempt.start(limit, ptr::from_ref(&here) as usize);
             let result = catch_unwind(AssertUnwindSafe(f));
             preempt.finish();
             result
