@@ -174,10 +174,7 @@ impl<T> Sender<T> {
         if !state.receiver_open {
             return Poll::Ready(());
         }
-        let replaced = match &mut state.sender_waker {
-            Some(w) if w.will_wake(cx.waker()) => None,
-            slot => slot.replace(cx.waker().clone()),
-        };
+        let replaced = keep_waker(&mut state.sender_waker, cx.waker());
         drop(state);
         drop(replaced); // a waker's drop is user code: after the lock
         Poll::Pending
@@ -260,10 +257,7 @@ impl<T> Future for Receiver<T> {
         if !state.sender_alive || !state.receiver_open {
             return Poll::Ready(Err(RecvError));
         }
-        let replaced = match &mut state.waker {
-            Some(w) if w.will_wake(cx.waker()) => None,
-            slot => slot.replace(cx.waker().clone()),
-        };
+        let replaced = keep_waker(&mut state.waker, cx.waker());
         drop(state);
         drop(replaced); // a waker's drop is user code: after the lock
         Poll::Pending
@@ -287,6 +281,15 @@ impl<T> Drop for Receiver<T> {
         if let Some(w) = sender {
             w.wake();
         }
+    }
+}
+
+/// Keeps `waker` in `slot` unless the one there wakes the same task; returns the one it
+/// replaced, to be dropped after the lock (a waker's drop is user code).
+fn keep_waker(slot: &mut Option<Waker>, waker: &Waker) -> Option<Waker> {
+    match slot {
+        Some(w) if w.will_wake(waker) => None,
+        slot => slot.replace(waker.clone()),
     }
 }
 
