@@ -240,16 +240,13 @@ fn a_dropped_read_future_leaves_no_waker_behind() {
 }
 
 /// A future polled again with another waker (moved to another task, or polled by a combinator
-/// that makes a waker per poll) should keep only its latest waker with the socket, as it would
-/// with tokio's per-future waiter. Today each poll with a new waker while no data comes adds
-/// one to the direction's list (50 of 50 held here), which grows until the next edge, holding
-/// every earlier task. Not fixed: the list keeps one entry per task *waker*, shared by every
-/// future of that task waiting on the direction, so the future cannot take its old waker back
-/// without either waking it (a combinator whose wakers re-poll the future would then spin) or
-/// robbing another future of the old task of its wake-up; it needs a count per entry
-/// (docs/io.md, "Waiters").
+/// that makes a waker per poll) keeps only its latest waker with the socket, as it would with
+/// tokio's per-future waiter. Before 2026-12-06 each poll with a new waker while no data came
+/// added one to the direction's list (50 of 50 held here), which grew until the next edge,
+/// holding every earlier task: the list kept one entry per task waker, shared by every future
+/// of that task, so a future could not take its old waker back without waking it or robbing
+/// another future of the old task. Entries now count their futures (docs/io.md, "Waiters").
 #[test]
-#[ignore = "BUG: a future re-polled with a new waker leaves the old one in the socket's list until the next edge"]
 fn a_read_future_polled_with_ever_new_wakers_leaves_only_the_latest_with_the_socket() {
     let socket = corio::net::UdpSocket::bind("127.0.0.1:0").unwrap();
     let wakers: Vec<Arc<Count>> = (0..50)
@@ -280,5 +277,51 @@ fn a_read_future_polled_with_ever_new_wakers_leaves_only_the_latest_with_the_soc
     assert!(
         wakers.iter().all(|w| Arc::strong_count(w) == 1),
         "a waker is still held after the future went"
+    );
+}
+
+/// Two futures of one task wait to read one socket, with the task's one waker: the socket
+/// keeps one entry for both. The first is dropped (a `select` that chose another branch); the
+/// second, which returned `Pending` and will be polled again only when woken, must still be
+/// woken by the data. (Before entries counted their futures, the first one's drop took the
+/// entry back and woke it for this reason.)
+#[test]
+fn a_future_dropped_beside_another_of_its_task_leaves_it_the_wake_up() {
+    let socket = corio::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let task = Arc::new(Count(std::sync::atomic::AtomicUsize::new(0)));
+    let waker = std::task::Waker::from(task.clone());
+    let (mut first_buf, mut second_buf) = ([0u8; 8], [0u8; 8]);
+    let mut second = Box::pin(socket.recv_async(&mut second_buf));
+    {
+        let mut first = std::pin::pin!(socket.recv_async(&mut first_buf));
+        poll_pending(first.as_mut(), &waker);
+        poll_pending(second.as_mut(), &waker);
+        poll_pending(second.as_mut(), &waker); // polled again: still counted once
+    }
+    assert_eq!(
+        task.0.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "the first future's drop woke the task"
+    );
+    assert_eq!(
+        Arc::strong_count(&task),
+        3,
+        "the second future's entry is gone"
+    );
+    let sender = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    sender.send_to(b"hi", socket.local_addr().unwrap()).unwrap();
+    support::wait_until("the remaining future is woken", || {
+        task.0.load(std::sync::atomic::Ordering::SeqCst) > 0
+    });
+    let mut cx = std::task::Context::from_waker(&waker);
+    assert!(matches!(
+        second.as_mut().poll(&mut cx),
+        std::task::Poll::Ready(Ok(2))
+    ));
+    drop(second);
+    assert_eq!(
+        Arc::strong_count(&task),
+        2,
+        "a waker is still held by the socket"
     );
 }

@@ -117,15 +117,16 @@
 //! A wait can end without its edge: a future dropped (`select`, `timeout_async`), a
 //! blocking-style timeout, an aborted coroutine. Its waker would stay in the slot or the list
 //! until the next edge, holding its task — and on a socket that sees no traffic, each task
-//! that gave up would add one to the list. So the waiting side notes where it left its waker
-//! (`Source`'s `Left`: the direction and the waker's identity, no clone) and, when it goes
-//! without its wake-up, calls [`ScheduledIo::withdraw`], which takes that waker back from the
-//! slot (holding it as a registering waiter does, `slot.rs`) or the list and *wakes* it:
-//! `wait` keeps one entry per task, so another future of the same task may be waiting on the
-//! same entry, and must not lose its wake-up (a finished task ignores the wake). The
-//! poll-based traits (`AsyncRead::poll_read` and the like) have no future to note it in: a
-//! caller that stops polling leaves its waker until the next edge, the socket's drop or the
-//! runtime's (as tokio's `poll_read_ready` does).
+//! that gave up would add one to the list. So the waiting side keeps a [`Ticket`] — its
+//! waker's identity and the entry (slot or list, by number) it is counted in — and, when it
+//! goes without its wake-up, calls [`ScheduledIo::withdraw`], which takes it out of that
+//! entry. An entry is one waker with a count of the waiters behind it: `wait` keeps one per
+//! task waker, shared by every future of that task waiting on the direction, so the waker
+//! goes with the last of them, and nothing is woken. A waiter that waits again with another
+//! waker withdraws its old ticket first. (docs/io.md, "Waiters that share a waker".) The
+//! poll-based traits (`AsyncRead::poll_read` and the like) have no future to keep a ticket
+//! in: a caller that stops polling leaves its waker until the next edge, the socket's drop or
+//! the runtime's (as tokio's `poll_read_ready` does).
 
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::ptr::NonNull;
@@ -133,7 +134,7 @@ use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicUsize};
 use std::sync::{Arc, Mutex, Weak};
 use std::task::Waker;
 
-use super::slot::{Register, WaiterSlot, WakerId};
+use super::slot::{Place, Register, Ticket, WaiterSlot, WakerId};
 use crate::loom::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 // The waker lists' lock: loom's under the model checker (a std lock held by a thread loom
 // switched away from would block the model for real), otherwise std's with a no-preempt
@@ -199,7 +200,7 @@ pub(crate) struct ScheduledIo {
     /// is clear — almost every edge, now that a single waiter uses the slot.
     waiting: [AtomicBool; 2],
     /// Wakers waiting for each direction behind the slot's; guarded by the mutex.
-    waiters: ListLock<[Vec<Waker>; 2]>,
+    waiters: ListLock<[WaitList; 2]>,
     /// The registry's window in which this socket was last counted as active
     /// ([`Registry::end_window`]).
     seen: AtomicU32,
@@ -213,7 +214,7 @@ impl ScheduledIo {
             closed: AtomicBool::new(false),
             slots: [WaiterSlot::new(), WaiterSlot::new()],
             waiting: [AtomicBool::new(false), AtomicBool::new(false)],
-            waiters: ListLock::new([Vec::new(), Vec::new()]),
+            waiters: ListLock::new([WaitList::new(), WaitList::new()]),
         }
     }
 
@@ -246,10 +247,49 @@ impl ScheduledIo {
     /// Step 3 of the protocol: queue `waker` unless the state moved from `state` (the cleared
     /// state `clear` returned) — in the direction's slot, or in its list if another task's
     /// waker holds the slot.
+    ///
+    /// `ticket` is where this waiter's waker waits (`slot.rs`, [`Ticket`]): `None` for a
+    /// first wait, else what an earlier `wait` of the same waiter (a future polled again)
+    /// left in it. A waiter polled again with another waker takes its share of the old
+    /// waker's entry back first, so that a future re-polled with ever new wakers leaves
+    /// one with the socket, not all of them. `wait` updates it; it stays valid until the
+    /// waiter's wake-up, and [`withdraw`](Self::withdraw) takes it back before that.
     #[inline]
-    pub(crate) fn wait(&self, dir: Direction, state: u64, waker: &Waker) -> Wait {
-        match self.slots[dir as usize].register(waker) {
-            Register::Stored => {
+    pub(crate) fn wait(
+        &self,
+        dir: Direction,
+        state: u64,
+        waker: &Waker,
+        ticket: &mut Option<Ticket>,
+    ) -> Wait {
+        let prior = match *ticket {
+            Some(t) if !t.waker.is(waker) => {
+                self.withdraw(dir, t);
+                *ticket = None;
+                None
+            }
+            Some(Ticket {
+                place: Place::Slot(number),
+                ..
+            }) => Some(number),
+            _ => None,
+        };
+        match self.slots[dir as usize].register(waker, prior) {
+            Register::Stored(number) => {
+                if let Some(
+                    listed @ Ticket {
+                        place: Place::List(_),
+                        ..
+                    },
+                ) = *ticket
+                {
+                    // Counted in the list before (the slot was another task's then).
+                    self.withdraw(dir, listed);
+                }
+                *ticket = Some(Ticket {
+                    waker: WakerId::of(waker),
+                    place: Place::Slot(number),
+                });
                 // Read-modify-writes that change nothing, AcqRel: each is ordered with the
                 // poller's (or closer's) read-modify-write of the same word, so either it reads
                 // the edge (the close), or its Release carries the slot's `FULL` to that
@@ -261,6 +301,7 @@ impl ScheduledIo {
                     // holds it or, if a close or a poller took it meanwhile, nothing of use: a
                     // waiter that registered since then also finds `closed`.)
                     drop(self.slots[dir as usize].take());
+                    *ticket = None;
                     Wait::Closed
                 } else if self.state[dir as usize].fetch_add(0, Ordering::AcqRel) != state {
                     Wait::Retry
@@ -268,15 +309,29 @@ impl ScheduledIo {
                     Wait::Queued
                 }
             }
+            // The slot's entry the ticket named (if any) is being taken by that poller; a
+            // list entry it named stays.
             Register::Woken => Wait::Queued,
-            Register::Retry => Wait::Retry,
-            Register::Occupied => self.wait_in_list(dir, state, waker),
+            Register::Retry => {
+                // The slot's entry was taken out (and this waiter woken).
+                if prior.is_some() {
+                    *ticket = None;
+                }
+                Wait::Retry
+            }
+            Register::Occupied => self.wait_in_list(dir, state, waker, ticket),
         }
     }
 
     /// `wait` for a second waiter on one direction: the waker list.
     #[inline(never)]
-    fn wait_in_list(&self, dir: Direction, state: u64, waker: &Waker) -> Wait {
+    fn wait_in_list(
+        &self,
+        dir: Direction,
+        state: u64,
+        waker: &Waker,
+        ticket: &mut Option<Ticket>,
+    ) -> Wait {
         let mut waiters = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
         if self.closed.load(Ordering::Acquire) {
             return Wait::Closed;
@@ -290,45 +345,52 @@ impl ScheduledIo {
         if self.state[dir as usize].fetch_add(0, Ordering::AcqRel) != state {
             return Wait::Retry;
         }
-        let list = &mut waiters[dir as usize];
-        if !list.iter().any(|w| w.will_wake(waker)) {
-            list.push(waker.clone());
-        }
+        let prior = match *ticket {
+            Some(Ticket {
+                place: Place::List(number),
+                ..
+            }) => Some(number),
+            _ => None,
+        };
+        let number = waiters[dir as usize].join(waker, prior);
+        *ticket = Some(Ticket {
+            waker: WakerId::of(waker),
+            place: Place::List(number),
+        });
         Wait::Queued
     }
 
-    /// Takes `waker` back from `dir`'s slot or list, where a waiter that gives up (its future
-    /// dropped, a timeout) left it, and wakes it: another future of the same task may wait on
-    /// this direction under the same waker (`wait` keeps one entry per task), and must not
-    /// lose its wake-up; a task that finished ignores it. Another task's waker stays. Cheap
-    /// when nothing is there (a load of the slot's state and of the list's flag).
-    pub(crate) fn withdraw(&self, dir: Direction, waker: WakerId) {
-        if let Some(mine) = self.slots[dir as usize].withdraw(waker) {
-            mine.wake();
-        }
-        // Relaxed: a waiter that queued in the list set the flag itself (under the lock), and
-        // only `ready` or a release, which empty the list, clear it.
-        if self.waiting[dir as usize].load(Ordering::Relaxed) {
-            self.withdraw_from_list(dir, waker);
+    /// Takes the waiter of `ticket` (one that gives up: its future dropped, a timeout, or a
+    /// wait with another waker) out of the entry the ticket names, in `dir`'s slot or list;
+    /// the waker goes when it was the entry's last waiter. Nothing is woken: the other
+    /// waiters behind the entry (futures of the same task) keep it, and a ticket whose entry
+    /// a poller took (and woke) no longer names anything. Cheap when nothing is there (a
+    /// load of the slot's state or of the list's flag).
+    pub(crate) fn withdraw(&self, dir: Direction, ticket: Ticket) {
+        match ticket.place {
+            Place::Slot(number) => {
+                drop(self.slots[dir as usize].withdraw(ticket.waker, number));
+            }
+            // Relaxed: a waiter that queued in the list set the flag itself (under the
+            // lock), and only `ready` or a release, which empty the list, clear it.
+            Place::List(number) => {
+                if self.waiting[dir as usize].load(Ordering::Relaxed) {
+                    self.withdraw_from_list(dir, ticket.waker, number);
+                }
+            }
         }
     }
 
     #[inline(never)]
-    fn withdraw_from_list(&self, dir: Direction, waker: WakerId) {
+    fn withdraw_from_list(&self, dir: Direction, waker: WakerId, number: u64) {
         let mut waiters = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
         let list = &mut waiters[dir as usize];
-        // `wait_in_list` queues a task's waker once.
-        let mine = list
-            .iter()
-            .position(|w| waker.is(w))
-            .map(|i| list.swap_remove(i));
-        if list.is_empty() {
+        let gone = list.leave(waker, number);
+        if list.entries.is_empty() {
             self.waiting[dir as usize].store(false, Ordering::Relaxed); // under the lock
         }
         drop(waiters);
-        if let Some(mine) = mine {
-            mine.wake();
-        }
+        drop(gone); // a waker's drop may run any code: not under the lock
     }
 
     /// An edge for `dir` of the registration of generation `generation` (as in a state word):
@@ -376,14 +438,15 @@ impl ScheduledIo {
         let dir = dir as usize;
         let mut waiters = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
         self.waiting[dir].store(false, Ordering::Relaxed); // under the lock
-        let mut woken = std::mem::take(&mut waiters[dir]);
+        let mut woken = std::mem::take(&mut waiters[dir].entries);
         drop(waiters);
-        for waker in woken.drain(..) {
-            waker.wake();
+        for entry in woken.drain(..) {
+            entry.waker.wake();
         }
         let mut waiters = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
-        if waiters[dir].is_empty() && woken.capacity() > waiters[dir].capacity() {
-            waiters[dir] = woken;
+        let list = &mut waiters[dir].entries;
+        if list.is_empty() && woken.capacity() > list.capacity() {
+            *list = woken;
         }
     }
 
@@ -394,7 +457,9 @@ impl ScheduledIo {
             .take()
             .inspect(Waker::wake_by_ref)
             .is_some()
-            || !self.waiters.lock().unwrap()[dir as usize].is_empty()
+            || !self.waiters.lock().unwrap()[dir as usize]
+                .entries
+                .is_empty()
     }
 
     /// The generation of the current registration (as in a state word).
@@ -445,11 +510,11 @@ impl ScheduledIo {
     }
 
     /// Empties both directions' lists, whose lock the caller holds (`waiters` is its guard).
-    fn take_lists(&self, waiters: &mut [Vec<Waker>; 2]) -> Vec<Waker> {
+    fn take_lists(&self, waiters: &mut [WaitList; 2]) -> Vec<Waker> {
         let mut wakers = Vec::new();
         for (list, waiting) in waiters.iter_mut().zip(&self.waiting) {
             waiting.store(false, Ordering::Relaxed); // under the lock
-            wakers.append(list);
+            list.take_into(&mut wakers);
         }
         wakers
     }
@@ -472,9 +537,69 @@ impl ScheduledIo {
         self.closed.swap(true, Ordering::AcqRel);
         let mut wakers: Vec<Waker> = self.slots.iter().filter_map(WaiterSlot::take).collect();
         for list in waiters.iter_mut() {
-            wakers.append(list);
+            list.take_into(&mut wakers);
         }
         wakers
+    }
+}
+
+/// A direction's waker list: the entries of the waiters that found the slot taken by
+/// another task's waker, each with its waker, the count of waiters behind it and its number
+/// (as the slot's entry: `slot.rs`, [`Ticket`]).
+struct WaitList {
+    entries: Vec<ListEntry>,
+    /// The number of the newest entry.
+    number: u64,
+}
+
+struct ListEntry {
+    waker: Waker,
+    count: usize,
+    number: u64,
+}
+
+impl WaitList {
+    fn new() -> WaitList {
+        WaitList {
+            entries: Vec::new(),
+            number: 0,
+        }
+    }
+
+    /// Counts a waiter in the entry of a waker that `will_wake` `waker` (once: `prior` is
+    /// the entry it is already counted in, if any), or in a new entry; returns the entry's
+    /// number.
+    fn join(&mut self, waker: &Waker, prior: Option<u64>) -> u64 {
+        if let Some(entry) = self.entries.iter_mut().find(|e| e.waker.will_wake(waker)) {
+            if prior != Some(entry.number) {
+                entry.count += 1;
+            }
+            return entry.number;
+        }
+        self.number = self.number.wrapping_add(1);
+        self.entries.push(ListEntry {
+            waker: waker.clone(),
+            count: 1,
+            number: self.number,
+        });
+        self.number
+    }
+
+    /// Takes a waiter out of entry `number` if it still holds `waker`; returns the waker if
+    /// that was the entry's last waiter.
+    fn leave(&mut self, waker: WakerId, number: u64) -> Option<Waker> {
+        let i = self
+            .entries
+            .iter()
+            .position(|e| e.number == number && waker.is(&e.waker))?;
+        let entry = &mut self.entries[i];
+        entry.count -= 1;
+        (entry.count == 0).then(|| self.entries.swap_remove(i).waker)
+    }
+
+    /// Moves every entry's waker to `wakers`.
+    fn take_into(&mut self, wakers: &mut Vec<Waker>) {
+        wakers.extend(self.entries.drain(..).map(|e| e.waker));
     }
 }
 
@@ -853,15 +978,22 @@ mod tests {
         }
     }
 
-    /// Registers a socket and has a waiter wait for it to become readable; returns the waker's
-    /// count.
-    fn waiting(registration: &Registration) -> Arc<Count> {
-        let io = registration.io();
+    /// Has a new waiter wait for the socket to become readable; returns its waker's count
+    /// and its ticket.
+    fn waiting(registration: &Registration) -> (Arc<Count>, Ticket) {
         let count = Arc::new(Count(AtomicUsize::new(0)));
-        let waker = Waker::from(count.clone());
+        let ticket = wait_with(registration.io(), &Waker::from(count.clone()), None);
+        (count, ticket)
+    }
+
+    /// One wait for readability with `waker`, by a waiter whose ticket is `ticket`.
+    fn wait_with(io: &ScheduledIo, waker: &Waker, mut ticket: Option<Ticket>) -> Ticket {
         let state = io.clear(Direction::Read, io.state(Direction::Read));
-        assert_eq!(io.wait(Direction::Read, state, &waker), Wait::Queued);
-        count
+        assert_eq!(
+            io.wait(Direction::Read, state, waker, &mut ticket),
+            Wait::Queued
+        );
+        ticket.expect("a queued waiter has a ticket")
     }
 
     /// A window counts each socket with events once, however many it had, and the next
@@ -896,7 +1028,10 @@ mod tests {
             let count = Arc::new(Count(AtomicUsize::new(0)));
             let waker = Waker::from(count.clone());
             let state = io.clear(Direction::Write, io.state(Direction::Write));
-            assert_eq!(io.wait(Direction::Write, state, &waker), Wait::Queued);
+            assert_eq!(
+                io.wait(Direction::Write, state, &waker, &mut None),
+                Wait::Queued
+            );
             counts.push(count);
         }
         let listed = counts.pop().unwrap();
@@ -924,8 +1059,8 @@ mod tests {
     }
 
     /// A waiter that gives up takes its waker back (`withdraw`), from the slot or the list,
-    /// and wakes it (another future of its task may share that entry); another task's waker
-    /// stays. Before, both stayed until the next edge: each holds its task.
+    /// without waking it; another task's waker stays. Before, both stayed until the next
+    /// edge: each holds its task.
     #[test]
     // Miri gives each use of a vtable its own address, so a waker's identity (`WakerId`,
     // like `Waker::will_wake`) never matches a clone's there.
@@ -935,26 +1070,24 @@ mod tests {
         let registration = registry.insert();
         let io = registration.io();
         let dir = Direction::Read;
-        let (first, second) = (waiting(&registration), waiting(&registration));
+        let ((first, first_ticket), (second, second_ticket)) =
+            (waiting(&registration), waiting(&registration));
         assert_eq!(
             (Arc::strong_count(&first), Arc::strong_count(&second)),
             (2, 2)
         );
-        let first_waker = Waker::from(first.clone());
-        let second_waker = Waker::from(second.clone());
         // The list's waiter gives up; the slot's stays.
-        io.withdraw(dir, WakerId::of(&second_waker));
+        io.withdraw(dir, second_ticket);
         assert_eq!(
             Arc::strong_count(&second),
-            2,
-            "only the caller's own waker is left"
+            1,
+            "the list let go of its waker"
         );
-        assert_eq!(second.0.load(Ordering::SeqCst), 1, "woken as it left");
-        assert_eq!(Arc::strong_count(&first), 3, "the slot's waker stays");
+        assert_eq!(second.0.load(Ordering::SeqCst), 0, "not woken as it left");
+        assert_eq!(Arc::strong_count(&first), 2, "the slot's waker stays");
         // Then the slot's: nothing left, and an edge wakes nobody.
-        io.withdraw(dir, WakerId::of(&first_waker));
-        assert_eq!(Arc::strong_count(&first), 2, "the slot let go of its waker");
-        assert_eq!(first.0.load(Ordering::SeqCst), 1);
+        io.withdraw(dir, first_ticket);
+        assert_eq!(Arc::strong_count(&first), 1, "the slot let go of its waker");
         let (_, generation) = split(registration.token());
         io.ready(dir, false, generation);
         assert_eq!(
@@ -962,12 +1095,84 @@ mod tests {
                 first.0.load(Ordering::SeqCst),
                 second.0.load(Ordering::SeqCst)
             ),
-            (1, 1)
+            (0, 0)
         );
         // Withdrawing what is not there changes nothing.
-        io.withdraw(dir, WakerId::of(&first_waker));
-        io.withdraw(Direction::Write, WakerId::of(&first_waker));
-        assert_eq!(first.0.load(Ordering::SeqCst), 1);
+        io.withdraw(dir, first_ticket);
+        io.withdraw(Direction::Write, first_ticket);
+        assert_eq!(first.0.load(Ordering::SeqCst), 0);
+    }
+
+    /// Two waiters of one task (one waker) share an entry, in the slot and in the list: one
+    /// that gives up leaves it to the other, whose wake-up the edge still brings; and a
+    /// waiter whose entry an edge already took does not take a share of a newer entry of
+    /// the same waker. (Before entries were counted, `withdraw` woke the waker it took, so
+    /// that the other waiter would poll again.)
+    #[test]
+    #[cfg_attr(miri, ignore)] // `WakerId`, as above
+    fn waiters_sharing_a_waker_keep_it_until_the_last_gives_up() {
+        let registry = Arc::new(Registry::default());
+        let registration = registry.insert();
+        let io = registration.io();
+        let dir = Direction::Read;
+        let (_, generation) = split(registration.token());
+        // Another task's waker in the slot, so the second round uses the list.
+        for other_in_slot in [false, true] {
+            let other = other_in_slot.then(|| waiting(&registration));
+            let task = Arc::new(Count(AtomicUsize::new(0)));
+            let waker = Waker::from(task.clone());
+            let a = wait_with(io, &waker, None);
+            let b = wait_with(io, &waker, None);
+            assert_eq!(
+                wait_with(io, &waker, Some(b)).place,
+                b.place,
+                "b polled again"
+            );
+            assert_eq!(Arc::strong_count(&task), 3, "one entry for both");
+            io.withdraw(dir, a);
+            assert_eq!(Arc::strong_count(&task), 3, "b still waits on it");
+            io.ready(dir, false, generation);
+            assert_eq!(task.0.load(Ordering::SeqCst), 1, "the edge woke b");
+            // A third waiter of the task makes a new entry; b's stale ticket leaves it be.
+            let c = wait_with(io, &waker, None);
+            io.withdraw(dir, b);
+            io.ready(dir, false, generation);
+            assert_eq!(task.0.load(Ordering::SeqCst), 2, "the edge woke c");
+            io.withdraw(dir, c);
+            if let Some((other, ticket)) = other {
+                assert_eq!(other.0.load(Ordering::SeqCst), 1);
+                io.withdraw(dir, ticket);
+            }
+            assert_eq!(Arc::strong_count(&task), 2, "no waker left with the socket");
+        }
+    }
+
+    /// A waiter polled again with a new waker each time leaves only its latest with the
+    /// socket (the old ones went to the list behind the first, one per poll, before).
+    #[test]
+    #[cfg_attr(miri, ignore)] // `WakerId`, as above
+    fn a_waiter_polled_with_ever_new_wakers_leaves_only_the_latest() {
+        let registry = Arc::new(Registry::default());
+        let registration = registry.insert();
+        let io = registration.io();
+        let counts: Vec<Arc<Count>> = (0..10)
+            .map(|_| Arc::new(Count(AtomicUsize::new(0))))
+            .collect();
+        let mut ticket = None;
+        for count in &counts {
+            ticket = Some(wait_with(io, &Waker::from(count.clone()), ticket));
+        }
+        let held: Vec<usize> = (0..counts.len())
+            .filter(|&i| Arc::strong_count(&counts[i]) > 1)
+            .collect();
+        assert_eq!(held, [counts.len() - 1]);
+        assert!(
+            counts.iter().all(|c| c.0.load(Ordering::SeqCst) == 0),
+            "none woken"
+        );
+        let (_, generation) = split(registration.token());
+        io.ready(Direction::Read, false, generation);
+        assert_eq!(counts.last().unwrap().0.load(Ordering::SeqCst), 1);
     }
 
     /// A socket first registered after the runtime shut down (its `Handle` outlived it) must
@@ -983,13 +1188,19 @@ mod tests {
         for registration in [&before, &after] {
             let io = registration.io();
             let state = io.clear(Direction::Read, io.state(Direction::Read));
-            assert_eq!(io.wait(Direction::Read, state, &waker), Wait::Closed);
+            assert_eq!(
+                io.wait(Direction::Read, state, &waker, &mut None),
+                Wait::Closed
+            );
         }
         drop(after);
         let reused = registry.insert();
         let io = reused.io();
         let state = io.clear(Direction::Read, io.state(Direction::Read));
-        assert_eq!(io.wait(Direction::Read, state, &waker), Wait::Closed);
+        assert_eq!(
+            io.wait(Direction::Read, state, &waker, &mut None),
+            Wait::Closed
+        );
     }
 
     /// `deregister` takes the socket out of the epoll set (a second `EPOLL_CTL_DEL` finds
@@ -1016,7 +1227,7 @@ mod tests {
         assert!(registry.is_empty(), "not released");
         // A late event for it changes nothing for the next registration.
         let next = registry.insert();
-        let count = waiting(&next);
+        let (count, _) = waiting(&next);
         registry.dispatch(&[event(token, libc::EPOLLIN | libc::EPOLLHUP)]);
         assert_eq!(count.0.load(Ordering::SeqCst), 0);
         assert!(!may_be_ready(next.io().state(Direction::Read)));
@@ -1032,7 +1243,7 @@ mod tests {
     fn an_urgent_data_edge_makes_reads_try_their_system_call_for_good() {
         let registry = Arc::new(Registry::default());
         let registration = registry.insert();
-        let count = waiting(&registration);
+        let (count, _) = waiting(&registration);
         registry.dispatch(&[event(registration.token(), libc::EPOLLIN | libc::EPOLLPRI)]);
         assert_eq!(count.0.load(Ordering::SeqCst), 1);
         let io = registration.io();
@@ -1053,7 +1264,7 @@ mod tests {
         let new = registry.insert();
         assert_eq!(split(new.token()).0, split(old_token).0);
         assert_ne!(new.token(), old_token);
-        let count = waiting(&new);
+        let (count, _) = waiting(&new);
 
         registry.dispatch(&[
             event(old_token, libc::EPOLLIN),
@@ -1079,7 +1290,7 @@ mod tests {
         let old_token = old.token();
         drop(old);
         let new = registry.insert();
-        let count = waiting(&new);
+        let (count, _) = waiting(&new);
         let hangup = libc::EPOLLIN | libc::EPOLLRDHUP | libc::EPOLLHUP | libc::EPOLLERR;
         registry.dispatch(&[event(old_token, hangup)]);
         for dir in [Direction::Read, Direction::Write] {
@@ -1101,13 +1312,18 @@ mod tests {
     fn a_released_registration_drops_the_wakers_left_in_it_and_starts_afresh() {
         let registry = Arc::new(Registry::default());
         let first = registry.insert();
-        let count = waiting(&first);
+        let (count, _) = waiting(&first);
         // A second waiter on the same direction goes to the list.
         let other = Arc::new(Count(AtomicUsize::new(0)));
         let io = first.io();
         let state = io.state(Direction::Read);
         assert_eq!(
-            io.wait(Direction::Read, state, &Waker::from(other.clone())),
+            io.wait(
+                Direction::Read,
+                state,
+                &Waker::from(other.clone()),
+                &mut None
+            ),
             Wait::Queued
         );
         assert_eq!(
@@ -1135,7 +1351,7 @@ mod tests {
     fn registrations_beyond_the_first_bucket_are_found_by_their_tokens() {
         let registry = Arc::new(Registry::default());
         let all: Vec<Registration> = (0..3 * FIRST + 5).map(|_| registry.insert()).collect();
-        let counts: Vec<Arc<Count>> = all.iter().map(waiting).collect();
+        let counts: Vec<Arc<Count>> = all.iter().map(|r| waiting(r).0).collect();
         let events: Vec<_> = all
             .iter()
             .map(|r| event(r.token(), libc::EPOLLIN))
@@ -1194,7 +1410,7 @@ mod tests {
             // registering: a stale poller that passed its check before the drop set the
             // slot's `WAKING` (seen once in ~20,000 rounds in a loaded debug run). `Closed`
             // would be a stale hang-up reaching this socket.
-            let wait = io.wait(Direction::Read, state, &waker);
+            let wait = io.wait(Direction::Read, state, &waker, &mut None);
             assert!(
                 matches!(wait, Wait::Queued | Wait::Retry),
                 "round {round}: {wait:?}"
@@ -1243,8 +1459,9 @@ mod loom_tests {
             return Ok(());
         }
         let mut state = io.clear(dir, first);
+        let mut ticket = None;
         loop {
-            match io.wait(dir, state, &waker) {
+            match io.wait(dir, state, &waker, &mut ticket) {
                 Wait::Queued => signal.wait(),
                 Wait::Retry => {}
                 Wait::Closed => return Err(()),
@@ -1286,11 +1503,12 @@ mod loom_tests {
             let gone = Waker::from(std::sync::Arc::new(Signal::new()));
             let dir = Direction::Read;
             let state = io.clear(dir, io.state(dir));
-            assert_eq!(io.wait(dir, state, &gone), Wait::Queued);
+            let mut ticket = None;
+            assert_eq!(io.wait(dir, state, &gone, &mut ticket), Wait::Queued);
             let withdrawer = {
                 let io = io.clone();
-                let id = WakerId::of(&gone);
-                loom::thread::spawn(move || io.withdraw(dir, id))
+                let ticket = ticket.unwrap();
+                loom::thread::spawn(move || io.withdraw(dir, ticket))
             };
             let poller = {
                 let io = io.clone();
@@ -1298,6 +1516,56 @@ mod loom_tests {
             };
             assert_eq!(wait_for_edge(&io), Ok(()));
             withdrawer.join().unwrap();
+            poller.join().unwrap();
+        });
+    }
+
+    #[test]
+    fn loom_a_waiter_giving_up_racing_with_an_edge_leaves_its_task_waker_to_the_other_waiter() {
+        // Two futures of one task (one waker) wait on the direction: one entry, counted
+        // twice. The first gives up while the edge comes; the second, which returned
+        // `Pending` and is not polled again unless woken, must be woken.
+        model(|| {
+            let io = Arc::new(ScheduledIo::new());
+            let signal = std::sync::Arc::new(Signal::new());
+            let waker = Waker::from(signal.clone());
+            let dir = Direction::Read;
+            let state = io.clear(dir, io.state(dir));
+            let (mut first, mut second) = (None, None);
+            assert_eq!(io.wait(dir, state, &waker, &mut first), Wait::Queued);
+            assert_eq!(io.wait(dir, state, &waker, &mut second), Wait::Queued);
+            let poller = {
+                let io = io.clone();
+                loom::thread::spawn(move || io.ready(dir, false, 0))
+            };
+            io.withdraw(dir, first.unwrap());
+            signal.wait();
+            poller.join().unwrap();
+        });
+    }
+
+    #[test]
+    fn loom_a_waiter_polled_again_with_another_waker_racing_with_an_edge_sees_it() {
+        // The second wait takes the first waker's entry back and leaves the new waker, while
+        // the edge comes: either its re-check sees the edge or the edge wakes the new waker.
+        model(|| {
+            let io = Arc::new(ScheduledIo::new());
+            let old = Waker::from(std::sync::Arc::new(Signal::new()));
+            let signal = std::sync::Arc::new(Signal::new());
+            let new = Waker::from(signal.clone());
+            let dir = Direction::Read;
+            let state = io.clear(dir, io.state(dir));
+            let mut ticket = None;
+            assert_eq!(io.wait(dir, state, &old, &mut ticket), Wait::Queued);
+            let poller = {
+                let io = io.clone();
+                loom::thread::spawn(move || io.ready(dir, false, 0))
+            };
+            match io.wait(dir, state, &new, &mut ticket) {
+                Wait::Queued => signal.wait(),
+                Wait::Retry => {}
+                Wait::Closed => panic!("closed"),
+            }
             poller.join().unwrap();
         });
     }

@@ -37,6 +37,12 @@
 //!    a state of 0 (nobody registered, nobody registering) returns at once, so an edge with
 //!    nobody waiting (most write-direction edges) pays a load, not two read-modify-writes.
 //!
+//! The slot holds one *entry*: a waker, the count of the waiters behind it (futures of one
+//! task share their task's waker) and the entry's number, which [`Ticket`]s name
+//! (`registry.rs`, "A waiter that gives up"). Joining an entry, leaving it
+//! ([`withdraw`](WaiterSlot::withdraw)) and taking it (a poller) all happen while holding the
+//! slot, so the count needs no atomic of its own.
+//!
 //! # The guarantee, and the argument for the early return
 //!
 //! A poller that makes an edge visible (an AcqRel read-modify-write of the direction's
@@ -104,11 +110,32 @@ impl WakerId {
     }
 }
 
+/// Where a waiter's waker waits, for the waiter to take its share of it back
+/// ([`ScheduledIo::withdraw`](super::registry::ScheduledIo::withdraw)): the waker's identity
+/// and the *entry* it is counted in. An entry is one waker left in a direction's slot or
+/// list, with a count of the waiters behind it (the futures of one task waiting on one
+/// direction share their task's waker); each entry has its own number, so a waiter whose
+/// entry a poller already took (and woke) does not take a share of a newer entry of the
+/// same waker.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Ticket {
+    pub(crate) waker: WakerId,
+    pub(crate) place: Place,
+}
+
+/// The entry of a [`Ticket`]: the slot's or the list's, and its number there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Place {
+    Slot(u64),
+    List(u64),
+}
+
 /// What [`WaiterSlot::register`] did.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Register {
-    /// The slot holds the waker: check the readiness state (and `closed`), then wait.
-    Stored,
+    /// The slot holds the waker, in the entry with this number: check the readiness state
+    /// (and `closed`), then wait.
+    Stored(u64),
     /// A poller was waking the slot: the waker was woken at once; return `Pending`.
     Woken,
     /// An edge came while registering: try the operation again.
@@ -123,7 +150,57 @@ pub(crate) struct WaiterSlot {
     state: AtomicUsize,
     /// Touched only by the holder of `REGISTERING` (without `WAKING`) or of `WAKING` (whose
     /// `fetch_or` found neither `REGISTERING` nor `WAKING`).
-    waker: UnsafeCell<Option<Waker>>,
+    cell: UnsafeCell<Entry>,
+}
+
+/// The slot's entry: its waker, how many waiters share it, and its number.
+struct Entry {
+    waker: Option<Waker>,
+    /// The waiters behind `waker` (meaningful while it is there).
+    count: usize,
+    /// The number of the entry now (or last) in the slot: bumped when a waker is stored in
+    /// an empty slot.
+    number: u64,
+}
+
+impl Entry {
+    /// Adds the waiter whose entry was `prior` (a number, if it was in this slot) to the
+    /// entry if it holds a waker that `will_wake` `waker`, or makes a new entry if the slot
+    /// is empty; `false` if another task's waker is there.
+    fn join(&mut self, waker: &Waker, prior: Option<u64>) -> bool {
+        match &self.waker {
+            Some(old) if old.will_wake(waker) => {
+                // A waiter already counted here (polled again) is not counted twice.
+                if prior != Some(self.number) {
+                    self.count += 1;
+                }
+                true
+            }
+            Some(_) => false,
+            None => {
+                self.waker = Some(waker.clone());
+                self.count = 1;
+                self.number = self.number.wrapping_add(1);
+                true
+            }
+        }
+    }
+
+    /// Takes the waiter of `ticket` out of the entry if it is counted in it; returns the
+    /// waker when it was the last one.
+    fn leave(&mut self, waker: WakerId, number: u64) -> Option<Waker> {
+        match &self.waker {
+            Some(stored) if self.number == number && waker.is(stored) => {
+                self.count -= 1;
+                if self.count == 0 {
+                    self.waker.take()
+                } else {
+                    None
+                }
+            }
+            _ => None,
+        }
+    }
 }
 
 // SAFETY: the only non-`Sync` part is the cell, and it is accessed only by the thread that owns
@@ -135,14 +212,19 @@ impl WaiterSlot {
     pub(crate) fn new() -> WaiterSlot {
         WaiterSlot {
             state: AtomicUsize::new(0),
-            waker: UnsafeCell::new(None),
+            cell: UnsafeCell::new(Entry {
+                waker: None,
+                count: 0,
+                number: 0,
+            }),
         }
     }
 
     /// Step 1 of the module documentation: leave `waker` in the slot if it is free or already
-    /// holds a waker that `will_wake` it.
+    /// holds a waker that `will_wake` it. `prior`: the number of the slot's entry this waiter
+    /// is already counted in, if any (a future polled again).
     #[inline]
-    pub(crate) fn register(&self, waker: &Waker) -> Register {
+    pub(crate) fn register(&self, waker: &Waker, prior: Option<u64>) -> Register {
         let mut cur = self.state.load(Acquire);
         loop {
             if cur & WAKING != 0 {
@@ -164,14 +246,9 @@ impl WaiterSlot {
         }
         // SAFETY: our CAS set `REGISTERING` on a state without it or `WAKING`: the cell is ours
         // until we release it (pollers that come now only set `WAKING`).
-        let stored = self.waker.with_mut(|cell| unsafe {
-            match &*cell {
-                Some(old) => old.will_wake(waker),
-                None => {
-                    *cell = Some(waker.clone());
-                    true
-                }
-            }
+        let (stored, number) = self.cell.with_mut(|cell| unsafe {
+            let entry = &mut *cell;
+            (entry.join(waker, prior), entry.number)
         });
         let held = cur | REGISTERING;
         let released = if stored { FULL } else { cur };
@@ -181,7 +258,7 @@ impl WaiterSlot {
         match self.state.compare_exchange(held, released, AcqRel, Acquire) {
             Ok(_) => {
                 if stored {
-                    Register::Stored
+                    Register::Stored(number)
                 } else {
                     Register::Occupied
                 }
@@ -190,12 +267,21 @@ impl WaiterSlot {
                 // A poller came while we held the slot (`held | WAKING`) and left the wake to
                 // us. SAFETY: pollers that see `REGISTERING` do not touch the cell and no other
                 // waiter can take it, so it is still ours.
-                let taken = self.waker.with_mut(|cell| unsafe { (*cell).take() });
+                let (taken, count) = self
+                    .cell
+                    .with_mut(|cell| unsafe { ((*cell).waker.take(), (*cell).count) });
                 // Release: hands the empty cell to the next owner (`register`'s first CAS,
                 // `wake`'s `fetch_or`).
                 self.state.store(0, Release);
                 if stored {
-                    // Our own waker: the edge is visible (the failed CAS acquired it).
+                    // Our own waker: the edge is visible (the failed CAS acquired it) to this
+                    // waiter, which retries. Other futures of its task counted in the entry
+                    // returned `Pending` and are not polled again unless woken.
+                    if count > 1
+                        && let Some(shared) = taken
+                    {
+                        shared.wake();
+                    }
                     Register::Retry
                 } else {
                     if let Some(other) = taken {
@@ -226,14 +312,15 @@ impl WaiterSlot {
         // Else a registering waiter will see `WAKING` and retry, or another poller is waking.
     }
 
-    /// Takes the stored waker back if it is `waker`'s (a waiter that gave up: its future was
-    /// dropped, or it timed out), as a registering waiter holds the slot: `REGISTERING` from
-    /// a state of exactly `FULL`. Any other state leaves the slot alone: empty, or a poller
-    /// or another waiter is at it (a poller then takes the waker; a waiter leaves it, and the
-    /// next edge or `withdraw` takes it). A poller that comes while the slot is held leaves
-    /// the wake to this holder, as in `register`: whatever the cell then holds is taken, and
-    /// another task's waker woken.
-    pub(crate) fn withdraw(&self, waker: WakerId) -> Option<Waker> {
+    /// Takes a waiter that gave up (its future was dropped, it timed out, or it waits with
+    /// another waker now) out of the entry with number `number`, if that entry still holds
+    /// `waker`; returns the waker, for the caller to drop, when it was the entry's last
+    /// waiter. Holds the slot as a registering waiter does: `REGISTERING` from a state of
+    /// exactly `FULL`. Any other state leaves the slot alone: empty, or a poller or another
+    /// waiter is at it (a poller then takes the entry; a waiter leaves it, and the next edge
+    /// takes it). A poller that comes while the slot is held leaves the wake to this holder,
+    /// as in `register`: whatever the cell then holds is taken and woken.
+    pub(crate) fn withdraw(&self, waker: WakerId, number: u64) -> Option<Waker> {
         // Acquire (both): as `register`'s first CAS.
         if self
             .state
@@ -244,12 +331,9 @@ impl WaiterSlot {
         }
         // SAFETY: our CAS set `REGISTERING` on a state without it or `WAKING`, as
         // `register`'s: the cell is ours until we release it.
-        let mine = self.waker.with_mut(|cell| unsafe {
-            match &*cell {
-                Some(stored) if waker.is(stored) => (*cell).take(),
-                _ => None,
-            }
-        });
+        let mine = self
+            .cell
+            .with_mut(|cell| unsafe { (*cell).leave(waker, number) });
         let released = if mine.is_some() { 0 } else { FULL };
         // As `register`'s releasing CAS: Release on success hands the cell on; a failure
         // (Acquire) means a poller set `WAKING` meanwhile and left the wake to us.
@@ -259,7 +343,7 @@ impl WaiterSlot {
             .is_err()
         {
             // SAFETY: as in `register`'s failure path, the cell is still ours.
-            let other = self.waker.with_mut(|cell| unsafe { (*cell).take() });
+            let other = self.cell.with_mut(|cell| unsafe { (*cell).waker.take() });
             // Release: hands the empty cell to the next owner.
             self.state.store(0, Release);
             if let Some(other) = other {
@@ -289,7 +373,7 @@ impl WaiterSlot {
         }
         // SAFETY: our `fetch_or` set `WAKING` on a state without `REGISTERING` or `WAKING`:
         // the cell is ours until we clear `WAKING`.
-        let waker = self.waker.with_mut(|cell| unsafe { (*cell).take() });
+        let waker = self.cell.with_mut(|cell| unsafe { (*cell).waker.take() });
         // Release: hands the emptied cell to the next owner (`register`'s first CAS).
         self.state.fetch_and(!(WAKING | FULL), Release);
         waker

@@ -70,7 +70,7 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use super::registry::{Direction, Registration, ScheduledIo, Wait, may_be_ready};
-use super::slot::WakerId;
+use super::slot::Ticket;
 use crate::runtime::context::{self, Here};
 
 /// The bit of a `Source`'s `limits` words that says nonblocking mode ("Nonblocking mode");
@@ -345,14 +345,16 @@ impl<T: AsRawFd> Source<T> {
 
     /// Runs `op` (a nonblocking system call on the socket) until it does not return
     /// `WouldBlock`; `Pending` while the socket is not ready for `dir` (the protocol in
-    /// `registry.rs`).
+    /// `registry.rs`). `ticket`: where the caller's waker waits (`ScheduledIo::wait`); a
+    /// caller with nowhere to keep it between polls passes a `None` of its own.
     pub(crate) fn poll_op<R>(
         &self,
         dir: Direction,
         cx: &mut Context<'_>,
+        ticket: &mut Option<Ticket>,
         op: impl FnMut(&T) -> io::Result<R>,
     ) -> Poll<io::Result<R>> {
-        self.poll_op_drains(dir, cx, op, |_| false)
+        self.poll_op_drains(dir, cx, ticket, op, |_| false)
             .map(|result| self.op_unless_closed(result))
     }
 
@@ -362,13 +364,14 @@ impl<T: AsRawFd> Source<T> {
         &self,
         dir: Direction,
         cx: &mut Context<'_>,
+        ticket: &mut Option<Ticket>,
         len: usize,
         op: impl FnMut(&T) -> io::Result<usize>,
     ) -> Poll<io::Result<usize>> {
         if len == 0 {
             return Poll::Ready(self.at_once(op)); // `net/stream.rs`, "Zero-length reads..."
         }
-        self.poll_op_drains(dir, cx, op, |&n| n > 0 && n < len)
+        self.poll_op_drains(dir, cx, ticket, op, |&n| n > 0 && n < len)
             .map(|result| self.stream_unless_closed(len, result))
     }
 
@@ -378,6 +381,7 @@ impl<T: AsRawFd> Source<T> {
         &self,
         dir: Direction,
         cx: &mut Context<'_>,
+        ticket: &mut Option<Ticket>,
         mut op: impl FnMut(&T) -> io::Result<R>,
         drained: impl Fn(&R) -> bool,
     ) -> Poll<io::Result<R>> {
@@ -394,7 +398,7 @@ impl<T: AsRawFd> Source<T> {
             cx.waker().wake_by_ref();
             return Poll::Pending;
         }
-        self.poll_registered(io, dir, cx, &mut op, &drained)
+        self.poll_registered(io, dir, cx, ticket, &mut op, &drained)
     }
 
     /// `poll_op_drains` past its budget check, for a registered socket.
@@ -403,6 +407,7 @@ impl<T: AsRawFd> Source<T> {
         io: &ScheduledIo,
         dir: Direction,
         cx: &mut Context<'_>,
+        ticket: &mut Option<Ticket>,
         mut op: impl FnMut(&T) -> io::Result<R>,
         drained: impl Fn(&R) -> bool,
     ) -> Poll<io::Result<R>> {
@@ -411,7 +416,7 @@ impl<T: AsRawFd> Source<T> {
                 Ok(result) => return Poll::Ready(result),
                 Err(state) => state,
             };
-            match io.wait(dir, state, cx.waker()) {
+            match io.wait(dir, state, cx.waker(), ticket) {
                 Wait::Queued => return Poll::Pending,
                 Wait::Retry => continue,
                 Wait::Closed => {
@@ -461,8 +466,8 @@ impl<T: AsRawFd> Source<T> {
     ) -> io::Result<R> {
         let mut left = Left::new(self, dir);
         poll_fn(|cx| {
-            let poll = self.poll_op(dir, cx, &mut op);
-            left.note(cx, poll)
+            let poll = self.poll_op(dir, cx, &mut left.ticket, &mut op);
+            left.note(poll)
         })
         .await
     }
@@ -476,8 +481,8 @@ impl<T: AsRawFd> Source<T> {
     ) -> io::Result<usize> {
         let mut left = Left::new(self, dir);
         poll_fn(|cx| {
-            let poll = self.poll_stream(dir, cx, len, &mut op);
-            left.note(cx, poll)
+            let poll = self.poll_stream(dir, cx, &mut left.ticket, len, &mut op);
+            left.note(poll)
         })
         .await
     }
@@ -594,10 +599,10 @@ impl<T: AsRawFd> Source<T> {
     ) -> io::Result<R> {
         // The waker a timed-out wait leaves, taken back when this frame returns.
         let mut left = Left::new(self, dir);
-        let mut poll = |cx: &mut Context<'_>| match &mut waiting {
+        let mut poll = |cx: &mut Context<'_>, ticket: &mut Option<Ticket>| match &mut waiting {
             Some((io, first)) => {
                 if let Some(state) = first.take()
-                    && io.wait(dir, state, cx.waker()) == Wait::Queued
+                    && io.wait(dir, state, cx.waker(), ticket) == Wait::Queued
                 {
                     return Poll::Pending;
                 }
@@ -609,15 +614,15 @@ impl<T: AsRawFd> Source<T> {
                 if let Err(e) = self.check_open() {
                     return Poll::Ready(Err(e));
                 }
-                self.poll_registered(io, dir, cx, &mut op, &drained)
+                self.poll_registered(io, dir, cx, ticket, &mut op, &drained)
             }
             // Not registered yet, or out of budget (`block_on_stackful` yields first;
             // the poll after the resume takes a unit of the new budget).
-            None => self.poll_op_drains(dir, cx, &mut op, &drained),
+            None => self.poll_op_drains(dir, cx, ticket, &mut op, &drained),
         };
         let fut = poll_fn(|cx| {
-            let result = poll(cx);
-            left.note(cx, result)
+            let result = poll(cx, &mut left.ticket);
+            left.note(result)
         });
         match limit {
             Limit::For(d) => match crate::time::timeout(d, fut) {
@@ -653,11 +658,14 @@ impl<T: AsRawFd> Source<T> {
         drained: &impl Fn(&R) -> bool,
     ) -> io::Result<R> {
         let _no_preempt = ctx.no_preempt();
+        // Where the coroutine's waker waits: kept across spurious resumes, so that it is
+        // counted once, and taken back by an abort.
+        let mut ticket = None;
         loop {
-            match io.wait(dir, state, ctx.waker()) {
+            match io.wait(dir, state, ctx.waker(), &mut ticket) {
                 // Resumed by the wake-up (or spuriously): the protocol from step 1. An abort
                 // unwinds from the suspension, taking the waker back first.
-                Wait::Queued => ctx.suspend_blocked_on_io(io, dir),
+                Wait::Queued => ctx.suspend_blocked_on_io(io, dir, ticket),
                 Wait::Retry => {}
                 Wait::Closed => {
                     self.check_open()?;
@@ -1070,14 +1078,16 @@ impl<T: AsRawFd + std::fmt::Debug> std::fmt::Debug for Shared<T> {
 }
 
 /// The error of an operation on a socket another handle closed.
-/// Where a waiting future left its waker — a direction of `source` and the waker's identity —
-/// so that a future dropped before its wake-up (a `select`, a timeout) takes it back
-/// (`ScheduledIo::withdraw`) instead of leaving it, and its task, held by the socket until the
-/// next edge. Costs two stores per `Pending`, one per `Ready`, and a test when it goes.
+/// Where a waiting future left its waker — a direction of `source` and the entry it is
+/// counted in (`ScheduledIo::wait`'s [`Ticket`]) — so that a future dropped before its
+/// wake-up (a `select`, a timeout) takes it back (`ScheduledIo::withdraw`) instead of leaving
+/// it, and its task, held by the socket until the next edge; `wait` also reads it, to count a
+/// future polled again once and to take back the old waker of one polled with a new waker.
+/// Costs a store per `Ready` and a test when it goes.
 struct Left<'a, T: AsRawFd> {
     source: &'a Source<T>,
     dir: Direction,
-    waker: Option<WakerId>,
+    ticket: Option<Ticket>,
 }
 
 impl<'a, T: AsRawFd> Left<'a, T> {
@@ -1085,19 +1095,18 @@ impl<'a, T: AsRawFd> Left<'a, T> {
         Left {
             source,
             dir,
-            waker: None,
+            ticket: None,
         }
     }
 
-    /// Notes `poll`, the result of a poll for this direction with `cx`: a waker left with the
-    /// socket if `Pending` (or a spurious note, after a budget yield: then `withdraw` finds
-    /// nothing, or this task's waker left by an earlier wait, which it wakes once).
+    /// Notes `poll`, the result of a poll for this direction that passed `self.ticket` to
+    /// `wait`: a `Ready` future waits no more. (A `Pending` leaves the ticket as `wait` set
+    /// it; after a budget yield, as the last wait left it.)
     #[inline]
-    fn note<R>(&mut self, cx: &Context<'_>, poll: Poll<R>) -> Poll<R> {
-        self.waker = match poll {
-            Poll::Pending => Some(WakerId::of(cx.waker())),
-            Poll::Ready(_) => None,
-        };
+    fn note<R>(&mut self, poll: Poll<R>) -> Poll<R> {
+        if poll.is_ready() {
+            self.ticket = None;
+        }
         poll
     }
 }
@@ -1107,8 +1116,8 @@ impl<T: AsRawFd> Drop for Left<'_, T> {
     /// to take back — a test and no call.
     #[inline]
     fn drop(&mut self) {
-        if let Some(waker) = self.waker {
-            self.source.withdraw(self.dir, waker);
+        if let Some(ticket) = self.ticket {
+            self.source.withdraw(self.dir, ticket);
         }
     }
 }
@@ -1117,9 +1126,9 @@ impl<T: AsRawFd> Source<T> {
     /// `Left`'s drop for a waiting future (out of line: rare).
     #[cold]
     #[inline(never)]
-    fn withdraw(&self, dir: Direction, waker: WakerId) {
+    fn withdraw(&self, dir: Direction, ticket: Ticket) {
         if let Some(registration) = self.registration.get() {
-            registration.io().withdraw(dir, waker);
+            registration.io().withdraw(dir, ticket);
         }
     }
 }

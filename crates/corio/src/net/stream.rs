@@ -248,6 +248,7 @@ macro_rules! stream_face {
                 self.$sock.poll_stream(
                     $crate::io::registry::Direction::Read,
                     cx,
+                    &mut None, // the poll-based traits keep no ticket (docs/io.md, "Waiters")
                     len,
                     |s: &$std| {
                         // SAFETY: `ptr` is valid for writes of `len` bytes (it is `buf`,
@@ -267,6 +268,7 @@ macro_rules! stream_face {
                 self.$sock.poll_stream(
                     $crate::io::registry::Direction::Read,
                     cx,
+                    &mut None, // the poll-based traits keep no ticket (docs/io.md, "Waiters")
                     len,
                     |s: &$std| {
                         // SAFETY: `buf` is writable for `len` bytes, borrowed for this call.
@@ -283,6 +285,7 @@ macro_rules! stream_face {
                 self.$sock.poll_stream(
                     $crate::io::registry::Direction::Write,
                     cx,
+                    &mut None, // the poll-based traits keep no ticket (docs/io.md, "Waiters")
                     buf.len(),
                     |s: &$std| $crate::io::sys::send(std::os::fd::AsRawFd::as_raw_fd(s), buf),
                 )
@@ -300,6 +303,7 @@ macro_rules! stream_face {
                 self.$sock.poll_stream(
                     $crate::io::registry::Direction::Write,
                     cx,
+                    &mut None, // the poll-based traits keep no ticket (docs/io.md, "Waiters")
                     len,
                     |s: &$std| {
                         $crate::io::sys::send_vectored(std::os::fd::AsRawFd::as_raw_fd(s), bufs)

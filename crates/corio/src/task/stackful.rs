@@ -62,7 +62,7 @@ use std::task::{Context, Poll, Waker};
 use corio_context::coroutine::{Coroutine, CoroutineResult, Detached, RawCoroutine, Yielder};
 
 use crate::io::registry::{Direction, ScheduledIo};
-use crate::io::slot::WakerId;
+use crate::io::slot::Ticket;
 use crate::runtime::preempt::{self, NoPreempt, PreemptState};
 
 use super::alloc::PoolBox;
@@ -109,8 +109,8 @@ pub(crate) struct StackfulCtx {
     /// (see [`raise_if_not_unwinding`](Self::raise_if_not_unwinding)).
     panicked: Cell<bool>,
     /// While suspended in [`suspend_blocked_on_io`](Self::suspend_blocked_on_io): the socket
-    /// direction whose waiter slot or list holds this coroutine's waker.
-    io_wait: Cell<Option<(NonNull<ScheduledIo>, Direction)>>,
+    /// direction whose waiter slot or list holds this coroutine's waker, and where.
+    io_wait: Cell<Option<(NonNull<ScheduledIo>, Direction, Option<Ticket>)>>,
     /// While the cancellation raised by this coroutine unwinds its stack: true (see the
     /// module docs, "Cancellation").
     unwinding: std::cell::RefCell<Option<Arc<AtomicBool>>>,
@@ -349,8 +349,13 @@ impl StackfulCtx {
     /// its next edge. Two stores on the wait path, rather than a drop guard in the caller,
     /// whose unwind cleanup cost ~50 instructions per echo message (`docs/net-bench.md`).
     #[inline]
-    pub(crate) fn suspend_blocked_on_io(&self, io: &ScheduledIo, dir: Direction) {
-        self.io_wait.set(Some((NonNull::from(io), dir)));
+    pub(crate) fn suspend_blocked_on_io(
+        &self,
+        io: &ScheduledIo,
+        dir: Direction,
+        ticket: Option<Ticket>,
+    ) {
+        self.io_wait.set(Some((NonNull::from(io), dir, ticket)));
         self.suspend_blocked();
         self.io_wait.set(None);
     }
@@ -446,10 +451,10 @@ impl StackfulCtx {
     #[cold]
     #[inline(never)]
     fn refuse_nested(&self) -> ! {
-        if let Some((io, dir)) = self.io_wait.take() {
+        if let Some((io, dir, Some(ticket))) = self.io_wait.take() {
             // SAFETY: set only during `suspend_blocked_on_io`, whose caller holds the socket,
             // and with it the registration that owns `io`, across the call we are in.
-            unsafe { io.as_ref() }.withdraw(dir, WakerId::of(self.waker()));
+            unsafe { io.as_ref() }.withdraw(dir, ticket);
         }
         nested_misuse()
     }
@@ -484,11 +489,11 @@ impl StackfulCtx {
                 .is_some_and(|f| f.load(Ordering::Relaxed)))
             && std::thread::panicking();
         if !unwinding {
-            if let Some((io, dir)) = self.io_wait.take() {
+            if let Some((io, dir, Some(ticket))) = self.io_wait.take() {
                 // SAFETY: set only during `suspend_blocked_on_io`, whose caller holds the socket,
                 // and with it the registration that owns `io`, across the call we are in.
                 let io = unsafe { io.as_ref() };
-                io.withdraw(dir, WakerId::of(self.waker()));
+                io.withdraw(dir, ticket);
             }
             let flag = Arc::new(AtomicBool::new(true));
             *self.unwinding.borrow_mut() = Some(flag.clone());
