@@ -85,6 +85,15 @@ pub(crate) struct Switched {
     pub(crate) back: Detached,
 }
 
+/// Where a coroutine suspended in [`StackfulCtx::suspend_blocked_on_io`] left its waker: the
+/// socket direction and the entry its ticket names (`io/slot.rs`).
+#[derive(Clone, Copy)]
+struct IoWait {
+    io: NonNull<ScheduledIo>,
+    dir: Direction,
+    ticket: Ticket,
+}
+
 /// What blocking-style calls inside a coroutine need: how to suspend and which waker to
 /// register. Lives in the task's [`Live`] block, so its address is stable while the coroutine
 /// lives.
@@ -110,7 +119,7 @@ pub(crate) struct StackfulCtx {
     panicked: Cell<bool>,
     /// While suspended in [`suspend_blocked_on_io`](Self::suspend_blocked_on_io): the socket
     /// direction whose waiter slot or list holds this coroutine's waker, and where.
-    io_wait: Cell<Option<(NonNull<ScheduledIo>, Direction, Option<Ticket>)>>,
+    io_wait: Cell<Option<IoWait>>,
     /// While the cancellation raised by this coroutine unwinds its stack: true (see the
     /// module docs, "Cancellation").
     unwinding: std::cell::RefCell<Option<Arc<AtomicBool>>>,
@@ -355,7 +364,11 @@ impl StackfulCtx {
         dir: Direction,
         ticket: Option<Ticket>,
     ) {
-        self.io_wait.set(Some((NonNull::from(io), dir, ticket)));
+        self.io_wait.set(ticket.map(|ticket| IoWait {
+            io: NonNull::from(io),
+            dir,
+            ticket,
+        }));
         self.suspend_blocked();
         self.io_wait.set(None);
     }
@@ -451,7 +464,7 @@ impl StackfulCtx {
     #[cold]
     #[inline(never)]
     fn refuse_nested(&self) -> ! {
-        if let Some((io, dir, Some(ticket))) = self.io_wait.take() {
+        if let Some(IoWait { io, dir, ticket }) = self.io_wait.take() {
             // SAFETY: set only during `suspend_blocked_on_io`, whose caller holds the socket,
             // and with it the registration that owns `io`, across the call we are in.
             unsafe { io.as_ref() }.withdraw(dir, ticket);
@@ -489,7 +502,7 @@ impl StackfulCtx {
                 .is_some_and(|f| f.load(Ordering::Relaxed)))
             && std::thread::panicking();
         if !unwinding {
-            if let Some((io, dir, Some(ticket))) = self.io_wait.take() {
+            if let Some(IoWait { io, dir, ticket }) = self.io_wait.take() {
                 // SAFETY: set only during `suspend_blocked_on_io`, whose caller holds the socket,
                 // and with it the registration that owns `io`, across the call we are in.
                 let io = unsafe { io.as_ref() };
