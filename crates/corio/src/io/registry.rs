@@ -250,10 +250,10 @@ impl ScheduledIo {
     ///
     /// `ticket` is where this waiter's waker waits (`slot.rs`, [`Ticket`]): `None` for a
     /// first wait, else what an earlier `wait` of the same waiter (a future polled again)
-    /// left in it. A waiter polled again with another waker takes its share of the old
-    /// waker's entry back first, so that a future re-polled with ever new wakers leaves
-    /// one with the socket, not all of them. `wait` updates it; it stays valid until the
-    /// waiter's wake-up, and [`withdraw`](Self::withdraw) takes it back before that.
+    /// left in it. A waiter that waited before leaves that entry first, so that it is
+    /// counted once, and a future re-polled with ever new wakers leaves one with the
+    /// socket, not all of them. `wait` updates it; it stays valid until the waiter's
+    /// wake-up, and [`withdraw`](Self::withdraw) takes it back before that.
     #[inline]
     pub(crate) fn wait(
         &self,
@@ -262,30 +262,12 @@ impl ScheduledIo {
         waker: &Waker,
         ticket: &mut Option<Ticket>,
     ) -> Wait {
-        let prior = match *ticket {
-            Some(t) if !t.waker.is(waker) => {
-                self.withdraw(dir, t);
-                *ticket = None;
-                None
-            }
-            Some(Ticket {
-                place: Place::Slot(number),
-                ..
-            }) => Some(number),
-            _ => None,
-        };
-        match self.slots[dir as usize].register(waker, prior) {
+        // A first wait (almost every wait) has no ticket yet: no work for it here.
+        if let Some(old) = ticket.take() {
+            self.withdraw_before_waiting(dir, old);
+        }
+        match self.slots[dir as usize].register(waker) {
             Register::Stored(number) => {
-                if let Some(
-                    listed @ Ticket {
-                        place: Place::List(_),
-                        ..
-                    },
-                ) = *ticket
-                {
-                    // Counted in the list before (the slot was another task's then).
-                    self.withdraw(dir, listed);
-                }
                 *ticket = Some(Ticket {
                     waker: WakerId::of(waker),
                     place: Place::Slot(number),
@@ -309,18 +291,22 @@ impl ScheduledIo {
                     Wait::Queued
                 }
             }
-            // The slot's entry the ticket named (if any) is being taken by that poller; a
-            // list entry it named stays.
+            // A poller is taking the slot's entry (this waiter is in none: no ticket).
             Register::Woken => Wait::Queued,
-            Register::Retry => {
-                // The slot's entry was taken out (and this waiter woken).
-                if prior.is_some() {
-                    *ticket = None;
-                }
-                Wait::Retry
-            }
+            Register::Retry => Wait::Retry,
             Register::Occupied => self.wait_in_list(dir, state, waker, ticket),
         }
+    }
+
+    /// `wait` for a waiter that waited before (a future polled again, a coroutine resumed
+    /// without its edge): it leaves the entry it is counted in, and waits afresh — with the
+    /// same waker, in the same entry if others keep it, or with a new waker (a future moved
+    /// to another task, or polled by a combinator that makes a waker per poll), whose old
+    /// one then goes unless others keep it. Out of line: rare, and it keeps `wait` small.
+    #[cold]
+    #[inline(never)]
+    fn withdraw_before_waiting(&self, dir: Direction, old: Ticket) {
+        self.withdraw(dir, old);
     }
 
     /// `wait` for a second waiter on one direction: the waker list.
@@ -345,14 +331,7 @@ impl ScheduledIo {
         if self.state[dir as usize].fetch_add(0, Ordering::AcqRel) != state {
             return Wait::Retry;
         }
-        let prior = match *ticket {
-            Some(Ticket {
-                place: Place::List(number),
-                ..
-            }) => Some(number),
-            _ => None,
-        };
-        let number = waiters[dir as usize].join(waker, prior);
+        let number = waiters[dir as usize].join(waker);
         *ticket = Some(Ticket {
             waker: WakerId::of(waker),
             place: Place::List(number),
@@ -566,14 +545,11 @@ impl WaitList {
         }
     }
 
-    /// Counts a waiter in the entry of a waker that `will_wake` `waker` (once: `prior` is
-    /// the entry it is already counted in, if any), or in a new entry; returns the entry's
-    /// number.
-    fn join(&mut self, waker: &Waker, prior: Option<u64>) -> u64 {
+    /// Counts a waiter in the entry of a waker that `will_wake` `waker`, or in a new entry;
+    /// returns the entry's number.
+    fn join(&mut self, waker: &Waker) -> u64 {
         if let Some(entry) = self.entries.iter_mut().find(|e| e.waker.will_wake(waker)) {
-            if prior != Some(entry.number) {
-                entry.count += 1;
-            }
+            entry.count += 1;
             return entry.number;
         }
         self.number = self.number.wrapping_add(1);

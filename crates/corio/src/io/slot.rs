@@ -164,16 +164,13 @@ struct Entry {
 }
 
 impl Entry {
-    /// Adds the waiter whose entry was `prior` (a number, if it was in this slot) to the
-    /// entry if it holds a waker that `will_wake` `waker`, or makes a new entry if the slot
-    /// is empty; `false` if another task's waker is there.
-    fn join(&mut self, waker: &Waker, prior: Option<u64>) -> bool {
+    /// Counts a waiter in the entry if it holds a waker that `will_wake` `waker`, or makes a
+    /// new entry if the slot is empty; `false` if another task's waker is there. (A waiter
+    /// that waited before left its entry first: `ScheduledIo::wait`.)
+    fn join(&mut self, waker: &Waker) -> bool {
         match &self.waker {
             Some(old) if old.will_wake(waker) => {
-                // A waiter already counted here (polled again) is not counted twice.
-                if prior != Some(self.number) {
-                    self.count += 1;
-                }
+                self.count += 1;
                 true
             }
             Some(_) => false,
@@ -221,10 +218,9 @@ impl WaiterSlot {
     }
 
     /// Step 1 of the module documentation: leave `waker` in the slot if it is free or already
-    /// holds a waker that `will_wake` it. `prior`: the number of the slot's entry this waiter
-    /// is already counted in, if any (a future polled again).
+    /// holds a waker that `will_wake` it.
     #[inline]
-    pub(crate) fn register(&self, waker: &Waker, prior: Option<u64>) -> Register {
+    pub(crate) fn register(&self, waker: &Waker) -> Register {
         let mut cur = self.state.load(Acquire);
         loop {
             if cur & WAKING != 0 {
@@ -248,7 +244,7 @@ impl WaiterSlot {
         // until we release it (pollers that come now only set `WAKING`).
         let (stored, number) = self.cell.with_mut(|cell| unsafe {
             let entry = &mut *cell;
-            (entry.join(waker, prior), entry.number)
+            (entry.join(waker), entry.number)
         });
         let held = cur | REGISTERING;
         let released = if stored { FULL } else { cur };
