@@ -306,7 +306,9 @@ impl Builder {
             None => Location::caller(),
         };
         let stack = Stack::new(self.stack_size.unwrap_or(DEFAULT_STACK_SIZE))?;
-        if size_of::<F>() > BOX_CLOSURES_ABOVE {
+        // A constant branch (`const`): the compiler instantiates only the arm taken, not both
+        // (`entry` and `on_stack` for `F` and for `Box<F>`, for every closure type).
+        if const { size_of::<F>() > BOX_CLOSURES_ABOVE } {
             // (A smaller closure fits in half of any stack; `on_stack` checks its layout.)
             check_closure_size(size_of::<F>(), stack.size())?;
             Coroutine::on_stack(stack, self.name, self.id, location, Box::new(f))

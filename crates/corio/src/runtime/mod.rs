@@ -295,6 +295,18 @@ impl Shared {
 
     /// Removes a completed task from the owned list; true if the list's reference was
     /// released to the caller (who drops it).
+    /// A [`TaskBuilder::spread`](crate::TaskBuilder::spread) coroutine completed: it no
+    /// longer counts on its home worker.
+    #[cold]
+    pub(crate) fn spread_done(&self, header: &Header) {
+        // Relaxed: the home was stored before the task was published, and the count orders
+        // nothing.
+        let home = header.home.load(Ordering::Relaxed) as usize;
+        self.workers[home]
+            .spread_live
+            .fetch_sub(1, Ordering::Relaxed);
+    }
+
     pub(crate) fn release(&self, header: &Header) -> bool {
         match self.owned.remove(header) {
             Some(task) => {

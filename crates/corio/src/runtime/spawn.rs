@@ -251,7 +251,7 @@ where
         id,
         name,
         location,
-        home,
+        home.map(Birth::home),
     )
 }
 
@@ -288,7 +288,9 @@ where
     T: Send + 'static,
 {
     let stack_size = builder.stack_size.unwrap_or(shared.config.stack_size);
-    if size_of::<F>() > corio_context::coroutine::BOX_CLOSURES_ABOVE {
+    // A constant branch: only the arm taken is instantiated (a task's whole machinery, per
+    // closure type).
+    if const { size_of::<F>() > corio_context::coroutine::BOX_CLOSURES_ABOVE } {
         // (A smaller closure fits in half of any stack.)
         corio_context::coroutine::check_closure_size(size_of::<F>(), stack_size)?;
         spawn_stackful_sized(shared, Box::new(f), builder, stack_size, home, location)
@@ -297,21 +299,30 @@ where
     }
 }
 
-/// One live coroutine of [`TaskBuilder::spread`] on a worker: counted there while it lives.
-struct SpreadLive(Arc<Shared>, usize);
+/// Where a task is pinned from birth, if anywhere: a local task's or coroutine's home, or a
+/// [`TaskBuilder::spread`] coroutine's, which is counted there until it completes
+/// (`Header::spread`).
+#[derive(Clone, Copy)]
+pub(crate) struct Birth {
+    home: usize,
+    spread: bool,
+}
 
-impl Drop for SpreadLive {
-    fn drop(&mut self) {
-        self.0.workers[self.1]
-            .spread_live
-            .fetch_sub(1, Ordering::Relaxed);
+impl Birth {
+    /// Pinned to `home` (a local task).
+    pub(crate) fn home(home: usize) -> Birth {
+        Birth {
+            home,
+            spread: false,
+        }
     }
 }
 
 /// The home of a new `spread` coroutine: the worker with the fewest live ones (the spawner's
-/// own on a tie), counted there from now. Two spawners racing may both pick the same worker;
-/// the counts stay right and the next spawns even it out.
-fn spread_home(shared: &Arc<Shared>) -> SpreadLive {
+/// own on a tie), counted there from now until the task completes (`Shared::spread_done`).
+/// Two spawners racing may both pick the same worker; the counts stay right and the next
+/// spawns even it out.
+fn spread_home(shared: &Arc<Shared>) -> Birth {
     let workers = &shared.workers[..shared.config.workers];
     let own = super::context::with_worker(|w| {
         w.filter(|w| Arc::ptr_eq(w.shared(), shared))
@@ -326,7 +337,7 @@ fn spread_home(shared: &Arc<Shared>) -> SpreadLive {
         }
     }
     workers[home].spread_live.fetch_add(1, Ordering::Relaxed);
-    SpreadLive(shared.clone(), home)
+    Birth { home, spread: true }
 }
 
 /// [`spawn_stackful_at`] with the closure boxed or not, and the stack size decided.
@@ -354,27 +365,17 @@ where
     let kind = Kind::Stackful {
         migratable: builder.migratable,
     };
-    if builder.spread && home.is_none() && !builder.migratable && shared.config.workers > 1 {
-        // Here, with a large closure already boxed: an unoptimised build copies the closure
-        // at each move, and a wrapper made before the boxing overflowed a spawner's stack
-        // with a 24 KiB capture (`may_review_contract`).
-        let live = spread_home(shared);
-        let home = Some(live.1);
-        let f = move || {
-            let _live = live; // done with at the end of `f`, or with the closure if it never ran
-            f()
+    // `spread` is decided here, after a large closure was boxed, and kept in the task's
+    // header rather than in a wrapper around the closure: a wrapper made before the boxing
+    // overflowed a spawner's stack in an unoptimised build (a 24 KiB capture,
+    // `may_review_contract`), and one made here instantiated the task's whole machinery a
+    // second time for every closure type.
+    let birth =
+        if builder.spread && home.is_none() && !builder.migratable && shared.config.workers > 1 {
+            Some(spread_home(shared))
+        } else {
+            home.map(Birth::home)
         };
-        let body = Stackful::new(f, config);
-        return Ok(bind_and_schedule(
-            shared,
-            body,
-            kind,
-            id,
-            builder.name,
-            location,
-            home,
-        ));
-    }
     let body = Stackful::new(f, config);
     Ok(bind_and_schedule(
         shared,
@@ -383,7 +384,7 @@ where
         id,
         builder.name,
         location,
-        home,
+        birth,
     ))
 }
 
@@ -408,7 +409,7 @@ fn bind_and_schedule<B: Body>(
     id: u64,
     name: Option<Arc<str>>,
     location: &'static Location<'static>,
-    home: Option<usize>,
+    birth: Option<Birth>,
 ) -> JoinHandle<B::Output> {
     // Spawning is a preemption point, before the task exists (a cancellation raised here
     // leaves nothing half-spawned).
@@ -421,7 +422,9 @@ fn bind_and_schedule<B: Body>(
             Some(w) => w.anchor().clone(),
             None => shared.outside_anchor(),
         };
-        bind_and_queue(shared, worker, body, kind, id, anchor, name, location, home)
+        bind_and_queue(
+            shared, worker, body, kind, id, anchor, name, location, birth,
+        )
     });
     if let Some(task) = refused {
         // The runtime is shutting down: the task is cancelled without running. Outside the
@@ -446,8 +449,25 @@ fn bind_and_queue<B: Body>(
     anchor: Arc<super::Anchor>,
     name: Option<Arc<str>>,
     location: &'static Location<'static>,
-    home: Option<usize>,
+    birth: Option<Birth>,
 ) -> (JoinHandle<B::Output>, Option<Task>) {
+    let spread = birth.is_some_and(|b| b.spread);
+    let ptr = Cell::allocate(body, kind, spread, id, anchor, name, location);
+    // SAFETY: a new task has three references (see `state.rs`): one each for the list, the
+    // queue and the join handle, which is ours; `queue_new` takes the other two.
+    let join = unsafe { JoinHandle::from_raw(ptr) };
+    (join, queue_new(shared, worker, ptr, kind, birth))
+}
+
+/// The part of `bind_and_queue` after the allocation, which does not depend on the task's
+/// type: compiled once, not once per spawned closure or future type.
+fn queue_new(
+    shared: &Arc<Shared>,
+    worker: Option<&super::worker::WorkerCtx>,
+    ptr: std::ptr::NonNull<crate::task::core::Header>,
+    kind: Kind,
+    birth: Option<Birth>,
+) -> Option<Task> {
     // Counted where the anchor is: on the spawning worker, else runtime-wide.
     match worker {
         Some(w) => w.count_spawn(),
@@ -455,23 +475,15 @@ fn bind_and_queue<B: Body>(
             shared.metrics.spawned.fetch_add(1, Ordering::Relaxed);
         }
     }
-    let ptr = Cell::allocate(body, kind, id, anchor, name, location);
-    if let Some(home) = home {
+    if let Some(Birth { home, .. }) = birth {
         // SAFETY: the task was just allocated and nobody else has it yet.
         let header = unsafe { ptr.as_ref() };
         // Release: pairs with the Acquire in `Header::pinned_home` (the owned list's lock and
         // the queue that publish the task order it as well).
         header.home.store(home as u32, Ordering::Release);
     }
-    // SAFETY: a new task has three references (see `state.rs`): one each for the list, the
-    // queue and the join handle.
-    let (task, notified, join) = unsafe {
-        (
-            Task::from_raw(ptr),
-            Notified::from_raw(ptr),
-            JoinHandle::from_raw(ptr),
-        )
-    };
+    // SAFETY: the list's and the queue's references of the new task (see `bind_and_queue`).
+    let (task, notified) = unsafe { (Task::from_raw(ptr), Notified::from_raw(ptr)) };
     match shared.owned.bind(task) {
         Ok(()) => match kind {
             Kind::Blocking => shared.blocking.push(shared, notified),
@@ -485,8 +497,8 @@ fn bind_and_queue<B: Body>(
         },
         Err(task) => {
             drop(notified);
-            return (join, Some(task));
+            return Some(task);
         }
     }
-    (join, None)
+    None
 }

@@ -69,6 +69,9 @@ pub(crate) struct Header {
     /// the state word's AcqRel transitions.
     pub(crate) home: AtomicU32,
     pub(crate) kind: Kind,
+    /// A [`TaskBuilder::spread`](crate::TaskBuilder::spread) coroutine: counted in its home
+    /// worker's `spread_live` until it completes (`harness::complete`).
+    pub(crate) spread: bool,
     pub(crate) name: Option<Arc<str>>,
     pub(crate) location: &'static Location<'static>,
 }
@@ -223,6 +226,7 @@ impl<B: Body> Cell<B> {
     pub(crate) fn allocate(
         body: B,
         kind: Kind,
+        spread: bool,
         id: u64,
         scheduler: Arc<Anchor>,
         name: Option<Arc<str>>,
@@ -241,6 +245,7 @@ impl<B: Body> Cell<B> {
                 vtable: vtable::<B>(),
                 id,
                 kind,
+                spread,
                 home: AtomicU32::new(NO_HOME),
                 scheduler,
                 owned: UnsafeCell::new(Links::default()),

@@ -253,6 +253,9 @@ fn complete<B: Body>(cell: &Cell<B>, ptr: NonNull<Header>, result: Result<B::Out
             unsafe { cell.trailer.set_waker(None) };
         }
     }
+    if header.spread {
+        header.scheduler.shared.spread_done(header);
+    }
     let released = header.scheduler.shared.release(header);
     let refs = if released { 2 } else { 1 };
     if header.state.transition_to_terminal(refs) {

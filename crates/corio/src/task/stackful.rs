@@ -615,6 +615,44 @@ pub(crate) struct StackConfig {
     pub(crate) preemptible: bool,
 }
 
+/// The builder of a task's coroutine (not generic: compiled once).
+fn coroutine_builder(header: &Header, config: &StackConfig) -> corio_context::coroutine::Builder {
+    let builder = corio_context::coroutine::Builder::new()
+        .stack_size(config.stack_size)
+        .id(header.id)
+        .location(header.location);
+    match &header.name {
+        Some(name) => builder.name(name.clone()),
+        None => builder,
+    }
+}
+
+impl StackfulCtx {
+    /// The context of a coroutine task about to start (not generic: compiled once).
+    ///
+    /// # Safety
+    /// The context must not outlive the task of `header` (its waker does not own a
+    /// reference).
+    unsafe fn new(header: &Header, pinned: bool, preemptible: bool) -> StackfulCtx {
+        StackfulCtx {
+            raw: Cell::new(ptr::null_mut()),
+            switched: Cell::new(None),
+            yielder: Cell::new(ptr::null()),
+            // SAFETY: per this function's contract.
+            waker: unsafe { unowned_waker(header) },
+            yielded: Cell::new(false),
+            cancel_requested: Cell::new(false),
+            panicked: Cell::new(false),
+            io_wait: Cell::new(None),
+            unwinding: std::cell::RefCell::new(None),
+            pinned,
+            locals: std::cell::OnceCell::new(),
+            // A migratable coroutine is never preempted (see `runtime/preempt.rs`).
+            preempt: (preemptible && pinned).then(|| PreemptState::new(header.id)),
+        }
+    }
+}
+
 /// A stackful task's body.
 ///
 /// The stack is taken when the coroutine first runs, not when it is spawned: an unstarted
@@ -661,53 +699,34 @@ where
         let Stackful::Unstarted { f, config } = std::mem::replace(self, Stackful::Done) else {
             unreachable!()
         };
-        let mut builder = corio_context::coroutine::Builder::new()
-            .stack_size(config.stack_size)
-            .id(header.id)
-            .location(header.location);
-        if let Some(name) = &header.name {
-            builder = builder.name(name.clone());
-        }
-        let built = builder.build(move |yielder: &Yielder<Signal, ()>, first: Signal| {
-            let ctx = match context::here() {
-                context::Here::Stackful(ctx) => ctx,
-                _ => unreachable!("corio: a task's coroutine started outside its poll"),
-            };
-            ctx.yielder.set(yielder);
-            if first == Signal::Cancel {
-                drop(f);
-                return Err(Box::new(Cancelled { unwinding: None }) as Payload);
-            }
-            let Some(preempt) = &ctx.preempt else {
-                return catch_unwind(AssertUnwindSafe(f));
-            };
-            // Preemptible from here until `f` has returned or unwound (`runtime/preempt.rs`).
-            let (limit, _) = yielder.stack_bounds();
-            let here = 0u8;
-            preempt.start(limit, ptr::from_ref(&here) as usize);
-            let result = catch_unwind(AssertUnwindSafe(f));
-            preempt.finish();
-            result
-        });
+        let built = coroutine_builder(header, &config).build(
+            move |yielder: &Yielder<Signal, ()>, first: Signal| {
+                let ctx = match context::here() {
+                    context::Here::Stackful(ctx) => ctx,
+                    _ => unreachable!("corio: a task's coroutine started outside its poll"),
+                };
+                ctx.yielder.set(yielder);
+                if first == Signal::Cancel {
+                    drop(f);
+                    return Err(Box::new(Cancelled { unwinding: None }) as Payload);
+                }
+                let Some(preempt) = &ctx.preempt else {
+                    return catch_unwind(AssertUnwindSafe(f));
+                };
+                // Preemptible from here until `f` has returned or unwound (`runtime/preempt.rs`).
+                let (limit, _) = yielder.stack_bounds();
+                let here = 0u8;
+                preempt.start(limit, ptr::from_ref(&here) as usize);
+                let result = catch_unwind(AssertUnwindSafe(f));
+                preempt.finish();
+                result
+            },
+        );
         match built {
             Ok(co) => {
-                let ctx = StackfulCtx {
-                    raw: Cell::new(ptr::null_mut()),
-                    switched: Cell::new(None),
-                    yielder: Cell::new(ptr::null()),
-                    // SAFETY: the context lives in the task's `Live` block, which the task's cell
-                    // owns, so the task outlives it.
-                    waker: unsafe { unowned_waker(header) },
-                    yielded: Cell::new(false),
-                    cancel_requested: Cell::new(false),
-                    panicked: Cell::new(false),
-                    io_wait: Cell::new(None),
-                    unwinding: std::cell::RefCell::new(None),
-                    pinned,
-                    locals: std::cell::OnceCell::new(),
-                    // A migratable coroutine is never preempted (see `runtime/preempt.rs`).
-                    preempt: (config.preemptible && pinned).then(|| PreemptState::new(header.id)),
-                };
+                // SAFETY: the context goes into the task's `Live` block, which the task's cell
+                // owns, so the task outlives it.
+                let ctx = unsafe { StackfulCtx::new(header, pinned, config.preemptible) };
                 let mut live = PoolBox::new(Live {
                     co: PinnedCoroutine(co),
                     ctx,
