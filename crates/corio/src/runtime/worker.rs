@@ -120,8 +120,8 @@ pub(crate) struct Remote {
     inbox: Mutex<Inbox>,
     inbox_len: AtomicUsize,
     /// Live coroutines spawned with `TaskBuilder::spread` and homed here (`spawn.rs`,
-    /// `spread_home`): incremented by their spawner, decremented when their closure is done
-    /// with (run or dropped).
+    /// `spread_home`): incremented by their spawner, decremented when the task completes
+    /// (`Shared::spread_done`, from `harness::complete`).
     pub(crate) spread_live: AtomicUsize,
     pub(crate) unparker: Unparker,
     /// Timers of tasks that slept on this worker.
