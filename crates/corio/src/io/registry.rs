@@ -1449,6 +1449,12 @@ mod loom_tests {
         }
     }
 
+    /// A poller thread delivering one edge for `dir` (generation 0).
+    fn edge(io: &Arc<ScheduledIo>, dir: Direction) -> loom::thread::JoinHandle<()> {
+        let io = io.clone();
+        loom::thread::spawn(move || io.ready(dir, false, 0))
+    }
+
     fn model(f: impl Fn() + Sync + Send + 'static) {
         let mut builder = loom::model::Builder::new();
         if builder.preemption_bound.is_none() {
@@ -1461,10 +1467,7 @@ mod loom_tests {
     fn loom_an_edge_racing_with_a_slot_wait_is_never_lost() {
         model(|| {
             let io = Arc::new(ScheduledIo::new());
-            let poller = {
-                let io = io.clone();
-                loom::thread::spawn(move || io.ready(Direction::Read, false, 0))
-            };
+            let poller = edge(&io, Direction::Read);
             assert_eq!(wait_for_edge(&io), Ok(()));
             poller.join().unwrap();
         });
@@ -1486,10 +1489,7 @@ mod loom_tests {
                 let ticket = ticket.unwrap();
                 loom::thread::spawn(move || io.withdraw(dir, ticket))
             };
-            let poller = {
-                let io = io.clone();
-                loom::thread::spawn(move || io.ready(dir, false, 0))
-            };
+            let poller = edge(&io, dir);
             assert_eq!(wait_for_edge(&io), Ok(()));
             withdrawer.join().unwrap();
             poller.join().unwrap();
@@ -1510,10 +1510,7 @@ mod loom_tests {
             let (mut first, mut second) = (None, None);
             assert_eq!(io.wait(dir, state, &waker, &mut first), Wait::Queued);
             assert_eq!(io.wait(dir, state, &waker, &mut second), Wait::Queued);
-            let poller = {
-                let io = io.clone();
-                loom::thread::spawn(move || io.ready(dir, false, 0))
-            };
+            let poller = edge(&io, dir);
             io.withdraw(dir, first.unwrap());
             signal.wait();
             poller.join().unwrap();
@@ -1533,10 +1530,7 @@ mod loom_tests {
             let state = io.clear(dir, io.state(dir));
             let mut ticket = None;
             assert_eq!(io.wait(dir, state, &old, &mut ticket), Wait::Queued);
-            let poller = {
-                let io = io.clone();
-                loom::thread::spawn(move || io.ready(dir, false, 0))
-            };
+            let poller = edge(&io, dir);
             match io.wait(dir, state, &new, &mut ticket) {
                 Wait::Queued => signal.wait(),
                 Wait::Retry => {}
@@ -1555,10 +1549,7 @@ mod loom_tests {
                 let io = io.clone();
                 loom::thread::spawn(move || wait_for_edge(&io))
             };
-            let poller = {
-                let io = io.clone();
-                loom::thread::spawn(move || io.ready(Direction::Read, false, 0))
-            };
+            let poller = edge(&io, Direction::Read);
             assert_eq!(wait_for_edge(&io), Ok(()));
             assert_eq!(other.join().unwrap(), Ok(()));
             poller.join().unwrap();
@@ -1607,10 +1598,7 @@ mod loom_tests {
     fn loom_an_edge_and_a_close_racing_with_a_wait_end_it() {
         model(|| {
             let io = Arc::new(ScheduledIo::new());
-            let poller = {
-                let io = io.clone();
-                loom::thread::spawn(move || io.ready(Direction::Read, false, 0))
-            };
+            let poller = edge(&io, Direction::Read);
             let closer = {
                 let io = io.clone();
                 loom::thread::spawn(move || io.close())
