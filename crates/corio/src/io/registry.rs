@@ -262,9 +262,13 @@ impl ScheduledIo {
         waker: &Waker,
         ticket: &mut Option<Ticket>,
     ) -> Wait {
-        // A first wait (almost every wait) has no ticket yet: no work for it here.
+        // A waiter that waited before (a future polled again, a coroutine resumed without
+        // its edge) leaves the entry it is counted in and waits afresh: with the same waker,
+        // in the same entry if others keep it; with a new one (a future moved to another
+        // task, or polled by a combinator that makes a waker per poll), the old one goes
+        // unless others keep it. A first wait (almost every wait) has no ticket.
         if let Some(old) = ticket.take() {
-            self.withdraw_before_waiting(dir, old);
+            self.withdraw(dir, old);
         }
         match self.slots[dir as usize].register(waker) {
             Register::Stored(number) => {
@@ -296,17 +300,6 @@ impl ScheduledIo {
             Register::Retry => Wait::Retry,
             Register::Occupied => self.wait_in_list(dir, state, waker, ticket),
         }
-    }
-
-    /// `wait` for a waiter that waited before (a future polled again, a coroutine resumed
-    /// without its edge): it leaves the entry it is counted in, and waits afresh — with the
-    /// same waker, in the same entry if others keep it, or with a new waker (a future moved
-    /// to another task, or polled by a combinator that makes a waker per poll), whose old
-    /// one then goes unless others keep it. Out of line: rare, and it keeps `wait` small.
-    #[cold]
-    #[inline(never)]
-    fn withdraw_before_waiting(&self, dir: Direction, old: Ticket) {
-        self.withdraw(dir, old);
     }
 
     /// `wait` for a second waiter on one direction: the waker list.
@@ -344,7 +337,10 @@ impl ScheduledIo {
     /// the waker goes when it was the entry's last waiter. Nothing is woken: the other
     /// waiters behind the entry (futures of the same task) keep it, and a ticket whose entry
     /// a poller took (and woke) no longer names anything. Cheap when nothing is there (a
-    /// load of the slot's state or of the list's flag).
+    /// load of the slot's state or of the list's flag). Out of line: every caller is on a
+    /// rare path (a waiter that gave up, or waits again), and it keeps `wait` small.
+    #[cold]
+    #[inline(never)]
     pub(crate) fn withdraw(&self, dir: Direction, ticket: Ticket) {
         match ticket.place {
             Place::Slot(number) => {
