@@ -244,11 +244,14 @@ impl<T: AsRawFd> Source<T> {
 
     /// The timeout of `dir`'s blocking-style calls (`read_timeout`, `write_timeout`), which
     /// nonblocking mode keeps for when it is turned off.
-    pub(crate) fn timeout(&self, dir: Direction) -> Option<Duration> {
-        match self.limits[dir as usize].load(Ordering::Relaxed) & !NONBLOCKING {
-            0 => None,
-            ns => Some(Duration::from_nanos(ns)),
-        }
+    pub(crate) fn timeout(&self, dir: Direction) -> io::Result<Option<Duration>> {
+        self.check_open()?;
+        Ok(
+            match self.limits[dir as usize].load(Ordering::Relaxed) & !NONBLOCKING {
+                0 => None,
+                ns => Some(Duration::from_nanos(ns)),
+            },
+        )
     }
 
     /// How long a blocking-style call for `dir` may wait: one load, whose common value (0)
@@ -263,7 +266,9 @@ impl<T: AsRawFd> Source<T> {
 
     /// `set_nonblocking`: the mode of both directions ("Nonblocking mode"); the timeouts are
     /// kept.
-    pub(crate) fn set_nonblocking(&self, nonblocking: bool) {
+    pub(crate) fn set_nonblocking(&self, nonblocking: bool) -> io::Result<()> {
+        // A setting on a closed socket fails, as every call after the close does.
+        self.check_open()?;
         // Relaxed, as the timeouts: a setting publishes no data, and a call that runs at the
         // same time on another thread may see the old mode or the new one.
         for limit in &self.limits {
@@ -273,6 +278,7 @@ impl<T: AsRawFd> Source<T> {
                 limit.fetch_and(!NONBLOCKING, Ordering::Relaxed);
             }
         }
+        Ok(())
     }
 
     /// Whether the socket is in nonblocking mode.
@@ -294,6 +300,7 @@ impl<T: AsRawFd> Source<T> {
                 .map_or(NONBLOCKING - 1, |ns| ns.clamp(1, NONBLOCKING - 1)),
             None => 0,
         };
+        self.check_open()?; // as `set_nonblocking`
         // The mode's bit as it is (a compare-exchange loop: `set_nonblocking` may run at the
         // same time; `fetch_update` is deprecated on nightly).
         let limit = &self.limits[dir as usize];
@@ -718,7 +725,9 @@ impl<T: AsRawFd> Source<T> {
         const BACKOFF_MIN: Duration = Duration::from_micros(50);
         const BACKOFF_MAX: Duration = Duration::from_millis(10);
         let deadline = match limit {
-            Limit::For(d) => Some(Instant::now() + d),
+            // A deadline past what an `Instant` can hold is none (`connect_timeout` with
+            // `Duration::MAX`; a coroutine's wait saturates the same way).
+            Limit::For(d) => Instant::now().checked_add(d),
             _ => None,
         };
         // The time left, `None` for no deadline; `Err` once it has passed.
@@ -941,12 +950,14 @@ impl<T: AsRawFd> Shared<T> {
         }
     }
 
-    /// A second handle to the same socket (`try_clone`).
-    pub(crate) fn share(&self) -> Shared<T> {
-        Shared {
+    /// A second handle to the same socket (`try_clone`); `NotConnected` once the socket was
+    /// closed, as every call after the close.
+    pub(crate) fn share(&self) -> io::Result<Shared<T>> {
+        self.source.check_open()?;
+        Ok(Shared {
             source: self.source.clone(),
             on_drop: OnDrop::CloseAll,
-        }
+        })
     }
 
     /// Makes this handle the read half of `into_split` and returns the write half: dropping

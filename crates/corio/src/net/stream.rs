@@ -415,12 +415,12 @@ macro_rules! timeout_methods {
 
         /// The read timeout.
         pub fn read_timeout(&self) -> std::io::Result<Option<std::time::Duration>> {
-            Ok(self.$sock.timeout($crate::io::registry::Direction::Read))
+            self.$sock.timeout($crate::io::registry::Direction::Read)
         }
 
         /// The write timeout.
         pub fn write_timeout(&self) -> std::io::Result<Option<std::time::Duration>> {
-            Ok(self.$sock.timeout($crate::io::registry::Direction::Write))
+            self.$sock.timeout($crate::io::registry::Direction::Write)
         }
     };
 }
@@ -459,8 +459,7 @@ macro_rules! nonblocking_method {
                             "```"
                         )]
         pub fn set_nonblocking(&self, nonblocking: bool) -> std::io::Result<()> {
-            self.$sock.set_nonblocking(nonblocking);
-            Ok(())
+            self.$sock.set_nonblocking(nonblocking)
         }
     };
 }
@@ -541,7 +540,7 @@ macro_rules! datagram_face {
         /// A second handle to the same socket (see `docs/io.md`: dropping either closes it).
         pub fn try_clone(&self) -> std::io::Result<Self> {
             Ok(Self {
-                $sock: self.$sock.share(),
+                $sock: self.$sock.share()?,
             })
         }
     };

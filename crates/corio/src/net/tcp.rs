@@ -144,7 +144,7 @@ impl TcpListener {
     /// A second handle to the same listener (see `docs/io.md`: dropping either closes it).
     pub fn try_clone(&self) -> io::Result<TcpListener> {
         Ok(TcpListener {
-            sock: self.sock.share(),
+            sock: self.sock.share()?,
         })
     }
 }
@@ -392,7 +392,7 @@ let socket = corio::net::TcpStream::connect(listener.local_addr().unwrap()).unwr
     /// wakes with `ErrorKind::NotConnected`): see `docs/io.md`.
     pub fn try_clone(&self) -> io::Result<TcpStream> {
         Ok(TcpStream {
-            sock: self.sock.share(),
+            sock: self.sock.share()?,
         })
     }
 }

@@ -131,7 +131,7 @@ let socket = corio::net::UnixListener::bind_addr(&addr).unwrap();",
     /// A second handle to the same listener (see `docs/io.md`: dropping either closes it).
     pub fn try_clone(&self) -> io::Result<UnixListener> {
         Ok(UnixListener {
-            sock: self.sock.share(),
+            sock: self.sock.share()?,
         })
     }
 }
@@ -306,7 +306,7 @@ impl UnixStream {
     /// A second handle to the same socket (see `docs/io.md`: dropping either closes it).
     pub fn try_clone(&self) -> io::Result<UnixStream> {
         Ok(UnixStream {
-            sock: self.sock.share(),
+            sock: self.sock.share()?,
         })
     }
 }
