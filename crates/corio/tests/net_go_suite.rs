@@ -303,6 +303,8 @@ trait Listener: Sized + Send + Sync + 'static {
     fn accept_conn(&self) -> io::Result<Self::Conn>;
     fn dial(addr: &Self::Addr) -> io::Result<Self::Conn>;
     fn clone_handle(&self) -> io::Result<Self>;
+    /// `incoming()`, each item as `accept_conn`'s.
+    fn incoming_conns(&self) -> impl Iterator<Item = io::Result<Self::Conn>> + '_;
 }
 
 impl Listener for TcpListener {
@@ -322,6 +324,9 @@ impl Listener for TcpListener {
     }
     fn clone_handle(&self) -> io::Result<Self> {
         self.try_clone()
+    }
+    fn incoming_conns(&self) -> impl Iterator<Item = io::Result<Self::Conn>> + '_ {
+        self.incoming()
     }
 }
 
@@ -343,6 +348,9 @@ impl Listener for UnixListener {
     }
     fn clone_handle(&self) -> io::Result<Self> {
         self.try_clone()
+    }
+    fn incoming_conns(&self) -> impl Iterator<Item = io::Result<Self::Conn>> + '_ {
+        self.incoming()
     }
 }
 
@@ -541,6 +549,32 @@ fn listener_close<L: Listener>() {
     let other = ln.clone_handle().unwrap();
     drop(ln);
     assert_kind(other.accept_conn().map(|_| ()), ErrorKind::NotConnected);
+}
+
+/// Go's accept loops (`http.Server.Serve` and the tests' servers) stop at `ErrClosed`; the
+/// iterator of corio's usual loop, `for conn in listener.incoming()`, ends when another
+/// handle closes the listener. (It yielded `NotConnected` for ever: a loop that logs an
+/// error and goes on spun.) A connection accepted before the close comes through first.
+fn incoming_ends_at_close<L: Listener>() {
+    let (ln, _keep) = L::local();
+    let addr = ln.addr();
+    let other = ln.clone_handle().unwrap();
+    let server = corio::go(move || {
+        let (mut conns, mut errors) = (0, 0);
+        for conn in other.incoming_conns() {
+            match conn {
+                Ok(_) => conns += 1,
+                Err(_) if errors < 1000 => errors += 1, // logged, and the loop goes on
+                Err(e) => panic!("the loop goes on after the close: {e}"),
+            }
+        }
+        (conns, errors)
+    });
+    let client = L::dial(&addr).unwrap();
+    corio::time::sleep(Duration::from_millis(20)); // the server takes it, then waits again
+    drop(ln);
+    assert_eq!(server.join().unwrap(), (1, 0));
+    drop(client);
 }
 
 /// TestZeroByteRead: a read into an empty buffer returns (0, no error) at once on both ends.
@@ -1132,6 +1166,18 @@ rt_common! {
     #[test]
     fn listener_close_unix() {
         within(EVENTUALLY, || rt().run(listener_close::<UnixListener>));
+    }
+
+    /// TestListenerClose's accept loop (tcp): see `incoming_ends_at_close`.
+    #[test]
+    fn incoming_ends_at_close_tcp() {
+        within(EVENTUALLY, || rt().run(incoming_ends_at_close::<TcpListener>));
+    }
+
+    /// TestListenerClose's accept loop (unix).
+    #[test]
+    fn incoming_ends_at_close_unix() {
+        within(EVENTUALLY, || rt().run(incoming_ends_at_close::<UnixListener>));
     }
 
     /// TestPacketConnClose (udp).

@@ -158,6 +158,11 @@ impl<T: AsRawFd> Source<T> {
         Ok(&self.inner)
     }
 
+    /// Whether another handle closed the socket (every call now fails with `NotConnected`).
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
     #[inline]
     fn check_open(&self) -> io::Result<()> {
         if self.closed.load(Ordering::Acquire) {

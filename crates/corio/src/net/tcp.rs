@@ -84,7 +84,34 @@ impl TcpListener {
         accepted(addr::accept_async(&self.sock, |l| l.accept()).await?)
     }
 
-    /// An iterator over accepted connections (it never ends).
+    /// An iterator over accepted connections, as [`accept`](Self::accept)'s. It ends when
+    /// the listener is closed through another handle (`try_clone`: dropping any handle
+    /// closes it for all), so the usual accept loop stops then, as Go's stop at `ErrClosed`;
+    /// it never ends otherwise.
+    ///
+    /// ```
+    /// use corio::net::{TcpListener, TcpStream};
+    ///
+    /// corio::Runtime::new().unwrap().run(|| {
+    ///     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    ///     let addr = listener.local_addr().unwrap();
+    ///     let handle = listener.try_clone().unwrap();
+    ///     let server = corio::go(move || {
+    ///         let mut served = 0;
+    ///         for conn in handle.incoming() {
+    ///             match conn {
+    ///                 Ok(_conn) => served += 1,
+    ///                 Err(e) => eprintln!("accept: {e}"), // and go on
+    ///             }
+    ///         }
+    ///         served // the loop ended: the listener was closed
+    ///     });
+    ///     let _client = TcpStream::connect(addr).unwrap();
+    ///     corio::time::sleep(std::time::Duration::from_millis(10));
+    ///     drop(listener); // closes it for `handle` too
+    ///     assert_eq!(server.join().unwrap(), 1);
+    /// });
+    /// ```
     pub fn incoming(&self) -> Incoming<'_> {
         Incoming { listener: self }
     }
@@ -167,7 +194,10 @@ impl Iterator for Incoming<'_> {
     type Item = io::Result<TcpStream>;
 
     fn next(&mut self) -> Option<io::Result<TcpStream>> {
-        Some(self.listener.accept().map(|(stream, _)| stream))
+        match self.listener.accept() {
+            Err(_) if self.listener.sock.is_closed() => None,
+            accepted => Some(accepted.map(|(stream, _)| stream)),
+        }
     }
 }
 

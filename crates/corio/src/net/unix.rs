@@ -76,9 +76,11 @@ impl UnixListener {
         Ok((UnixStream::from_std(stream)?, peer))
     }
 
-    /// An iterator over accepted connections (it never ends).
-    pub fn incoming(&self) -> impl Iterator<Item = io::Result<UnixStream>> + '_ {
-        std::iter::repeat_with(|| self.accept().map(|(s, _)| s))
+    /// An iterator over accepted connections, as [`accept`](Self::accept)'s; it ends when the
+    /// listener is closed through another handle, as
+    /// [`TcpListener::incoming`](crate::net::TcpListener::incoming)'s.
+    pub fn incoming(&self) -> Incoming<'_> {
+        Incoming { listener: self }
     }
 
     /// The address it listens on.
@@ -137,6 +139,23 @@ let socket = corio::net::UnixListener::bind_addr(&addr).unwrap();",
 }
 
 fd_traits!(UnixListener, sock, std_unix::UnixListener);
+
+/// The iterator of [`UnixListener::incoming`].
+#[derive(Debug)]
+pub struct Incoming<'a> {
+    listener: &'a UnixListener,
+}
+
+impl Iterator for Incoming<'_> {
+    type Item = io::Result<UnixStream>;
+
+    fn next(&mut self) -> Option<io::Result<UnixStream>> {
+        match self.listener.accept() {
+            Err(_) if self.listener.sock.is_closed() => None,
+            accepted => Some(accepted.map(|(stream, _)| stream)),
+        }
+    }
+}
 
 /// A Unix-domain stream connection: `Read`/`Write` blocking-style, `_async` methods and the
 /// `futures_io` (and `tokio::io`) traits, as [`TcpStream`](super::TcpStream).
