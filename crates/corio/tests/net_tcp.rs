@@ -354,3 +354,38 @@ fn sysmon_polls_sockets_while_every_worker_is_busy() {
         );
     });
 }
+
+/// `TcpListener::from_std` keeps the backlog its caller chose. It re-listened with corio's
+/// own 4,096, which `bind` asks for: a server that set a small backlog to shed load (or a
+/// large one, above 4,096) got corio's. With a backlog of 1 the accept queue holds two
+/// connections; a third SYN is dropped and that connect times out.
+#[test]
+fn from_std_keeps_the_callers_backlog() {
+    use std::os::fd::FromRawFd;
+    within(EVENTUALLY, || {
+        // SAFETY: plain socket calls on a descriptor this block creates and then hands to
+        // the `std` listener, which owns it from there.
+        let std_listener = unsafe {
+            let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+            assert!(fd >= 0);
+            let mut addr: libc::sockaddr_in = std::mem::zeroed();
+            addr.sin_family = libc::AF_INET as libc::sa_family_t;
+            addr.sin_addr.s_addr = u32::from(std::net::Ipv4Addr::LOCALHOST).to_be();
+            let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+            assert_eq!(libc::bind(fd, (&raw const addr).cast(), len), 0);
+            assert_eq!(libc::listen(fd, 1), 0);
+            std::net::TcpListener::from_raw_fd(fd)
+        };
+        let listener = TcpListener::from_std(std_listener).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let connected: Vec<bool> = (0..4)
+            .map(|_| std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(300)))
+            .map(|c| c.map(std::mem::forget).is_ok()) // kept open: they fill the queue
+            .collect();
+        assert!(
+            connected.iter().any(|&c| !c),
+            "four connects to a listener with a backlog of 1, nothing accepted: {connected:?}"
+        );
+        drop(listener);
+    });
+}

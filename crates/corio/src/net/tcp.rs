@@ -41,7 +41,7 @@ impl TcpListener {
     #[track_caller]
     pub fn bind<A: ToSocketAddrs>(addr: A) -> io::Result<TcpListener> {
         let addrs = addr::resolve(&addr, "bind")?;
-        TcpListener::from_std(addr::each_addr(addrs, |a| std::net::TcpListener::bind(a))?)
+        TcpListener::bound(addr::each_addr(addrs, |a| std::net::TcpListener::bind(a))?)
     }
 
     /// [`bind`](Self::bind) for async tasks: a host name is looked up on the blocking pool
@@ -56,17 +56,27 @@ impl TcpListener {
     /// ```
     pub async fn bind_async<A: ToSocketAddrs>(addr: A) -> io::Result<TcpListener> {
         let addrs = addr::resolve_async(&addr).await?;
-        TcpListener::from_std(addr::each_addr(addrs, |a| std::net::TcpListener::bind(a))?)
+        TcpListener::bound(addr::each_addr(addrs, |a| std::net::TcpListener::bind(a))?)
     }
 
-    /// Wraps a `std` listener (made nonblocking here).
+    /// Wraps a `std` listener (made nonblocking here). Its backlog stays as its maker chose
+    /// ([`bind`](Self::bind) asks for 4,096; before 2026-12-06 this raised every listener's
+    /// backlog to that).
     pub fn from_std(listener: std::net::TcpListener) -> io::Result<TcpListener> {
         listener.set_nonblocking(true)?;
-        // SAFETY: `listen` on our listening socket only raises its backlog.
-        unsafe { libc::listen(listener.as_raw_fd(), BACKLOG) };
         Ok(TcpListener {
             sock: Shared::new(listener),
         })
+    }
+
+    /// `from_std` for a listener `bind` just made with `std`'s backlog of 128: raised to
+    /// [`BACKLOG`].
+    fn bound(listener: std::net::TcpListener) -> io::Result<TcpListener> {
+        // SAFETY: `listen` on a listening socket we own only changes its backlog.
+        if unsafe { libc::listen(listener.as_raw_fd(), BACKLOG) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        TcpListener::from_std(listener)
     }
 
     /// Accepts a connection, blocking-style (see the type's doc on descriptor exhaustion).
