@@ -1557,11 +1557,10 @@ rt_common! {
     /// tokio tcp_shutdown.rs: `shutdown_after_tcp_reset` (`futures_io`'s `close`, the async
     /// face's shutdown).
     // After the reset the socket is in TCP_CLOSE and shutdown(2) says ENOTCONN, which
-    // `Source::shutdown` (io/source.rs) returns as is through `poll_close`
-    // (net/stream.rs, `futures_write_face!`): a `NotConnected` that corio's own docs reserve
-    // for "another handle closed the socket", where tokio's face says Ok.
+    // `poll_close` passed on until 2026-12-06: a `NotConnected` that corio's own docs reserve
+    // for "another handle closed the socket", where tokio's face says Ok
+    // (`net/stream.rs`, `closed_for_writing`).
     #[test]
-    #[ignore = "BUG: poll_close after the peer's reset fails with NotConnected (raw ENOTCONN)"]
     fn tcp_shutdown_after_tcp_reset_async() {
         within(EVENTUALLY, || {
             in_task(rt(), async {
@@ -1581,7 +1580,6 @@ rt_common! {
     // tokio-rustls' close) treats the error as a failed close.
     #[cfg(feature = "tokio-io")]
     #[test]
-    #[ignore = "BUG: poll_shutdown after the peer's reset fails with NotConnected; tokio's is Ok"]
     fn tcp_shutdown_after_tcp_reset_tokio_io() {
         within(EVENTUALLY, || {
             in_task(rt(), async {
@@ -1591,6 +1589,24 @@ rt_common! {
                     Err(e) if e.kind() == ErrorKind::ConnectionReset => {}
                     Err(e) => panic!("shutdown after the peer's reset: {e:?}"),
                 }
+            })
+        });
+    }
+
+    /// Beside `shutdown_after_tcp_reset`: the close's `ENOTCONN` after a reset is success, but
+    /// a socket another handle closed still reports that close (`NotConnected`, docs/io.md).
+    #[test]
+    fn tcp_close_after_another_handle_closed_is_not_connected() {
+        within(EVENTUALLY, || {
+            in_task(rt(), async {
+                let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+                let addr = listener.local_addr().unwrap();
+                let mut a = TcpStream::connect_async(addr).await.unwrap();
+                let _b = listener.accept_async().await.unwrap();
+                drop(a.try_clone().unwrap());
+                let e = futures::AsyncWriteExt::close(&mut a).await.unwrap_err();
+                assert_eq!(e.kind(), ErrorKind::NotConnected);
+                assert_eq!(e.raw_os_error(), None, "corio's own error, not the kernel's");
             })
         });
     }

@@ -29,6 +29,18 @@ pub(crate) fn writev_len(bufs: &[io::IoSlice<'_>]) -> usize {
     bufs.iter().take(IOV_MAX).map(|b| b.len()).sum()
 }
 
+/// The async traits' close (`poll_close`, `poll_shutdown`) from `shutdown(Write)`'s result: a
+/// socket the peer reset is already closed, and the kernel's `ENOTCONN` for it is success
+/// here, as in tokio (whose users, hyper and tokio-rustls among them, treat a failed close as
+/// a failed connection). A socket another handle closed is still `NotConnected` (corio's own
+/// error, with no OS code). The inherent `shutdown` keeps `std`'s `ENOTCONN`.
+pub(crate) fn closed_for_writing(result: io::Result<()>) -> io::Result<()> {
+    match result {
+        Err(e) if e.raw_os_error() == Some(libc::ENOTCONN) => Ok(()),
+        result => result,
+    }
+}
+
 /// A datagram receive's result as the system call gave it (`datagram_face!`'s `$received`
 /// for a socket whose receive never mistakes the end for `WouldBlock`).
 #[inline]
@@ -88,7 +100,9 @@ macro_rules! futures_write_face {
                 self: std::pin::Pin<&mut Self>,
                 _: &mut std::task::Context<'_>,
             ) -> std::task::Poll<std::io::Result<()>> {
-                std::task::Poll::Ready(self.shutdown(std::net::Shutdown::Write))
+                std::task::Poll::Ready($crate::net::stream::closed_for_writing(
+                    self.shutdown(std::net::Shutdown::Write),
+                ))
             }
         }
     };
@@ -157,7 +171,9 @@ macro_rules! tokio_write_face {
                 self: std::pin::Pin<&mut Self>,
                 _: &mut std::task::Context<'_>,
             ) -> std::task::Poll<std::io::Result<()>> {
-                std::task::Poll::Ready(self.shutdown(std::net::Shutdown::Write))
+                std::task::Poll::Ready($crate::net::stream::closed_for_writing(
+                    self.shutdown(std::net::Shutdown::Write),
+                ))
             }
         }
     };
