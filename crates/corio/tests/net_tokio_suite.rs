@@ -3111,11 +3111,10 @@ fn net_panic_location_is_the_callers() {
 /// tokio net_panic.rs: the `*_panic_caller` tests, for `TcpStream::connect` and
 /// `connect_timeout` to an address (the connect waits for the handshake, so inside an async
 /// task it panics with advice; the panic should name the caller).
-// `TcpStream::connect` (net/tcp.rs) is `#[track_caller]`, but it calls `connect_one` from
-// the closure it hands to `addr::each_addr`, and a closure does not pass the caller's location
-// on: the panic names net/tcp.rs. (`connect_timeout` calls `connect_one` directly: fine.)
+// `TcpStream::connect` (net/tcp.rs) is `#[track_caller]`, but until 2026-12-06 it called
+// `connect_one` from the closure it handed to `addr::each_addr`, and a closure does not pass
+// the caller's location on: the panic named net/tcp.rs. It loops itself now.
 #[test]
-#[ignore = "BUG: TcpStream::connect's panic names net/tcp.rs (track_caller lost in a closure)"]
 fn net_panic_location_of_tcp_connect_is_the_callers() {
     record_advice_panics();
     let found = within(EVENTUALLY, || {

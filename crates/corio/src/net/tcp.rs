@@ -256,9 +256,17 @@ impl TcpStream {
     /// Inside an async task: use [`connect_async`](Self::connect_async).
     #[track_caller]
     pub fn connect<A: ToSocketAddrs>(addr: A) -> io::Result<TcpStream> {
-        addr::each_addr(addr::resolve(&addr, "connect")?, |a| {
-            TcpStream::connect_one(a, None)
-        })
+        // `addr::each_addr`'s loop, written out: a call made from inside a closure reports
+        // the closure's location, not this function's caller (`#[track_caller]` stops at a
+        // closure), and the misuse panic is to name the caller's line.
+        let mut last = None;
+        for a in addr::resolve(&addr, "connect")?.as_slice() {
+            match TcpStream::connect_one(a, None) {
+                Ok(stream) => return Ok(stream),
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last.unwrap_or_else(addr::no_addresses))
     }
 
     /// Connects to one address, giving up after `timeout` (`ErrorKind::TimedOut`; the
