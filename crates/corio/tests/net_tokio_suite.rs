@@ -2492,9 +2492,8 @@ rt_common! {
         });
     }
 
-    /// tokio uds_stream.rs: `accept_read_write_socketaddr` (`bind_addr`/`connect_addr`; corio
-    /// has no `connect_addr_async`, and its blocking-style `connect_addr` tries once in an
-    /// async task, which is enough below a full backlog).
+    /// tokio uds_stream.rs: `accept_read_write_socketaddr` (`bind_addr`/`connect_addr_async`,
+    /// and the blocking-style `connect_addr` in a coroutine).
     #[test]
     fn uds_accept_read_write_socketaddr() {
         within(EVENTUALLY, || {
@@ -2505,7 +2504,7 @@ rt_common! {
                 let listener = UnixListener::bind_addr(&addr).unwrap();
                 let ((server, _), client) = futures::future::try_join(
                     listener.accept_async(),
-                    async { UnixStream::connect_addr(&addr) },
+                    UnixStream::connect_addr_async(&addr),
                 )
                 .await
                 .unwrap();

@@ -234,7 +234,38 @@ impl UnixStream {
     /// Connects to the socket at `path`; at a full backlog the task sleeps and tries again
     /// (see [`connect`](Self::connect)).
     pub async fn connect_async<P: AsRef<Path>>(path: P) -> io::Result<UnixStream> {
-        let (fd, addr, len) = addr::unix_socket(addr::UnixName::Path(path.as_ref()))?;
+        UnixStream::connect_name_async(addr::UnixName::Path(path.as_ref())).await
+    }
+
+    /// Connects to the socket at `addr` (a path or, on Linux, an abstract name), as
+    /// [`connect_async`](Self::connect_async).
+    ///
+    /// ```
+    /// # #[cfg(target_os = "linux")] {
+    /// use std::os::linux::net::SocketAddrExt;
+    /// use std::os::unix::net::SocketAddr;
+    /// use corio::net::{UnixListener, UnixStream};
+    ///
+    /// let name = format!("corio-doc-{}", std::process::id());
+    /// let addr = SocketAddr::from_abstract_name(name.as_bytes()).unwrap();
+    /// corio::Runtime::new().unwrap().block_on(async {
+    ///     let listener = UnixListener::bind_addr(&addr).unwrap();
+    ///     let client = UnixStream::connect_addr_async(&addr).await.unwrap();
+    ///     let (server, _) = listener.accept_async().await.unwrap();
+    ///     client.write_all_async(b"hi").await.unwrap();
+    ///     let mut buf = [0; 2];
+    ///     server.read_exact_async(&mut buf).await.unwrap();
+    ///     assert_eq!(&buf, b"hi");
+    /// });
+    /// # }
+    /// ```
+    pub async fn connect_addr_async(addr: &SocketAddr) -> io::Result<UnixStream> {
+        UnixStream::connect_name_async(addr::UnixName::of(addr)).await
+    }
+
+    /// The two `_async` connects: at a full backlog, sleep and try again.
+    async fn connect_name_async(name: addr::UnixName<'_>) -> io::Result<UnixStream> {
+        let (fd, addr, len) = addr::unix_socket(name)?;
         let mut backoff = addr::CONNECT_BACKOFF_MIN;
         loop {
             match addr::unix_connect(&fd, &addr, len) {
