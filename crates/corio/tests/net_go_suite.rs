@@ -28,37 +28,64 @@
 //! [`SLACK`] of it.
 
 // Not ported, one line each (the Go test, and why):
-// - TestDialTimeout's socktest filter and its negative/past rows: no fault-injection hook, and corio's timeouts are durations (> 0); ported with a listener whose backlog is full.
-// - TestAcceptTimeout, TestReadTimeout, TestReadFromTimeout, TestWriteTimeout: the "deadline in the past" rows: corio's timeouts are per-call durations; the 1 ns and "data already there" cases are tested instead.
-// - TestWriteToTimeout on UDP: a UDP send on loopback never waits, so a per-call timeout cannot fire; ported on a Unix datagram socket, whose send does wait.
-// - TestReadTimeoutUnblocksRead's deadline moved while the read waits: corio reads a call's timeout when the call starts (std's SO_RCVTIMEO shape); ported with shutdown(Read), which wakes it.
-// - TestAcceptIgnoreAbortedConnRequest's injected ECONNABORTED: no socktest hook; ported with a connection the client resets before accept.
+// - TestDialTimeout's socktest filter and its negative/past rows: no fault-injection hook, and
+//   corio's timeouts are durations (> 0); ported with a listener whose backlog is full.
+// - TestAcceptTimeout, TestReadTimeout, TestReadFromTimeout, TestWriteTimeout: the "deadline in the
+//   past" rows: corio's timeouts are per-call durations; the 1 ns and "data already there" cases
+//   are tested instead.
+// - TestWriteToTimeout on UDP: a UDP send on loopback never waits, so a per-call timeout cannot
+//   fire; ported on a Unix datagram socket, whose send does wait.
+// - TestReadTimeoutUnblocksRead's deadline moved while the read waits: corio reads a call's timeout
+//   when the call starts (std's SO_RCVTIMEO shape); ported with shutdown(Read), which wakes it.
+// - TestAcceptIgnoreAbortedConnRequest's injected ECONNABORTED: no socktest hook; ported with a
+//   connection the client resets before accept.
 // - TestErrors: Go's net.Error interface types; corio reports std::io::ErrorKind.
-// - TestResolveTCPAddr, TestResolveUDPAddr: Go's resolver API and service names ("http"); corio takes std's address forms (tests/net_resolve.rs).
-// - TestIPv6LinkLocalUnicastTCP, TestIPv6LinkLocalUnicastUDP: need a link-local IPv6 interface (external network).
+// - TestResolveTCPAddr, TestResolveUDPAddr: Go's resolver API and service names ("http"); corio
+//   takes std's address forms (tests/net_resolve.rs).
+// - TestIPv6LinkLocalUnicastTCP, TestIPv6LinkLocalUnicastUDP: need a link-local IPv6 interface
+//   (external network).
 // - TestTCPBig: 5 GB buffers (off by default in Go too).
-// - TestTCPServer, TestUDPServer: wildcard and IPv6 rows (":0", "0.0.0.0", "[::]", "[::1]"): this suite binds 127.0.0.1 only.
-// - TestTCPListenerName, TestUDPConnLocalName: nil and wildcard rows: 127.0.0.1 only (that row is in the *_specific_methods tests).
-// - The "unixpacket" rows of TestCloseRead, TestCloseWrite, TestConnClose, TestListenerClose, TestZeroByteRead, TestConnAndListener, TestUnixAndUnixpacketServer, TestDialerControl: corio has no SOCK_SEQPACKET socket.
-// - TestUnixgramWrite, TestWriteToUDP: the ErrWriteToConnected checks: Go refuses WriteTo on a connected socket itself; corio passes sendto to the kernel as std does, and Linux accepts it.
-// - TestUnixgramWrite, TestWriteToUDP, TestUDPConnSpecificMethods, TestUnixConnSpecificMethods: WriteMsg*/ReadMsg* (ancillary data): corio has no msg calls.
-// - TestUDPIPVersionReadMsg: ReadMsgUDP/AddrPort forms; its address-family check is ported with recv_from.
-// - TestIPv6WriteMsgUDPAddrPortTargetAddrIPVersion: WriteMsgUDPAddrPort on a dual-stack "[::]" socket.
+// - TestTCPServer, TestUDPServer: wildcard and IPv6 rows (":0", "0.0.0.0", "[::]", "[::1]"): this
+//   suite binds 127.0.0.1 only.
+// - TestTCPListenerName, TestUDPConnLocalName: nil and wildcard rows: 127.0.0.1 only (that row is
+//   in the *_specific_methods tests).
+// - The "unixpacket" rows of TestCloseRead, TestCloseWrite, TestConnClose, TestListenerClose,
+//   TestZeroByteRead, TestConnAndListener, TestUnixAndUnixpacketServer, TestDialerControl: corio
+//   has no SOCK_SEQPACKET socket.
+// - TestUnixgramWrite, TestWriteToUDP: the ErrWriteToConnected checks: Go refuses WriteTo on a
+//   connected socket itself; corio passes sendto to the kernel as std does, and Linux accepts it.
+// - TestUnixgramWrite, TestWriteToUDP, TestUDPConnSpecificMethods, TestUnixConnSpecificMethods:
+//   WriteMsg*/ReadMsg* (ancillary data): corio has no msg calls.
+// - TestUDPIPVersionReadMsg: ReadMsgUDP/AddrPort forms; its address-family check is ported with
+//   recv_from.
+// - TestIPv6WriteMsgUDPAddrPortTargetAddrIPVersion: WriteMsgUDPAddrPort on a dual-stack "[::]"
+//   socket.
 // - TestIPConnSpecificMethods: raw IP sockets (root); corio has no IPConn.
-// - TestTCPConnSpecificMethods, TestUDPConnSpecificMethods, TestUnixConnSpecificMethods, TestTCPListenerSpecificMethods, TestUnixListenerSpecificMethods: File(), SetKeepAlive, SetKeepAlivePeriod, SetLinger, SetReadBuffer, SetWriteBuffer: corio has none (set them on the descriptor); the rest is ported.
-// - TestUnixConnLocalAndRemoteNames with a bound local address: UnixStream::connect cannot bind first (std's shape); the unbound row is ported.
-// - TestUDPConnLocalAndRemoteNames with no local address: a UdpSocket is always bound (std's shape); the bound row is ported.
-// - TestUnixUnlink: Go removes the socket file when the listener closes (FileListener, SetUnlinkOnClose); corio, as std, never unlinks: ported as that documented behaviour (bind over a stale file is AddrInUse).
+// - TestTCPConnSpecificMethods, TestUDPConnSpecificMethods, TestUnixConnSpecificMethods,
+//   TestTCPListenerSpecificMethods, TestUnixListenerSpecificMethods: File(), SetKeepAlive,
+//   SetKeepAlivePeriod, SetLinger, SetReadBuffer, SetWriteBuffer: corio has none (set them on the
+//   descriptor); the rest is ported.
+// - TestUnixConnLocalAndRemoteNames with a bound local address: UnixStream::connect cannot bind
+//   first (std's shape); the unbound row is ported.
+// - TestUDPConnLocalAndRemoteNames with no local address: a UdpSocket is always bound (std's
+//   shape); the bound row is ported.
+// - TestUnixUnlink: Go removes the socket file when the listener closes (FileListener,
+//   SetUnlinkOnClose); corio, as std, never unlinks: ported as that documented behaviour (bind over
+//   a stale file is AddrInUse).
 // - TestBuffers_read, TestBuffers_consume: Go's net.Buffers type; std has IoSlice::advance_slices.
-// - TestBuffers_WriteTo's count of writev calls: no hook to count system calls; the bytes are checked.
-// - TestProhibitionaryDialArg, TestDialerDualStackFDLeak, TestDialParallel, TestDialerFallbackDelay, TestDialParallelSpuriousConnection, TestDialerDualStack: network selection ("tcp6") and Happy Eyeballs; corio's connect tries the addresses in order.
+// - TestBuffers_WriteTo's count of writev calls: no hook to count system calls; the bytes are
+//   checked.
+// - TestProhibitionaryDialArg, TestDialerDualStackFDLeak, TestDialParallel,
+//   TestDialerFallbackDelay, TestDialParallelSpuriousConnection, TestDialerDualStack: network
+//   selection ("tcp6") and Happy Eyeballs; corio's connect tries the addresses in order.
 // - TestDialerPartialDeadline: a Go-internal function.
 // - TestDialerLocalAddr: Dialer.LocalAddr; corio cannot bind before connect.
 // - TestDialerKeepAlive: Dialer.KeepAlive; corio has no keep-alive setting.
 // - TestDialListenerAddr: needs a wildcard listener (":0"); 127.0.0.1 only.
 // - TestDialerControl: Dialer.Control hook.
 // - TestDialWithNonZeroDeadline: context.Context deadlines.
-// - TestDialCancel's black-hole address (external network): ported with a full backlog, and JoinHandle::abort as the cancel.
+// - TestDialCancel's black-hole address (external network): ported with a full backlog, and
+//   JoinHandle::abort as the cancel.
 // - TestCopyPipeIntoTCP's TransmitFile concern (Windows): ported as a plain copy from a pipe.
 
 #[macro_use]
