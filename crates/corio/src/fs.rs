@@ -73,7 +73,10 @@
 //! 3. A dropped *read* is as if it had not been made: the next call first moves the cursor
 //!    back over the bytes its job read, so the cursor is where the caller left it and the next
 //!    read sees the file as it is then. A pipe or a terminal cannot seek: there the bytes are
-//!    kept and the next read returns them first, so none is lost.
+//!    kept and the next read returns them first, so none is lost. That seek back is a pool job;
+//!    if the runtime shuts down before it runs, it runs in place instead (an `lseek` from the
+//!    current position does no IO), so the promise holds for a `File` that outlives its
+//!    runtime.
 //! 4. A dropped *write* (or `write_all_async`) happens or not, in part or whole, as a
 //!    cancelled write anywhere: the chunk in flight (up to 2 MiB) reaches the file before any
 //!    later call, the chunks not started are not written, and how much was written is not
@@ -358,6 +361,8 @@ enum By {
     /// `poll_seek` to this position (`start_seek`, in tokio's trait): the next `poll_seek`
     /// to the same position (`poll_complete`) returns where it went.
     PollSeek(SeekFrom),
+    /// The seek back over a dropped read's bytes (`give_back`), by this many bytes.
+    SeekBack(i64),
 }
 
 /// What a pool job hands back.
@@ -557,6 +562,14 @@ impl State {
                     self.give_back(via, file, buf, 0);
                 }
                 (Ok(done), _) => self.settled(done),
+                // The seek back, cancelled at runtime shutdown before it ran: the bytes are
+                // kept as unread, so the cursor must go back over them all the same, or the
+                // next write lands after them and a relative seek counts from there
+                // (`tests/fs_tokio_suite.rs`, `file_ops_survive_join_error_after_a_dropped_read`).
+                // In place: `lseek` by an offset from the current position does no IO.
+                (Err(_), By::SeekBack(back)) => {
+                    self.settled(Done::Seek((&**file).seek(SeekFrom::Current(-back))));
+                }
                 // Its panic went unseen (as its result); cancelled only at runtime shutdown.
                 (Err(_), _) => {}
             }
@@ -584,7 +597,7 @@ impl State {
             Via::Pool => {
                 self.in_flight = Some(InFlight {
                     job: crate::spawn_blocking(job),
-                    by: By::Call,
+                    by: By::SeekBack(back),
                 });
             }
         }
