@@ -198,6 +198,11 @@ pub mod __private {
 /// assert_eq!(rx.try_recv(), Ok(1));
 /// assert_eq!((tx.capacity(), rx.len()), (Some(1), 0));
 /// ```
+///
+/// # Panics
+///
+/// If `cap` is `usize::MAX` (the count of buffered values needs one value more).
+#[track_caller]
 pub fn bounded<T>(cap: usize) -> (Sender<T>, Receiver<T>) {
     assert!(cap < usize::MAX, "corio::chan::bounded: capacity too large");
     pair(Chan::new(cap))
@@ -486,6 +491,15 @@ impl<T> Receiver<T> {
 
     common_methods!();
 }
+
+// Unwind safety, as `std::sync::mpsc`'s and crossbeam's ends: a panic never leaves a channel
+// half-changed for another user to see. Its state changes under its lock run no user code
+// (values move in and out; their drops and wakers' wakes run after the lock), so an end used
+// again after a `catch_unwind` finds a consistent channel (`tests/sync_tokio_suite.rs`).
+impl<T> std::panic::UnwindSafe for Sender<T> {}
+impl<T> std::panic::RefUnwindSafe for Sender<T> {}
+impl<T> std::panic::UnwindSafe for Receiver<T> {}
+impl<T> std::panic::RefUnwindSafe for Receiver<T> {}
 
 impl<T> Clone for Sender<T> {
     fn clone(&self) -> Self {

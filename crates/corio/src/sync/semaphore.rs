@@ -66,6 +66,7 @@ impl BatchSemaphore {
         }
     }
 
+    #[track_caller] // `Semaphore::new`'s panic names its caller
     pub(crate) fn new(permits: usize) -> BatchSemaphore {
         assert!(
             permits <= Self::MAX_PERMITS,
@@ -128,16 +129,32 @@ impl BatchSemaphore {
     }
 
     /// Protocol step 3.
+    ///
+    /// # Panics
+    ///
+    /// If the free permits would exceed [`MAX_PERMITS`](Self::MAX_PERMITS) (at the caller's
+    /// line: `Semaphore::add_permits`). The waiters served first are woken before, and the
+    /// excess is not added, so the count never passes the maximum (it was added, and then a
+    /// later release panicked too; a waiter already served was never woken:
+    /// `tests/sync_tokio_suite.rs`).
+    #[track_caller]
     pub(crate) fn release(&self, n: usize) {
         if n == 0 {
             return;
         }
         let mut wakers = Wakers::default();
-        self.release_locked(&mut self.list(), n, &mut wakers);
+        let refused = self.release_locked(&mut self.list(), n, &mut wakers);
         wakers.wake();
+        if refused {
+            too_many_permits();
+        }
     }
 
-    fn release_locked(&self, list: &mut List<usize>, mut n: usize, wakers: &mut Wakers) {
+    /// Gives `n` permits to the waiters in order, then adds what is left to the free count;
+    /// returns whether that was refused (it would pass `MAX_PERMITS`), for the caller to panic
+    /// once it has woken the waiters served.
+    #[must_use]
+    fn release_locked(&self, list: &mut List<usize>, mut n: usize, wakers: &mut Wakers) -> bool {
         while n > 0 {
             let Some(mut head) = list.front() else { break };
             let done = head.data(|need| {
@@ -152,14 +169,25 @@ impl BatchSemaphore {
             let mut head = list.pop_front().expect("the head is there");
             wakers.push(head.take_waker());
         }
-        if n > 0 {
+        if n == 0 {
+            return false;
+        }
+        let mut before = self.permits.load(Relaxed);
+        loop {
+            if before
+                .checked_add(n)
+                .is_none_or(|after| after > Self::MAX_PERMITS)
+            {
+                return true;
+            }
             // Release: pairs with the Acquire CAS in `try_acquire`. The list is empty here.
-            let before = self.permits.fetch_add(n, Release);
-            assert!(
-                before + n <= Self::MAX_PERMITS,
-                "a semaphore holds at most {} permits",
-                Self::MAX_PERMITS
-            );
+            match self
+                .permits
+                .compare_exchange_weak(before, before + n, Release, Relaxed)
+            {
+                Ok(_) => return false,
+                Err(now) => before = now,
+            }
         }
     }
 
@@ -187,9 +215,12 @@ impl BatchSemaphore {
                 // The close unlinked us (step 5): pass on what we had been assigned.
                 *queued = false;
                 let mut wakers = Wakers::default();
-                self.release_locked(&mut list, n - need, &mut wakers);
+                let refused = self.release_locked(&mut list, n - need, &mut wakers);
                 drop(list);
                 wakers.wake();
+                if refused {
+                    too_many_permits();
+                }
                 return Poll::Ready(Err(AcquireError(())));
             }
             let replaced = me.set_waker(cx.waker());
@@ -232,15 +263,18 @@ impl BatchSemaphore {
     #[cold]
     fn cancel(&self, node: Pin<&Node<usize>>, n: usize) {
         let mut wakers = Wakers::default();
-        {
+        let refused = {
             let mut list = self.list();
             // SAFETY: we hold the list lock; the node is only ever used with this list.
             let need = unsafe { list.entry(node) }.data(|need| *need);
             // SAFETY: as above.
             unsafe { list.remove(node) };
-            self.release_locked(&mut list, n - need, &mut wakers);
-        }
+            self.release_locked(&mut list, n - need, &mut wakers)
+        };
         wakers.wake();
+        if refused {
+            too_many_permits();
+        }
     }
 
     /// A future that acquires `n` permits (they are the caller's once it completes), for a
@@ -347,6 +381,16 @@ pub struct Semaphore {
     sem: BatchSemaphore,
 }
 
+/// The panic of a release that would pass `MAX_PERMITS`.
+#[cold]
+#[track_caller]
+fn too_many_permits() -> ! {
+    panic!(
+        "a semaphore holds at most {} permits",
+        BatchSemaphore::MAX_PERMITS
+    )
+}
+
 impl Semaphore {
     /// The most permits a semaphore may hold.
     pub const MAX_PERMITS: usize = BatchSemaphore::MAX_PERMITS;
@@ -372,7 +416,9 @@ impl Semaphore {
     ///
     /// # Panics
     ///
-    /// If the total would exceed [`MAX_PERMITS`](Self::MAX_PERMITS).
+    /// If the total would exceed [`MAX_PERMITS`](Self::MAX_PERMITS); the permits are then
+    /// not added (those the waiters took are theirs).
+    #[track_caller]
     pub fn add_permits(&self, n: usize) {
         self.sem.release(n);
     }
