@@ -74,14 +74,32 @@ impl Sleep {
         let earliest = {
             let remote = &shared.workers[index];
             let mut heap = remote.timers.lock().unwrap_or_else(|e| e.into_inner());
-            heap.insert(entry.clone());
-            let earliest = deadline < remote.next_timer.load(std::sync::atomic::Ordering::SeqCst);
-            if earliest {
-                remote
-                    .next_timer
-                    .store(deadline, std::sync::atomic::Ordering::SeqCst);
+            // Again under the lock: the shutdown may have begun since the check above, and
+            // then its drain (`Remote::drain`, which hands the heap's timers to the fallback
+            // thread under this lock, after the flag is set) may be over, and a timer put in
+            // now would never fire: a plain thread in `Runtime::block_on` or `enter` slept
+            // for ever (`tests/time_tokio_suite.rs`, `sleeps_registered_from_plain_threads_
+            // while_the_runtime_shuts_down_all_fire`). Seen here, the flag means the drain has
+            // not taken this heap yet or has; either way the fallback thread is the place.
+            if shared.is_shutdown() {
+                None
+            } else {
+                heap.insert(entry.clone());
+                let earliest =
+                    deadline < remote.next_timer.load(std::sync::atomic::Ordering::SeqCst);
+                if earliest {
+                    remote
+                        .next_timer
+                        .store(deadline, std::sync::atomic::Ordering::SeqCst);
+                }
+                Some(earliest)
             }
-            earliest
+        };
+        let Some(earliest) = earliest else {
+            drop(entry); // never in a heap: only this `Sleep` holds it
+            let entry = fallback::register(self.deadline, cx.waker());
+            self.timer = Some(Registered::Fallback(entry));
+            return;
         };
         // Only a new earliest deadline of its heap needs the driver re-armed or the owner
         // told: a later one leaves every heap's `next_timer` as it was, and whoever watches
