@@ -1924,6 +1924,14 @@ impl WorkerCtx {
         if !self.has_work() {
             shared.metrics.parks.fetch_add(1, Ordering::Relaxed);
             remote.status.store(STATUS_IDLE, Ordering::Release);
+            // Between the store of `IDLE` and `sleep`'s look at the driver (`try_acquire`):
+            // a store and a later load of another location may be reordered (x86's store
+            // buffer), and the holder does the mirror image (`release`, then
+            // `pass_driver_on`'s look at `status`, with the fence there). Without the pair,
+            // each could miss the other's store: this worker parks on its futex because the
+            // driver looked held, the holder passes the driver to nobody because this worker
+            // looked busy, and this worker's timers wait until the holder next parks.
+            std::sync::atomic::fence(Ordering::SeqCst);
             polled = self.sleep();
             remote.status.store(STATUS_RUNNING, Ordering::Release);
         }
@@ -1990,6 +1998,8 @@ impl WorkerCtx {
     /// someone watches them.
     fn pass_driver_on(&self) {
         let shared = &self.shared;
+        // Pairs with the fence in `park` (see there): after this worker's `release`.
+        std::sync::atomic::fence(Ordering::SeqCst);
         for (index, remote) in shared.workers.iter().enumerate() {
             if index != self.index
                 && remote.next_timer.load(Ordering::SeqCst) != u64::MAX
