@@ -377,6 +377,47 @@ mod time_sleep {
             in_coroutine_and_task(rt(), check);
         }
 
+        /// tokio's `Sleep::reset` keeps the task waiting on the sleep registered: a future that
+        /// polls its sleep, then pushes the deadline on (an idle timeout reset by activity)
+        /// and returns `Pending` without polling the sleep again is still woken at the new
+        /// deadline. corio's reset dropped the timer, waker and all, and left the next poll to
+        /// register one, so that task slept for ever.
+        #[test]
+        fn a_sleep_reset_without_a_poll_after_it_still_wakes_its_task() {
+            struct ResetAfterPoll {
+                sleep: Sleep,
+                reset_to: Option<Instant>,
+            }
+            impl Future for ResetAfterPoll {
+                type Output = ();
+                fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+                    if Pin::new(&mut self.sleep).poll(cx).is_ready() {
+                        return Poll::Ready(());
+                    }
+                    if let Some(at) = self.reset_to.take() {
+                        self.sleep.reset(at); // and no poll of the sleep after it
+                    }
+                    Poll::Pending
+                }
+            }
+            within(EVENTUALLY, || {
+                for (later, earlier) in [(true, false), (false, true)] {
+                    reset_without_a_poll(rt(), later, earlier);
+                }
+            });
+            fn reset_without_a_poll(rt: corio::Runtime, later: bool, earlier: bool) {
+                let start = Instant::now();
+                let reset_to = if later { start + 50 * MS } else { start + 10 * MS };
+                let first = if earlier { start + 3600 * 1000 * MS } else { start + 10 * MS };
+                let done = rt.block_on(rt.spawn(ResetAfterPoll {
+                    sleep: time::sleep_until_async(first),
+                    reset_to: Some(reset_to),
+                }));
+                unwrap_task(done);
+                assert!(Instant::now() >= reset_to, "completed before its new deadline");
+            }
+        }
+
         /// tokio `time_sleep.rs` `reset_past_sleep_before_turn`: a registered sleep reset to an
         /// earlier deadline completes then (not at the old one, an hour away here).
         #[test]

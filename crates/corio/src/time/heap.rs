@@ -276,6 +276,12 @@ impl TimerEntry {
     pub(crate) fn register(&self, waker: &Waker) {
         self.waker.register(waker);
     }
+
+    /// Takes the registered waker back, unwoken (`Sleep::reset` moves it to a new entry);
+    /// `None` if there is none or a `fire` took it.
+    pub(crate) fn take_waker(&self) -> Option<Waker> {
+        self.waker.take()
+    }
 }
 
 impl fmt::Debug for TimerEntry {

@@ -22,8 +22,9 @@ use std::time::{Duration, Instant};
 
 use super::{deadline_after, sleep_until, sleep_until_async};
 
-/// Ticks every `period`, the first tick at once (like Go's `time.Ticker`, and tokio's
-/// `interval`). Missed ticks are skipped by default: see [`MissedTickBehavior`].
+/// Ticks every `period`, the first tick at once, as tokio's `interval` (Go's `time.Ticker`
+/// ticks first one period after it is made: that is [`interval_at`]`(now + period, period)`).
+/// Missed ticks are skipped by default: see [`MissedTickBehavior`].
 ///
 /// # Panics
 ///

@@ -154,8 +154,11 @@ impl Drop for Sleep {
 
 impl Sleep {
     /// Makes this sleep complete at `deadline` instead, whether or not it has completed or
-    /// been polled (tokio's `Sleep::reset`). Its timer, if any, is cancelled; the next poll
-    /// registers one for the new deadline. A `Sleep` is `Unpin`, so this also serves a
+    /// been polled (tokio's `Sleep::reset`). A task waiting on it stays registered: it is
+    /// woken at the new deadline (at once if that has passed) without polling the sleep
+    /// again, as with tokio's. (Until 2026-12-06 the waker went with the old timer, and a
+    /// future that reset its sleep at the end of a poll, an idle timeout pushed on by
+    /// activity, was never woken.) A `Sleep` is `Unpin`, so this also serves a
     /// `Pin<&mut Sleep>` in a `select`-style loop.
     ///
     /// ```
@@ -172,8 +175,25 @@ impl Sleep {
     /// });
     /// ```
     pub fn reset(&mut self, deadline: Instant) {
+        // The waiting task's waker, taken from the old timer unless it fired (then the task
+        // was woken already, and its next poll registers anew).
+        let waiter = match &self.timer {
+            Some(Registered::Runtime { entry, .. } | Registered::Fallback(entry))
+                if !entry.is_fired() =>
+            {
+                entry.take_waker()
+            }
+            _ => None,
+        };
         self.cancel();
         self.deadline = deadline;
+        if let Some(waker) = waiter
+            && self
+                .poll_deadline(&mut Context::from_waker(&waker))
+                .is_ready()
+        {
+            waker.wake(); // the new deadline has passed: the task is to see it
+        }
     }
 
     /// Removes the timer from its heap if it has not fired (a cancelled timer leaves nothing
