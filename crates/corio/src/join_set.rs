@@ -167,17 +167,23 @@ impl<T> JoinSet<T> {
         if self.tasks.is_empty() {
             return Poll::Ready(None);
         }
-        let queued = {
+        let (queued, replaced) = {
             let mut inner = self.ready.inner.lock().unwrap_or_else(|e| e.into_inner());
-            if !inner
+            let replaced = if inner
                 .waiter
                 .as_ref()
                 .is_some_and(|w| w.will_wake(cx.waker()))
             {
-                inner.waiter = Some(cx.waker().clone());
-            }
-            inner.ids.len()
+                None
+            } else {
+                inner.waiter.replace(cx.waker().clone())
+            };
+            (inner.ids.len(), replaced)
         };
+        // The replaced waker is dropped after the lock: its `Drop` is user code, which may
+        // wait for a member to finish, and a finishing member takes this lock (`Ready::push`)
+        // to queue itself (tokio's `replace_parent_waker_drops_outside_lock`: a deadlock).
+        drop(replaced);
         match self.poll_queued(queued) {
             Some(result) => Poll::Ready(Some(result)),
             None => Poll::Pending,

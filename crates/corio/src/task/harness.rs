@@ -226,19 +226,37 @@ fn cancel_once<B: Body>(cell: &Cell<B>) -> (Poll<JoinError>, bool) {
     (poll, yielded)
 }
 
+/// The task's context for a drop of a `T` in `complete` (the finished body, an unread
+/// output), so that its `Drop` sees `corio::current()` (`tests/task_tokio_suite.rs`, tokio's
+/// `task_id_future_destructor_completion`); nothing, at no cost, for a type without drop glue.
+#[inline(always)]
+fn drop_context<T>(header: &Header) -> Option<context::TaskGuard> {
+    if const { mem::needs_drop::<T>() } {
+        Some(context::enter_task(header))
+    } else {
+        None
+    }
+}
+
 /// Stores the result and completes the task (step 5 of the protocol).
 fn complete<B: Body>(cell: &Cell<B>, ptr: NonNull<Header>, result: Result<B::Output, JoinError>) {
     let header = &cell.header;
-    // SAFETY: RUNNING gives this thread the stage; dropping the finished body cannot unwind
-    // into us (bodies catch their own panics), but catch anyway: a Drop may panic.
-    let _ = catch_unwind(AssertUnwindSafe(|| unsafe {
-        *cell.core.stage.get() = Stage::Consumed;
-    }));
+    {
+        // The body's drop sees its task as `corio::current()`, as it does when the task is
+        // aborted (`poll_cancel` drops it inside the task) and as tokio's does.
+        let _task = drop_context::<B>(header);
+        // SAFETY: RUNNING gives this thread the stage; dropping the finished body cannot
+        // unwind into us (bodies catch their own panics), but catch anyway: a Drop may panic.
+        let _ = catch_unwind(AssertUnwindSafe(|| unsafe {
+            *cell.core.stage.get() = Stage::Consumed;
+        }));
+    }
     // SAFETY: as above.
     unsafe { *cell.core.stage.get() = Stage::Finished(result) };
     let snapshot = header.state.transition_to_complete();
     if !snapshot.is_join_interested() {
-        // Nobody will read the output: it is ours to drop.
+        // Nobody will read the output: it is ours to drop (inside the task, as the body).
+        let _task = drop_context::<B::Output>(header);
         // SAFETY: COMPLETE without JOIN_INTEREST leaves the stage to this thread.
         let _ = catch_unwind(AssertUnwindSafe(|| unsafe {
             *cell.core.stage.get() = Stage::Consumed;
