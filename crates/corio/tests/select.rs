@@ -378,3 +378,39 @@ fn an_unsent_value_is_dropped_before_the_chosen_arms_body_runs() {
     }
     sender.join().unwrap();
 }
+
+/// An async select over a channel that is always ready takes the task's coop budget, as the
+/// channel futures do (tokio's `coop` test, `tests/rt_tokio_suite.rs`): within 1,000 ready
+/// selects in one poll of a task, one returns `Pending` (and wakes the task). Without it, a
+/// loop of selects held its worker for as long as the channel had values.
+#[test]
+fn a_loop_of_ready_async_selects_runs_out_of_budget() {
+    within(EVENTUALLY, || {
+        let rt = support::rt(1);
+        let yielded = rt.block_on(async {
+            corio::spawn(async {
+                let (tx, rx) = chan::unbounded::<u32>();
+                for i in 0..1000 {
+                    tx.try_send(i).unwrap();
+                }
+                std::future::poll_fn(|cx| {
+                    for _ in 0..1000 {
+                        let select = std::pin::pin!(async {
+                            corio::select_async! {
+                                recv(rx) -> v => v.is_ok(),
+                            }
+                        });
+                        if select.poll(cx).is_pending() {
+                            return Poll::Ready(true);
+                        }
+                    }
+                    Poll::Ready(false)
+                })
+                .await
+            })
+            .await
+            .unwrap()
+        });
+        assert!(yielded, "1,000 ready selects in one poll never yielded");
+    });
+}

@@ -353,7 +353,7 @@ impl<T> Sender<T> {
     /// Inside an async task: use [`send_async`](Self::send_async) there.
     #[track_caller]
     pub fn send(&self, value: T) -> Result<(), SendError<T>> {
-        crate::block_on::block_on_ready_first(|| self.send_async(value))
+        crate::block_on::block_on_ready_first(|| self.send_future(value, false))
     }
 
     /// Sends `value` if that needs no waiting.
@@ -394,9 +394,18 @@ impl<T> Sender<T> {
     /// The future of a send: resolves when the value is sent or the channel closes.
     /// Dropping it before it resolves withdraws the send (the value is dropped with it).
     pub fn send_async(&self, value: T) -> SendFuture<'_, T> {
+        self.send_future(value, true)
+    }
+
+    /// The future of a send; `budgeted`: it takes a unit of the task's budget per poll (the
+    /// `_async` face). The blocking-style face's coroutine has taken its own already
+    /// (`block_on_ready_first`).
+    #[inline(always)]
+    fn send_future(&self, value: T, budgeted: bool) -> SendFuture<'_, T> {
         SendFuture {
             chan: &self.chan,
             op: SendOp::new(value),
+            budgeted,
         }
     }
 
@@ -424,7 +433,7 @@ impl<T> Receiver<T> {
     /// Inside an async task: use [`recv_async`](Self::recv_async) there.
     #[track_caller]
     pub fn recv(&self) -> Result<T, RecvError> {
-        crate::block_on::block_on_ready_first(|| self.recv_async())
+        crate::block_on::block_on_ready_first(|| self.recv_future(false))
     }
 
     /// Receives a value if one is there without waiting.
@@ -465,9 +474,16 @@ impl<T> Receiver<T> {
     /// The future of a receive. Dropping it after a value was handed to it but before it
     /// resolved gives the value back to the channel (module docs, H6).
     pub fn recv_async(&self) -> RecvFuture<'_, T> {
+        self.recv_future(true)
+    }
+
+    /// The future of a receive; `budgeted` as in [`Sender::send_future`].
+    #[inline(always)]
+    fn recv_future(&self, budgeted: bool) -> RecvFuture<'_, T> {
         RecvFuture {
             chan: &self.chan,
             op: RecvOp::new(),
+            budgeted,
         }
     }
 
@@ -560,6 +576,8 @@ impl<T> fmt::Debug for Receiver<T> {
 pub struct SendFuture<'a, T> {
     chan: &'a Chan<T>,
     op: SendOp<T>,
+    /// Whether a poll takes a unit of the task's budget (see [`budget_spent`]).
+    budgeted: bool,
 }
 
 impl<T> Unpin for SendFuture<'_, T> {}
@@ -570,6 +588,9 @@ impl<T> Future for SendFuture<'_, T> {
     #[inline(always)] // the blocking-style call polls it in its own frame
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
+        if this.budgeted && budget_spent(cx) {
+            return Poll::Pending;
+        }
         this.op.poll(this.chan, cx)
     }
 }
@@ -588,6 +609,8 @@ impl<T> Drop for SendFuture<'_, T> {
 pub struct RecvFuture<'a, T> {
     chan: &'a Chan<T>,
     op: RecvOp<T>,
+    /// Whether a poll takes a unit of the task's budget (see [`budget_spent`]).
+    budgeted: bool,
 }
 
 impl<T> Unpin for RecvFuture<'_, T> {}
@@ -598,7 +621,26 @@ impl<T> Future for RecvFuture<'_, T> {
     #[inline(always)] // the blocking-style call polls it in its own frame
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
+        if this.budgeted && budget_spent(cx) {
+            return Poll::Pending;
+        }
         this.op.poll(this.chan, cx)
+    }
+}
+
+/// The async faces' coop budget (tokio's `coop::poll_proceed`), as sockets, joins and timers
+/// take it: a channel that is always ready (a full buffer to drain, a receiver that keeps up)
+/// must not let one task hold its worker, nor keep sysmon's preemption request from being
+/// seen. Spent: the task is woken to go to the back of the queue. (Until 2026-12-06 the
+/// channel futures took none: a task drained 20 million buffered values in one poll, and a
+/// 1 ms timer beside it fired 142 ms late; tokio's `coop` test, `tests/rt_tokio_suite.rs`.)
+#[inline(always)]
+fn budget_spent(cx: &mut Context<'_>) -> bool {
+    if crate::runtime::context::budget_proceed() {
+        false
+    } else {
+        cx.waker().wake_by_ref();
+        true
     }
 }
 
@@ -735,6 +777,9 @@ impl<T> futures_core::Stream for Receiver<T> {
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<T>> {
         let this = self.get_mut();
+        if budget_spent(cx) {
+            return Poll::Pending;
+        }
         this.stream.poll(&this.chan, cx)
     }
 }
