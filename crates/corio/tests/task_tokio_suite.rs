@@ -1465,6 +1465,25 @@ mod send_sync {
         );
     }
 
+    /// tokio's `JoinHandle` and `AbortHandle` are `UnwindSafe` and `RefUnwindSafe` (explicit
+    /// impls: the task's state moves by atomic transitions only), so a `catch_unwind` around
+    /// code that holds one needs no `AssertUnwindSafe`. corio's were neither until
+    /// 2026-12-06.
+    #[test]
+    fn handles_are_unwind_safe() {
+        fn unwind_safe<T: std::panic::UnwindSafe + std::panic::RefUnwindSafe>() {}
+        unwind_safe::<corio::JoinHandle<u32>>();
+        unwind_safe::<corio::JoinHandle<Cell<u32>>>();
+        unwind_safe::<corio::AbortHandle>();
+        let rt = support::rt(1);
+        let handle = rt.spawn(async { 7u32 });
+        let caught = std::panic::catch_unwind(|| {
+            handle.abort_handle(); // used inside, and the handle outlives the unwind
+            panic!("{}", support::EXPECTED)
+        });
+        assert!(caught.is_err());
+    }
+
     /// tokio `async_send_sync.rs`, its `JoinSet` lines: a set is Send + Sync + Unpin when
     /// its output is Send, neither Send nor Sync when it is not; its `join_next` and
     /// `shutdown` futures are Send + Sync.

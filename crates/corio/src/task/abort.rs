@@ -53,6 +53,10 @@ unsafe impl Send for AbortHandle {}
 // SAFETY: as above; every method takes `&self` and is thread-safe.
 unsafe impl Sync for AbortHandle {}
 
+// Unwind safety, as `JoinHandle`'s (see there).
+impl std::panic::UnwindSafe for AbortHandle {}
+impl std::panic::RefUnwindSafe for AbortHandle {}
+
 impl AbortHandle {
     /// # Safety
     /// `raw` must be a live task, and the caller gives one of its references to the handle.

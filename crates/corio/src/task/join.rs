@@ -39,6 +39,12 @@ impl<T> Unpin for JoinHandle<T> {}
 // SAFETY: `&JoinHandle` allows only `is_finished`, `abort` and `id`, all thread-safe.
 unsafe impl<T: Send> Sync for JoinHandle<T> {}
 
+// Unwind safety, as tokio's handles: a panic cannot leave the task half-changed for a handle
+// used after a `catch_unwind`, since the handle sees it only through atomic transitions of
+// its state word (the output moves out whole).
+impl<T> std::panic::UnwindSafe for JoinHandle<T> {}
+impl<T> std::panic::RefUnwindSafe for JoinHandle<T> {}
+
 impl<T> JoinHandle<T> {
     /// # Safety
     /// `raw` must be a task whose output type is `T`, and the caller gives its JoinHandle
