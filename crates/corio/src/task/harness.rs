@@ -226,9 +226,10 @@ fn cancel_once<B: Body>(cell: &Cell<B>) -> (Poll<JoinError>, bool) {
     (poll, yielded)
 }
 
-/// The task's context for a drop of a `T` in `complete` (the finished body, an unread
-/// output), so that its `Drop` sees `corio::current()` (`tests/task_tokio_suite.rs`, tokio's
-/// `task_id_future_destructor_completion`); nothing, at no cost, for a type without drop glue.
+/// The task's context for the drop of the finished body in `complete`, so that its `Drop`
+/// sees `corio::current()` as an aborted task's body does (`tests/task_tokio_suite.rs`,
+/// tokio's `task_id_future_destructor_completion`); nothing, at no cost, for a type without
+/// drop glue. (An unread output is dropped outside the task: see `complete`.)
 #[inline(always)]
 fn drop_context<T>(header: &Header) -> Option<context::TaskGuard> {
     if const { mem::needs_drop::<T>() } {
@@ -255,8 +256,9 @@ fn complete<B: Body>(cell: &Cell<B>, ptr: NonNull<Header>, result: Result<B::Out
     unsafe { *cell.core.stage.get() = Stage::Finished(result) };
     let snapshot = header.state.transition_to_complete();
     if !snapshot.is_join_interested() {
-        // Nobody will read the output: it is ours to drop (inside the task, as the body).
-        let _task = drop_context::<B::Output>(header);
+        // Nobody will read the output: it is ours to drop. Outside the task, between tasks
+        // (docs/soundness.md, "Blocking the worker": a blocking-style call in its `Drop`
+        // blocks the thread, as on a plain thread, rather than panic unseen).
         // SAFETY: COMPLETE without JOIN_INTEREST leaves the stage to this thread.
         let _ = catch_unwind(AssertUnwindSafe(|| unsafe {
             *cell.core.stage.get() = Stage::Consumed;
