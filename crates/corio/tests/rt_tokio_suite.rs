@@ -72,7 +72,6 @@ use std::pin::{Pin, pin};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::{Arc, Barrier, Mutex, mpsc};
 use std::task::{Context, Poll, Wake, Waker};
-use std::thread::Thread;
 use std::time::{Duration, Instant};
 
 use corio::sync::oneshot;
@@ -81,26 +80,6 @@ use support::{
 };
 
 const MS: Duration = Duration::from_millis(1);
-
-/// A minimal executor that is not corio's (tokio's tests use `futures::executor::block_on`):
-/// polls, and parks the thread until woken.
-fn foreign_block_on<F: Future>(fut: F) -> F::Output {
-    struct Unpark(Thread);
-    impl Wake for Unpark {
-        fn wake(self: Arc<Self>) {
-            self.0.unpark();
-        }
-    }
-    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
-    let mut cx = Context::from_waker(&waker);
-    let mut fut = pin!(fut);
-    loop {
-        if let Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
-            return v;
-        }
-        std::thread::park();
-    }
-}
 
 /// Returns `Pending` once (waking itself), then `Ready`: tokio's `yield_once`.
 async fn yield_once() {
@@ -496,7 +475,7 @@ rt_common! {
             rt.block_on(async {
                 corio::spawn_blocking(|| {
                     let start = Instant::now();
-                    foreign_block_on(corio::time::sleep_async(MS));
+                    support::foreign_block_on(corio::time::sleep_async(MS));
                     assert!(start.elapsed() >= MS);
                 })
                 .await
@@ -515,7 +494,7 @@ rt_common! {
                 let listener = corio::net::TcpListener::bind_async("127.0.0.1:0").await.unwrap();
                 let addr = listener.local_addr().unwrap();
                 let peer = corio::spawn_blocking(move || {
-                    foreign_block_on(corio::net::TcpStream::connect_async(addr)).unwrap();
+                    support::foreign_block_on(corio::net::TcpStream::connect_async(addr)).unwrap();
                 });
                 listener.accept_async().await.unwrap();
                 peer.await.unwrap();
@@ -535,7 +514,7 @@ rt_common! {
                 corio::spawn(async {
                     corio::blocking(|| {
                         let inner = support::rt(1);
-                        assert_eq!(foreign_block_on(inner.spawn(async { 3 })).unwrap(), 3);
+                        assert_eq!(support::foreign_block_on(inner.spawn(async { 3 })).unwrap(), 3);
                         drop(inner);
                     });
                     corio::yield_now_async().await;
@@ -583,7 +562,7 @@ rt_common! {
         let rt = rt();
         within(EVENTUALLY, move || {
             rt.run(|| corio::blocking(|| corio::block_on(corio::yield_now_async())));
-            let yields = || foreign_block_on(corio::yield_now_async());
+            let yields = || support::foreign_block_on(corio::yield_now_async());
             rt.block_on(async move {
                 corio::spawn(async move { corio::blocking(yields) }).await.unwrap();
             });
@@ -611,7 +590,7 @@ rt_common! {
             rt.block_on(async move {
                 corio::spawn(async move {
                     corio::blocking(|| {
-                        foreign_block_on(async {
+                        support::foreign_block_on(async {
                             for i in 0..129 {
                                 *l.lock_async().await = i + 1;
                             }
@@ -1460,7 +1439,7 @@ rt_common! {
             let h2 = handle.clone();
             let guard = OnDrop(Some(move || drop(h2.spawn_blocking(|| {}))));
             let jh = handle.spawn_blocking(move || drop(guard));
-            assert!(foreign_block_on(jh).unwrap_err().is_cancelled());
+            assert!(support::foreign_block_on(jh).unwrap_err().is_cancelled());
         });
     }
 

@@ -60,26 +60,6 @@ use support::{EVENTUALLY, EXPECTED, Gate, payload_text, wait_until, within};
 
 const MS: Duration = Duration::from_millis(1);
 
-/// Runs a future to completion on this thread with a waker that unparks it: a foreign
-/// executor, knowing nothing of corio (tokio's tests use `futures::executor::block_on`).
-fn park_on<F: Future>(fut: F) -> F::Output {
-    struct Unpark(std::thread::Thread);
-    impl Wake for Unpark {
-        fn wake(self: Arc<Self>) {
-            self.0.unpark();
-        }
-    }
-    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
-    let mut cx = Context::from_waker(&waker);
-    let mut fut = pin!(fut);
-    loop {
-        if let Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
-            return v;
-        }
-        std::thread::park_timeout(MS);
-    }
-}
-
 /// Waits in a coroutine (sleeping between looks) until `cond` holds; fails after EVENTUALLY.
 fn wait_in_coroutine(what: &str, mut cond: impl FnMut() -> bool) {
     let start = std::time::Instant::now();
@@ -758,13 +738,13 @@ mod yield_now {
             within(EVENTUALLY, move || {
                 rt.block_on(async {
                     corio::spawn(async {
-                        corio::blocking(|| park_on(corio::yield_now_async()));
+                        corio::blocking(|| support::foreign_block_on(corio::yield_now_async()));
                         corio::yield_now_async().await;
                     })
                     .await
                     .unwrap();
                     corio::go(|| {
-                        corio::blocking(|| park_on(corio::yield_now_async()));
+                        corio::blocking(|| support::foreign_block_on(corio::yield_now_async()));
                         corio::block_on(corio::yield_now_async());
                     })
                     .await

@@ -635,7 +635,7 @@ impl<T> Future for RecvFuture<'_, T> {
 /// channel futures took none: a task drained 20 million buffered values in one poll, and a
 /// 1 ms timer beside it fired 142 ms late; tokio's `coop` test, `tests/rt_tokio_suite.rs`.)
 #[inline(always)]
-fn budget_spent(cx: &mut Context<'_>) -> bool {
+pub(super) fn budget_spent(cx: &mut Context<'_>) -> bool {
     if crate::runtime::context::budget_proceed() {
         false
     } else {

@@ -484,10 +484,9 @@ impl<A: Arm + ?Sized> std::future::Future for SelectFuture<'_, A> {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Selected> {
         let this = self.get_mut();
         assert!(!this.finished, "a select polled after it completed");
-        // The coop budget, as the channel futures take it (`chan/mod.rs`, `budget_spent`): a
-        // loop of selects over ready channels must not hold the worker.
-        if !crate::runtime::context::budget_proceed() {
-            cx.waker().wake_by_ref();
+        // The coop budget, as the channel futures take it: a loop of selects over ready
+        // channels must not hold the worker.
+        if super::budget_spent(cx) {
             return Poll::Pending;
         }
         let ready = match &this.signal {

@@ -54,15 +54,19 @@ impl Sleep {
         Instant::now() >= self.deadline
     }
 
+    /// `register` with the fallback timer thread: no runtime, or one shutting down.
+    fn register_fallback(&mut self, cx: &mut Context<'_>) {
+        let entry = fallback::register(self.deadline, cx.waker());
+        self.timer = Some(Registered::Fallback(entry));
+    }
+
     fn register(&mut self, cx: &mut Context<'_>) {
         // Not preempted while it holds the heap's lock or the driver's (`runtime/preempt.rs`,
         // "The rule"): a coroutine of this thread that then took it would block the worker for
         // ever. A poll inside `block_on` holds the counter already; one outside it does not.
         let _no_preempt = crate::runtime::preempt::guard();
         let Some(shared) = context::current_shared().filter(|s| !s.is_shutdown()) else {
-            let entry = fallback::register(self.deadline, cx.waker());
-            self.timer = Some(Registered::Fallback(entry));
-            return;
+            return self.register_fallback(cx);
         };
         let index = context::with_worker(|w| match w {
             Some(w) if Arc::ptr_eq(w.shared(), &shared) => w.index(),
@@ -97,9 +101,7 @@ impl Sleep {
         };
         let Some(earliest) = earliest else {
             drop(entry); // never in a heap: only this `Sleep` holds it
-            let entry = fallback::register(self.deadline, cx.waker());
-            self.timer = Some(Registered::Fallback(entry));
-            return;
+            return self.register_fallback(cx);
         };
         // Only a new earliest deadline of its heap needs the driver re-armed or the owner
         // told: a later one leaves every heap's `next_timer` as it was, and whoever watches

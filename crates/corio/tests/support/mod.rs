@@ -450,3 +450,23 @@ pub mod futures_io_compat {
         poll_fn(|cx| Pin::new(&mut *w).poll_close(cx)).await
     }
 }
+
+/// Runs a future to completion on this thread with a waker that unparks it: an executor that
+/// knows nothing of corio (tokio's tests use `futures::executor::block_on`).
+pub fn foreign_block_on<F: Future>(fut: F) -> F::Output {
+    struct Unpark(std::thread::Thread);
+    impl std::task::Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let waker = std::task::Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut cx = std::task::Context::from_waker(&waker);
+    let mut fut = std::pin::pin!(fut);
+    loop {
+        if let std::task::Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
+            return v;
+        }
+        std::thread::park();
+    }
+}
