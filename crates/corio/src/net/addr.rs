@@ -418,13 +418,22 @@ pub(crate) fn is_exhaustion(e: &io::Error) -> bool {
     )
 }
 
+/// Whether an `accept` error is a connection that was reset while it waited in the listen
+/// queue (`ECONNABORTED`): that connection is gone, the listener is fine, and `accept` takes
+/// the next one, as Go's does (`internal/poll`'s `FD.Accept`). Left to the caller, an accept
+/// loop that stops at its first error would stop serving because one client gave up.
+fn is_aborted(e: &io::Error) -> bool {
+    e.raw_os_error() == Some(libc::ECONNABORTED)
+}
+
 /// The first and the longest `accept` back-off (Go's `net/http` `Server.Serve`).
 const BACKOFF_MIN: Duration = Duration::from_millis(5);
 const BACKOFF_MAX: Duration = Duration::from_secs(1);
 
-/// `accept` blocking-style on `sock` (`op`: the nonblocking accept), sleeping out descriptor
-/// exhaustion with a doubling back-off instead of returning it or spinning — except in
-/// nonblocking mode, which never waits: there the error is returned, as `std`'s.
+/// `accept` blocking-style on `sock` (`op`: the nonblocking accept), passing over aborted
+/// connections ([`is_aborted`]) and sleeping out descriptor exhaustion with a doubling
+/// back-off instead of returning it or spinning — except in nonblocking mode, which never
+/// waits: there the exhaustion is returned, as `std`'s.
 #[track_caller]
 pub(crate) fn accept<T: AsRawFd, R>(
     sock: &Source<T>,
@@ -433,6 +442,7 @@ pub(crate) fn accept<T: AsRawFd, R>(
     let mut backoff = BACKOFF_MIN;
     loop {
         match sock.block_op(Direction::Read, &mut op) {
+            Err(e) if is_aborted(&e) => {}
             Err(e) if is_exhaustion(&e) && !sock.is_nonblocking() => {
                 sleep_here(backoff);
                 backoff = (backoff * 2).min(BACKOFF_MAX);
@@ -450,11 +460,56 @@ pub(crate) async fn accept_async<T: AsRawFd, R>(
     let mut backoff = BACKOFF_MIN;
     loop {
         match sock.op_async(Direction::Read, &mut op).await {
+            Err(e) if is_aborted(&e) => {}
             Err(e) if is_exhaustion(&e) => {
                 crate::time::sleep_async(backoff).await;
                 backoff = (backoff * 2).min(BACKOFF_MAX);
             }
             result => return result,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A connection reset while it waited in the listen queue makes Linux's `accept` fail
+    /// with `ECONNABORTED`; the listener itself is fine, so `accept` takes the next one, as
+    /// Go's does. (The kernel cannot be made to do this on demand: the first try here fails
+    /// as it would.)
+    #[test]
+    #[cfg_attr(miri, ignore)] // sockets
+    fn accept_takes_the_next_connection_after_an_aborted_one() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let sock = Source::new(listener);
+        let client = std::net::TcpStream::connect(addr).unwrap();
+        let aborted = || io::Error::from_raw_os_error(libc::ECONNABORTED);
+
+        let mut tries = 0;
+        let accepted = accept(&sock, |l| {
+            tries += 1;
+            if tries == 1 {
+                Err(aborted())
+            } else {
+                l.accept()
+            }
+        });
+        assert_eq!(accepted.unwrap().1, client.local_addr().unwrap());
+
+        let rt = crate::Runtime::builder().workers(1).build().unwrap();
+        let second = std::net::TcpStream::connect(addr).unwrap();
+        let mut tries = 0;
+        let accepted = rt.block_on(accept_async(&sock, |l| {
+            tries += 1;
+            if tries == 1 {
+                Err(aborted())
+            } else {
+                l.accept()
+            }
+        }));
+        assert_eq!(accepted.unwrap().1, second.local_addr().unwrap());
     }
 }

@@ -18,7 +18,8 @@ const BACKLOG: libc::c_int = 4096;
 /// `accept` suspends only the calling coroutine (blocks a plain thread); `accept_async` is the
 /// async form. When the process or system runs out of descriptors (`EMFILE`, `ENFILE`) it waits
 /// and tries again — 5 ms, doubling to 1 s, as Go's `net/http` server — rather than failing or
-/// spinning.
+/// spinning. A connection reset before it was accepted (`ECONNABORTED`) is passed over, as
+/// Go's is, rather than returned.
 ///
 /// ```
 /// let rt = corio::Runtime::builder().workers(1).build().unwrap();

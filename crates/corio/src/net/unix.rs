@@ -11,8 +11,8 @@ use crate::io::registry::Direction;
 use crate::io::source::Shared;
 use crate::runtime::context::{self, Here};
 
-/// A Unix-domain stream server socket; `accept` backs off at descriptor exhaustion as
-/// [`TcpListener`](super::TcpListener)'s does.
+/// A Unix-domain stream server socket; `accept` backs off at descriptor exhaustion, and passes
+/// over aborted connections, as [`TcpListener`](super::TcpListener)'s does.
 ///
 /// ```
 /// use std::io::{Read, Write};
