@@ -2001,6 +2001,61 @@ fn blocking_style_acquires_in_an_async_task_panic_with_advice() {
     }
 }
 
+/// corio's `Lazy` (tokio's `sync_panic.rs` rule, found by the port of `sync_once_cell.rs`):
+/// a `Lazy` whose initialiser panicked refuses every later use, through `force` and through
+/// `Deref`, with a panic that names the caller's line; and `Deref` in an async task that would
+/// have to wait for another caller's computation panics at the caller's line too.
+#[test]
+fn a_lazys_panics_name_the_callers_line() {
+    let lazy: corio::sync::Lazy<u32, fn() -> u32> =
+        corio::sync::Lazy::new(|| panic!("{EXPECTED} the initialiser"));
+    let (msg, _) = panic_site(|| _ = std::hint::black_box(*lazy)).expect("the initialiser panics");
+    assert!(msg.contains("the initialiser"), "{msg}");
+    for (what, site) in [
+        ("Deref", panic_site(|| _ = std::hint::black_box(*lazy))),
+        (
+            "force",
+            panic_site(|| _ = std::hint::black_box(*corio::sync::Lazy::force(&lazy))),
+        ),
+    ] {
+        let (msg, file) = site.unwrap_or_else(|| panic!("{what} did not panic"));
+        assert!(msg.contains("panicked earlier"), "{what}: {msg}");
+        assert_eq!(file, file!(), "{what}: the panic names {file}");
+    }
+
+    // Deref in a task while a coroutine computes the value (it waits for the task's look).
+    let started = Arc::new(AtomicBool::new(false));
+    let looked = Arc::new(AtomicBool::new(false));
+    let (s, l) = (started.clone(), looked.clone());
+    let lazy = Arc::new(
+        corio::sync::Lazy::<u32, Box<dyn FnOnce() -> u32 + Send>>::new(Box::new(move || {
+            s.store(true, SeqCst);
+            while !l.load(SeqCst) {
+                std::thread::sleep(Duration::from_millis(1)); // holds its worker: there are two
+            }
+            7
+        })),
+    );
+    let site = within(EVENTUALLY, move || {
+        let rt = support::rt(2);
+        let computing = lazy.clone();
+        let first = rt.go(move || **computing);
+        let site = in_task(&rt, async move {
+            while !started.load(SeqCst) {
+                corio::yield_now_async().await;
+            }
+            let site = panic_site(|| _ = std::hint::black_box(**lazy));
+            looked.store(true, SeqCst);
+            site
+        });
+        assert_eq!(first.join().unwrap(), 7);
+        site
+    });
+    let (msg, file) = site.expect("Deref in a task that would wait panics");
+    assert!(advises_the_async_form(&msg), "{msg}");
+    assert_eq!(file, file!(), "Deref in a task: the panic names {file}");
+}
+
 // =============================================================================================
 // sync_errors.rs
 // =============================================================================================

@@ -123,8 +123,19 @@ impl<T> OnceCell<T> {
     /// [`get_or_init_async`](Self::get_or_init_async) there.
     #[track_caller]
     pub fn get_or_init(&self, f: impl FnOnce() -> T) -> &T {
+        match self.get_or_maybe_init(|| Some(f())) {
+            Some(v) => v,
+            None => unreachable!("corio: an initialiser that always gives a value gave none"),
+        }
+    }
+
+    /// [`get_or_init`](Self::get_or_init) with an initialiser that may give up (`None`:
+    /// the cell stays empty and the next caller initialises) — so that [`Lazy`] panics at its
+    /// caller's line, not in a closure of its own.
+    #[track_caller]
+    fn get_or_maybe_init(&self, f: impl FnOnce() -> Option<T>) -> Option<&T> {
         if let Some(v) = self.get() {
-            return v;
+            return Some(v);
         }
         // Uncontended: no waiting, so this works in an async task too.
         if self.init.try_acquire(1) {
@@ -134,11 +145,11 @@ impl<T> OnceCell<T> {
         self.init_holding_permit(f)
     }
 
-    fn init_holding_permit(&self, f: impl FnOnce() -> T) -> &T {
+    fn init_holding_permit(&self, f: impl FnOnce() -> Option<T>) -> Option<&T> {
         let _permit = InitPermit(&self.init);
         match self.get() {
-            Some(v) => v,
-            None => self.store(f()),
+            Some(v) => Some(v),
+            None => f().map(|value| self.store(value)),
         }
     }
 
@@ -263,17 +274,22 @@ impl<T, F: FnOnce() -> T> Lazy<T, F> {
     /// [`OnceCell::get_or_init`].
     #[track_caller]
     pub fn force(this: &Lazy<T, F>) -> &T {
-        this.cell.get_or_init(|| {
+        let value = this.cell.get_or_maybe_init(|| {
             // SAFETY: this closure runs only under the cell's init permit, once per successful
             // initialisation; nobody else touches `init`.
             let f = unsafe { (*this.init.get()).take() };
-            f.expect("corio::sync::Lazy: the initialiser panicked earlier")()
-        })
+            f.map(|f| f())
+        });
+        match value {
+            Some(v) => v,
+            None => panic!("corio::sync::Lazy: the initialiser panicked earlier"),
+        }
     }
 }
 
 impl<T, F: FnOnce() -> T> Deref for Lazy<T, F> {
     type Target = T;
+    #[track_caller]
     fn deref(&self) -> &T {
         Lazy::force(self)
     }
