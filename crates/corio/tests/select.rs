@@ -414,3 +414,33 @@ fn a_loop_of_ready_async_selects_runs_out_of_budget() {
         assert!(yielded, "1,000 ready selects in one poll never yielded");
     });
 }
+
+/// A channel operand may be a temporary (`rx.clone()`) or an `if` whose branches borrow
+/// channels, as in crossbeam's `select!` and Go (found by the port of Go's channel programs,
+/// `chan_go_programs_suite.rs`: they failed to compile, E0716 and E0308).
+#[test]
+fn channel_operands_may_be_temporaries_and_ifs() {
+    let (tx, rx) = chan::bounded::<u8>(1);
+    let (tx2, rx2) = chan::bounded::<u8>(1);
+    let first = std::hint::black_box(true);
+    corio::select! {
+        send(tx.clone(), 1) -> r => r.unwrap(),
+        default => panic!("a buffered send with room is ready"),
+    }
+    let v = corio::select! {
+        recv(if first { &rx } else { &rx2 }) -> v => v.unwrap(),
+        default => panic!("a receive with a value is ready"),
+    };
+    assert_eq!(v, 1);
+    corio::select! {
+        send(if first { &tx2 } else { &tx }, 2) -> r => r.unwrap(),
+        default => panic!("a buffered send with room is ready"),
+    }
+    let v = corio::block_on(async {
+        corio::select_async! {
+            recv(rx2.clone()) -> v => v.unwrap(),
+            default => panic!("a receive with a value is ready"),
+        }
+    });
+    assert_eq!(v, 2);
+}

@@ -683,8 +683,8 @@ macro_rules! select_async {
     };
 }
 
-/// The arm parser of `select!` (a token muncher). Each step introduces one `__arm` binding;
-/// macro hygiene makes each one a distinct variable.
+/// The arm parser of `select!` (a token muncher). Each step introduces one `__arm` and one
+/// `__ch` binding; macro hygiene makes each one a distinct variable.
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __select_parse {
@@ -692,42 +692,42 @@ macro_rules! __select_parse {
     (@$mode:ident [$($arms:tt)*] [$($after:tt)*] [$($default:tt)*]
         recv($rx:expr) -> $p:pat => $body:block, $($rest:tt)*) => {
         $crate::__select_parse!(@$mode
-            [$($arms)* (__arm, $crate::chan::__private::RecvArm::new(&$rx), $p, $body)]
+            [$($arms)* (__arm, __ch, $rx, $crate::chan::__private::RecvArm::new(__ch), $p, $body)]
             [$($after)*] [$($default)*] $($rest)*)
     };
     // recv(rx) -> pat => { block } [,]
     (@$mode:ident [$($arms:tt)*] [$($after:tt)*] [$($default:tt)*]
         recv($rx:expr) -> $p:pat => $body:block $($rest:tt)*) => {
         $crate::__select_parse!(@$mode
-            [$($arms)* (__arm, $crate::chan::__private::RecvArm::new(&$rx), $p, $body)]
+            [$($arms)* (__arm, __ch, $rx, $crate::chan::__private::RecvArm::new(__ch), $p, $body)]
             [$($after)*] [$($default)*] $($rest)*)
     };
     // recv(rx) -> pat => expr, ...
     (@$mode:ident [$($arms:tt)*] [$($after:tt)*] [$($default:tt)*]
         recv($rx:expr) -> $p:pat => $body:expr $(, $($rest:tt)*)?) => {
         $crate::__select_parse!(@$mode
-            [$($arms)* (__arm, $crate::chan::__private::RecvArm::new(&$rx), $p, $body)]
+            [$($arms)* (__arm, __ch, $rx, $crate::chan::__private::RecvArm::new(__ch), $p, $body)]
             [$($after)*] [$($default)*] $($($rest)*)?)
     };
     // send(tx, value) -> pat => { block } [,]
     (@$mode:ident [$($arms:tt)*] [$($after:tt)*] [$($default:tt)*]
         send($tx:expr, $v:expr) -> $p:pat => $body:block, $($rest:tt)*) => {
         $crate::__select_parse!(@$mode
-            [$($arms)* (__arm, $crate::chan::__private::SendArm::new(&$tx, $v), $p, $body)]
+            [$($arms)* (__arm, __ch, $tx, $crate::chan::__private::SendArm::new(__ch, $v), $p, $body)]
             [$($after)*] [$($default)*] $($rest)*)
     };
     // send(tx, value) -> pat => { block } [,]
     (@$mode:ident [$($arms:tt)*] [$($after:tt)*] [$($default:tt)*]
         send($tx:expr, $v:expr) -> $p:pat => $body:block $($rest:tt)*) => {
         $crate::__select_parse!(@$mode
-            [$($arms)* (__arm, $crate::chan::__private::SendArm::new(&$tx, $v), $p, $body)]
+            [$($arms)* (__arm, __ch, $tx, $crate::chan::__private::SendArm::new(__ch, $v), $p, $body)]
             [$($after)*] [$($default)*] $($rest)*)
     };
     // send(tx, value) -> pat => expr, ...
     (@$mode:ident [$($arms:tt)*] [$($after:tt)*] [$($default:tt)*]
         send($tx:expr, $v:expr) -> $p:pat => $body:expr $(, $($rest:tt)*)?) => {
         $crate::__select_parse!(@$mode
-            [$($arms)* (__arm, $crate::chan::__private::SendArm::new(&$tx, $v), $p, $body)]
+            [$($arms)* (__arm, __ch, $tx, $crate::chan::__private::SendArm::new(__ch, $v), $p, $body)]
             [$($after)*] [$($default)*] $($($rest)*)?)
     };
     // after(duration) => { block } [,]
@@ -761,9 +761,13 @@ macro_rules! __select_parse {
         $crate::__select_parse!(@$mode [$($arms)*] [$($after)*] [(true, $body)] $($($rest)*)?)
     };
     // All arms parsed.
-    (@$mode:ident [$(($var:ident, $ctor:expr, $p:pat, $body:tt))*]
+    (@$mode:ident [$(($var:ident, $ch:ident, $chan:expr, $ctor:expr, $p:pat, $body:tt))*]
         [$(($d:expr, $abody:tt))?] [$(($dflag:tt, $dbody:tt))?]) => {{
-        $( let mut $var = $ctor; )*
+        // The channel is borrowed in a `let` of its own, so that a temporary (`rx.clone()`)
+        // lives to the end of the select, and an `if` that picks one of two channels is typed
+        // on its own (the arm's constructor derefs the extra `&`); channel, then value, arm by
+        // arm, as Go evaluates them.
+        $( let $ch = &$chan; let mut $var = $ctor; )*
         let __selected = {
             let __arms: &mut [&mut $crate::__select_dyn!($mode)] = &mut [$(&mut $var),*];
             let __after: ::core::option::Option<::core::time::Duration> =
