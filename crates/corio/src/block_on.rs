@@ -197,7 +197,7 @@ impl Wake for ThreadWaker {
     }
 
     fn wake_by_ref(self: &Arc<Self>) {
-        // Release: pairs with the Acquire swap in `park_thread_on`.
+        // Release: pairs with the Acquire swap in `ThreadParker::park`.
         if !self.notified.swap(true, Ordering::Release) {
             self.thread.unpark();
         }
@@ -206,18 +206,38 @@ impl Wake for ThreadWaker {
 
 /// Runs `fut` to completion on this thread, parking it between polls.
 pub(crate) fn park_thread_on<F: Future>(fut: F) -> F::Output {
-    let signal = Arc::new(ThreadWaker {
-        thread: std::thread::current(),
-        notified: AtomicBool::new(false),
-    });
-    let waker = Waker::from(signal.clone());
-    let mut cx = Context::from_waker(&waker);
+    let parker = ThreadParker::new();
+    let mut cx = Context::from_waker(&parker.waker);
     let mut fut = pin!(fut);
     loop {
         if let Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
             return v;
         }
-        while !signal.notified.swap(false, Ordering::Acquire) {
+        parker.park();
+    }
+}
+
+/// What [`park_thread_on`] parks on: this thread's waker, made and waited on by functions that
+/// do not depend on the future's type (compiled once, not once per future type).
+struct ThreadParker {
+    signal: Arc<ThreadWaker>,
+    waker: Waker,
+}
+
+impl ThreadParker {
+    fn new() -> ThreadParker {
+        let signal = Arc::new(ThreadWaker {
+            thread: std::thread::current(),
+            notified: AtomicBool::new(false),
+        });
+        let waker = Waker::from(signal.clone());
+        ThreadParker { signal, waker }
+    }
+
+    /// Parks this thread until the waker was woken (at once if it already was).
+    fn park(&self) {
+        // Acquire: pairs with the Release swap in `ThreadWaker::wake_by_ref`.
+        while !self.signal.notified.swap(false, Ordering::Acquire) {
             std::thread::park();
         }
     }

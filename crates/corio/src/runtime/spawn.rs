@@ -3,12 +3,13 @@
 use std::future::Future;
 use std::io;
 use std::panic::Location;
+use std::ptr::NonNull;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use super::Shared;
 use crate::task::JoinHandle;
-use crate::task::core::{Body, Cell, Kind};
+use crate::task::core::{Body, Cell, Header, Kind, Vtable};
 use crate::task::raw::{Notified, Task};
 use crate::task::stackful::{StackConfig, Stackful};
 use crate::task::stackless::Stackless;
@@ -414,57 +415,71 @@ fn bind_and_schedule<B: Body>(
     // Spawning is a preemption point, before the task exists (a cancellation raised here
     // leaves nothing half-spawned).
     crate::block_on::preemption_point();
+    // Only the body's move into its block depends on the task's type; the rest is
+    // `bind_new`'s, compiled once.
+    let ptr = Cell::allocate(body);
+    // SAFETY: a block `Cell::<B>::allocate` just made, with its vtable.
+    unsafe {
+        bind_new(
+            shared,
+            ptr,
+            Cell::<B>::vtable(),
+            kind,
+            id,
+            name,
+            location,
+            birth,
+        )
+    };
+    // SAFETY: a new task has three references (see `state.rs`): one each for the list, the
+    // queue and the join handle, which is ours; `queue_new` took the other two.
+    unsafe { JoinHandle::from_raw(ptr) }
+}
+
+/// Writes a new task's header, binds it to the owned-tasks list and queues it; cancels it if
+/// the runtime refused it (shutting down).
+///
+/// # Safety
+/// As [`Header::init`]'s.
+#[allow(
+    clippy::too_many_arguments,
+    reason = "bind_and_schedule's arguments, passed on"
+)]
+unsafe fn bind_new(
+    shared: &Arc<Shared>,
+    ptr: NonNull<Header>,
+    vtable: &'static Vtable,
+    kind: Kind,
+    id: u64,
+    name: Option<Arc<str>>,
+    location: &'static Location<'static>,
+    birth: Option<Birth>,
+) {
+    let spread = birth.is_some_and(|b| b.spread);
     // One look at this thread's worker: the anchor the task takes (`Anchor`) and, below,
     // where it is queued.
-    let (join, refused) = super::context::with_worker(|worker| {
+    let refused = super::context::with_worker(|worker| {
         let worker = worker.filter(|w| Arc::ptr_eq(w.shared(), shared));
         let anchor = match worker {
             Some(w) => w.anchor().clone(),
             None => shared.outside_anchor(),
         };
-        bind_and_queue(
-            shared, worker, body, kind, id, anchor, name, location, birth,
-        )
+        // SAFETY: per the caller.
+        unsafe { Header::init(ptr, vtable, kind, spread, id, anchor, name, location) };
+        queue_new(shared, worker, ptr, kind, birth)
     });
     if let Some(task) = refused {
         // The runtime is shutting down: the task is cancelled without running. Outside the
         // look at the worker: dropping the body runs the user's destructors, which may suspend.
         let _ = task.shutdown(); // it never ran: it cannot yield
     }
-    join
 }
 
-/// Allocates, binds and queues a task; gives back the task if the runtime refused it (shutting
-/// down), for the caller to cancel.
-#[allow(
-    clippy::too_many_arguments,
-    reason = "bind_and_schedule's arguments, passed on"
-)]
-fn bind_and_queue<B: Body>(
-    shared: &Arc<Shared>,
-    worker: Option<&super::worker::WorkerCtx>,
-    body: B,
-    kind: Kind,
-    id: u64,
-    anchor: Arc<super::Anchor>,
-    name: Option<Arc<str>>,
-    location: &'static Location<'static>,
-    birth: Option<Birth>,
-) -> (JoinHandle<B::Output>, Option<Task>) {
-    let spread = birth.is_some_and(|b| b.spread);
-    let ptr = Cell::allocate(body, kind, spread, id, anchor, name, location);
-    // SAFETY: a new task has three references (see `state.rs`): one each for the list, the
-    // queue and the join handle, which is ours; `queue_new` takes the other two.
-    let join = unsafe { JoinHandle::from_raw(ptr) };
-    (join, queue_new(shared, worker, ptr, kind, birth))
-}
-
-/// The part of `bind_and_queue` after the allocation, which does not depend on the task's
-/// type: compiled once, not once per spawned closure or future type.
+/// The part of [`bind_new`] after the header is written.
 fn queue_new(
     shared: &Arc<Shared>,
     worker: Option<&super::worker::WorkerCtx>,
-    ptr: std::ptr::NonNull<crate::task::core::Header>,
+    ptr: NonNull<Header>,
     kind: Kind,
     birth: Option<Birth>,
 ) -> Option<Task> {
@@ -482,7 +497,7 @@ fn queue_new(
         // the queue that publish the task order it as well).
         header.home.store(home as u32, Ordering::Release);
     }
-    // SAFETY: the list's and the queue's references of the new task (see `bind_and_queue`).
+    // SAFETY: the list's and the queue's references of the new task (see `bind_and_schedule`).
     let (task, notified) = unsafe { (Task::from_raw(ptr), Notified::from_raw(ptr)) };
     match shared.owned.bind(task) {
         Ok(()) => match kind {

@@ -203,8 +203,12 @@ pub(crate) struct Vtable {
     /// Moves the output into `*dst` (a `Poll<Result<T, JoinError>>`) if it is ready,
     /// registering the waker otherwise.
     pub(crate) try_read_output: unsafe fn(NonNull<Header>, *mut (), &Waker),
-    /// The slow path of dropping a `JoinHandle`.
-    pub(crate) drop_join_handle_slow: unsafe fn(NonNull<Header>),
+    /// Drops what the stage holds (the body or the output), catching a panicking `Drop`;
+    /// for the task-independent parts of `harness.rs`, which cannot name the stage's type.
+    pub(crate) drop_stage: unsafe fn(NonNull<Header>),
+    /// Where the [`Trailer`] is, in bytes from the header (it follows the body, whose size
+    /// depends on the task's type).
+    pub(crate) trailer_offset: usize,
     /// Cancels the task for shutdown, hands a started pinned coroutine back for its home, or
     /// leaks what is left of it (see `harness::shutdown`).
     pub(crate) shutdown: unsafe fn(NonNull<Header>, super::harness::ShutdownMode) -> RunResult,
@@ -222,16 +226,10 @@ pub(crate) struct Vtable {
 }
 
 impl<B: Body> Cell<B> {
-    /// Allocates a task with three references (see `state.rs`).
-    pub(crate) fn allocate(
-        body: B,
-        kind: Kind,
-        spread: bool,
-        id: u64,
-        scheduler: Arc<Anchor>,
-        name: Option<Arc<str>>,
-        location: &'static Location<'static>,
-    ) -> NonNull<Header> {
+    /// Allocates a task's block and writes its body and trailer; the header is left for
+    /// [`Header::init`], which does not depend on the task's type (compiled once, not once per
+    /// spawned closure or future type).
+    pub(crate) fn allocate(body: B) -> NonNull<Header> {
         // The block first, then the fields written into it in place: building the cell on the
         // stack and moving it in cost one more `memcpy` of the cell per spawn (callgrind:
         // ~30 instructions of 2,430 per stackful spawn+join).
@@ -240,18 +238,6 @@ impl<B: Body> Cell<B> {
         // SAFETY: a fresh block with the layout of `Cell<B>`; each field is written once
         // through a raw pointer, never read before.
         unsafe {
-            (&raw mut (*cell).header).write(Header {
-                state: State::new(),
-                vtable: vtable::<B>(),
-                id,
-                kind,
-                spread,
-                home: AtomicU32::new(NO_HOME),
-                scheduler,
-                owned: UnsafeCell::new(Links::default()),
-                name,
-                location,
-            });
             (&raw mut (*cell).core).write(Core {
                 stage: UnsafeCell::new(Stage::Running(body)),
             });
@@ -261,6 +247,65 @@ impl<B: Body> Cell<B> {
         }
         ptr.cast()
     }
+
+    /// The vtable of tasks of this type.
+    pub(crate) fn vtable() -> &'static Vtable {
+        vtable::<B>()
+    }
+}
+
+impl Header {
+    /// Writes the header of a task [`Cell::allocate`] made, with three references (see
+    /// `state.rs`).
+    ///
+    /// # Safety
+    /// `ptr` must be a block from `Cell::<B>::allocate` whose header was never written, and
+    /// `vtable` must be `Cell::<B>::vtable()`.
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "the header's fields, each given once"
+    )]
+    pub(crate) unsafe fn init(
+        ptr: NonNull<Header>,
+        vtable: &'static Vtable,
+        kind: Kind,
+        spread: bool,
+        id: u64,
+        scheduler: Arc<Anchor>,
+        name: Option<Arc<str>>,
+        location: &'static Location<'static>,
+    ) {
+        // SAFETY: per the caller, the header's place (the cell's first field: `repr(C)`) is
+        // allocated and unwritten.
+        unsafe {
+            ptr.as_ptr().write(Header {
+                state: State::new(),
+                vtable,
+                id,
+                kind,
+                spread,
+                home: AtomicU32::new(NO_HOME),
+                scheduler,
+                owned: UnsafeCell::new(Links::default()),
+                name,
+                location,
+            });
+        }
+    }
+
+    /// The task's trailer.
+    #[inline]
+    pub(crate) fn trailer(&self) -> &Trailer {
+        // SAFETY: a header is always the first field of a `repr(C)` `Cell<B>`, whose trailer
+        // is `vtable.trailer_offset` bytes further (`offset_of!` on that `Cell<B>`), inside the
+        // same allocation and alive as long as the header is.
+        unsafe {
+            &*std::ptr::from_ref(self)
+                .cast::<u8>()
+                .add(self.vtable.trailer_offset)
+                .cast::<Trailer>()
+        }
+    }
 }
 
 fn vtable<B: Body>() -> &'static Vtable {
@@ -268,7 +313,8 @@ fn vtable<B: Body>() -> &'static Vtable {
         poll: super::harness::poll::<B>,
         dealloc: super::harness::dealloc::<B>,
         try_read_output: super::harness::try_read_output::<B>,
-        drop_join_handle_slow: super::harness::drop_join_handle_slow::<B>,
+        drop_stage: super::harness::drop_stage::<B>,
+        trailer_offset: std::mem::offset_of!(Cell<B>, trailer),
         shutdown: super::harness::shutdown::<B>,
         resume_running: super::harness::resume_running::<B>,
         shutdown_running: super::harness::shutdown_running::<B>,

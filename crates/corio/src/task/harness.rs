@@ -23,7 +23,7 @@ use std::ptr::NonNull;
 use std::task::{Context, Poll, Waker};
 
 use super::JoinError;
-use super::core::{Body, Cell, Header, RunResult, Stage};
+use super::core::{Body, Cell, Header, Payload, RunResult, Stage};
 use super::raw::{Notified, drop_reference};
 use super::state::{TransitionToIdle, TransitionToRunning};
 use super::waker::waker_ref;
@@ -202,6 +202,26 @@ fn cancel_running<B: Body>(cell: &Cell<B>, ptr: NonNull<Header>) -> RunResult {
 /// yielded (`corio::yield_now` in a destructor of an unwinding coroutine).
 fn cancel_once<B: Body>(cell: &Cell<B>) -> (Poll<JoinError>, bool) {
     let header = &cell.header;
+    cancel_in_task(header, &mut |cx| {
+        // SAFETY: RUNNING gives this thread the stage.
+        match unsafe { &mut *cell.core.stage.get() } {
+            Stage::Running(body) => {
+                let poll = body.poll_cancel(header, cx);
+                let yielded = poll.is_pending() && body.take_yielded();
+                (poll, yielded)
+            }
+            _ => unreachable!("corio: cancelled a task whose body is gone"),
+        }
+    })
+}
+
+/// One cancel of a body: `Ready` once it is gone (with a destructor's panic, if any), and
+/// whether it yielded ([`Body::poll_cancel`], [`Body::take_yielded`]).
+type CancelStep<'a> = dyn FnMut(&mut Context<'_>) -> (Poll<Option<Payload>>, bool) + 'a;
+
+/// The part of [`cancel_once`] that does not depend on the task's type (compiled once):
+/// `cancel` runs in the task's context, with its waker, and its panic becomes the error.
+fn cancel_in_task(header: &Header, cancel: &mut CancelStep<'_>) -> (Poll<JoinError>, bool) {
     // Cancelling resumes a started coroutine to unwind its stack: on its home thread only
     // (issue 7 item 3), checked in release builds too.
     super::stackful::assert_on_home_thread(header);
@@ -209,15 +229,7 @@ fn cancel_once<B: Body>(cell: &Cell<B>) -> (Poll<JoinError>, bool) {
     let mut cx = Context::from_waker(&waker);
     let (poll, yielded) = {
         let _running = context::enter_task(header);
-        // SAFETY: RUNNING gives this thread the stage.
-        match unsafe { &mut *cell.core.stage.get() } {
-            Stage::Running(body) => {
-                let poll = body.poll_cancel(header, &mut cx);
-                let yielded = poll.is_pending() && body.take_yielded();
-                (poll, yielded)
-            }
-            _ => unreachable!("corio: cancelled a task whose body is gone"),
-        }
+        cancel(&mut cx)
     };
     let poll = poll.map(|panic| match panic {
         None => JoinError::cancelled(header.id),
@@ -239,7 +251,8 @@ fn drop_context<T>(header: &Header) -> Option<context::TaskGuard> {
     }
 }
 
-/// Stores the result and completes the task (step 5 of the protocol).
+/// Stores the result and completes the task (step 5 of the protocol): the finished body is
+/// dropped and the result stored here, where their types are known; [`finish`] does the rest.
 fn complete<B: Body>(cell: &Cell<B>, ptr: NonNull<Header>, result: Result<B::Output, JoinError>) {
     let header = &cell.header;
     {
@@ -254,23 +267,30 @@ fn complete<B: Body>(cell: &Cell<B>, ptr: NonNull<Header>, result: Result<B::Out
     }
     // SAFETY: as above.
     unsafe { *cell.core.stage.get() = Stage::Finished(result) };
+    finish(header, ptr);
+}
+
+/// The rest of [`complete`], once the result is stored: the transition to COMPLETE, the
+/// output dropped if nobody will read it or the join waker woken, and the task released. It
+/// does not depend on the task's type, so it is compiled once, not once per spawned closure or
+/// future type (the vtable reaches the output's drop and the deallocation).
+fn finish(header: &Header, ptr: NonNull<Header>) {
     let snapshot = header.state.transition_to_complete();
     if !snapshot.is_join_interested() {
         // Nobody will read the output: it is ours to drop. Outside the task, between tasks
         // (docs/soundness.md, "Blocking the worker": a blocking-style call in its `Drop`
         // blocks the thread, as on a plain thread, rather than panic unseen).
         // SAFETY: COMPLETE without JOIN_INTEREST leaves the stage to this thread.
-        let _ = catch_unwind(AssertUnwindSafe(|| unsafe {
-            *cell.core.stage.get() = Stage::Consumed;
-        }));
+        unsafe { (header.vtable.drop_stage)(ptr) };
     } else if snapshot.is_join_waker_set() {
+        let trailer = header.trailer();
         // SAFETY: JOIN_WAKER set gives the task side the waker field.
-        unsafe { cell.trailer.wake_join() };
+        unsafe { trailer.wake_join() };
         let snapshot = header.state.unset_waker_after_complete();
         if !snapshot.is_join_interested() {
             // The JoinHandle was dropped meanwhile and left the waker to us.
             // SAFETY: we cleared JOIN_WAKER and JOIN_INTEREST is gone: the field is ours.
-            unsafe { cell.trailer.set_waker(None) };
+            unsafe { trailer.set_waker(None) };
         }
     }
     if header.spread {
@@ -280,8 +300,19 @@ fn complete<B: Body>(cell: &Cell<B>, ptr: NonNull<Header>, result: Result<B::Out
     let refs = if released { 2 } else { 1 };
     if header.state.transition_to_terminal(refs) {
         // SAFETY: those were the last references.
-        unsafe { dealloc::<B>(ptr) };
+        unsafe { (header.vtable.dealloc)(ptr) };
     }
+}
+
+/// # Safety
+/// `ptr` must be a `Cell<B>` whose stage the caller owns (see `state.rs`).
+pub(crate) unsafe fn drop_stage<B: Body>(ptr: NonNull<Header>) {
+    // SAFETY: the caller's ownership of the stage keeps the cell alive.
+    let cell = unsafe { ptr.cast::<Cell<B>>().as_ref() };
+    // SAFETY: per the caller, the stage is ours; a panicking `Drop` is caught.
+    let _ = catch_unwind(AssertUnwindSafe(|| unsafe {
+        *cell.core.stage.get() = Stage::Consumed;
+    }));
 }
 
 /// # Safety
@@ -304,7 +335,7 @@ pub(crate) unsafe fn dealloc<B: Body>(ptr: NonNull<Header>) {
 pub(crate) unsafe fn try_read_output<B: Body>(ptr: NonNull<Header>, dst: *mut (), waker: &Waker) {
     // SAFETY: the JoinHandle's reference keeps the cell alive.
     let cell = unsafe { ptr.cast::<Cell<B>>().as_ref() };
-    if can_read_output(cell, waker) {
+    if can_read_output(&cell.header, waker) {
         // SAFETY: COMPLETE with JOIN_INTEREST gives the JoinHandle the stage.
         let stage = unsafe { mem::replace(&mut *cell.core.stage.get(), Stage::Consumed) };
         let Stage::Finished(result) = stage else {
@@ -315,9 +346,10 @@ pub(crate) unsafe fn try_read_output<B: Body>(ptr: NonNull<Header>, dst: *mut ()
     }
 }
 
-/// Whether the output is ready; if not, makes sure `waker` will be woken when it is.
-fn can_read_output<B: Body>(cell: &Cell<B>, waker: &Waker) -> bool {
-    let state = &cell.header.state;
+/// Whether the output is ready; if not, makes sure `waker` will be woken when it is. (For the
+/// `JoinHandle` only.)
+fn can_read_output(header: &Header, waker: &Waker) -> bool {
+    let state = &header.state;
     let snapshot = state.load();
     if snapshot.is_complete() {
         return true;
@@ -326,14 +358,14 @@ fn can_read_output<B: Body>(cell: &Cell<B>, waker: &Waker) -> bool {
         // SAFETY: reading the waker to compare is allowed to the JoinHandle: the task side
         // only reads it (to wake) and never writes it while JOIN_WAKER is set and the task is
         // not complete.
-        if unsafe { cell.trailer.will_wake(waker) } {
+        if unsafe { header.trailer().will_wake(waker) } {
             return false;
         }
         state
             .unset_waker()
-            .and_then(|_| set_join_waker(cell, waker))
+            .and_then(|_| set_join_waker(header, waker))
     } else {
-        set_join_waker(cell, waker)
+        set_join_waker(header, waker)
     };
     match res {
         Ok(_) => false,
@@ -344,35 +376,36 @@ fn can_read_output<B: Body>(cell: &Cell<B>, waker: &Waker) -> bool {
     }
 }
 
-fn set_join_waker<B: Body>(
-    cell: &Cell<B>,
+fn set_join_waker(
+    header: &Header,
     waker: &Waker,
 ) -> Result<super::state::Snapshot, super::state::Snapshot> {
+    let trailer = header.trailer();
     // SAFETY: JOIN_WAKER is clear, so the JoinHandle owns the field.
-    unsafe { cell.trailer.set_waker(Some(waker.clone())) };
-    let res = cell.header.state.set_join_waker();
+    unsafe { trailer.set_waker(Some(waker.clone())) };
+    let res = header.state.set_join_waker();
     if res.is_err() {
         // SAFETY: the task completed first; the field is still ours.
-        unsafe { cell.trailer.set_waker(None) };
+        unsafe { trailer.set_waker(None) };
     }
     res
 }
 
+/// The slow path of dropping a `JoinHandle` (any task type).
+///
 /// # Safety
-/// `ptr` must be a `Cell<B>` whose `JoinHandle` (and its reference) the caller gives up.
-pub(crate) unsafe fn drop_join_handle_slow<B: Body>(ptr: NonNull<Header>) {
-    // SAFETY: the JoinHandle's reference keeps the cell alive.
-    let cell = unsafe { ptr.cast::<Cell<B>>().as_ref() };
-    let t = cell.header.state.transition_to_join_handle_dropped();
+/// `ptr` must be a task whose `JoinHandle` (and its reference) the caller gives up.
+pub(crate) unsafe fn drop_join_handle_slow(ptr: NonNull<Header>) {
+    // SAFETY: the JoinHandle's reference keeps the task alive.
+    let header = unsafe { ptr.as_ref() };
+    let t = header.state.transition_to_join_handle_dropped();
     if t.drop_output {
         // SAFETY: COMPLETE with the JoinHandle gone leaves the output to us.
-        let _ = catch_unwind(AssertUnwindSafe(|| unsafe {
-            *cell.core.stage.get() = Stage::Consumed;
-        }));
+        unsafe { (header.vtable.drop_stage)(ptr) };
     }
     if t.drop_waker {
         // SAFETY: the transition gave us the waker field.
-        unsafe { cell.trailer.set_waker(None) };
+        unsafe { header.trailer().set_waker(None) };
     }
     drop_reference(ptr);
 }
@@ -428,14 +461,18 @@ pub(crate) unsafe fn shutdown<B: Body>(ptr: NonNull<Header>, mode: ShutdownMode)
 /// Completes a task this thread owns as RUNNING without running its body again: the body (a
 /// coroutine's stack, with whatever destructors are left on it) is leaked.
 fn leak_running<B: Body>(cell: &Cell<B>, ptr: NonNull<Header>) {
-    eprintln!(
-        "corio: task {} kept blocking while being cancelled at shutdown; leaking its stack \
-         (its remaining destructors do not run)",
-        cell.header.id
-    );
+    report_leak(cell.header.id);
     // SAFETY: RUNNING gives this thread the stage.
     mem::forget(unsafe { mem::replace(&mut *cell.core.stage.get(), Stage::Consumed) });
     complete(cell, ptr, Err(JoinError::cancelled(cell.header.id)));
+}
+
+#[cold]
+fn report_leak(id: u64) {
+    eprintln!(
+        "corio: task {id} kept blocking while being cancelled at shutdown; leaking its stack \
+         (its remaining destructors do not run)"
+    );
 }
 
 /// # Safety

@@ -137,7 +137,7 @@ impl<T> Drop for JoinHandle<T> {
             return;
         }
         // SAFETY: we give up our reference.
-        unsafe { (header.vtable.drop_join_handle_slow)(self.raw) }
+        unsafe { super::harness::drop_join_handle_slow(self.raw) }
     }
 }
 
