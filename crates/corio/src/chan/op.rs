@@ -4,7 +4,10 @@
 
 use std::task::{Context, Poll};
 
-use super::core::{Chan, Entry, Observed, SignalRef, State, TryRecv, TrySend, wake};
+use super::core::{
+    Chan, Entry, Observed, SignalRef, State, TryRecv, TrySend, clone_is_safe, lock_safe, relay,
+    wake,
+};
 use super::error::{RecvError, SendError};
 use crate::loom::sync::Arc;
 
@@ -38,11 +41,12 @@ impl<T> Queued<T> {
         let e = self.0.as_ref()?;
         // Woken because it is done (the usual case): no lock, and the waker is not needed.
         if !matches!(e.signal().observe(), Observed::Done(_)) {
+            let waker = lock_safe(cx.waker()); // its clone may be user code: not under the lock
             let locked = chan.lock();
             // Under the lock no completer is between claim and finish: WAITING or DONE.
             if !matches!(e.signal().observe(), Observed::Done(_)) {
                 // SAFETY: we own the signal and hold the lock of its one channel.
-                let replaced = unsafe { e.signal().set_waker(cx.waker()) };
+                let replaced = unsafe { e.signal().set_waker(&waker) };
                 drop(locked);
                 drop(replaced); // user code: after the lock
                 return None;
@@ -142,11 +146,24 @@ impl<T> RecvOp<T> {
                 Poll::Ready(Ok(v))
             }
             TryRecv::Closed => Poll::Ready(Err(RecvError)),
-            TryRecv::Empty => {
+            TryRecv::Empty if clone_is_safe(cx.waker()) => {
                 self.enqueue_lone(locked.state(), cx);
                 Poll::Pending
             }
+            TryRecv::Empty => {
+                drop(locked);
+                self.poll_relayed(chan, cx)
+            }
         }
+    }
+
+    /// The poll again, with a [`relay`] made outside the lock for another executor's waker
+    /// (whose clone may be user code): the queued entry stores the relay.
+    #[cold]
+    #[inline(never)]
+    fn poll_relayed(&mut self, chan: &Chan<T>, cx: &Context<'_>) -> Poll<Result<T, RecvError>> {
+        let relay = relay(cx.waker());
+        self.poll(chan, &mut Context::from_waker(&relay))
     }
 
     /// (H1) Queues this receive with its own signal (the try found nothing). Lock held.
@@ -261,11 +278,24 @@ impl<T> SendOp<T> {
                 Poll::Ready(Ok(()))
             }
             TrySend::Closed(v) => Poll::Ready(Err(SendError(v))),
-            TrySend::Full(v) => {
+            TrySend::Full(v) if clone_is_safe(cx.waker()) => {
                 self.enqueue_lone(locked.state(), cx, v);
                 Poll::Pending
             }
+            TrySend::Full(v) => {
+                drop(locked);
+                self.value = Some(v);
+                self.poll_relayed(chan, cx)
+            }
         }
+    }
+
+    /// As [`RecvOp::poll_relayed`].
+    #[cold]
+    #[inline(never)]
+    fn poll_relayed(&mut self, chan: &Chan<T>, cx: &Context<'_>) -> Poll<Result<(), SendError<T>>> {
+        let relay = relay(cx.waker());
+        self.poll(chan, &mut Context::from_waker(&relay))
     }
 
     /// (H1) Queues this send and its value with its own signal (no room). Lock held.
@@ -381,11 +411,17 @@ impl<T> WatchOp<T> {
                 Poll::Ready(Some(v))
             }
             TryRecv::Closed => Poll::Ready(None),
-            TryRecv::Empty => {
+            TryRecv::Empty if clone_is_safe(cx.waker()) => {
                 let state = locked.state();
                 let e = state.lone_entry(cx.waker(), None);
                 self.queued.enqueue(state, State::enqueue_watch, e);
                 Poll::Pending
+            }
+            TryRecv::Empty => {
+                // As `RecvOp::poll_relayed`.
+                drop(locked);
+                let relay = relay(cx.waker());
+                self.poll(chan, &mut Context::from_waker(&relay))
             }
         }
     }

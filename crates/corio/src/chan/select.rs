@@ -30,7 +30,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
-use super::core::{Chan, Observed, Signal, SignalRef, TryRecv, TrySend, wake};
+use super::core::{Chan, Observed, Signal, SignalRef, TryRecv, TrySend, lock_safe, wake};
 use super::error::{RecvError, SendError};
 use super::op::{RecvOp, SendOp, Withdrawn};
 use super::{Receiver, Sender};
@@ -490,10 +490,12 @@ impl<A: Arm + ?Sized> std::future::Future for SelectFuture<'_, A> {
             return Poll::Pending;
         }
         let ready = match &this.signal {
-            None => this.first_pass(cx.waker()),
+            // The waker is cloned under the arms' locks: another executor's is relayed
+            // (`lock_safe`), its clone being user code.
+            None => this.first_pass(&lock_safe(cx.waker())),
             Some(signal) => match signal.0.observe() {
                 Observed::Done(k) => Some(this.finish(k)),
-                _ => this.refresh(cx.waker()),
+                _ => this.refresh(&lock_safe(cx.waker())),
             },
         };
         let ready = ready.or_else(|| {

@@ -15,7 +15,7 @@ pub(crate) mod raw;
 pub(crate) mod stackful;
 pub(crate) mod stackless;
 pub(crate) mod state;
-mod waker;
+pub(crate) mod waker;
 
 pub use self::abort::AbortHandle;
 pub use self::error::JoinError;

@@ -12,6 +12,13 @@ use super::state::{TransitionToNotifiedByRef, TransitionToNotifiedByVal};
 
 static VTABLE: RawWakerVTable = RawWakerVTable::new(clone, wake, wake_by_ref, drop_waker);
 
+/// Whether `waker` is a corio task's: its clone and drop are a reference count, never user
+/// code (what `chan` needs to clone a waker under a channel lock).
+#[inline]
+pub(crate) fn is_task_waker(waker: &Waker) -> bool {
+    std::ptr::eq(waker.vtable(), &VTABLE)
+}
+
 /// A `Waker` borrowed from a task without taking a reference, for the duration of a poll.
 pub(crate) struct WakerRef<'a> {
     waker: ManuallyDrop<Waker>,
