@@ -293,17 +293,22 @@ impl Header {
         }
     }
 
-    /// The task's trailer.
+    /// The trailer of the task `ptr` points to. From the task's pointer, not from a `&Header`:
+    /// a reference to the header covers only the header's bytes, and reaching past them through
+    /// it would be undefined behaviour (Stacked Borrows); the pointer's provenance is the whole
+    /// cell's (`Cell::allocate`'s block).
+    ///
+    /// # Safety
+    /// `ptr` must be a live task with that provenance (every `NonNull<Header>` the task's
+    /// handles hold), and the trailer must not be used after the task is deallocated.
     #[inline]
-    pub(crate) fn trailer(&self) -> &Trailer {
-        // SAFETY: a header is always the first field of a `repr(C)` `Cell<B>`, whose trailer
-        // is `vtable.trailer_offset` bytes further (`offset_of!` on that `Cell<B>`), inside the
-        // same allocation and alive as long as the header is.
+    pub(crate) unsafe fn trailer<'a>(ptr: NonNull<Header>) -> &'a Trailer {
+        // SAFETY: a header is the first field of a `repr(C)` `Cell<B>`, whose trailer is
+        // `vtable.trailer_offset` bytes further (`offset_of!` on that `Cell<B>`), inside the
+        // allocation `ptr` may reach; alive per the caller.
         unsafe {
-            &*std::ptr::from_ref(self)
-                .cast::<u8>()
-                .add(self.vtable.trailer_offset)
-                .cast::<Trailer>()
+            let offset = ptr.as_ref().vtable.trailer_offset;
+            &*ptr.as_ptr().cast::<u8>().add(offset).cast::<Trailer>()
         }
     }
 }

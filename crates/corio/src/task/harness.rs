@@ -283,7 +283,8 @@ fn finish(header: &Header, ptr: NonNull<Header>) {
         // SAFETY: COMPLETE without JOIN_INTEREST leaves the stage to this thread.
         unsafe { (header.vtable.drop_stage)(ptr) };
     } else if snapshot.is_join_waker_set() {
-        let trailer = header.trailer();
+        // SAFETY: the poll's reference keeps the task alive; `ptr` is the task's pointer.
+        let trailer = unsafe { Header::trailer(ptr) };
         // SAFETY: JOIN_WAKER set gives the task side the waker field.
         unsafe { trailer.wake_join() };
         let snapshot = header.state.unset_waker_after_complete();
@@ -335,7 +336,7 @@ pub(crate) unsafe fn dealloc<B: Body>(ptr: NonNull<Header>) {
 pub(crate) unsafe fn try_read_output<B: Body>(ptr: NonNull<Header>, dst: *mut (), waker: &Waker) {
     // SAFETY: the JoinHandle's reference keeps the cell alive.
     let cell = unsafe { ptr.cast::<Cell<B>>().as_ref() };
-    if can_read_output(&cell.header, waker) {
+    if can_read_output(&cell.header, ptr, waker) {
         // SAFETY: COMPLETE with JOIN_INTEREST gives the JoinHandle the stage.
         let stage = unsafe { mem::replace(&mut *cell.core.stage.get(), Stage::Consumed) };
         let Stage::Finished(result) = stage else {
@@ -348,7 +349,7 @@ pub(crate) unsafe fn try_read_output<B: Body>(ptr: NonNull<Header>, dst: *mut ()
 
 /// Whether the output is ready; if not, makes sure `waker` will be woken when it is. (For the
 /// `JoinHandle` only.)
-fn can_read_output(header: &Header, waker: &Waker) -> bool {
+fn can_read_output(header: &Header, ptr: NonNull<Header>, waker: &Waker) -> bool {
     let state = &header.state;
     let snapshot = state.load();
     if snapshot.is_complete() {
@@ -358,14 +359,14 @@ fn can_read_output(header: &Header, waker: &Waker) -> bool {
         // SAFETY: reading the waker to compare is allowed to the JoinHandle: the task side
         // only reads it (to wake) and never writes it while JOIN_WAKER is set and the task is
         // not complete.
-        if unsafe { header.trailer().will_wake(waker) } {
+        if unsafe { Header::trailer(ptr).will_wake(waker) } {
             return false;
         }
         state
             .unset_waker()
-            .and_then(|_| set_join_waker(header, waker))
+            .and_then(|_| set_join_waker(header, ptr, waker))
     } else {
-        set_join_waker(header, waker)
+        set_join_waker(header, ptr, waker)
     };
     match res {
         Ok(_) => false,
@@ -378,9 +379,11 @@ fn can_read_output(header: &Header, waker: &Waker) -> bool {
 
 fn set_join_waker(
     header: &Header,
+    ptr: NonNull<Header>,
     waker: &Waker,
 ) -> Result<super::state::Snapshot, super::state::Snapshot> {
-    let trailer = header.trailer();
+    // SAFETY: the JoinHandle's reference keeps the task alive; `ptr` is the task's pointer.
+    let trailer = unsafe { Header::trailer(ptr) };
     // SAFETY: JOIN_WAKER is clear, so the JoinHandle owns the field.
     unsafe { trailer.set_waker(Some(waker.clone())) };
     let res = header.state.set_join_waker();
@@ -405,7 +408,7 @@ pub(crate) unsafe fn drop_join_handle_slow(ptr: NonNull<Header>) {
     }
     if t.drop_waker {
         // SAFETY: the transition gave us the waker field.
-        unsafe { header.trailer().set_waker(None) };
+        unsafe { Header::trailer(ptr).set_waker(None) };
     }
     drop_reference(ptr);
 }
