@@ -24,8 +24,9 @@ use std::sync::Arc;
 // a member's completion takes it on the worker's stack: a preemptible coroutine preempted while
 // it held it would block its worker for ever, so outside loom the lock's guard also raises the
 // no-preempt counter (`runtime/preempt.rs`, "The rule").
-#[cfg(not(loom))]
 use crate::loom::sync::Mutex;
+#[cfg(not(loom))]
+use crate::task::waker::lock_safe;
 #[cfg(loom)]
 use std::sync::Mutex;
 use std::task::{Context, Poll, Wake, Waker};
@@ -167,16 +168,14 @@ impl<T> JoinSet<T> {
         if self.tasks.is_empty() {
             return Poll::Ready(None);
         }
+        // Stored under the set's lock: a waker whose clone is user code is relayed before it.
+        let waker = lock_safe(cx.waker());
         let (queued, replaced) = {
             let mut inner = self.ready.inner.lock().unwrap_or_else(|e| e.into_inner());
-            let replaced = if inner
-                .waiter
-                .as_ref()
-                .is_some_and(|w| w.will_wake(cx.waker()))
-            {
+            let replaced = if inner.waiter.as_ref().is_some_and(|w| w.will_wake(&waker)) {
                 None
             } else {
-                inner.waiter.replace(cx.waker().clone())
+                inner.waiter.replace(waker.into_owned())
             };
             (inner.ids.len(), replaced)
         };

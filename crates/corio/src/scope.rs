@@ -262,7 +262,14 @@ impl Future for AllChildrenEnded<'_> {
         if self.0.running.load(Ordering::Acquire) == 0 {
             return Poll::Ready(());
         }
-        *self.0.waiter.lock().unwrap_or_else(|e| e.into_inner()) = Some(cx.waker().clone());
+        // The clone before the lock, and the replaced waker dropped after it: both are user
+        // code for another executor's waker.
+        let waker = Some(cx.waker().clone());
+        let replaced = std::mem::replace(
+            &mut *self.0.waiter.lock().unwrap_or_else(|e| e.into_inner()),
+            waker,
+        );
+        drop(replaced);
         // Re-check after publishing the waker: a child that ended in between took `None`.
         if self.0.running.load(Ordering::Acquire) == 0 {
             return Poll::Ready(());

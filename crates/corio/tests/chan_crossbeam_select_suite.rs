@@ -56,7 +56,7 @@
 //! (`Signal::new`, `Signal::set_waker`; a lone wait's `State::lone_entry` too), and a waker's
 //! clone is user code: one that used a channel of the select spun for ever on that channel's
 //! lock, and one that panicked left the channels locked, so every later operation on them spun
-//! for ever. Another executor's waker is now relayed (`chan::core::relay`, made before the
+//! for ever. Another executor's waker is now relayed (`task::waker::relay`, made before the
 //! lock), docs/chan.md "User code outside the lock".
 
 #[macro_use]

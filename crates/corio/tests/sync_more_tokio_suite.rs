@@ -2635,3 +2635,77 @@ fn oneshot_values_cross_between_two_runtimes() {
         }
     });
 }
+
+// =============================================================================================
+// A waker whose clone is user code (found by the crossbeam select port's reviewer: the sync
+// primitives stored `cx.waker().clone()` under their wait-list locks)
+// =============================================================================================
+
+thread_local! {
+    /// What [`hooked_waker`]'s clone runs on this thread.
+    static ON_CLONE: std::cell::RefCell<Option<Box<dyn Fn()>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// A waker of "another executor" whose `clone` runs this thread's [`ON_CLONE`] once (the hook
+/// is taken), and whose wake and drop do nothing.
+fn hooked_waker() -> Waker {
+    fn clone(_: *const ()) -> std::task::RawWaker {
+        if let Some(hook) = ON_CLONE.with(|h| h.borrow_mut().take()) {
+            hook();
+        }
+        std::task::RawWaker::new(std::ptr::null(), &VTABLE)
+    }
+    fn noop(_: *const ()) {}
+    static VTABLE: std::task::RawWakerVTable =
+        std::task::RawWakerVTable::new(clone, noop, noop, noop);
+    // SAFETY: the vtable never reads the data pointer (null), `clone` returns a waker with the
+    // same vtable, and wake and drop do nothing: `RawWaker`'s contract holds.
+    unsafe { Waker::from_raw(std::task::RawWaker::new(std::ptr::null(), &VTABLE)) }
+}
+
+/// Polls `fut` once with [`hooked_waker`], `hook` set for its clone.
+fn poll_with_clone_hook<F: Future>(fut: Pin<&mut F>, hook: impl Fn() + 'static) -> Poll<F::Output> {
+    ON_CLONE.with(|h| *h.borrow_mut() = Some(Box::new(hook)));
+    let waker = hooked_waker();
+    let poll = fut.poll(&mut Context::from_waker(&waker));
+    ON_CLONE.with(|h| *h.borrow_mut() = None);
+    poll
+}
+
+/// corio (reviewer): a waiter's poll stores a clone of its waker in the primitive's wait list,
+/// under the list's lock; the clone of another executor's waker is user code, and one that
+/// uses the same primitive (here: frees what the waiter waits for, which takes that lock)
+/// deadlocked on the `std` mutex. It is now made before the lock (relayed).
+#[test]
+fn a_waker_whose_clone_uses_the_primitive_does_not_deadlock_its_waiter() {
+    within(EVENTUALLY, || {
+        let notify = Arc::new(corio::sync::Notify::new());
+        let n = notify.clone();
+        let mut notified = Box::pin(notify.notified_async());
+        let _ = poll_with_clone_hook(notified.as_mut(), move || n.notify_one());
+
+        let sem = Arc::new(corio::sync::Semaphore::new(0));
+        let s = sem.clone();
+        let mut acquire = Box::pin(sem.acquire_async());
+        let _ = poll_with_clone_hook(acquire.as_mut(), move || s.add_permits(1));
+
+        let mutex: &'static corio::sync::Mutex<u8> =
+            Box::leak(Box::new(corio::sync::Mutex::new(0)));
+        let guard = Arc::new(std::sync::Mutex::new(Some(mutex.try_lock().unwrap())));
+        let g = guard.clone();
+        let mut lock = Box::pin(mutex.lock_async());
+        let _ = poll_with_clone_hook(lock.as_mut(), move || drop(g.lock().unwrap().take()));
+        drop(lock);
+        assert!(guard.lock().unwrap().is_none(), "the hook ran");
+
+        let (tx, rx) = oneshot::channel::<u8>();
+        let tx = Arc::new(std::sync::Mutex::new(Some(tx)));
+        let t = tx.clone();
+        let mut rx = Box::pin(rx);
+        let polled = poll_with_clone_hook(rx.as_mut(), move || {
+            let _ = t.lock().unwrap().take().unwrap().send(5);
+        });
+        assert!(matches!(polled, Poll::Ready(Ok(5)) | Poll::Pending));
+    });
+}

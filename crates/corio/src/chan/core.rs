@@ -3,7 +3,7 @@
 //! the steps this file implements; the comments below refer to them as (H1)..(H6).
 
 use std::collections::VecDeque;
-use std::task::{RawWaker, RawWakerVTable, Waker};
+use std::task::Waker;
 
 use crate::loom::cell::UnsafeCell;
 use crate::loom::sync::Arc;
@@ -432,79 +432,6 @@ pub(crate) fn wake(w: Wake) {
     if let Some(w) = w {
         w.wake();
     }
-}
-
-/// Whether `waker` may be cloned under a channel lock: its clone runs no user code (a corio
-/// task's waker, or a [`relay`]). Another executor's waker's `clone` is user code, which may
-/// use the very channel whose spin lock is held (it would spin for ever) or panic (the lock
-/// would stay held: it has no poisoning) — the same rule as for a waker's `wake` and `Drop`,
-/// which run only after the lock is released ("User code outside the lock", docs/chan.md).
-#[inline]
-pub(crate) fn clone_is_safe(waker: &Waker) -> bool {
-    crate::task::waker::is_task_waker(waker) || std::ptr::eq(waker.vtable(), &RELAY_VTABLE)
-}
-
-/// `waker` itself if [`clone_is_safe`], else a [`relay`] to it: made before a channel lock is
-/// taken, by an operation that may store its waker under it.
-#[inline]
-pub(crate) fn lock_safe(waker: &Waker) -> std::borrow::Cow<'_, Waker> {
-    if clone_is_safe(waker) {
-        std::borrow::Cow::Borrowed(waker)
-    } else {
-        std::borrow::Cow::Owned(relay(waker))
-    }
-}
-
-/// A waker that wakes `waker` and whose clone is an `Arc` count: it holds one clone of
-/// `waker`, taken here (outside any lock). Its `wake` calls `waker`'s (user code, so only
-/// after the lock, as every wake here), and its last drop drops `waker` (the stored wakers are
-/// dropped after the lock too). Only another executor's waker pays for it (an allocation per
-/// poll that waits); a corio task's waker is cloned as it is.
-#[cold]
-#[inline(never)]
-pub(crate) fn relay(waker: &Waker) -> Waker {
-    let relay = std::sync::Arc::new(Relay(waker.clone()));
-    let raw = RawWaker::new(std::sync::Arc::into_raw(relay).cast(), &RELAY_VTABLE);
-    // SAFETY: the data pointer is an `Arc<Relay>` whose one count the new waker owns, and
-    // `RELAY_VTABLE`'s functions keep that contract (`relay_clone` takes a count, `relay_wake`
-    // and `relay_drop` give theirs back, `relay_wake_by_ref` borrows it).
-    unsafe { Waker::from_raw(raw) }
-}
-
-/// What a [`relay`] waker holds.
-struct Relay(Waker);
-
-static RELAY_VTABLE: RawWakerVTable =
-    RawWakerVTable::new(relay_clone, relay_wake, relay_wake_by_ref, relay_drop);
-
-/// # Safety
-/// `ptr` is the data of a live relay waker (an `Arc<Relay>` it holds a count of).
-unsafe fn relay_clone(ptr: *const ()) -> RawWaker {
-    // SAFETY: per the caller, the `Arc` is alive; the clone owns the count taken here.
-    unsafe { std::sync::Arc::increment_strong_count(ptr.cast::<Relay>()) };
-    RawWaker::new(ptr, &RELAY_VTABLE)
-}
-
-/// # Safety
-/// As [`relay_clone`]; the waker's count is given up.
-unsafe fn relay_wake(ptr: *const ()) {
-    // SAFETY: per the caller: this takes over the waker's count.
-    let relay = unsafe { std::sync::Arc::from_raw(ptr.cast::<Relay>()) };
-    relay.0.wake_by_ref();
-}
-
-/// # Safety
-/// As [`relay_clone`].
-unsafe fn relay_wake_by_ref(ptr: *const ()) {
-    // SAFETY: per the caller, the `Arc` is alive for this call.
-    unsafe { &*ptr.cast::<Relay>() }.0.wake_by_ref();
-}
-
-/// # Safety
-/// As [`relay_wake`].
-unsafe fn relay_drop(ptr: *const ()) {
-    // SAFETY: per the caller: the waker's count is given back.
-    drop(unsafe { std::sync::Arc::from_raw(ptr.cast::<Relay>()) });
 }
 
 /// Several wakers called as one: what [`State::wake_watchers`] returns when more than one

@@ -4,12 +4,10 @@
 
 use std::task::{Context, Poll};
 
-use super::core::{
-    Chan, Entry, Observed, SignalRef, State, TryRecv, TrySend, clone_is_safe, lock_safe, relay,
-    wake,
-};
+use super::core::{Chan, Entry, Observed, SignalRef, State, TryRecv, TrySend, wake};
 use super::error::{RecvError, SendError};
 use crate::loom::sync::Arc;
+use crate::task::waker::{clone_is_safe, lock_safe, relay};
 
 /// How a withdrawal (H5) ended.
 pub(crate) enum Withdrawn<T> {

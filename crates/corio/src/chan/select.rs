@@ -30,11 +30,12 @@ use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
-use super::core::{Chan, Observed, Signal, SignalRef, TryRecv, TrySend, lock_safe, wake};
+use super::core::{Chan, Observed, Signal, SignalRef, TryRecv, TrySend, wake};
 use super::error::{RecvError, SendError};
 use super::op::{RecvOp, SendOp, Withdrawn};
 use super::{Receiver, Sender};
 use crate::loom::sync::Arc;
+use crate::task::waker::lock_safe;
 use crate::time::Sleep;
 
 /// The most arms one `select!` may have (the shuffle and the lock order are fixed arrays on

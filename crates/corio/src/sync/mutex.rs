@@ -62,6 +62,7 @@ use super::wait_list::{List, Node, Wakers};
 use crate::loom::sync::Mutex as ListLock;
 use crate::loom::sync::atomic::AtomicUsize;
 use crate::loom::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+use crate::task::waker::lock_safe;
 
 const LOCKED: usize = 1;
 const WAITERS: usize = 2;
@@ -245,6 +246,9 @@ impl RawMutex {
         if !*queued && (self.try_lock() || self.spin()) {
             return Poll::Ready(());
         }
+        // Stored under the list lock below: another executor's waker is relayed first (its
+        // clone is user code, which must not run under the lock).
+        let waker = lock_safe(cx.waker());
         let mut list = self.list();
         if *queued {
             // SAFETY: we hold the list lock; the node is only ever used with this list.
@@ -304,7 +308,7 @@ impl RawMutex {
                 }
             }
         });
-        let replaced = me.set_waker(cx.waker());
+        let replaced = me.set_waker(&waker);
         drop(list);
         drop(replaced); // user code: after the lock
         Poll::Pending

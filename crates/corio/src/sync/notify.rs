@@ -30,6 +30,7 @@ use super::wait_list::{List, Node, Wakers};
 use crate::loom::sync::Mutex as ListLock;
 use crate::loom::sync::atomic::AtomicUsize;
 use crate::loom::sync::atomic::Ordering::SeqCst;
+use crate::task::waker::lock_safe;
 
 /// What a node was given (module docs, steps 1–2).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -189,6 +190,8 @@ impl Notified<'_> {
         }
         // SAFETY: `this.node` is structurally pinned.
         let node = unsafe { Pin::new_unchecked(&this.node) };
+        // As `Mutex::poll_lock`'s: a waker whose clone is user code is relayed before the lock.
+        let waker = cx.map(|cx| lock_safe(cx.waker()));
         let mut state_guard = this.notify.lock();
         let state = &mut *state_guard;
         if this.queued {
@@ -199,8 +202,8 @@ impl Notified<'_> {
                 this.done = true;
                 return Poll::Ready(());
             }
-            if let Some(cx) = cx {
-                let replaced = me.set_waker(cx.waker());
+            if let Some(waker) = &waker {
+                let replaced = me.set_waker(waker);
                 drop(state_guard);
                 drop(replaced); // user code: after the lock
             }
@@ -216,9 +219,9 @@ impl Notified<'_> {
         // and `Notified::drop` unlinks it.
         unsafe { state.waiters.push_back(node) };
         this.queued = true;
-        if let Some(cx) = cx {
+        if let Some(waker) = &waker {
             // SAFETY: as above.
-            let replaced = unsafe { state.waiters.entry(node) }.set_waker(cx.waker());
+            let replaced = unsafe { state.waiters.entry(node) }.set_waker(waker);
             drop(state_guard);
             drop(replaced); // user code: after the lock
         }

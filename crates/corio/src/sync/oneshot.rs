@@ -11,6 +11,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 
 use crate::loom::sync::{Arc, Mutex};
+use crate::task::waker::lock_safe;
 
 struct State<T> {
     value: Option<T>,
@@ -170,11 +171,13 @@ impl<T> Sender<T> {
     /// Ready once the receiver is dropped or [closed](Receiver::close); otherwise registers
     /// the task of `cx` to be woken then (only the last task to poll is woken).
     pub fn poll_closed(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        // Kept under the lock: a waker whose clone is user code is relayed before it.
+        let waker = lock_safe(cx.waker());
         let mut state = self.shared.lock();
         if !state.receiver_open {
             return Poll::Ready(());
         }
-        let replaced = keep_waker(&mut state.sender_waker, cx.waker());
+        let replaced = keep_waker(&mut state.sender_waker, &waker);
         drop(state);
         drop(replaced); // a waker's drop is user code: after the lock
         Poll::Pending
@@ -250,6 +253,8 @@ impl<T> Future for Receiver<T> {
     type Output = Result<T, RecvError>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<T, RecvError>> {
+        // As `Sender::poll_closed`'s.
+        let waker = lock_safe(cx.waker());
         let mut state = self.shared.lock();
         if let Some(v) = state.value.take() {
             return Poll::Ready(Ok(v));
@@ -257,7 +262,7 @@ impl<T> Future for Receiver<T> {
         if !state.sender_alive || !state.receiver_open {
             return Poll::Ready(Err(RecvError));
         }
-        let replaced = keep_waker(&mut state.waker, cx.waker());
+        let replaced = keep_waker(&mut state.waker, &waker);
         drop(state);
         drop(replaced); // a waker's drop is user code: after the lock
         Poll::Pending

@@ -38,6 +38,7 @@ use super::wait_list::{List, Node, Wakers};
 use crate::loom::sync::Mutex as ListLock;
 use crate::loom::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 use crate::loom::sync::atomic::{AtomicBool, AtomicUsize};
+use crate::task::waker::lock_safe;
 
 /// The permits and their FIFO queue; `Semaphore`, `RwLock` and `OnceCell` wrap it.
 pub(crate) struct BatchSemaphore {
@@ -202,6 +203,8 @@ impl BatchSemaphore {
         if !*queued && self.try_acquire(n) {
             return Poll::Ready(Ok(()));
         }
+        // As `Mutex::poll_lock`'s: a waker whose clone is user code is relayed before the lock.
+        let waker = lock_safe(cx.waker());
         let mut list = self.list();
         if *queued {
             // SAFETY: we hold the list lock; the node is only ever used with this list.
@@ -223,7 +226,7 @@ impl BatchSemaphore {
                 }
                 return Poll::Ready(Err(AcquireError(())));
             }
-            let replaced = me.set_waker(cx.waker());
+            let replaced = me.set_waker(&waker);
             drop(list);
             drop(replaced); // user code: after the lock
             return Poll::Pending;
@@ -253,7 +256,7 @@ impl BatchSemaphore {
         // SAFETY: as above.
         let mut me = unsafe { list.entry(node) };
         me.data(|d| *d = need);
-        let replaced = me.set_waker(cx.waker());
+        let replaced = me.set_waker(&waker);
         drop(list);
         drop(replaced); // user code: after the lock
         Poll::Pending

@@ -1,9 +1,11 @@
 //! A task's `Waker`: one reference to the task; waking submits it to its scheduler.
 
+use std::borrow::Cow;
 use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
 use std::ops::Deref;
 use std::ptr::NonNull;
+use std::sync::Arc;
 use std::task::{RawWaker, RawWakerVTable, Waker};
 
 use super::core::Header;
@@ -12,11 +14,78 @@ use super::state::{TransitionToNotifiedByRef, TransitionToNotifiedByVal};
 
 static VTABLE: RawWakerVTable = RawWakerVTable::new(clone, wake, wake_by_ref, drop_waker);
 
-/// Whether `waker` is a corio task's: its clone and drop are a reference count, never user
-/// code (what `chan` needs to clone a waker under a channel lock).
+/// Whether `waker` may be cloned under an internal lock (a channel's, a wait list's): its
+/// clone runs no user code — a corio task's waker (a reference count), or a [`relay`].
+/// Another executor's waker's `clone` is user code, which may use the very primitive whose
+/// lock is held (a spin lock would spin for ever, a `std` mutex deadlock) or panic — the same
+/// rule as for a waker's `wake` and `Drop`, which run only after the lock is released
+/// (docs/chan.md, "User code outside the lock").
 #[inline]
-pub(crate) fn is_task_waker(waker: &Waker) -> bool {
-    std::ptr::eq(waker.vtable(), &VTABLE)
+pub(crate) fn clone_is_safe(waker: &Waker) -> bool {
+    std::ptr::eq(waker.vtable(), &VTABLE) || std::ptr::eq(waker.vtable(), &RELAY_VTABLE)
+}
+
+/// `waker` itself if [`clone_is_safe`], else a [`relay`] to it: made before an internal lock
+/// is taken, by an operation that may store its waker under it.
+#[inline]
+pub(crate) fn lock_safe(waker: &Waker) -> Cow<'_, Waker> {
+    if clone_is_safe(waker) {
+        Cow::Borrowed(waker)
+    } else {
+        Cow::Owned(relay(waker))
+    }
+}
+
+/// A waker that wakes `waker` and whose clone is an `Arc` count: it holds one clone of
+/// `waker`, taken here (outside any lock). Its `wake` calls `waker`'s (user code, so only
+/// after the lock, as every wake of a stored waker), and its last drop drops `waker` (stored
+/// wakers are dropped after the lock too). Only another executor's waker pays for it (an
+/// allocation per poll that may wait); a corio task's waker is cloned as it is.
+#[cold]
+#[inline(never)]
+pub(crate) fn relay(waker: &Waker) -> Waker {
+    let relay = Arc::new(Relay(waker.clone()));
+    let raw = RawWaker::new(Arc::into_raw(relay).cast(), &RELAY_VTABLE);
+    // SAFETY: the data pointer is an `Arc<Relay>` whose one count the new waker owns, and
+    // `RELAY_VTABLE`'s functions keep that contract (`relay_clone` takes a count, `relay_wake`
+    // and `relay_drop` give theirs back, `relay_wake_by_ref` borrows it).
+    unsafe { Waker::from_raw(raw) }
+}
+
+/// What a [`relay`] waker holds.
+struct Relay(Waker);
+
+static RELAY_VTABLE: RawWakerVTable =
+    RawWakerVTable::new(relay_clone, relay_wake, relay_wake_by_ref, relay_drop);
+
+/// # Safety
+/// `ptr` is the data of a live relay waker (an `Arc<Relay>` it holds a count of).
+unsafe fn relay_clone(ptr: *const ()) -> RawWaker {
+    // SAFETY: per the caller, the `Arc` is alive; the clone owns the count taken here.
+    unsafe { Arc::increment_strong_count(ptr.cast::<Relay>()) };
+    RawWaker::new(ptr, &RELAY_VTABLE)
+}
+
+/// # Safety
+/// As [`relay_clone`]; the waker's count is given up.
+unsafe fn relay_wake(ptr: *const ()) {
+    // SAFETY: per the caller: this takes over the waker's count.
+    let relay = unsafe { Arc::from_raw(ptr.cast::<Relay>()) };
+    relay.0.wake_by_ref();
+}
+
+/// # Safety
+/// As [`relay_clone`].
+unsafe fn relay_wake_by_ref(ptr: *const ()) {
+    // SAFETY: per the caller, the `Arc` is alive for this call.
+    unsafe { &*ptr.cast::<Relay>() }.0.wake_by_ref();
+}
+
+/// # Safety
+/// As [`relay_wake`].
+unsafe fn relay_drop(ptr: *const ()) {
+    // SAFETY: per the caller: the waker's count is given back.
+    drop(unsafe { Arc::from_raw(ptr.cast::<Relay>()) });
 }
 
 /// A `Waker` borrowed from a task without taking a reference, for the duration of a poll.
