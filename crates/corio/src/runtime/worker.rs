@@ -1854,13 +1854,23 @@ impl WorkerCtx {
     #[cold]
     fn steal_spawned(&self, start: usize) -> Option<Runnable> {
         let shared = &self.shared;
+        let own = self.remote();
         let n = shared.workers.len();
         let task = (0..n)
             .map(|i| (start + i) % n)
             .filter(|&v| v != self.index && !shared.workers[v].spawned.is_empty())
             .find_map(|v| {
-                let other_work =
-                    || !shared.workers[v].steal.is_empty() || !shared.inject.is_empty();
+                // Work of its own ends the wait too: a coroutine pinned here woken meanwhile
+                // (the inbox), a timer of this worker come due, the runtime shutting down. The
+                // wait lasts up to ~3 ms, and without these a woken coroutine waited it out
+                // (`tests/rt_go_proc_suite.rs`'s author saw ~3 ms wake-ups on 2 workers).
+                let other_work = || {
+                    !shared.workers[v].steal.is_empty()
+                        || !shared.inject.is_empty()
+                        || own.inbox_len.load(Ordering::Relaxed) != 0
+                        || own.next_timer.load(Ordering::Relaxed) <= shared.now_ns()
+                        || shared.is_shutdown()
+                };
                 shared.workers[v]
                     .spawned
                     .steal_after_grace(&shared.workers[v].clock, other_work)
