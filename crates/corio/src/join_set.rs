@@ -24,13 +24,13 @@ use std::sync::Arc;
 // a member's completion takes it on the worker's stack: a preemptible coroutine preempted while
 // it held it would block its worker for ever, so outside loom the lock's guard also raises the
 // no-preempt counter (`runtime/preempt.rs`, "The rule").
-use crate::loom::sync::Mutex;
 #[cfg(not(loom))]
-use crate::task::waker::lock_safe;
+use crate::loom::sync::Mutex;
 #[cfg(loom)]
 use std::sync::Mutex;
 use std::task::{Context, Poll, Wake, Waker};
 
+use crate::task::waker::lock_safe;
 use crate::task::{AbortHandle, JoinError, JoinHandle};
 
 /// A set of tasks (stackful coroutines and async tasks) with the same output type, joined in
