@@ -156,6 +156,17 @@
 //! shared signal and one entry per arm. Values never go through the heap except in the
 //! buffer. The lock is a spin-then-yield lock
 //! (`core.rs`, `RawLock`) whose critical sections never suspend.
+//!
+//! # Large values
+//!
+//! A value is moved through the operation's layers by value, and a blocking-style `send` or
+//! `recv` keeps several copies of it in the caller's frame at once: about eight in a release
+//! build, about thirty in a debug build (a 32 KiB value's `send` needs 240–256 KiB of stack in
+//! release). On a coroutine's default 256 KiB stack a value of a few tens of KiB can overflow it,
+//! and an overflow aborts the process. Send a large value boxed (`Box<T>`, one pointer through
+//! the channel), or give the coroutine a larger stack (`corio::Builder::stack_size`). (A known
+//! limitation, measured by `tests/chan_crossbeam_suite.rs`; the fix is to write the value into
+//! its slot in place, as large closures are boxed when spawned.)
 
 mod core;
 mod error;
