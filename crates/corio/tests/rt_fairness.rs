@@ -8,51 +8,11 @@
 #[macro_use]
 mod support;
 
-use std::future::Future;
-use std::pin::Pin;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
-use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll, Waker};
 use std::time::Instant;
 
-use support::{EVENTUALLY, within};
-
-/// A baton: `pass` sets it and wakes the waiter; `take` waits until it is set and clears it.
-#[derive(Default)]
-struct Baton(Mutex<(bool, Option<Waker>)>);
-
-impl Baton {
-    fn pass(&self) {
-        let waker = {
-            let mut slot = self.0.lock().unwrap();
-            slot.0 = true;
-            slot.1.take()
-        };
-        if let Some(w) = waker {
-            w.wake();
-        }
-    }
-
-    fn take(&self) -> Take<'_> {
-        Take(self)
-    }
-}
-
-struct Take<'a>(&'a Baton);
-
-impl Future for Take<'_> {
-    type Output = ();
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        let mut slot = self.0.0.lock().unwrap();
-        if std::mem::take(&mut slot.0) {
-            Poll::Ready(())
-        } else {
-            slot.1 = Some(cx.waker().clone());
-            Poll::Pending
-        }
-    }
-}
+use support::{Baton, EVENTUALLY, within};
 
 /// Starts, from inside the runtime (so into this worker's local queues, as Go's `go` puts a
 /// goroutine in its P's), a pair of coroutines that pass batons until `stop`, each doing

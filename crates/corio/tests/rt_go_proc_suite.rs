@@ -58,14 +58,13 @@ mod support;
 use std::collections::HashSet;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering::SeqCst};
-use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll, Waker};
 use std::thread::ThreadId;
 use std::time::{Duration, Instant};
 
 use corio::chan;
-use support::{EVENTUALLY, Gate, holds_within, within};
+use support::{Baton, EVENTUALLY, Gate, holds_within, within};
 
 /// A runtime call that never waits: `block_on` of a ready future, a preemption point
 /// (docs/scheduler.md, "sysmon, preemption and blocking calls"), the analogue of the function
@@ -85,45 +84,6 @@ fn work(n: u64) {
         x = std::hint::black_box(x + 1);
     }
     std::hint::black_box(x);
-}
-
-/// A one-shot flag with a waker, made of a std mutex, so that nothing but the scheduler's own
-/// wake path is involved: `pass` sets it and wakes the waiter (from any thread); `take` waits
-/// until it is set and clears it.
-#[derive(Default)]
-struct Baton(Mutex<(bool, Option<Waker>)>);
-
-impl Baton {
-    fn pass(&self) {
-        let waker = {
-            let mut slot = self.0.lock().unwrap();
-            slot.0 = true;
-            slot.1.take()
-        };
-        if let Some(w) = waker {
-            w.wake();
-        }
-    }
-
-    fn take(&self) -> Take<'_> {
-        Take(self)
-    }
-}
-
-struct Take<'a>(&'a Baton);
-
-impl Future for Take<'_> {
-    type Output = ();
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        let mut slot = self.0.0.lock().unwrap();
-        if std::mem::take(&mut slot.0) {
-            Poll::Ready(())
-        } else {
-            slot.1 = Some(cx.waker().clone());
-            Poll::Pending
-        }
-    }
 }
 
 /// Waits on a plain thread until `cond` holds, spinning with `yield_now` at first (the

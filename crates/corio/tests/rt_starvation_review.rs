@@ -10,52 +10,10 @@
 #[macro_use]
 mod support;
 
-use std::future::Future;
-use std::pin::Pin;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
-use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll, Waker};
 
-use support::{EVENTUALLY, within};
-
-/// A one-shot flag with a waker, made of a std mutex, so that nothing but the scheduler's own
-/// wake path is involved: `pass` sets it and wakes the waiter (from any thread); `take` waits
-/// until it is set and clears it.
-#[derive(Default)]
-struct Baton(Mutex<(bool, Option<Waker>)>);
-
-impl Baton {
-    fn pass(&self) {
-        let waker = {
-            let mut slot = self.0.lock().unwrap();
-            slot.0 = true;
-            slot.1.take()
-        };
-        if let Some(w) = waker {
-            w.wake();
-        }
-    }
-
-    fn take(&self) -> Take<'_> {
-        Take(self)
-    }
-}
-
-struct Take<'a>(&'a Baton);
-
-impl Future for Take<'_> {
-    type Output = ();
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        let mut slot = self.0.0.lock().unwrap();
-        if std::mem::take(&mut slot.0) {
-            Poll::Ready(())
-        } else {
-            slot.1 = Some(cx.waker().clone());
-            Poll::Pending
-        }
-    }
-}
+use support::{Baton, EVENTUALLY, within};
 
 /// How many turns of the others a victim may wait before a test calls it starved: far above
 /// what any fair order takes in these mixes (a few turns), far below what the loops allow.

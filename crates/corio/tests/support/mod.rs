@@ -487,3 +487,43 @@ pub fn foreign_block_on<F: Future>(fut: F) -> F::Output {
         std::thread::park();
     }
 }
+
+/// A baton made of a `std` mutex and a waker, so that nothing but the scheduler's own wake
+/// path is involved: `pass` sets it and wakes the waiter (from any thread); `take` waits until
+/// it is set, and clears it.
+#[derive(Default)]
+pub struct Baton(Mutex<(bool, Option<Waker>)>);
+
+impl Baton {
+    pub fn pass(&self) {
+        let waker = {
+            let mut slot = self.0.lock().unwrap();
+            slot.0 = true;
+            slot.1.take()
+        };
+        if let Some(w) = waker {
+            w.wake();
+        }
+    }
+
+    pub fn take(&self) -> BatonTake<'_> {
+        BatonTake(self)
+    }
+}
+
+/// [`Baton::take`]'s future.
+pub struct BatonTake<'a>(&'a Baton);
+
+impl Future for BatonTake<'_> {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let mut slot = self.0.0.lock().unwrap();
+        if std::mem::take(&mut slot.0) {
+            Poll::Ready(())
+        } else {
+            slot.1 = Some(cx.waker().clone());
+            Poll::Pending
+        }
+    }
+}
