@@ -259,11 +259,8 @@ fn complete<B: Body>(cell: &Cell<B>, ptr: NonNull<Header>, result: Result<B::Out
         // The body's drop sees its task as `corio::current()`, as it does when the task is
         // aborted (`poll_cancel` drops it inside the task) and as tokio's does.
         let _task = drop_context::<B>(header);
-        // SAFETY: RUNNING gives this thread the stage; dropping the finished body cannot
-        // unwind into us (bodies catch their own panics), but catch anyway: a Drop may panic.
-        let _ = catch_unwind(AssertUnwindSafe(|| unsafe {
-            *cell.core.stage.get() = Stage::Consumed;
-        }));
+        // SAFETY: RUNNING gives this thread the stage (a panicking `Drop` is caught there).
+        unsafe { drop_stage::<B>(ptr) };
     }
     // SAFETY: as above.
     unsafe { *cell.core.stage.get() = Stage::Finished(result) };
