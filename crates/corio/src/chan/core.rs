@@ -3,6 +3,8 @@
 //! the steps this file implements; the comments below refer to them as (H1)..(H6).
 
 use std::collections::VecDeque;
+use std::mem::{self, MaybeUninit};
+use std::ptr;
 use std::task::Waker;
 
 use crate::loom::cell::UnsafeCell;
@@ -285,28 +287,30 @@ unsafe impl<T: Send> Send for Entry<T> {}
 unsafe impl<T: Send> Sync for Entry<T> {}
 
 impl<T> Entry<T> {
-    pub(crate) fn new(signal: SignalRef, arm: usize, value: Option<T>) -> Arc<Entry<T>> {
+    /// An entry with an empty slot (a send fills it with [`Entry::fill`] before queueing it).
+    pub(crate) fn new(signal: SignalRef, arm: usize) -> Arc<Entry<T>> {
         Arc::new(Entry {
             signal,
             arm,
-            slot: UnsafeCell::new(value),
+            slot: UnsafeCell::new(None),
         })
     }
 
-    /// A lone operation's entry (its own signal, arm 0).
-    fn lone(waker: Option<Waker>, value: Option<T>) -> Entry<T> {
+    /// A lone operation's entry (its own signal, arm 0), its slot empty.
+    fn lone(waker: Option<Waker>) -> Entry<T> {
         Entry {
             signal: SignalRef::Own(Signal::with(waker)),
             arm: 0,
-            slot: UnsafeCell::new(value),
+            slot: UnsafeCell::new(None),
         }
     }
 
     /// Makes a finished lone entry (the spare) a new lone wait, in place: what
-    /// `Entry::lone(Some(waker.clone()), value)` makes, without building and moving a whole
-    /// entry. `&mut`: the caller is the entry's only holder (its last owner let it go).
+    /// `Entry::lone(Some(waker.clone()))` makes, without building and moving a whole entry,
+    /// with `value`'s value moved into its slot. `&mut`: the caller is the entry's only
+    /// holder (its last owner let it go).
     #[inline]
-    fn rearm(&mut self, waker: &Waker, value: Option<T>) {
+    fn rearm(&mut self, waker: &Waker, value: Option<&mut Option<T>>) {
         let SignalRef::Own(signal) = &mut self.signal else {
             unreachable!("a spare entry has its own signal")
         };
@@ -319,7 +323,8 @@ impl<T> Entry<T> {
             .with_mut(|slot| unsafe { *slot = Some(waker.clone()) });
         self.arm = 0;
         // SAFETY: `&mut self`: nobody else can reach the slot.
-        self.slot.with_mut(|p| unsafe { *p = value });
+        self.slot
+            .with_mut(|p| unsafe { *p = value.and_then(Option::take) });
     }
 
     pub(crate) fn signal(&self) -> &Signal {
@@ -340,14 +345,47 @@ impl<T> Entry<T> {
         self.slot.with_mut(|p| unsafe { (*p).take() })
     }
 
-    /// Stores a value in the slot.
+    /// Moves the slot's value (or its emptiness) into `out`, which must be empty, with no
+    /// copy of it on the stack (a value may be tens of KiB, on a coroutine's small stack:
+    /// "Large values", `chan/mod.rs`).
     ///
     /// # Safety
     ///
     /// As for [`Entry::take`].
-    unsafe fn put(&self, value: T) {
+    pub(crate) unsafe fn take_into(&self, out: &mut Option<T>) {
+        debug_assert!(out.is_none(), "a value would be overwritten");
+        // SAFETY: exclusive access per this function's contract; the slot and `out` are
+        // distinct places. (`swap_nonoverlapping` swaps in small chunks: no copy of a whole
+        // value on the stack, as `mem::swap` through `&mut` or `ptr::swap` may make.)
+        self.slot
+            .with_mut(|p| unsafe { ptr::swap_nonoverlapping(p, out, 1) });
+    }
+
+    /// Moves the slot's value, if it holds one, into `out` (whose contents are overwritten,
+    /// not dropped) and returns whether it did: the one move a receive makes of a value it
+    /// gets from a sender's entry ("Large values", `chan/mod.rs`).
+    ///
+    /// # Safety
+    ///
+    /// As for [`Entry::take`].
+    pub(crate) unsafe fn take_to(&self, out: &mut MaybeUninit<T>) -> bool {
         // SAFETY: exclusive access per this function's contract.
-        self.slot.with_mut(|p| unsafe { *p = Some(value) });
+        self.slot.with_mut(|p| unsafe { move_out(&mut *p, out) })
+    }
+
+    /// Moves `value`'s value into the (empty) slot, leaving `value` empty; as
+    /// [`Entry::take_into`], without a copy on the stack.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Entry::take`].
+    pub(crate) unsafe fn fill(&self, value: &mut Option<T>) {
+        // SAFETY: exclusive access per this function's contract.
+        // The slot and `value` are distinct places (as in `take_into`).
+        self.slot.with_mut(|p| unsafe {
+            debug_assert!((*p).is_none(), "a value would be overwritten");
+            ptr::swap_nonoverlapping(p, value, 1);
+        });
     }
 }
 
@@ -469,15 +507,19 @@ fn claim_queued<T>(q: &mut VecDeque<Arc<Entry<T>>>) -> Option<Arc<Entry<T>>> {
 }
 
 /// The outcome of a non-blocking attempt under the lock.
-pub(crate) enum TrySend<T> {
+/// Neither carries the value: it stays where the caller keeps it unless it was sent, so that
+/// no value is copied through these results ("Large values", `chan/mod.rs`).
+pub(crate) enum TrySend {
+    /// The value was taken.
     Sent(Wake),
-    Full(T),
-    Closed(T),
+    Full,
+    Closed,
 }
 
 /// The outcome of a non-blocking receive under the lock.
-pub(crate) enum TryRecv<T> {
-    Got(T, Wake),
+pub(crate) enum TryRecv {
+    /// The value was moved into the caller's place.
+    Got(Wake),
     Empty,
     Closed,
 }
@@ -642,6 +684,60 @@ fn transit(handed: usize, settled: usize, seen: usize) -> usize {
     handed.wrapping_sub(settled).wrapping_sub(seen) & !DRAINING
 }
 
+/// Moves `from`'s value, if it has one, into `out` (overwritten, not dropped), leaving `from`
+/// empty, and returns whether it did. A raw copy: `Option::take` and `MaybeUninit::write`
+/// would each make a copy on the stack in between, which a release build does not always
+/// remove ("Large values", `chan/mod.rs`).
+#[inline(always)]
+fn move_out<T>(from: &mut Option<T>, out: &mut MaybeUninit<T>) -> bool {
+    let Some(v) = from.as_mut() else {
+        return false;
+    };
+    // SAFETY: `v` is a valid `T` and `out` a place for one, distinct (`&mut`s); after the
+    // copy, `from` is overwritten with `None` without dropping what it held, so the value
+    // has moved: it lives on in `out` only.
+    unsafe {
+        ptr::copy_nonoverlapping(v as *const T, out.as_mut_ptr(), 1);
+        ptr::write(from, None);
+    }
+    true
+}
+
+/// Moves the buffer's front value, if any, into `out` (overwritten, not dropped), as
+/// [`move_out`] does, and returns whether it did.
+#[inline(always)]
+fn pop_front_to<T>(buf: &mut VecDeque<T>, out: &mut MaybeUninit<T>) -> bool {
+    if !is_large::<T>() {
+        // A few registers: the plain pop, which finds the front once.
+        return buf.pop_front().map(|v| out.write(v)).is_some();
+    }
+    let Some(front) = buf.front() else {
+        return false;
+    };
+    // SAFETY: `front` is a valid `T` in the buffer, `out` a distinct place for one. The
+    // copy is then removed from the buffer and forgotten, not dropped: the value has moved
+    // to `out`. (The forgotten copy is never read, so the compiler drops it.)
+    unsafe { ptr::copy_nonoverlapping(front as *const T, out.as_mut_ptr(), 1) };
+    mem::forget(buf.pop_front());
+    true
+}
+
+/// Whether `T` is large enough that a copy of it on the stack matters: the size above which
+/// a value's moves through the buffer are made in calls of their own, not inlined into every
+/// send and receive ("Large values", `chan/mod.rs`). Below it, the copy is a few registers.
+#[inline(always)]
+const fn is_large<T>() -> bool {
+    mem::size_of::<T>() > 256
+}
+
+/// The value a send holds, taken as it goes into the buffer.
+#[inline(always)]
+fn sent_value<T>(value: &mut Option<T>) -> T {
+    value
+        .take()
+        .expect("a send holds its value until it is sent")
+}
+
 impl<T> State<T> {
     pub(crate) fn len(&self) -> usize {
         self.buf.len()
@@ -661,24 +757,26 @@ impl<T> State<T> {
     /// A send without waiting (H1): to a waiting receiver first, else into the buffer, else
     /// (a rendezvous channel) into the buffer all the same if a `Stream` poll waits for it.
     #[inline(always)] // the fast path of every send and receive: no call frame
-    pub(crate) fn try_send(&mut self, cap: usize, value: T) -> TrySend<T> {
+    ///
+    /// `value` holds the value; it is taken only if sent.
+    pub(crate) fn try_send(&mut self, cap: usize, value: &mut Option<T>) -> TrySend {
         if self.closed {
-            return TrySend::Closed(value);
+            return TrySend::Closed;
         }
         if let Some(e) = claim(&mut self.recvq) {
             // SAFETY: we hold the channel lock and claimed the entry (H2).
-            unsafe { e.put(value) };
+            unsafe { e.fill(value) };
             self.handed = self.handed.wrapping_add(1);
             return TrySend::Sent(self.finish(e));
         }
         if self.buf.len() < cap {
-            self.buf.push_back(value);
+            self.push_sent(value);
             return TrySend::Sent(self.wake_watchers());
         }
         if !self.watchq.is_empty() {
             return self.send_to_watchers(value);
         }
-        TrySend::Full(value)
+        TrySend::Full
     }
 
     /// A send on a full channel while `Stream` polls wait, which happens on a rendezvous
@@ -690,13 +788,13 @@ impl<T> State<T> {
     /// capacity, as after a give-back (H6).
     #[cold]
     #[inline(never)]
-    fn send_to_watchers(&mut self, value: T) -> TrySend<T> {
+    fn send_to_watchers(&mut self, value: &mut Option<T>) -> TrySend {
         match self.wake_watchers_slow() {
             Some(w) => {
-                self.buf.push_back(value);
+                self.push_sent(value);
                 TrySend::Sent(Some(w))
             }
-            None => TrySend::Full(value), // every entry was stale
+            None => TrySend::Full, // every entry was stale
         }
     }
 
@@ -706,29 +804,70 @@ impl<T> State<T> {
     /// `seen` is the channel's [`Chan::seen`]: a closed channel with values in transit is
     /// `Empty`, not `Closed` (the receive waits for them: "Closing with values in transit").
     #[inline(always)] // the fast path of every send and receive: no call frame
-    pub(crate) fn try_recv(&mut self, cap: usize, seen: &AtomicUsize) -> TryRecv<T> {
-        if let Some(v) = self.buf.pop_front() {
+    ///
+    /// A value received is moved into `out` (overwritten, not dropped): initialised if
+    /// `Got`.
+    pub(crate) fn try_recv(
+        &mut self,
+        cap: usize,
+        seen: &AtomicUsize,
+        out: &mut MaybeUninit<T>,
+    ) -> TryRecv {
+        if pop_front_to(&mut self.buf, out) {
             let mut w = None;
             if self.buf.len() < cap
                 && let Some(e) = claim(&mut self.sendq)
             {
-                // SAFETY: we hold the channel lock and claimed the entry (H2).
-                let moved = unsafe { e.take() }.expect("a waiting sender has its value");
-                self.buf.push_back(moved);
+                if is_large::<T>() {
+                    self.refill(&e);
+                } else {
+                    // SAFETY: we hold the channel lock and claimed the entry (H2).
+                    let moved = unsafe { e.take() }.expect("a waiting sender has its value");
+                    self.buf.push_back(moved);
+                }
                 w = self.finish(e);
             }
-            return TryRecv::Got(v, w);
+            return TryRecv::Got(w);
         }
         if let Some(e) = claim(&mut self.sendq) {
             // SAFETY: as above.
-            let v = unsafe { e.take() }.expect("a waiting sender has its value");
-            return TryRecv::Got(v, self.finish(e));
+            let moved = unsafe { e.take_to(out) };
+            assert!(moved, "a waiting sender has its value");
+            return TryRecv::Got(self.finish(e));
         }
         if self.closed && self.in_transit(seen) == 0 {
             TryRecv::Closed
         } else {
             TryRecv::Empty
         }
+    }
+
+    /// Moves a send's value to the back of the buffer.
+    #[inline(always)]
+    fn push_sent(&mut self, value: &mut Option<T>) {
+        if is_large::<T>() {
+            self.push_large(value);
+        } else {
+            self.buf.push_back(sent_value(value));
+        }
+    }
+
+    /// [`State::push_sent`] for a large value, in a call of its own: the value passes through
+    /// a copy on the stack here (`VecDeque` takes values, not places, and may grow in
+    /// between), which must not sit in the frame of every send ("Large values",
+    /// `chan/mod.rs`).
+    #[inline(never)]
+    fn push_large(&mut self, value: &mut Option<T>) {
+        self.buf.push_back(sent_value(value));
+    }
+
+    /// Moves a claimed waiting sender's large value to the back of the buffer; a call of its
+    /// own, as [`State::push_large`] is.
+    #[inline(never)]
+    fn refill(&mut self, e: &Entry<T>) {
+        // SAFETY: the caller holds the channel lock and claimed the entry (H2).
+        let moved = unsafe { e.take() }.expect("a waiting sender has its value");
+        self.buf.push_back(moved);
     }
 
     /// Values handed to a receive and not yet settled (see `handed`). Acquire: a lock
@@ -753,7 +892,13 @@ impl<T> State<T> {
     /// An entry for a lone wait: the spare, re-armed, if its owner has let it go; else a
     /// new one.
     #[inline]
-    pub(crate) fn lone_entry(&mut self, waker: &Waker, value: Option<T>) -> Arc<Entry<T>> {
+    ///
+    /// A send's `value`: its value is moved into the entry's slot.
+    pub(crate) fn lone_entry(
+        &mut self,
+        waker: &Waker,
+        value: Option<&mut Option<T>>,
+    ) -> Arc<Entry<T>> {
         if let Some(mut e) = self.spare.take() {
             if let Some(only) = Arc::get_mut(&mut e) {
                 only.rearm(waker, value);
@@ -761,7 +906,12 @@ impl<T> State<T> {
             }
             self.spare = Some(e); // its owner still reads it: maybe next time
         }
-        Arc::new(Entry::lone(Some(waker.clone()), value))
+        let e = Arc::new(Entry::lone(Some(waker.clone())));
+        if let Some(value) = value {
+            // SAFETY: the entry is new and not yet queued: nobody else can reach it.
+            unsafe { e.fill(value) };
+        }
+        e
     }
 
     /// Queues a receiver (its signal already holds its waker).
@@ -833,7 +983,7 @@ impl<T> State<T> {
     pub(crate) fn give_back(&mut self, value: T) -> Wake {
         if let Some(e) = claim(&mut self.recvq) {
             // SAFETY: we hold the channel lock and claimed the entry (H2).
-            unsafe { e.put(value) };
+            unsafe { e.fill(&mut Some(value)) };
             self.handed = self.handed.wrapping_add(1);
             return self.finish(e);
         }

@@ -2,12 +2,19 @@
 //! try under the lock, else queue an entry (H1), then wait for DONE (H4) or withdraw (H5).
 //! The single-operation futures and each `select!` arm are built from these.
 
+use std::mem::MaybeUninit;
 use std::task::{Context, Poll};
 
 use super::core::{Chan, Entry, Observed, SignalRef, State, TryRecv, TrySend, wake};
-use super::error::{RecvError, SendError};
+use super::error::RecvError;
 use crate::loom::sync::Arc;
 use crate::task::waker::{clone_is_safe, lock_safe, relay};
+
+/// A send found the channel closed: its value is still in its op ([`SendOp::take_value`]).
+/// Results carry this, not the value, so that no value is copied through them ("Large
+/// values", `chan/mod.rs`).
+#[derive(Debug)]
+pub(crate) struct Closed;
 
 /// How a withdrawal (H5) ended.
 pub(crate) enum Withdrawn<T> {
@@ -34,8 +41,15 @@ impl<T> Queued<T> {
         self.0 = Some(entry);
     }
 
-    /// (H4) The owner's poll of a queued lone operation: `Some(slot)` once DONE.
-    fn poll_done(&mut self, chan: &Chan<T>, cx: &mut Context<'_>) -> Option<Option<T>> {
+    /// (H4) The owner's poll of a queued lone operation: once DONE, `Some` of what `take`
+    /// made of the entry (it moves the slot's contents where the caller wants them).
+    #[inline(always)]
+    fn poll_done<R>(
+        &mut self,
+        chan: &Chan<T>,
+        cx: &mut Context<'_>,
+        take: impl FnOnce(&Entry<T>) -> R,
+    ) -> Option<R> {
         let e = self.0.as_ref()?;
         // Woken because it is done (the usual case): no lock, and the waker is not needed.
         if !matches!(e.signal().observe(), Observed::Done(_)) {
@@ -51,10 +65,10 @@ impl<T> Queued<T> {
             }
         }
         let e = self.0.take()?;
-        // SAFETY: we observed DONE for this entry's arm (H4): nobody else touches the slot.
-        let slot = unsafe { e.take() };
+        // We observed DONE for this entry's arm (H4): nobody else touches the slot.
+        let r = take(&e);
         drop(e); // the completer kept it as the channel's spare: the next wait reuses it
-        Some(slot)
+        Some(r)
     }
 
     /// (H4) The slot after DONE was observed.
@@ -127,21 +141,25 @@ impl<T> RecvOp<T> {
     /// Polls the receive on its own: try (H1), else queue with its own signal, else wait.
     /// Inlined into the blocking-style `recv` and the future's poll: the try is the fast path
     /// (a value is there), queueing and the later polls are calls.
+    ///
+    /// The value received is moved into `out` (overwritten, not dropped; initialised if
+    /// `Ready(Ok)`), its one move on this side ("Large values", `chan/mod.rs`).
     #[inline(always)]
     pub(crate) fn poll(
         &mut self,
         chan: &Chan<T>,
         cx: &mut Context<'_>,
-    ) -> Poll<Result<T, RecvError>> {
+        out: &mut MaybeUninit<T>,
+    ) -> Poll<Result<(), RecvError>> {
         if self.queued.0.is_some() {
-            return self.poll_queued(chan, cx);
+            return self.poll_queued(chan, cx, out);
         }
         let mut locked = chan.lock();
-        match locked.state().try_recv(chan.cap, chan.seen()) {
-            TryRecv::Got(v, w) => {
+        match locked.state().try_recv(chan.cap, chan.seen(), out) {
+            TryRecv::Got(w) => {
                 drop(locked);
                 wake(w);
-                Poll::Ready(Ok(v))
+                Poll::Ready(Ok(()))
             }
             TryRecv::Closed => Poll::Ready(Err(RecvError)),
             TryRecv::Empty if clone_is_safe(cx.waker()) => {
@@ -150,7 +168,7 @@ impl<T> RecvOp<T> {
             }
             TryRecv::Empty => {
                 drop(locked);
-                self.poll_relayed(chan, cx)
+                self.poll_relayed(chan, cx, out)
             }
         }
     }
@@ -159,9 +177,14 @@ impl<T> RecvOp<T> {
     /// (whose clone may be user code): the queued entry stores the relay.
     #[cold]
     #[inline(never)]
-    fn poll_relayed(&mut self, chan: &Chan<T>, cx: &Context<'_>) -> Poll<Result<T, RecvError>> {
+    fn poll_relayed(
+        &mut self,
+        chan: &Chan<T>,
+        cx: &Context<'_>,
+        out: &mut MaybeUninit<T>,
+    ) -> Poll<Result<(), RecvError>> {
         let relay = relay(cx.waker());
-        self.poll(chan, &mut Context::from_waker(&relay))
+        self.poll(chan, &mut Context::from_waker(&relay), out)
     }
 
     /// (H1) Queues this receive with its own signal (the try found nothing). Lock held.
@@ -173,20 +196,29 @@ impl<T> RecvOp<T> {
 
     /// (H4) A poll after the receive was queued.
     #[inline(never)]
-    fn poll_queued(&mut self, chan: &Chan<T>, cx: &mut Context<'_>) -> Poll<Result<T, RecvError>> {
-        match self.queued.poll_done(chan, cx) {
-            Some(Some(v)) => {
-                chan.settle_seen();
-                Poll::Ready(Ok(v))
-            }
-            Some(None) => Poll::Ready(Err(RecvError)),
+    fn poll_queued(
+        &mut self,
+        chan: &Chan<T>,
+        cx: &mut Context<'_>,
+        out: &mut MaybeUninit<T>,
+    ) -> Poll<Result<(), RecvError>> {
+        let take = |e: &Entry<T>| {
+            // SAFETY: `poll_done` calls this after it observed DONE (H4).
+            unsafe { e.take_to(out) }
+        };
+        match self.queued.poll_done(chan, cx, take) {
             None => Poll::Pending,
+            Some(true) => {
+                chan.settle_seen();
+                Poll::Ready(Ok(()))
+            }
+            Some(false) => Poll::Ready(Err(RecvError)),
         }
     }
 
     /// Queues this receive under `signal` as `arm`. The caller holds the channel lock.
     pub(crate) fn enqueue_locked(&mut self, state: &mut State<T>, signal: SignalRef, arm: usize) {
-        let e = Entry::new(signal, arm, None);
+        let e = Entry::new(signal, arm);
         self.queued.enqueue(state, State::enqueue_recv, e);
     }
 
@@ -258,31 +290,34 @@ impl<T> SendOp<T> {
 
     /// Polls the send on its own: try (H1), else queue with its own signal, else wait.
     /// Inlined as [`RecvOp::poll`] is.
+    ///
+    /// The value moves once, from the op to where it goes (a waiting receive's slot, the
+    /// buffer, or the queued entry's slot); a send that found the channel closed leaves it in
+    /// the op ([`Closed`]; [`SendOp::take_value`]).
     #[inline(always)]
     pub(crate) fn poll(
         &mut self,
         chan: &Chan<T>,
         cx: &mut Context<'_>,
-    ) -> Poll<Result<(), SendError<T>>> {
+    ) -> Poll<Result<(), Closed>> {
         if self.queued.0.is_some() {
             return self.poll_queued(chan, cx);
         }
-        let value = self.value.take().expect("a send polled after it completed");
+        debug_assert!(self.value.is_some(), "a send polled after it completed");
         let mut locked = chan.lock();
-        match locked.state().try_send(chan.cap, value) {
+        match locked.state().try_send(chan.cap, &mut self.value) {
             TrySend::Sent(w) => {
                 drop(locked);
                 wake(w);
                 Poll::Ready(Ok(()))
             }
-            TrySend::Closed(v) => Poll::Ready(Err(SendError(v))),
-            TrySend::Full(v) if clone_is_safe(cx.waker()) => {
-                self.enqueue_lone(locked.state(), cx, v);
+            TrySend::Closed => Poll::Ready(Err(Closed)),
+            TrySend::Full if clone_is_safe(cx.waker()) => {
+                self.enqueue_lone(locked.state(), cx);
                 Poll::Pending
             }
-            TrySend::Full(v) => {
+            TrySend::Full => {
                 drop(locked);
-                self.value = Some(v);
                 self.poll_relayed(chan, cx)
             }
         }
@@ -291,51 +326,66 @@ impl<T> SendOp<T> {
     /// As [`RecvOp::poll_relayed`].
     #[cold]
     #[inline(never)]
-    fn poll_relayed(&mut self, chan: &Chan<T>, cx: &Context<'_>) -> Poll<Result<(), SendError<T>>> {
+    fn poll_relayed(&mut self, chan: &Chan<T>, cx: &Context<'_>) -> Poll<Result<(), Closed>> {
         let relay = relay(cx.waker());
         self.poll(chan, &mut Context::from_waker(&relay))
     }
 
     /// (H1) Queues this send and its value with its own signal (no room). Lock held.
     #[inline(never)]
-    fn enqueue_lone(&mut self, state: &mut State<T>, cx: &Context<'_>, value: T) {
-        let e = state.lone_entry(cx.waker(), Some(value));
+    fn enqueue_lone(&mut self, state: &mut State<T>, cx: &Context<'_>) {
+        let e = state.lone_entry(cx.waker(), Some(&mut self.value));
         self.queued.enqueue(state, State::enqueue_send, e);
     }
 
-    /// (H4) A poll after the send was queued.
+    /// (H4) A poll after the send was queued: the value was taken, or the closing channel
+    /// handed it back to the op.
     #[inline(never)]
-    fn poll_queued(
-        &mut self,
-        chan: &Chan<T>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Result<(), SendError<T>>> {
-        match self.queued.poll_done(chan, cx) {
-            Some(slot) => Poll::Ready(sent(slot)),
+    fn poll_queued(&mut self, chan: &Chan<T>, cx: &mut Context<'_>) -> Poll<Result<(), Closed>> {
+        let value = &mut self.value;
+        let take = |e: &Entry<T>| {
+            // SAFETY: `poll_done` calls this after it observed DONE (H4).
+            unsafe { e.take_into(value) }
+        };
+        match self.queued.poll_done(chan, cx, take) {
             None => Poll::Pending,
+            Some(()) if value.is_none() => Poll::Ready(Ok(())),
+            Some(()) => Poll::Ready(Err(Closed)),
         }
     }
 
-    /// The value, for a non-blocking attempt under the lock.
+    /// The value, if the op still holds it: not sent yet, or handed back ([`Closed`]).
     pub(crate) fn take_value(&mut self) -> Option<T> {
         self.value.take()
     }
 
-    /// Puts back a value a failed attempt returned.
-    pub(crate) fn restore_value(&mut self, v: T) {
-        self.value = Some(v);
+    /// The value's place, for a non-blocking attempt under the lock ([`State::try_send`]
+    /// takes it only if it sends it).
+    pub(crate) fn value_mut(&mut self) -> &mut Option<T> {
+        &mut self.value
     }
 
     /// Queues this send (with its value) under `signal` as `arm`. The caller holds the lock.
     pub(crate) fn enqueue_locked(&mut self, state: &mut State<T>, signal: SignalRef, arm: usize) {
-        let e = Entry::new(signal, arm, self.value.take());
+        let e = Entry::new(signal, arm);
+        // SAFETY: the entry is new and not yet queued: nobody else can reach it.
+        unsafe { e.fill(&mut self.value) };
         self.queued.enqueue(state, State::enqueue_send, e);
     }
 
     /// (H4) The outcome after DONE was observed: sent, or the closing channel handed the
-    /// value back.
-    pub(crate) fn take_done(&mut self) -> Result<(), SendError<T>> {
-        sent(self.queued.take_done())
+    /// value back (into the op).
+    pub(crate) fn take_done(&mut self) -> Result<(), Closed> {
+        debug_assert!(
+            self.value.is_none(),
+            "a queued send's value is in its entry"
+        );
+        self.value = self.queued.take_done();
+        if self.value.is_none() {
+            Ok(())
+        } else {
+            Err(Closed)
+        }
     }
 
     /// As [`RecvOp::dequeue_locked`]; the value comes back to the op, so it is dropped with
@@ -369,15 +419,6 @@ impl<T> SendOp<T> {
     }
 }
 
-/// A completed send's slot: empty if the value was taken, else the closing channel handed it
-/// back.
-fn sent<T>(slot: Option<T>) -> Result<(), SendError<T>> {
-    match slot {
-        None => Ok(()),
-        Some(v) => Err(SendError(v)),
-    }
-}
-
 /// A `Stream` poll's wait: told, never handed a value ("Stream waits hold no value",
 /// `chan/mod.rs`). Its entry sits in the watch queue until something makes a value
 /// available, which completes it with an empty slot; the next poll then tries again.
@@ -396,17 +437,23 @@ impl<T> WatchOp<T> {
     /// with this wait queued (or its waker updated).
     pub(crate) fn poll(&mut self, chan: &Chan<T>, cx: &mut Context<'_>) -> Poll<Option<T>> {
         if self.queued.0.is_some() {
-            match self.queued.poll_done(chan, cx) {
+            let take = |e: &Entry<T>| {
+                // SAFETY: `poll_done` calls this after it observed DONE (H4).
+                unsafe { e.take() }
+            };
+            match self.queued.poll_done(chan, cx, take) {
                 None => return Poll::Pending,
                 Some(slot) => debug_assert!(slot.is_none(), "a watch is never handed a value"),
             }
         }
+        let mut out = MaybeUninit::uninit();
         let mut locked = chan.lock();
-        match locked.state().try_recv(chan.cap, chan.seen()) {
-            TryRecv::Got(v, w) => {
+        match locked.state().try_recv(chan.cap, chan.seen(), &mut out) {
+            TryRecv::Got(w) => {
                 drop(locked);
                 wake(w);
-                Poll::Ready(Some(v))
+                // SAFETY: `Got`: `try_recv` moved a value into `out`.
+                Poll::Ready(Some(unsafe { out.assume_init() }))
             }
             TryRecv::Closed => Poll::Ready(None),
             TryRecv::Empty if clone_is_safe(cx.waker()) => {

@@ -26,6 +26,7 @@
 //! Arms are `&mut dyn Arm` in a slice on the caller's stack: no allocation beyond the signal
 //! and the entries of an actual wait, and channels of different element types mix freely.
 
+use std::mem::MaybeUninit;
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
@@ -209,9 +210,11 @@ impl<T> Arm for RecvArm<'_, T> {
     unsafe fn try_locked(&mut self) -> Option<Option<Waker>> {
         // SAFETY: the caller holds the lock (this method's contract).
         let state = unsafe { self.chan.state_locked() };
-        match state.try_recv(self.chan.cap, self.chan.seen()) {
-            TryRecv::Got(v, w) => {
-                self.result = Some(Ok(v));
+        let mut out = MaybeUninit::uninit();
+        match state.try_recv(self.chan.cap, self.chan.seen(), &mut out) {
+            TryRecv::Got(w) => {
+                // SAFETY: `Got`: `try_recv` moved a value into `out`.
+                self.result = Some(Ok(unsafe { out.assume_init() }));
                 Some(w)
             }
             TryRecv::Closed => {
@@ -236,31 +239,34 @@ impl<T> Arm for RecvArm<'_, T> {
     }
 }
 
+/// A send arm that found its channel closed still holds its value.
+const KEPT: &str = "a send keeps its value until it is sent";
+
 impl<T> Arm for SendArm<'_, T> {
     arm_plumbing!();
 
     unsafe fn try_locked(&mut self) -> Option<Option<Waker>> {
         // SAFETY: the caller holds the lock (this method's contract).
         let state = unsafe { self.chan.state_locked() };
-        let value = self.op.take_value().expect("a select arm tried twice");
-        match state.try_send(self.chan.cap, value) {
+        debug_assert!(self.op.value_mut().is_some(), "a select arm tried twice");
+        match state.try_send(self.chan.cap, self.op.value_mut()) {
             TrySend::Sent(w) => {
                 self.result = Some(Ok(()));
                 Some(w)
             }
-            TrySend::Closed(v) => {
-                self.result = Some(Err(SendError(v)));
+            TrySend::Closed => {
+                self.result = Some(Err(SendError(self.op.take_value().expect(KEPT))));
                 Some(None)
             }
-            TrySend::Full(v) => {
-                self.op.restore_value(v);
-                None
-            }
+            TrySend::Full => None,
         }
     }
 
     fn complete(&mut self) {
-        self.result = Some(self.op.take_done());
+        self.result = Some(match self.op.take_done() {
+            Ok(()) => Ok(()),
+            Err(_closed) => Err(SendError(self.op.take_value().expect(KEPT))),
+        });
     }
 
     unsafe fn abandon_locked(&mut self) -> Vec<Waker> {
