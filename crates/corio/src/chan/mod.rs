@@ -1095,6 +1095,19 @@ mod tests {
             let (tx, rx) = bounded(1);
             tx.try_send(make(7)).ok().unwrap();
             drop((tx, rx));
+            // A `select!` receive, chosen at once (from the buffer) and after waiting (handed
+            // to its queued arm).
+            let (tx, rx) = bounded(1);
+            tx.try_send(make(8)).ok().unwrap();
+            crate::select! { recv(rx) -> v => check(&v.unwrap(), 8) }
+            let selecting = std::thread::spawn(move || {
+                crate::select! { recv(rx) -> v => v.unwrap() }
+            });
+            while tx.chan.lock().state().waiting().0 == 0 {
+                std::thread::yield_now();
+            }
+            tx.send(make(9)).ok().unwrap();
+            check(&selecting.join().unwrap(), 9);
         }
         run(large, check);
         run(|i| i.to_string(), |v, i| assert_eq!(*v, i.to_string()));

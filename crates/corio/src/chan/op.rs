@@ -222,14 +222,17 @@ impl<T> RecvOp<T> {
         self.queued.enqueue(state, State::enqueue_recv, e);
     }
 
-    /// (H4) The slot after DONE was observed: the value (seen: counted out of transit), or
-    /// `None` if the channel closed.
-    pub(crate) fn take_done(&mut self, chan: &Chan<T>) -> Option<T> {
-        let v = self.queued.take_done();
-        if v.is_some() {
+    /// (H4) The slot after DONE was observed: moves the value into `out` (overwritten, not
+    /// dropped; seen: counted out of transit) and returns `true`, or `false` if the channel
+    /// closed.
+    pub(crate) fn take_done(&mut self, chan: &Chan<T>, out: &mut MaybeUninit<T>) -> bool {
+        let e = (self.queued.0.take()).expect("take_done without a queued operation");
+        // SAFETY: the caller observed DONE for this entry's arm (H4): nobody else touches it.
+        let got = unsafe { e.take_to(out) };
+        if got {
             chan.settle_seen();
         }
-        v
+        got
     }
 
     /// Removes the entry from the queue (it is stale: its signal left WAITING for another

@@ -106,7 +106,34 @@ pub trait Arm {
 pub struct RecvArm<'a, T> {
     chan: &'a Chan<T>,
     op: RecvOp<T>,
-    result: Option<Result<T, RecvError>>,
+    result: Received<T>,
+}
+
+/// A receive arm's result, the value moved into place (not through an `Option<Result>`,
+/// which would copy it several times on the stack: "Large values", `chan/mod.rs`).
+struct Received<T> {
+    /// Initialised while `outcome` is `Got`.
+    value: MaybeUninit<T>,
+    outcome: Outcome,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Outcome {
+    /// Not chosen, or its result taken.
+    None,
+    /// Chosen: `value` holds the value received.
+    Got,
+    /// Chosen: the channel is closed.
+    Closed,
+}
+
+impl<T> Drop for Received<T> {
+    fn drop(&mut self) {
+        if self.outcome == Outcome::Got {
+            // SAFETY: `Got`: the value is initialised, and nobody took it.
+            unsafe { self.value.assume_init_drop() };
+        }
+    }
 }
 
 impl<'a, T> RecvArm<'a, T> {
@@ -115,13 +142,16 @@ impl<'a, T> RecvArm<'a, T> {
         RecvArm {
             chan: &rx.chan,
             op: RecvOp::new(),
-            result: None,
+            result: Received {
+                value: MaybeUninit::uninit(),
+                outcome: Outcome::None,
+            },
         }
     }
 
     /// Whether this arm was chosen.
     pub fn is_selected(&self) -> bool {
-        self.result.is_some()
+        self.result.outcome != Outcome::None
     }
 
     /// Nothing to drop: a receive arm holds no value of its own until chosen.
@@ -129,9 +159,14 @@ impl<'a, T> RecvArm<'a, T> {
 
     /// The chosen arm's result.
     pub fn take(&mut self) -> Result<T, RecvError> {
-        self.result
-            .take()
-            .expect("select!: took the result of an arm not chosen")
+        let outcome = std::mem::replace(&mut self.result.outcome, Outcome::None);
+        match outcome {
+            // SAFETY: `Got`: the value is initialised; the outcome is `None` now, so it is
+            // read out once and never dropped in place.
+            Outcome::Got => Ok(unsafe { self.result.value.assume_init_read() }),
+            Outcome::Closed => Err(RecvError),
+            Outcome::None => panic!("select!: took the result of an arm not chosen"),
+        }
     }
 }
 
@@ -210,15 +245,17 @@ impl<T> Arm for RecvArm<'_, T> {
     unsafe fn try_locked(&mut self) -> Option<Option<Waker>> {
         // SAFETY: the caller holds the lock (this method's contract).
         let state = unsafe { self.chan.state_locked() };
-        let mut out = MaybeUninit::uninit();
-        match state.try_recv(self.chan.cap, self.chan.seen(), &mut out) {
+        debug_assert!(
+            self.result.outcome == Outcome::None,
+            "a select arm tried twice"
+        );
+        match state.try_recv(self.chan.cap, self.chan.seen(), &mut self.result.value) {
             TryRecv::Got(w) => {
-                // SAFETY: `Got`: `try_recv` moved a value into `out`.
-                self.result = Some(Ok(unsafe { out.assume_init() }));
+                self.result.outcome = Outcome::Got;
                 Some(w)
             }
             TryRecv::Closed => {
-                self.result = Some(Err(RecvError));
+                self.result.outcome = Outcome::Closed;
                 Some(None)
             }
             TryRecv::Empty => None,
@@ -226,7 +263,11 @@ impl<T> Arm for RecvArm<'_, T> {
     }
 
     fn complete(&mut self) {
-        self.result = Some(self.op.take_done(self.chan).ok_or(RecvError));
+        self.result.outcome = if self.op.take_done(self.chan, &mut self.result.value) {
+            Outcome::Got
+        } else {
+            Outcome::Closed
+        };
     }
 
     unsafe fn abandon_locked(&mut self) -> Vec<Waker> {
