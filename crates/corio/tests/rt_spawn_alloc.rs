@@ -265,3 +265,50 @@ fn batches_that_span_many_huge_chunks_reuse_them() {
         );
     }
 }
+
+/// A channel future polled again and again by another executor with the same waker (a
+/// `select`/`join` combinator there re-polls every branch when one wakes) allocates nothing
+/// after its first poll. Another executor's waker is stored as a *relay* (its clone is user
+/// code, which must not run under the channel's lock: docs/chan.md), and a new relay per
+/// poll was an allocation per re-poll, where the stored waker's `will_wake` had made the
+/// re-poll free before relays existed.
+#[test]
+fn a_channel_future_polled_again_by_another_executor_allocates_nothing() {
+    use std::future::Future;
+    use std::task::{Context, Poll, Waker};
+    let _serial = serial();
+    let mut cx = Context::from_waker(Waker::noop());
+    let (tx, rx) = corio::chan::bounded::<u32>(0);
+    let mut recv = std::pin::pin!(rx.recv_async());
+    let (tx2, rx2) = corio::chan::bounded::<u32>(0);
+    let mut send = std::pin::pin!(tx2.send_async(7));
+    let (tx3, mut rx3) = corio::chan::bounded::<u32>(0);
+    let mut next = futures::StreamExt::next(&mut rx3);
+    // The first polls queue the operations, each with a relay.
+    assert!(recv.as_mut().poll(&mut cx).is_pending());
+    assert!(send.as_mut().poll(&mut cx).is_pending());
+    assert!(std::pin::Pin::new(&mut next).poll(&mut cx).is_pending());
+    ALLOCS.store(0, SeqCst);
+    COUNTING.store(true, SeqCst);
+    for _ in 0..1_000 {
+        assert!(recv.as_mut().poll(&mut cx).is_pending());
+        assert!(send.as_mut().poll(&mut cx).is_pending());
+        assert!(std::pin::Pin::new(&mut next).poll(&mut cx).is_pending());
+    }
+    COUNTING.store(false, SeqCst);
+    let allocs = ALLOCS.load(SeqCst);
+    // They still complete.
+    assert_eq!(tx.try_send(5), Ok(()));
+    assert_eq!(recv.as_mut().poll(&mut cx), Poll::Ready(Ok(5)));
+    assert_eq!(rx2.try_recv(), Ok(7));
+    assert!(send.as_mut().poll(&mut cx).is_ready());
+    assert_eq!(tx3.try_send(9), Ok(()));
+    assert_eq!(
+        std::pin::Pin::new(&mut next).poll(&mut cx),
+        Poll::Ready(Some(9))
+    );
+    assert_eq!(
+        allocs, 0,
+        "3,000 re-polls with the same waker allocated {allocs} times"
+    );
+}

@@ -14,6 +14,7 @@ use crate::loom::sync::Mutex;
 #[cfg(not(loom))]
 use crate::loom::sync::atomic::AtomicBool;
 use crate::loom::sync::atomic::{AtomicUsize, Ordering};
+use crate::task::waker::wakes;
 
 /// A channel's lock: a test-and-set spin lock that yields the thread after a short spin.
 ///
@@ -214,6 +215,17 @@ impl Signal {
             Some(old) if old.will_wake(waker) => None,
             slot => slot.replace(waker.clone()),
         })
+    }
+
+    /// Whether the stored waker already wakes `waker` ([`wakes`]: a relay of it counts).
+    ///
+    /// # Safety
+    ///
+    /// As for [`Signal::set_waker`].
+    pub(crate) unsafe fn wakes(&self, waker: &Waker) -> bool {
+        // SAFETY: the locks are held (this function's contract): nobody writes the slot.
+        self.waker
+            .with(|slot| unsafe { &*slot }.as_ref().is_some_and(|w| wakes(w, waker)))
     }
 
     #[inline]

@@ -3,7 +3,7 @@
 //! The single-operation futures and each `select!` arm are built from these.
 
 use std::mem::MaybeUninit;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 
 use super::core::{Chan, Entry, Observed, SignalRef, State, TryRecv, TrySend, wake};
 use super::error::RecvError;
@@ -53,6 +53,9 @@ impl<T> Queued<T> {
         let e = self.0.as_ref()?;
         // Woken because it is done (the usual case): no lock, and the waker is not needed.
         if !matches!(e.signal().observe(), Observed::Done(_)) {
+            if !clone_is_safe(cx.waker()) && still_wakes(chan, e, cx.waker()) {
+                return None;
+            }
             let waker = lock_safe(cx.waker()); // its clone may be user code: not under the lock
             let locked = chan.lock();
             // Under the lock no completer is between claim and finish: WAITING or DONE.
@@ -110,6 +113,22 @@ impl<T> Queued<T> {
         drop(e);
         Some(withdrawn)
     }
+}
+
+/// Another executor's poll of a queued operation that is not DONE: whether the waker it
+/// stored (a relay) already wakes `waker`. Then the poll has nothing to store and no relay
+/// to make: a `select`/`join` there re-polls every branch when one wakes, and each re-poll
+/// would otherwise allocate a relay (`tests/rt_spawn_alloc.rs`).
+#[cold]
+#[inline(never)]
+fn still_wakes<T>(chan: &Chan<T>, e: &Entry<T>, waker: &Waker) -> bool {
+    let locked = chan.lock();
+    // Under the lock no completer is between claim and finish: WAITING or DONE.
+    let wakes = !matches!(e.signal().observe(), Observed::Done(_))
+        // SAFETY: we own the signal and hold the lock of its one channel.
+        && unsafe { e.signal().wakes(waker) };
+    drop(locked);
+    wakes
 }
 
 /// `Queued::withdraw_locked` on a taken entry. Lock held.

@@ -52,6 +52,23 @@ pub(crate) fn relay(waker: &Waker) -> Waker {
     unsafe { Waker::from_raw(raw) }
 }
 
+/// Whether `stored`, a waker an operation stored, already wakes `waker`: it `will_wake`s it,
+/// or it is a [`relay`] of a waker that does. So another executor that polls again with the
+/// same waker needs no new relay (an allocation). Compares pointers only, no user code: it may
+/// be called under a lock.
+pub(crate) fn wakes(stored: &Waker, waker: &Waker) -> bool {
+    if stored.will_wake(waker) {
+        return true;
+    }
+    if !std::ptr::eq(stored.vtable(), &RELAY_VTABLE) {
+        return false;
+    }
+    // SAFETY: a relay waker's data is an `Arc<Relay>` that the waker holds a count of, alive
+    // while `stored` is borrowed.
+    let relay = unsafe { &*stored.data().cast::<Relay>() };
+    relay.0.will_wake(waker)
+}
+
 /// What a [`relay`] waker holds.
 struct Relay(Waker);
 
