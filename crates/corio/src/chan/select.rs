@@ -36,7 +36,7 @@ use super::error::{RecvError, SendError};
 use super::op::{RecvOp, SendOp, Withdrawn};
 use super::{Receiver, Sender};
 use crate::loom::sync::Arc;
-use crate::task::waker::lock_safe;
+use crate::task::waker::{clone_is_safe, lock_safe};
 use crate::time::Sleep;
 
 /// The most arms one `select!` may have (the shuffle and the lock order are fixed arrays on
@@ -414,6 +414,26 @@ impl<'s, A: Arm + ?Sized> SelectFuture<'s, A> {
         }
     }
 
+    /// Whether the select still waits and the waker it stored (a relay) already wakes
+    /// `waker`: another executor's `select`/`join` re-polls every branch when one wakes, and
+    /// each re-poll would otherwise allocate a relay (`tests/rt_spawn_alloc.rs`).
+    #[cold]
+    #[inline(never)]
+    fn still_wakes(&mut self, waker: &Waker) -> bool {
+        let Some(signal) = self.signal.as_ref() else {
+            return false;
+        };
+        let signal = &signal.0;
+        let order = lock_order(self.arms);
+        let locked = &order[..self.arms.len()];
+        lock_all(self.arms, locked);
+        // SAFETY: we own the signal and hold the lock of every channel it is queued on.
+        let wakes = signal.observe() == Observed::Waiting && unsafe { signal.wakes(waker) };
+        // SAFETY: locked by lock_all with the same order.
+        unsafe { unlock_all(self.arms, locked) };
+        wakes
+    }
+
     /// Arm `k` completed (DONE observed): take its result, withdraw the others.
     fn finish(&mut self, k: usize) -> Selected {
         self.arms[k].complete();
@@ -543,6 +563,9 @@ impl<A: Arm + ?Sized> std::future::Future for SelectFuture<'_, A> {
             None => this.first_pass(&lock_safe(cx.waker())),
             Some(signal) => match signal.0.observe() {
                 Observed::Done(k) => Some(this.finish(k)),
+                // Another executor polling again with the waker it stored (relayed): nothing
+                // to store, and no relay to make (`still_wakes`).
+                _ if !clone_is_safe(cx.waker()) && this.still_wakes(cx.waker()) => None,
                 _ => this.refresh(&lock_safe(cx.waker())),
             },
         };
