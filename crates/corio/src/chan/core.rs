@@ -738,7 +738,7 @@ fn pop_front_to<T>(buf: &mut VecDeque<T>, out: &mut MaybeUninit<T>) -> bool {
 /// a value's moves through the buffer are made in calls of their own, not inlined into every
 /// send and receive ("Large values", `chan/mod.rs`). Below it, the copy is a few registers.
 #[inline(always)]
-const fn is_large<T>() -> bool {
+pub(crate) const fn is_large<T>() -> bool {
     mem::size_of::<T>() > 256
 }
 

@@ -189,7 +189,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use self::core::{Chan, TryRecv, TrySend, wake};
+use self::core::{Chan, TryRecv, TrySend, is_large, wake};
 use self::op::{Closed, RecvOp, SendOp, WatchOp, Withdrawn};
 use crate::loom::sync::Arc;
 use crate::loom::sync::atomic::Ordering;
@@ -372,6 +372,11 @@ impl<T> Sender<T> {
     #[track_caller]
     #[inline(always)] // as before the large-value change, LLVM inlined it: one call frame less per send
     pub fn send(&self, value: T) -> Result<(), SendError<T>> {
+        if !is_large::<T>() {
+            // A few registers: the future is built and polled in place, and its output is
+            // returned as it is.
+            return crate::block_on::block_on_ready_first(|| self.send_future(value, false));
+        }
         // The future is polled through a reference, and its output carries no value: the
         // value is moved once, into the future, and from there to where it goes ("Large
         // values" above).
@@ -470,6 +475,10 @@ impl<T> Receiver<T> {
     #[track_caller]
     #[inline(always)] // as `send`
     pub fn recv(&self) -> Result<T, RecvError> {
+        if !is_large::<T>() {
+            // As in `send`.
+            return crate::block_on::block_on_ready_first(|| self.recv_future(false));
+        }
         // As in `send`: the value is moved once, into `out`, and from there to the caller.
         let mut recv = self.recv_future(false);
         let mut out = MaybeUninit::uninit();
