@@ -481,7 +481,7 @@ fn a_satisfied_but_unobserved_acquire_returns_its_permits_when_dropped() {
     // And a waiter behind it gets them.
     let mut first = Box::pin(sem.acquire_many_async(6));
     let mut second = Box::pin(sem.acquire_many_async(1));
-    assert!(poll_pinned(first.as_mut()).is_pending());
+    assert!(poll_once(&mut first).is_pending());
     assert!(
         poll_pinned(second.as_mut()).is_pending(),
         "FIFO: behind the large one"
@@ -1126,4 +1126,428 @@ rt_common! {
             );
         });
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Values moved in place (ef8b75b, 5a15aa4): raw copies into the caller's `MaybeUninit`, a
+// send's value kept in its op, a `select!` receive arm's `Received<T>` with a `Drop`
+// ---------------------------------------------------------------------------------------------
+
+/// A value for the move paths: heap-owning, its drops counted, and able to say which it is
+/// (a torn or stale copy fails `id`). Implemented below and above the channel's 256-byte
+/// "large value" size, so both the inlined paths and the calls of their own are taken.
+trait Moved: Send + 'static {
+    fn make(drops: &Drops, i: usize) -> Self;
+    fn id(&self) -> usize;
+}
+
+struct Small {
+    _token: support::DropToken,
+    text: String,
+}
+
+struct Big {
+    _token: support::DropToken,
+    text: String,
+    pad: [u8; 1024],
+}
+
+const _: () = assert!(size_of::<Small>() <= 256 && size_of::<Big>() > 256);
+
+impl Moved for Small {
+    fn make(drops: &Drops, i: usize) -> Small {
+        Small {
+            _token: drops.token(),
+            text: i.to_string(),
+        }
+    }
+
+    fn id(&self) -> usize {
+        self.text.parse().unwrap()
+    }
+}
+
+impl Moved for Big {
+    fn make(drops: &Drops, i: usize) -> Big {
+        Big {
+            _token: drops.token(),
+            text: i.to_string(),
+            pad: [i as u8; 1024],
+        }
+    }
+
+    fn id(&self) -> usize {
+        let i: usize = self.text.parse().unwrap();
+        assert!(self.pad.iter().all(|&b| b == i as u8), "a torn value");
+        i
+    }
+}
+
+/// A waker whose `wake` panics (another executor's, with a bug of its own).
+struct PanicOnWake;
+
+impl std::task::Wake for PanicOnWake {
+    fn wake(self: Arc<Self>) {
+        panic!("{} a waker's wake", support::EXPECTED);
+    }
+}
+
+/// Polls `fut` once with a waker whose `wake` panics.
+fn poll_with_panicking_waker<F: Future + Unpin>(fut: &mut F) -> Poll<F::Output> {
+    let waker = Waker::from(Arc::new(PanicOnWake));
+    Pin::new(fut).poll(&mut Context::from_waker(&waker))
+}
+
+/// Every drop counted once: nothing leaked, nothing dropped twice.
+#[track_caller]
+fn all_dropped_once(drops: &Drops, what: &str) {
+    assert_eq!(
+        (drops.made(), drops.dropped()),
+        (drops.made(), drops.made()),
+        "{what}: (values made, values dropped)"
+    );
+}
+
+/// A receive takes a value from a queued sender (rendezvous) or from the buffer, refilled from
+/// a queued sender (capacity 1), and then wakes that sender, whose waker panics. The panic
+/// reaches the receiver's caller (as before); the value it had received must then be dropped
+/// with its frame, as it was when `try_recv` returned it through `TryRecv::Got(v, _)`. Now it
+/// sits in a `MaybeUninit` (`out`) when the wake runs, and is never dropped.
+///
+/// The same for a queued receive that counts its value out of transit on a closed channel
+/// (`Chan::settle_seen`) and so completes another receiver, whose waker panics: the value was
+/// already moved into `out` (`RecvOp::poll_queued`) or into the arm's `Received`, whose
+/// outcome is not `Got` yet (`RecvArm::complete`).
+#[test]
+#[ignore = "BUG: a receive leaks the value it got when a waker it wakes afterwards panics (the value sits in a MaybeUninit, not dropped on unwind)"]
+fn a_value_received_when_a_waker_it_wakes_panics_is_dropped_not_leaked() {
+    support::quiet_expected_panics();
+    within(EVENTUALLY, || {
+        type Face<T> = (&'static str, fn(&chan::Receiver<T>));
+        fn faces<T: Moved>() -> Vec<Face<T>> {
+            vec![
+                ("try_recv", |rx| drop(rx.try_recv())),
+                ("recv", |rx| drop(rx.recv())),
+                ("recv_timeout", |rx| drop(rx.recv_timeout(EVENTUALLY))),
+                ("recv_async", |rx| drop(poll_once(&mut rx.recv_async()))),
+                ("Stream::poll_next", |rx| {
+                    let mut rx = rx.clone();
+                    drop(poll_once(&mut futures::StreamExt::next(&mut rx)));
+                }),
+            ]
+        }
+        fn run<T: Moved>(leaks: &mut Vec<String>) {
+            for cap in [0, 1] {
+                for (face, receive) in faces::<T>() {
+                    let drops = Drops::new();
+                    let (tx, rx) = chan::bounded::<T>(cap);
+                    if cap == 1 {
+                        tx.try_send(T::make(&drops, 0)).ok().unwrap();
+                    }
+                    let mut send = tx.send_async(T::make(&drops, 1));
+                    assert!(poll_with_panicking_waker(&mut send).is_pending());
+                    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| receive(&rx)));
+                    assert!(r.is_err(), "{face}: the wake's panic reaches the caller");
+                    assert!(matches!(poll_once(&mut send), Poll::Ready(Ok(()))));
+                    drop(send);
+                    rx.try_iter().for_each(drop);
+                    drop((tx, rx));
+                    if drops.dropped() != drops.made() {
+                        leaks.push(format!(
+                            "{face} ({} bytes, capacity {cap}): {} of {} dropped",
+                            size_of::<T>(),
+                            drops.dropped(),
+                            drops.made()
+                        ));
+                    }
+                }
+            }
+            // A queued receive (lone, or a select arm) is handed the value, the last sender
+            // goes (the close waits for the value in transit), a second receiver with a
+            // panicking waker waits; the queued receive's poll counts its value out of
+            // transit and completes the second one, whose wake panics.
+            for face in ["queued recv_async", "queued select_async! arm"] {
+                let drops = Drops::new();
+                let (tx, rx) = chan::bounded::<T>(0);
+                let mut first: Pin<Box<dyn Future<Output = ()>>> = if face == "queued recv_async" {
+                    Box::pin(async {
+                        drop(rx.recv_async().await);
+                    })
+                } else {
+                    Box::pin(async {
+                        corio::select_async! { recv(rx) -> v => drop(v) }
+                    })
+                };
+                assert!(poll_once(&mut first).is_pending());
+                let mut second = rx.recv_async();
+                assert!(poll_with_panicking_waker(&mut second).is_pending());
+                tx.send(T::make(&drops, 1)).ok().unwrap();
+                drop(tx);
+                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    poll_once(&mut first)
+                }));
+                assert!(r.is_err(), "{face}: the wake's panic reaches the caller");
+                drop(first);
+                assert!(matches!(
+                    poll_once(&mut second),
+                    Poll::Ready(Err(RecvError))
+                ));
+                drop(second);
+                drop(rx);
+                if drops.dropped() != drops.made() {
+                    leaks.push(format!(
+                        "{face} ({} bytes): {} of {} dropped",
+                        size_of::<T>(),
+                        drops.dropped(),
+                        drops.made()
+                    ));
+                }
+            }
+        }
+        let mut leaks = Vec::new();
+        run::<Small>(&mut leaks);
+        run::<Big>(&mut leaks);
+        assert!(leaks.is_empty(), "values leaked: {leaks:#?}");
+    });
+}
+
+/// A `select!` receive arm keeps its value in `Received<T>`, whose `Drop` drops a value not
+/// taken: when the wake of the sender it took from panics (chosen at once), and when a send
+/// arm's unsent value panics as it is dropped before the chosen arm's body runs, the value is
+/// dropped once, with the arm. And a body that panics holding the value drops it once.
+#[test]
+fn a_select_receive_arms_value_is_dropped_once_when_a_panic_cuts_the_select_short() {
+    support::quiet_expected_panics();
+    struct PanicOnDrop(#[allow(dead_code)] support::DropToken);
+    impl Drop for PanicOnDrop {
+        fn drop(&mut self) {
+            panic!("{} a value's drop", support::EXPECTED);
+        }
+    }
+    within(EVENTUALLY, || {
+        fn run<T: Moved>() {
+            // The sender's wake panics.
+            for cap in [0, 1] {
+                let drops = Drops::new();
+                let (tx, rx) = chan::bounded::<T>(cap);
+                if cap == 1 {
+                    tx.try_send(T::make(&drops, 0)).ok().unwrap();
+                }
+                let mut send = tx.send_async(T::make(&drops, 1));
+                assert!(poll_with_panicking_waker(&mut send).is_pending());
+                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    corio::select! { recv(rx) -> v => v.unwrap().id() }
+                }));
+                assert!(r.is_err(), "the wake's panic reaches the caller");
+                assert!(matches!(poll_once(&mut send), Poll::Ready(Ok(()))));
+                drop(send);
+                let rest: Vec<usize> = rx.try_iter().map(|v| v.id()).collect();
+                assert_eq!(rest, if cap == 1 { vec![1] } else { vec![] });
+                drop((tx, rx));
+                all_dropped_once(&drops, "the sender's wake panicked");
+            }
+            // An unsent value's drop panics; the chosen receive arm still holds its value.
+            let drops = Drops::new();
+            let (tx, rx) = chan::bounded::<T>(1);
+            let (full_tx, _full_rx) = chan::bounded::<PanicOnDrop>(0);
+            tx.try_send(T::make(&drops, 3)).ok().unwrap();
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                corio::select! {
+                    recv(rx) -> v => v.unwrap().id(),
+                    send(full_tx, PanicOnDrop(drops.token())) -> _ => usize::MAX,
+                }
+            }));
+            assert!(r.is_err(), "the unsent value's drop panicked");
+            assert!(rx.is_empty(), "the value was received, not left");
+            drop((tx, rx));
+            all_dropped_once(&drops, "an unsent value's drop panicked");
+            // The chosen arm's body panics with the value.
+            let drops = Drops::new();
+            let (tx, rx) = chan::bounded::<T>(1);
+            tx.try_send(T::make(&drops, 4)).ok().unwrap();
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                corio::select! {
+                    recv(rx) -> v => {
+                        let v = v.unwrap();
+                        assert_eq!(v.id(), 4);
+                        panic!("{} the body", support::EXPECTED);
+                    }
+                }
+            }));
+            assert!(r.is_err());
+            drop((tx, rx));
+            all_dropped_once(&drops, "the body panicked");
+        }
+        run::<Small>();
+        run::<Big>();
+    });
+}
+
+/// A send future polled again after it resolved (a misuse the `Future` contract allows to
+/// panic, as it did: "a send polled after it completed"). Now only a `debug_assert!` guards
+/// it, and in a release build the poll sends the op's empty value slot: a waiting receiver is
+/// completed with nothing (it reports `RecvError` on an open channel), and the hand-off it
+/// counted is never settled, so once the channel is closed it is never "closed and drained"
+/// (`try_recv` says `Empty` for ever, a `recv` waits for ever). Whatever the second poll
+/// does, other users of the channel must not see it.
+#[test]
+#[ignore = "BUG: in release, polling a completed SendFuture again completes a waiting receiver with no value (RecvError on an open channel) and the closed channel never drains"]
+fn polling_a_completed_send_again_does_not_disturb_other_receivers() {
+    support::quiet_expected_panics();
+    within(EVENTUALLY, || {
+        fn run<T: Moved>() {
+            let drops = Drops::new();
+            let (tx, rx) = chan::bounded::<T>(0);
+            let mut first = rx.recv_async();
+            assert!(poll_once(&mut first).is_pending());
+            let mut send = tx.send_async(T::make(&drops, 1));
+            assert!(matches!(poll_once(&mut send), Poll::Ready(Ok(()))));
+            let Poll::Ready(Ok(v)) = poll_once(&mut first) else {
+                panic!("the first receiver was handed the value");
+            };
+            assert_eq!(v.id(), 1);
+            drop((v, first));
+            let mut second = rx.recv_async();
+            assert!(poll_once(&mut second).is_pending());
+            // The misuse: panicking is fine, completing `second` is not.
+            let again = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                drop(poll_once(&mut send));
+            }));
+            drop(send);
+            let second_now = poll_once(&mut second);
+            assert!(
+                second_now.is_pending(),
+                "a receiver on an open channel was completed by nothing (the re-poll {}): {:?}",
+                if again.is_err() {
+                    "panicked"
+                } else {
+                    "returned"
+                },
+                second_now.map(|r| r.map(|v| v.id())),
+            );
+            drop(second);
+            drop(tx);
+            assert!(
+                matches!(rx.try_recv(), Err(TryRecvError::Disconnected)),
+                "the closed, empty channel is not drained"
+            );
+            drop(rx);
+            all_dropped_once(&drops, "re-polled send");
+        }
+        run::<Small>();
+        run::<Big>();
+    });
+}
+
+/// Every face, in coroutines, with a value above and one below the "large value" size: what
+/// is delivered is the very value sent, and what a failed send hands back is its own value
+/// (`TrySendError`, `SendError` found closed at once or while queued, `SendTimeoutError`'s
+/// `Timeout` from the withdrawal and `Disconnected` from the close, a `select!` send arm
+/// closed at once or while queued); a dropped queued send drops its value, a dropped receive
+/// that was handed one gives it back; `RecvTimeoutError` is `Timeout` on an open empty
+/// channel and `Disconnected` on a closed drained one. Nothing leaks, nothing drops twice.
+#[test]
+fn every_face_delivers_or_hands_back_its_own_value_large_or_small() {
+    fn run<T: Moved>(rt: &corio::Runtime) {
+        let drops = Drops::new();
+        let d = drops.clone();
+        rt.run(move || {
+            let make = |i| T::make(&d, i);
+            // Buffer in (pushes, refills from queued senders) and out, in order.
+            let (tx, rx) = chan::bounded::<T>(2);
+            let producer = corio::go({
+                let (tx, d) = (tx.clone(), d.clone());
+                move || {
+                    for i in 0..6 {
+                        tx.send(T::make(&d, i)).ok().unwrap();
+                    }
+                    tx.send_timeout(T::make(&d, 6), EVENTUALLY).ok().unwrap();
+                }
+            });
+            corio::sleep(5 * MS); // the producer waits on the full buffer
+            let mut got = vec![rx.recv().unwrap().id(), rx.try_recv().unwrap().id()];
+            got.push(rx.recv_timeout(EVENTUALLY).unwrap().id());
+            got.push(corio::select! { recv(rx) -> v => v.unwrap().id() });
+            got.extend(rx.iter().take(3).map(|v| v.id()));
+            assert_eq!(got, [0, 1, 2, 3, 4, 5, 6]);
+            producer.join().unwrap();
+            // Full: handed back.
+            tx.try_send(make(10)).ok().unwrap();
+            tx.try_send(make(11)).ok().unwrap();
+            let Err(TrySendError::Full(v)) = tx.try_send(make(12)) else {
+                panic!("full")
+            };
+            assert_eq!(v.id(), 12);
+            let Err(SendTimeoutError::Timeout(v)) = tx.send_timeout(make(13), 2 * MS) else {
+                panic!("timed out")
+            };
+            assert_eq!(v.id(), 13);
+            let chosen = corio::select! { send(tx, make(14)) -> r => Some(r), default => None };
+            assert!(chosen.is_none(), "the full channel took the value");
+            // Queued, then closed: each queued send hands its own value back.
+            let waiting: Vec<_> = (0..3)
+                .map(|k| {
+                    let (tx, d) = (tx.clone(), d.clone());
+                    corio::go(move || match k {
+                        0 => tx.send(T::make(&d, 20)).unwrap_err().into_inner().id(),
+                        1 => match tx.send_timeout(T::make(&d, 21), EVENTUALLY) {
+                            Err(SendTimeoutError::Disconnected(v)) => v.id(),
+                            _ => panic!("disconnected"),
+                        },
+                        _ => corio::select! {
+                            send(tx, T::make(&d, 22)) -> r => r.unwrap_err().into_inner().id(),
+                        },
+                    })
+                })
+                .collect();
+            corio::sleep(10 * MS);
+            assert!(tx.close());
+            let back: Vec<usize> = waiting.into_iter().map(|w| w.join().unwrap()).collect();
+            assert_eq!(back, [20, 21, 22]);
+            // Closed at once.
+            assert_eq!(tx.send(make(30)).unwrap_err().into_inner().id(), 30);
+            let Err(TrySendError::Disconnected(v)) = tx.try_send(make(31)) else {
+                panic!("disconnected")
+            };
+            assert_eq!(v.id(), 31);
+            let Err(SendTimeoutError::Disconnected(v)) = tx.send_timeout(make(32), EVENTUALLY)
+            else {
+                panic!("disconnected")
+            };
+            assert_eq!(v.id(), 32);
+            let back = corio::select! { send(tx, make(33)) -> r => r.unwrap_err().into_inner() };
+            assert_eq!(back.id(), 33);
+            // Drained, then disconnected.
+            assert_eq!(rx.recv_timeout(EVENTUALLY).unwrap().id(), 10);
+            assert_eq!(rx.recv().unwrap().id(), 11);
+            assert_eq!(
+                rx.recv_timeout(MS).map(|v| v.id()),
+                Err(RecvTimeoutError::Disconnected)
+            );
+            assert!(rx.recv().is_err());
+            // An open empty channel: a timeout.
+            let (tx, rx) = chan::bounded::<T>(0);
+            assert_eq!(
+                rx.recv_timeout(2 * MS).map(|v| v.id()),
+                Err(RecvTimeoutError::Timeout)
+            );
+            // A queued send dropped: its value goes with it. A handed receive dropped: its
+            // value goes back.
+            let mut send = tx.send_async(make(40));
+            assert!(poll_once(&mut send).is_pending());
+            drop(send);
+            assert!(matches!(rx.try_recv(), Err(TryRecvError::Empty)));
+            let mut recv = rx.recv_async();
+            assert!(poll_once(&mut recv).is_pending());
+            tx.try_send(make(41)).ok().unwrap();
+            drop(recv);
+            assert_eq!(rx.try_recv().unwrap().id(), 41);
+        });
+        all_dropped_once(&drops, std::any::type_name::<T>());
+    }
+    within(EVENTUALLY, || {
+        let rt = support::rt(2);
+        run::<Small>(&rt);
+        run::<Big>(&rt);
+    });
 }
