@@ -503,9 +503,11 @@ impl<T> Receiver<T> {
         {
             TryRecv::Got(w) => {
                 drop(locked);
+                // SAFETY: `Got`: `try_recv` moved a value into `out`. Read out before the
+                // wake (user code), so that a panic there drops it rather than leaking it.
+                let v = unsafe { out.assume_init() };
                 wake(w);
-                // SAFETY: `Got`: `try_recv` moved a value into `out`.
-                Ok(unsafe { out.assume_init() })
+                Ok(v)
             }
             TryRecv::Empty => Err(TryRecvError::Empty),
             TryRecv::Closed => Err(TryRecvError::Disconnected),

@@ -131,6 +131,25 @@ fn still_wakes<T>(chan: &Chan<T>, e: &Entry<T>, waker: &Waker) -> bool {
     wakes
 }
 
+/// Runs `f`, which may run user code (a waker's `wake`), after a value was moved into `out`:
+/// if it unwinds, the value is dropped rather than leaked (the caller, unwinding too, never
+/// reads `out`). Found by review: a receive whose wake of a queued sender panicked leaked the
+/// value it had got.
+#[inline(always)]
+fn then_or_drop<T>(out: &mut MaybeUninit<T>, f: impl FnOnce()) {
+    struct DropValue<'a, T>(&'a mut MaybeUninit<T>);
+    impl<T> Drop for DropValue<'_, T> {
+        fn drop(&mut self) {
+            // SAFETY: reached only when `f` unwinds (the guard is forgotten otherwise), with
+            // the value in place and not read.
+            unsafe { self.0.assume_init_drop() }
+        }
+    }
+    let guard = DropValue(out);
+    f();
+    std::mem::forget(guard);
+}
+
 /// `Queued::withdraw_locked` on a taken entry. Lock held.
 fn withdraw_entry<T>(e: &Arc<Entry<T>>, state: &mut State<T>, cancelled: bool) -> Withdrawn<T> {
     if cancelled {
@@ -177,7 +196,7 @@ impl<T> RecvOp<T> {
         match locked.state().try_recv(chan.cap, chan.seen(), out) {
             TryRecv::Got(w) => {
                 drop(locked);
-                wake(w);
+                then_or_drop(out, || wake(w));
                 Poll::Ready(Ok(()))
             }
             TryRecv::Closed => Poll::Ready(Err(RecvError)),
@@ -228,7 +247,7 @@ impl<T> RecvOp<T> {
         match self.queued.poll_done(chan, cx, take) {
             None => Poll::Pending,
             Some(true) => {
-                chan.settle_seen();
+                then_or_drop(out, || chan.settle_seen());
                 Poll::Ready(Ok(()))
             }
             Some(false) => Poll::Ready(Err(RecvError)),
@@ -241,17 +260,14 @@ impl<T> RecvOp<T> {
         self.queued.enqueue(state, State::enqueue_recv, e);
     }
 
-    /// (H4) The slot after DONE was observed: moves the value into `out` (overwritten, not
-    /// dropped; seen: counted out of transit) and returns `true`, or `false` if the channel
-    /// closed.
-    pub(crate) fn take_done(&mut self, chan: &Chan<T>, out: &mut MaybeUninit<T>) -> bool {
-        let e = (self.queued.0.take()).expect("take_done without a queued operation");
-        // SAFETY: the caller observed DONE for this entry's arm (H4): nobody else touches it.
-        let got = unsafe { e.take_to(out) };
-        if got {
-            chan.settle_seen();
+    /// (H4) The slot after DONE was observed: the value (seen: counted out of transit), or
+    /// `None` if the channel closed.
+    pub(crate) fn take_done(&mut self, chan: &Chan<T>) -> Option<T> {
+        let v = self.queued.take_done();
+        if v.is_some() {
+            chan.settle_seen(); // may wake (user code): `v` is a local, dropped if it panics
         }
-        got
+        v
     }
 
     /// Removes the entry from the queue (it is stale: its signal left WAITING for another
@@ -325,7 +341,9 @@ impl<T> SendOp<T> {
         if self.queued.0.is_some() {
             return self.poll_queued(chan, cx);
         }
-        debug_assert!(self.value.is_some(), "a send polled after it completed");
+        // A real check: with no value, `try_send` would hand "nothing" to a waiting receive
+        // (found by review: a completed send polled again did that in release builds).
+        assert!(self.value.is_some(), "a send polled after it completed");
         let mut locked = chan.lock();
         match locked.state().try_send(chan.cap, &mut self.value) {
             TrySend::Sent(w) => {
@@ -473,9 +491,11 @@ impl<T> WatchOp<T> {
         match locked.state().try_recv(chan.cap, chan.seen(), &mut out) {
             TryRecv::Got(w) => {
                 drop(locked);
+                // SAFETY: `Got`: `try_recv` moved a value into `out`. Read out before the
+                // wake (user code): if that panics, the value is dropped, not leaked.
+                let v = unsafe { out.assume_init() };
                 wake(w);
-                // SAFETY: `Got`: `try_recv` moved a value into `out`.
-                Poll::Ready(Some(unsafe { out.assume_init() }))
+                Poll::Ready(Some(v))
             }
             TryRecv::Closed => Poll::Ready(None),
             TryRecv::Empty if clone_is_safe(cx.waker()) => {

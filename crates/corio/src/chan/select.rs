@@ -106,34 +106,10 @@ pub trait Arm {
 pub struct RecvArm<'a, T> {
     chan: &'a Chan<T>,
     op: RecvOp<T>,
-    result: Received<T>,
-}
-
-/// A receive arm's result, the value moved into place (not through an `Option<Result>`,
-/// which would copy it several times on the stack: "Large values", `chan/mod.rs`).
-struct Received<T> {
-    /// Initialised while `outcome` is `Got`.
-    value: MaybeUninit<T>,
-    outcome: Outcome,
-}
-
-#[derive(Clone, Copy, PartialEq)]
-enum Outcome {
-    /// Not chosen, or its result taken.
-    None,
-    /// Chosen: `value` holds the value received.
-    Got,
-    /// Chosen: the channel is closed.
-    Closed,
-}
-
-impl<T> Drop for Received<T> {
-    fn drop(&mut self) {
-        if self.outcome == Outcome::Got {
-            // SAFETY: `Got`: the value is initialised, and nobody took it.
-            unsafe { self.value.assume_init_drop() };
-        }
-    }
+    /// Not an in-place `MaybeUninit` with a `Drop` of its own: such a `Drop` would make
+    /// every lifetime in `T` outlive the arm, and a `select!` whose body moves a receiver of
+    /// borrowed values would no longer compile (found by review; `Option` drops as `T` does).
+    result: Option<Result<T, RecvError>>,
 }
 
 impl<'a, T> RecvArm<'a, T> {
@@ -142,16 +118,13 @@ impl<'a, T> RecvArm<'a, T> {
         RecvArm {
             chan: &rx.chan,
             op: RecvOp::new(),
-            result: Received {
-                value: MaybeUninit::uninit(),
-                outcome: Outcome::None,
-            },
+            result: None,
         }
     }
 
     /// Whether this arm was chosen.
     pub fn is_selected(&self) -> bool {
-        self.result.outcome != Outcome::None
+        self.result.is_some()
     }
 
     /// Nothing to drop: a receive arm holds no value of its own until chosen.
@@ -159,14 +132,9 @@ impl<'a, T> RecvArm<'a, T> {
 
     /// The chosen arm's result.
     pub fn take(&mut self) -> Result<T, RecvError> {
-        let outcome = std::mem::replace(&mut self.result.outcome, Outcome::None);
-        match outcome {
-            // SAFETY: `Got`: the value is initialised; the outcome is `None` now, so it is
-            // read out once and never dropped in place.
-            Outcome::Got => Ok(unsafe { self.result.value.assume_init_read() }),
-            Outcome::Closed => Err(RecvError),
-            Outcome::None => panic!("select!: took the result of an arm not chosen"),
-        }
+        self.result
+            .take()
+            .expect("select!: took the result of an arm not chosen")
     }
 }
 
@@ -245,17 +213,15 @@ impl<T> Arm for RecvArm<'_, T> {
     unsafe fn try_locked(&mut self) -> Option<Option<Waker>> {
         // SAFETY: the caller holds the lock (this method's contract).
         let state = unsafe { self.chan.state_locked() };
-        debug_assert!(
-            self.result.outcome == Outcome::None,
-            "a select arm tried twice"
-        );
-        match state.try_recv(self.chan.cap, self.chan.seen(), &mut self.result.value) {
+        let mut out = MaybeUninit::uninit();
+        match state.try_recv(self.chan.cap, self.chan.seen(), &mut out) {
             TryRecv::Got(w) => {
-                self.result.outcome = Outcome::Got;
-                Some(w)
+                // SAFETY: `Got`: `try_recv` moved a value into `out`.
+                self.result = Some(Ok(unsafe { out.assume_init() }));
+                Some(w) // woken by the caller after the locks, the value stored by then
             }
             TryRecv::Closed => {
-                self.result.outcome = Outcome::Closed;
+                self.result = Some(Err(RecvError));
                 Some(None)
             }
             TryRecv::Empty => None,
@@ -263,11 +229,7 @@ impl<T> Arm for RecvArm<'_, T> {
     }
 
     fn complete(&mut self) {
-        self.result.outcome = if self.op.take_done(self.chan, &mut self.result.value) {
-            Outcome::Got
-        } else {
-            Outcome::Closed
-        };
+        self.result = Some(self.op.take_done(self.chan).ok_or(RecvError));
     }
 
     unsafe fn abandon_locked(&mut self) -> Vec<Waker> {
