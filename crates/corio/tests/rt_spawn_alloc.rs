@@ -10,7 +10,21 @@ use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicUsize, Ordering::SeqCst};
 struct Counting;
 
 static COUNTING: AtomicBool = AtomicBool::new(false);
-/// Allocations made while `COUNTING`.
+thread_local! {
+    /// Count this thread's allocations only (whatever `COUNTING` says): for a test whose
+    /// operations all run on its own thread, while threads of earlier tests' runtimes may
+    /// still be winding down. `const`, with no destructor: reading it never allocates.
+    static COUNTING_HERE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether an allocation now is counted.
+fn counted() -> bool {
+    COUNTING.load(SeqCst)
+        || COUNTING_HERE
+            .try_with(std::cell::Cell::get)
+            .unwrap_or(false)
+}
+/// Allocations made while `COUNTING` (or, on its own thread, `COUNTING_HERE`).
 static ALLOCS: AtomicUsize = AtomicUsize::new(0);
 /// Bytes allocated less bytes freed, over the whole process.
 static LIVE_BYTES: AtomicIsize = AtomicIsize::new(0);
@@ -18,7 +32,7 @@ static LIVE_BYTES: AtomicIsize = AtomicIsize::new(0);
 // SAFETY: forwards to the system allocator; counting has no effect on the memory returned.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if COUNTING.load(SeqCst) {
+        if counted() {
             ALLOCS.fetch_add(1, SeqCst);
         }
         LIVE_BYTES.fetch_add(layout.size() as isize, SeqCst);
@@ -33,7 +47,7 @@ unsafe impl GlobalAlloc for Counting {
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        if COUNTING.load(SeqCst) {
+        if counted() {
             ALLOCS.fetch_add(1, SeqCst);
         }
         LIVE_BYTES.fetch_add(new_size as isize - layout.size() as isize, SeqCst);
@@ -301,14 +315,14 @@ fn a_channel_future_polled_again_by_another_executor_allocates_nothing() {
     assert!(std::pin::Pin::new(&mut next).poll(&mut cx).is_pending());
     assert!(select.as_mut().poll(&mut cx).is_pending());
     ALLOCS.store(0, SeqCst);
-    COUNTING.store(true, SeqCst);
+    COUNTING_HERE.with(|c| c.set(true));
     for _ in 0..1_000 {
         assert!(recv.as_mut().poll(&mut cx).is_pending());
         assert!(send.as_mut().poll(&mut cx).is_pending());
         assert!(std::pin::Pin::new(&mut next).poll(&mut cx).is_pending());
         assert!(select.as_mut().poll(&mut cx).is_pending());
     }
-    COUNTING.store(false, SeqCst);
+    COUNTING_HERE.with(|c| c.set(false));
     let allocs = ALLOCS.load(SeqCst);
     // They still complete.
     assert_eq!(tx.try_send(5), Ok(()));
