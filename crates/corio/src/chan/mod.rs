@@ -383,7 +383,7 @@ impl<T> Sender<T> {
         let mut send = self.send_future(value, false);
         match crate::block_on::block_on_ready_first(|| SendInPlace(&mut send)) {
             Ok(()) => Ok(()),
-            Err(Closed) => Err(SendError(send.op.take_value().expect(KEPT))),
+            Err(Closed) => Err(send.closed_error()),
         }
     }
 
@@ -423,13 +423,7 @@ impl<T> Sender<T> {
         // As in `send`: polled in place, the value left in the future unless sent.
         let mut send = self.send_timeout_async(value, timeout);
         let sent = crate::block_on(SendTimeoutInPlace(&mut send));
-        sent.map_err(|e| {
-            let value = send.send.op.take_value().expect(KEPT);
-            match e {
-                SendTimeoutError::Timeout(()) => SendTimeoutError::Timeout(value),
-                SendTimeoutError::Disconnected(()) => SendTimeoutError::Disconnected(value),
-            }
-        })
+        sent.map_err(|e| send.error_with_value(e))
     }
 
     /// The future of a send: resolves when the value is sent or the channel closes.
@@ -664,9 +658,7 @@ impl<T> Future for SendFuture<'_, T> {
         let this = self.get_mut();
         match this.poll_op(cx) {
             Poll::Ready(Ok(())) => Poll::Ready(Ok(())),
-            Poll::Ready(Err(Closed)) => {
-                Poll::Ready(Err(SendError(this.op.take_value().expect(KEPT))))
-            }
+            Poll::Ready(Err(Closed)) => Poll::Ready(Err(this.closed_error())),
             Poll::Pending => Poll::Pending,
         }
     }
@@ -674,6 +666,13 @@ impl<T> Future for SendFuture<'_, T> {
 
 /// A send that found the channel closed still holds its value.
 const KEPT: &str = "a send keeps its value until it is sent";
+
+impl<T> SendFuture<'_, T> {
+    /// The error of a send that found the channel closed, with the value its op kept.
+    fn closed_error(&mut self) -> SendError<T> {
+        SendError(self.op.take_value().expect(KEPT))
+    }
+}
 
 /// The blocking-style [`Sender::send`]'s future: its send future, polled in place, with an
 /// output that carries no value (a value moved through `block_on`'s output would be copied
@@ -806,6 +805,15 @@ impl<T> SendTimeoutFuture<'_, T> {
         Poll::Ready(self.expire())
     }
 
+    /// `e` with the value the send's op kept.
+    fn error_with_value(&mut self, e: SendTimeoutError<()>) -> SendTimeoutError<T> {
+        let value = self.send.op.take_value().expect(KEPT);
+        match e {
+            SendTimeoutError::Timeout(()) => SendTimeoutError::Timeout(value),
+            SendTimeoutError::Disconnected(()) => SendTimeoutError::Disconnected(value),
+        }
+    }
+
     /// The time is up: withdraws the send, its value back in the op unless it went.
     #[cold]
     #[inline(never)]
@@ -825,15 +833,8 @@ impl<T> Future for SendTimeoutFuture<'_, T> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut(); // every field is `Unpin`
-        this.poll_op(cx).map(|r| {
-            r.map_err(|e| {
-                let value = this.send.op.take_value().expect(KEPT);
-                match e {
-                    SendTimeoutError::Timeout(()) => SendTimeoutError::Timeout(value),
-                    SendTimeoutError::Disconnected(()) => SendTimeoutError::Disconnected(value),
-                }
-            })
-        })
+        this.poll_op(cx)
+            .map(|r| r.map_err(|e| this.error_with_value(e)))
     }
 }
 
