@@ -337,7 +337,7 @@ impl Builder {
         Runtime::run_here(self.config()?, f)
     }
 
-    fn config(&self) -> io::Result<Config> {
+    pub(crate) fn config(&self) -> io::Result<Config> {
         let workers = match self.workers {
             Some(n) => n,
             None => match std::env::var("CORIO_WORKERS") {

@@ -27,7 +27,7 @@ use std::sync::Arc;
 
 use super::Shared;
 use super::worker::WorkerCtx;
-use crate::task::core::Header;
+use crate::task::core::{Header, TaskRef};
 use crate::task::stackful::StackfulCtx;
 
 /// Polls a task may make before a runtime operation yields instead of completing (tokio uses
@@ -94,18 +94,19 @@ pub(crate) struct TaskGuard {
     budget: u32,
 }
 
-/// Marks `header` as the task running on this thread, with a fresh budget (none for a
+/// Marks `task` as the task running on this thread, with a fresh budget (none for a
 /// blocking-pool closure: it owns its thread, has nobody to be fair to, and would never get a
-/// budget refilled, as tokio has no budget on its blocking threads).
+/// budget refilled, as tokio has no budget on its blocking threads). The thread keeps the
+/// task's own pointer (a direct switch's poll frame takes it as a handle: `TaskRef`).
 #[inline]
-pub(crate) fn enter_task(header: &Header) -> TaskGuard {
-    let budget = if header.kind == crate::task::core::Kind::Blocking {
+pub(crate) fn enter_task(task: TaskRef<'_>) -> TaskGuard {
+    let budget = if task.kind == crate::task::core::Kind::Blocking {
         UNCONSTRAINED
     } else {
         BUDGET
     };
     CONTEXT.with(|c| TaskGuard {
-        task: c.task.replace(header),
+        task: c.task.replace(task.ptr().as_ptr()),
         stackful: c.stackful.replace(ptr::null()),
         budget: c.budget.replace(budget),
     })
@@ -186,9 +187,9 @@ pub(crate) fn pinned_stackful_here<'a>() -> Option<&'a StackfulCtx> {
 /// coroutine, which never changes thread, makes a direct switch. The guards of the poll frame
 /// the last coroutine switches back to restore the thread's own values.
 #[inline]
-pub(crate) fn switch_task(header: &Header, ctx: &StackfulCtx) {
+pub(crate) fn switch_task(task: TaskRef<'_>, ctx: &StackfulCtx) {
     CONTEXT.with(|c| {
-        c.task.set(header);
+        c.task.set(task.ptr().as_ptr());
         c.stackful.set(ctx);
         c.budget.set(BUDGET);
     });

@@ -128,6 +128,36 @@ fn owned(fd: libc::c_int) -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
+/// How the driver's own descriptors (its eventfd and timer) are registered: level-triggered.
+/// Miri supports only edge-triggered registrations; under it nothing polls the driver (the
+/// task harness's unit tests run tasks by hand), so the difference is never seen.
+const INTERNAL_EVENTS: u32 = if cfg!(miri) {
+    (libc::EPOLLIN | libc::EPOLLET) as u32
+} else {
+    libc::EPOLLIN as u32
+};
+
+/// The driver's timer: a `timerfd` on the monotonic clock.
+#[cfg(not(miri))]
+fn timer_fd() -> io::Result<OwnedFd> {
+    // SAFETY: a plain system call; its result is checked by `owned`.
+    owned(unsafe {
+        libc::timerfd_create(
+            libc::CLOCK_MONOTONIC,
+            libc::TFD_CLOEXEC | libc::TFD_NONBLOCK,
+        )
+    })
+}
+
+/// Under Miri, which has no `timerfd`: an eventfd in its place, so that a runtime's shared
+/// state can be built for the task harness's unit tests (`task/tests.rs`), which run tasks by
+/// hand and arm no timer (arming it would fail: `timerfd_settime` is not supported either).
+#[cfg(miri)]
+fn timer_fd() -> io::Result<OwnedFd> {
+    // SAFETY: a plain system call; its result is checked by `owned`.
+    owned(unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) })
+}
+
 fn monotonic_now_ns() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
@@ -161,16 +191,10 @@ impl Driver {
         let epoll = Arc::new(owned(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) })?);
         // SAFETY: as above.
         let event = owned(unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) })?;
-        // SAFETY: as above.
-        let timer = owned(unsafe {
-            libc::timerfd_create(
-                libc::CLOCK_MONOTONIC,
-                libc::TFD_CLOEXEC | libc::TFD_NONBLOCK,
-            )
-        })?;
+        let timer = timer_fd()?;
         for (fd, token) in [(&event, WAKE_TOKEN), (&timer, TIMER_TOKEN)] {
             let mut ev = libc::epoll_event {
-                events: libc::EPOLLIN as u32,
+                events: INTERNAL_EVENTS,
                 u64: token,
             };
             // SAFETY: both descriptors are valid; `ev` is a valid event.

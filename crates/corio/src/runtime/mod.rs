@@ -69,7 +69,7 @@ mod park;
 pub(crate) mod preempt;
 pub(crate) mod sched;
 mod sigquit;
-mod spawn;
+pub(crate) mod spawn;
 mod sysmon;
 mod thread_clock;
 mod trace;
@@ -78,6 +78,7 @@ mod worker;
 use std::fmt;
 use std::future::Future;
 use std::io;
+use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::JoinHandle as ThreadHandle;
@@ -203,6 +204,35 @@ pub(crate) struct Counters {
 }
 
 impl Shared {
+    /// A runtime's shared state, with no thread started yet (`Runtime::from_config` starts
+    /// them; the task harness's unit tests run tasks by hand on it, under Miri too).
+    pub(crate) fn new(config: Config) -> io::Result<Arc<Shared>> {
+        let total = config.workers + config.spares;
+        let mut workers = Vec::with_capacity(total);
+        for index in 0..total {
+            workers.push(Remote::new(index >= config.workers));
+        }
+        let epoch = Instant::now();
+        Ok(Arc::new(Shared {
+            workers: workers.into_boxed_slice(),
+            inject: Inject::new(config.workers),
+            idle: Idle::new(config.workers),
+            owned: OwnedTasks::new(total),
+            driver: Driver::new(epoch)?,
+            blocking: BlockingPool::new(config.max_blocking_threads),
+            sysmon: Sysmon::new(),
+            tracer: trace::Tracer::default(),
+            shutdown: AtomicBool::new(false),
+            epoch,
+            threads: Mutex::new(Vec::new()),
+            running: AtomicUsize::new(0),
+            finished: AtomicBool::new(false),
+            metrics: Counters::default(),
+            outside: std::sync::OnceLock::new(),
+            config,
+        }))
+    }
+
     /// The anchor a task spawned outside this runtime's workers takes: the runtime's own
     /// while the `Runtime` lives, else (a handle spawning after it was dropped) a new one.
     pub(crate) fn outside_anchor(self: &Arc<Self>) -> Arc<Anchor> {
@@ -307,8 +337,8 @@ impl Shared {
             .fetch_sub(1, Ordering::Relaxed);
     }
 
-    pub(crate) fn release(&self, header: &Header) -> bool {
-        match self.owned.remove(header) {
+    pub(crate) fn release(&self, task: NonNull<Header>) -> bool {
+        match self.owned.remove(task) {
             Some(task) => {
                 std::mem::forget(task);
                 true
@@ -502,30 +532,7 @@ impl Runtime {
     }
 
     pub(crate) fn from_config(config: Config) -> io::Result<Runtime> {
-        let total = config.workers + config.spares;
-        let mut workers = Vec::with_capacity(total);
-        for index in 0..total {
-            workers.push(Remote::new(index >= config.workers));
-        }
-        let epoch = Instant::now();
-        let shared = Arc::new(Shared {
-            workers: workers.into_boxed_slice(),
-            inject: Inject::new(config.workers),
-            idle: Idle::new(config.workers),
-            owned: OwnedTasks::new(total),
-            driver: Driver::new(epoch)?,
-            blocking: BlockingPool::new(config.max_blocking_threads),
-            sysmon: Sysmon::new(),
-            tracer: trace::Tracer::default(),
-            shutdown: AtomicBool::new(false),
-            epoch,
-            threads: Mutex::new(Vec::new()),
-            running: AtomicUsize::new(0),
-            finished: AtomicBool::new(false),
-            metrics: Counters::default(),
-            outside: std::sync::OnceLock::new(),
-            config,
-        });
+        let shared = Shared::new(config)?;
         for index in 0..shared.config.workers {
             shared.workers[index].started.store(true, Ordering::Relaxed);
             shared.workers[index].active.store(true, Ordering::Relaxed);

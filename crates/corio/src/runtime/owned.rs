@@ -77,10 +77,13 @@ impl OwnedTasks {
     }
 
     /// Removes a task; returns the list's reference if the task was in the list.
-    pub(crate) fn remove(&self, header: &Header) -> Option<Task> {
-        let mut list = self.shard(shard_of(header.id) & self.mask);
+    /// `ptr` is the task's own pointer (the `Task` handed back is made from it).
+    pub(crate) fn remove(&self, ptr: NonNull<Header>) -> Option<Task> {
+        // SAFETY: the caller holds a reference to the task.
+        let id = unsafe { ptr.as_ref() }.id;
+        let mut list = self.shard(shard_of(id) & self.mask);
         // SAFETY: links are guarded by the shard lock we hold.
-        unsafe { unlink(&mut list, NonNull::from(header)) }
+        unsafe { unlink(&mut list, ptr) }
     }
 
     /// Closes the list (later binds fail) and returns a new reference to every task that
@@ -88,11 +91,14 @@ impl OwnedTasks {
     pub(crate) fn close_and_collect(&self, mut take: impl FnMut(&Header) -> bool) -> Vec<Task> {
         self.closed.store(true, Ordering::SeqCst);
         let mut out = Vec::new();
-        self.for_each(|header| {
+        self.for_each_ptr(|ptr| {
+            // SAFETY: a linked task is alive (see `for_each_ptr`).
+            let header = unsafe { ptr.as_ref() };
             if take(header) {
                 header.state.ref_inc();
-                // SAFETY: we just took a reference for this handle.
-                out.push(unsafe { Task::from_raw(NonNull::from(header)) });
+                // SAFETY: we just took a reference for this handle; `ptr` is the list's, the
+                // task's own pointer (`bind`), not one rebuilt from `header`.
+                out.push(unsafe { Task::from_raw(ptr) });
             }
         });
         out
@@ -112,16 +118,22 @@ impl OwnedTasks {
 
     /// Calls `f` on every live task, under each shard's lock in turn.
     pub(crate) fn for_each(&self, mut f: impl FnMut(&Header)) {
+        // SAFETY: a linked task is alive while `f` runs (see `for_each_ptr`).
+        self.for_each_ptr(|ptr| f(unsafe { ptr.as_ref() }));
+    }
+
+    /// Calls `f` on the pointer of every live task (the list's, which is the task's own), under
+    /// each shard's lock in turn: the task is alive while `f` runs (the list holds a reference,
+    /// which only a removal, under that lock, gives up).
+    fn for_each_ptr(&self, mut f: impl FnMut(NonNull<Header>)) {
         for index in 0..self.shards.len() {
             let list = self.shard(index);
             let mut cursor = list.head;
             while let Some(ptr) = cursor {
+                f(ptr);
                 // SAFETY: a linked task is alive (the list holds a reference) and its links are
                 // guarded by the shard lock we hold.
-                let header = unsafe { ptr.as_ref() };
-                f(header);
-                // SAFETY: as above.
-                cursor = unsafe { (*header.owned.get()).next };
+                cursor = unsafe { (*ptr.as_ref().owned.get()).next };
             }
         }
     }

@@ -22,7 +22,7 @@ use super::sched::queue::{self, Local, Steal};
 use super::sched::ring::Ring;
 use super::sched::slot::SpawnSlot;
 use super::thread_clock::ThreadClock;
-use crate::task::core::{Kind, RunResult};
+use crate::task::core::{Kind, RunResult, TaskRef};
 use crate::task::raw::{Notified, Running};
 use crate::task::stackful::StackfulCtx;
 use crate::time::heap::TimerHeap;
@@ -427,8 +427,8 @@ impl Runnable {
     #[inline]
     fn header_ptr(&self) -> std::ptr::NonNull<crate::task::core::Header> {
         match self {
-            Runnable::Notified(t) => std::ptr::NonNull::from(t.header()),
-            Runnable::Running(t) => std::ptr::NonNull::from(t.header()),
+            Runnable::Notified(t) => t.ptr(),
+            Runnable::Running(t) => t.ptr(),
         }
     }
 
@@ -452,7 +452,7 @@ struct Yielded {
 impl Yielded {
     /// `task`, with its context looked up through the vtable.
     fn new(task: Running) -> Yielded {
-        let ptr = std::ptr::NonNull::from(task.header());
+        let ptr = task.ptr();
         // SAFETY: a `Running` is owned as RUNNING by this thread's worker; the context lives
         // in its `Live` block.
         let ctx = unsafe { (task.header().vtable.stackful_ctx)(ptr) };
@@ -920,7 +920,7 @@ impl WorkerCtx {
         // guard clears what the last one set), not cancelled (the loop cancels it instead).
         // SAFETY: not empty, as `only_yielded` says.
         let to = unsafe { core.yielded.front_unchecked() };
-        let to_ptr = std::ptr::NonNull::from(to.task.header());
+        let to_ptr = to.task.ptr();
         if to.task.header().state.load().is_cancelled() {
             return None;
         }
@@ -986,8 +986,9 @@ impl WorkerCtx {
             .store(unsafe { to_ptr.as_ref() }.id, Ordering::Relaxed);
         counter.store(counter.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
         self.switched.set(Some(to_ptr));
-        // SAFETY: `to_ptr` is `to_ctx`'s task (the caller's `to`), alive as above.
-        to_ctx.enter_direct(unsafe { to_ptr.as_ref() }, self.index, preemptible)
+        // SAFETY: `to_ptr` is `to_ctx`'s task (the caller's `to`), its own pointer as the queue
+        // held it, alive as above.
+        to_ctx.enter_direct(unsafe { TaskRef::new(to_ptr) }, self.index, preemptible)
     }
 
     /// A direct hand-off (docs/scheduler.md, "The direct switch on a `block_on` suspension"):
@@ -1025,10 +1026,10 @@ impl WorkerCtx {
         if core.lifo_polls == SLICE_OVER || core.spawn_slot_used {
             return None;
         }
-        let (to, queued) = match &core.next {
-            Some(next) => (next.header(), false),
+        let (to, to_ptr, queued) = match &core.next {
+            Some(next) => (next.header(), next.ptr(), false),
             None if core.pinned_first || core.run_queue.is_empty() => match core.pinned.front()? {
-                Pinned::Task(Runnable::Notified(task)) => (task.header(), true),
+                Pinned::Task(Runnable::Notified(task)) => (task.header(), task.ptr(), true),
                 _ => return None,
             },
             None => return None,
@@ -1037,7 +1038,6 @@ impl WorkerCtx {
         {
             return None;
         }
-        let to_ptr = std::ptr::NonNull::from(to);
         // `harness::poll`'s start for `to`, the plain case only.
         if !to.state.transition_to_running_if_plain() {
             return None;

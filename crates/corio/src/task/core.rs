@@ -76,6 +76,54 @@ pub(crate) struct Header {
     pub(crate) location: &'static Location<'static>,
 }
 
+/// A task, borrowed for `'a` through its own pointer: what a poll hands the body, the task's
+/// waker and the thread's task context. It reads as a `&Header` (it derefs to one), but
+/// [`TaskRef::ptr`] keeps the pointer every handle of the task holds, whose provenance is the
+/// whole task's (`Cell::allocate`'s block). A pointer rebuilt from a `&Header` would cover
+/// the header's bytes alone (Stacked Borrows), and a waker or a direct switch made from it
+/// would reach the body and the trailer through it: undefined behaviour (docs/soundness.md,
+/// "Task pointers"; `task/tests.rs` runs the harness under Miri).
+#[derive(Clone, Copy)]
+pub(crate) struct TaskRef<'a> {
+    ptr: NonNull<Header>,
+    _task: std::marker::PhantomData<&'a Header>,
+}
+
+impl<'a> TaskRef<'a> {
+    /// # Safety
+    /// `ptr` must be a live task's pointer as its handles hold it, and the task must stay
+    /// alive for `'a`.
+    #[inline(always)]
+    pub(crate) unsafe fn new(ptr: NonNull<Header>) -> TaskRef<'a> {
+        TaskRef {
+            ptr,
+            _task: std::marker::PhantomData,
+        }
+    }
+
+    /// The task's pointer, with the whole task's provenance.
+    #[inline(always)]
+    pub(crate) fn ptr(self) -> NonNull<Header> {
+        self.ptr
+    }
+
+    /// The header, for as long as the task is borrowed.
+    #[inline(always)]
+    pub(crate) fn header(self) -> &'a Header {
+        // SAFETY: alive for `'a`, per `new`'s contract.
+        unsafe { self.ptr.as_ref() }
+    }
+}
+
+impl std::ops::Deref for TaskRef<'_> {
+    type Target = Header;
+
+    #[inline(always)]
+    fn deref(&self) -> &Header {
+        self.header()
+    }
+}
+
 /// Intrusive doubly linked list pointers. A task is in its shard's list iff `prev` is set or
 /// it is the list's head.
 #[derive(Default)]
@@ -91,14 +139,14 @@ pub(crate) trait Body: Send + 'static {
     /// Makes progress. A panic is caught inside and reported as `Err(payload)`.
     fn poll_body(
         &mut self,
-        header: &Header,
+        task: TaskRef<'_>,
         cx: &mut Context<'_>,
     ) -> Poll<Result<Self::Output, Payload>>;
 
     /// Cancels the body. `Ready` once it is gone (dropped, or its stack unwound); `Pending` if
     /// it blocked while unwinding and must be polled again when woken. `Some(payload)` if a
     /// destructor panicked.
-    fn poll_cancel(&mut self, header: &Header, cx: &mut Context<'_>) -> Poll<Option<Payload>>;
+    fn poll_cancel(&mut self, task: TaskRef<'_>, cx: &mut Context<'_>) -> Poll<Option<Payload>>;
 
     /// After a `Pending` poll: whether the body only yielded (`corio::yield_now` in a pinned
     /// coroutine) and should run again after the others, without going through the waker.

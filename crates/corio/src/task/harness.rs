@@ -23,7 +23,7 @@ use std::ptr::NonNull;
 use std::task::{Context, Poll, Waker};
 
 use super::JoinError;
-use super::core::{Body, Cell, Header, Payload, RunResult, Stage};
+use super::core::{Body, Cell, Header, Payload, RunResult, Stage, TaskRef};
 use super::raw::{Notified, drop_reference};
 use super::state::{TransitionToIdle, TransitionToRunning};
 use super::waker::waker_ref;
@@ -51,15 +51,16 @@ pub(crate) unsafe fn poll<B: Body>(ptr: NonNull<Header>) -> RunResult {
 /// Polls a task this thread has set RUNNING on.
 #[inline]
 fn poll_running<B: Body>(cell: &Cell<B>, ptr: NonNull<Header>) -> RunResult {
-    let header = &cell.header;
-    let waker = waker_ref(header);
+    // SAFETY: `ptr` is the task's own pointer, alive while this poll holds its reference.
+    let task = unsafe { TaskRef::new(ptr) };
+    let waker = waker_ref(task);
     let mut cx = Context::from_waker(&waker);
     let (result, yielded) = {
-        let _running = context::enter_task(header);
+        let _running = context::enter_task(task);
         // SAFETY: RUNNING gives this thread the stage.
         match unsafe { &mut *cell.core.stage.get() } {
             Stage::Running(body) => {
-                let result = body.poll_body(header, &mut cx);
+                let result = body.poll_body(task, &mut cx);
                 if result.is_pending()
                     && let Some(switched) = body.take_switched()
                 {
@@ -189,7 +190,7 @@ fn after_pending<B: Body>(
 
 /// Cancels a task this thread has set RUNNING on.
 fn cancel_running<B: Body>(cell: &Cell<B>, ptr: NonNull<Header>) -> RunResult {
-    match cancel_once(cell) {
+    match cancel_once(cell, ptr) {
         (Poll::Ready(error), _) => complete(cell, ptr, Err(error)),
         // A destructor yielded while the coroutine unwinds: requeue it as running.
         (Poll::Pending, true) => return RunResult::Yielded,
@@ -200,13 +201,14 @@ fn cancel_running<B: Body>(cell: &Cell<B>, ptr: NonNull<Header>) -> RunResult {
 
 /// One attempt to cancel the body: `Ready` with the error to complete with; and whether it
 /// yielded (`corio::yield_now` in a destructor of an unwinding coroutine).
-fn cancel_once<B: Body>(cell: &Cell<B>) -> (Poll<JoinError>, bool) {
-    let header = &cell.header;
-    cancel_in_task(header, &mut |cx| {
+fn cancel_once<B: Body>(cell: &Cell<B>, ptr: NonNull<Header>) -> (Poll<JoinError>, bool) {
+    // SAFETY: `ptr` is the task's own pointer, alive while the caller holds its reference.
+    let task = unsafe { TaskRef::new(ptr) };
+    cancel_in_task(task, &mut |cx| {
         // SAFETY: RUNNING gives this thread the stage.
         match unsafe { &mut *cell.core.stage.get() } {
             Stage::Running(body) => {
-                let poll = body.poll_cancel(header, cx);
+                let poll = body.poll_cancel(task, cx);
                 let yielded = poll.is_pending() && body.take_yielded();
                 (poll, yielded)
             }
@@ -221,19 +223,19 @@ type CancelStep<'a> = dyn FnMut(&mut Context<'_>) -> (Poll<Option<Payload>>, boo
 
 /// The part of [`cancel_once`] that does not depend on the task's type (compiled once):
 /// `cancel` runs in the task's context, with its waker, and its panic becomes the error.
-fn cancel_in_task(header: &Header, cancel: &mut CancelStep<'_>) -> (Poll<JoinError>, bool) {
+fn cancel_in_task(task: TaskRef<'_>, cancel: &mut CancelStep<'_>) -> (Poll<JoinError>, bool) {
     // Cancelling resumes a started coroutine to unwind its stack: on its home thread only
     // (issue 7 item 3), checked in release builds too.
-    super::stackful::assert_on_home_thread(header);
-    let waker = waker_ref(header);
+    super::stackful::assert_on_home_thread(&task);
+    let waker = waker_ref(task);
     let mut cx = Context::from_waker(&waker);
     let (poll, yielded) = {
-        let _running = context::enter_task(header);
+        let _running = context::enter_task(task);
         cancel(&mut cx)
     };
     let poll = poll.map(|panic| match panic {
-        None => JoinError::cancelled(header.id),
-        Some(payload) => JoinError::from_payload(header.id, payload),
+        None => JoinError::cancelled(task.id),
+        Some(payload) => JoinError::from_payload(task.id, payload),
     });
     (poll, yielded)
 }
@@ -243,9 +245,9 @@ fn cancel_in_task(header: &Header, cancel: &mut CancelStep<'_>) -> (Poll<JoinErr
 /// tokio's `task_id_future_destructor_completion`); nothing, at no cost, for a type without
 /// drop glue. (An unread output is dropped outside the task: see `complete`.)
 #[inline(always)]
-fn drop_context<T>(header: &Header) -> Option<context::TaskGuard> {
+fn drop_context<T>(task: TaskRef<'_>) -> Option<context::TaskGuard> {
     if const { mem::needs_drop::<T>() } {
-        Some(context::enter_task(header))
+        Some(context::enter_task(task))
     } else {
         None
     }
@@ -258,7 +260,8 @@ fn complete<B: Body>(cell: &Cell<B>, ptr: NonNull<Header>, result: Result<B::Out
     {
         // The body's drop sees its task as `corio::current()`, as it does when the task is
         // aborted (`poll_cancel` drops it inside the task) and as tokio's does.
-        let _task = drop_context::<B>(header);
+        // SAFETY: `ptr` is the task's own pointer, alive while the caller holds its reference.
+        let _task = drop_context::<B>(unsafe { TaskRef::new(ptr) });
         // SAFETY: RUNNING gives this thread the stage (a panicking `Drop` is caught there).
         unsafe { drop_stage::<B>(ptr) };
     }
@@ -294,7 +297,7 @@ fn finish(header: &Header, ptr: NonNull<Header>) {
     if header.spread {
         header.scheduler.shared.spread_done(header);
     }
-    let released = header.scheduler.shared.release(header);
+    let released = header.scheduler.shared.release(ptr);
     let refs = if released { 2 } else { 1 };
     if header.state.transition_to_terminal(refs) {
         // SAFETY: those were the last references.
@@ -488,7 +491,7 @@ pub(crate) unsafe fn shutdown_running<B: Body>(ptr: NonNull<Header>, leak: bool)
     // A yielded coroutine dropped unrun (its worker exits): cancel it here, and if it keeps
     // yielding or blocking, leak it rather than loop.
     for _ in 0..SHUTDOWN_CANCEL_ATTEMPTS {
-        if let (Poll::Ready(error), _) = cancel_once(cell) {
+        if let (Poll::Ready(error), _) = cancel_once(cell, ptr) {
             complete(cell, ptr, Err(error));
             return;
         }

@@ -17,6 +17,9 @@ pub(crate) mod stackless;
 pub(crate) mod state;
 pub(crate) mod waker;
 
+#[cfg(all(test, not(loom)))]
+mod tests;
+
 pub use self::abort::AbortHandle;
 pub use self::error::JoinError;
 pub use self::join::JoinHandle;

@@ -57,6 +57,12 @@ impl Notified {
         unsafe { self.0.as_ref() }
     }
 
+    /// The task's own pointer (not one rebuilt from [`header`](Self::header): see
+    /// `core::TaskRef`).
+    pub(crate) fn ptr(&self) -> NonNull<Header> {
+        self.0
+    }
+
     /// Runs the task once; consumes this reference (which, on `Yielded`, becomes a
     /// `Running` the caller must queue).
     #[inline]
@@ -96,6 +102,11 @@ impl Running {
     pub(crate) fn header(&self) -> &Header {
         // SAFETY: we hold a reference.
         unsafe { self.0.as_ref() }
+    }
+
+    /// The task's own pointer (see [`Notified::ptr`]).
+    pub(crate) fn ptr(&self) -> NonNull<Header> {
+        self.0
     }
 
     /// Runs the task again (see `Notified::run` for the result).

@@ -66,7 +66,7 @@ use crate::io::slot::Ticket;
 use crate::runtime::preempt::{self, NoPreempt, PreemptState};
 
 use super::alloc::PoolBox;
-use super::core::{Body, Header, Payload};
+use super::core::{Body, Header, Payload, TaskRef};
 use super::error::Cancelled;
 use super::waker::unowned_waker;
 use crate::runtime::context;
@@ -253,7 +253,7 @@ impl StackfulCtx {
         unsafe { NonNull::new_unchecked(self.waker.data().cast::<Header>().cast_mut()) }
     }
 
-    /// Makes this coroutine, whose task is `header`, the running task of this thread, as its
+    /// Makes this coroutine, whose task is `task`, the running task of this thread, as its
     /// poll's guards do, for a direct switch to it by `worker` (the index of this thread's
     /// worker; the guards of the poll frame it will switch back to restore the thread's
     /// values). Returns its switch state. `preemptible` is `self.is_preemptible()`, which the
@@ -262,14 +262,15 @@ impl StackfulCtx {
     #[inline(always)] // into the yield, like `WorkerCtx::direct_yield`
     pub(crate) fn enter_direct(
         &self,
-        header: &Header,
+        task: TaskRef<'_>,
         worker: usize,
         preemptible: bool,
     ) -> *mut RawCoroutine {
         debug_assert_eq!(preemptible, self.is_preemptible());
         // The caller's pointer to the task, which it read from the queue: reading it again
         // from the waker would cost a load.
-        debug_assert_eq!(self.header_ptr(), NonNull::from(header));
+        debug_assert_eq!(self.header_ptr(), task.ptr());
+        let header = task.header();
         // The home check of every resume, against the index of the worker that runs this (a
         // direct switch reaches only pinned coroutines; their home was stored by this thread).
         debug_assert!(self.pinned);
@@ -277,7 +278,7 @@ impl StackfulCtx {
         if home != worker {
             check_home(header.id, home, Some(worker));
         }
-        context::switch_task(header, self);
+        context::switch_task(task, self);
         if preemptible && let Some(state) = &self.preempt {
             // The guard's drop is the poll frame's own (it clears the same two fields).
             std::mem::forget(preempt::enter_resume(state));
@@ -631,15 +632,14 @@ impl StackfulCtx {
     /// The context of a coroutine task about to start (not generic: compiled once).
     ///
     /// # Safety
-    /// The context must not outlive the task of `header` (its waker does not own a
-    /// reference).
-    unsafe fn new(header: &Header, pinned: bool, preemptible: bool) -> StackfulCtx {
+    /// The context must not outlive `task` (its waker does not own a reference).
+    unsafe fn new(task: TaskRef<'_>, pinned: bool, preemptible: bool) -> StackfulCtx {
         StackfulCtx {
             raw: Cell::new(ptr::null_mut()),
             switched: Cell::new(None),
             yielder: Cell::new(ptr::null()),
             // SAFETY: per this function's contract.
-            waker: unsafe { unowned_waker(header) },
+            waker: unsafe { unowned_waker(task.ptr()) },
             yielded: Cell::new(false),
             cancel_requested: Cell::new(false),
             panicked: Cell::new(false),
@@ -648,7 +648,7 @@ impl StackfulCtx {
             pinned,
             locals: std::cell::OnceCell::new(),
             // A migratable coroutine is never preempted (see `runtime/preempt.rs`).
-            preempt: (preemptible && pinned).then(|| PreemptState::new(header.id)),
+            preempt: (preemptible && pinned).then(|| PreemptState::new(task.id)),
         }
     }
 }
@@ -692,14 +692,14 @@ where
 
     /// Builds the coroutine on this worker's stack cache.
     #[cold]
-    fn start(&mut self, header: &Header, pinned: bool) -> Result<(), Payload> {
+    fn start(&mut self, task: TaskRef<'_>, pinned: bool) -> Result<(), Payload> {
         let Stackful::Unstarted { .. } = self else {
             return Ok(());
         };
         let Stackful::Unstarted { f, config } = std::mem::replace(self, Stackful::Done) else {
             unreachable!()
         };
-        let built = coroutine_builder(header, &config).build(
+        let built = coroutine_builder(&task, &config).build(
             move |yielder: &Yielder<Signal, ()>, first: Signal| {
                 let ctx = match context::here() {
                     context::Here::Stackful(ctx) => ctx,
@@ -726,7 +726,7 @@ where
             Ok(co) => {
                 // SAFETY: the context goes into the task's `Live` block, which the task's cell
                 // owns, so the task outlives it.
-                let ctx = unsafe { StackfulCtx::new(header, pinned, config.preemptible) };
+                let ctx = unsafe { StackfulCtx::new(task, pinned, config.preemptible) };
                 let mut live = PoolBox::new(Live {
                     co: PinnedCoroutine(co),
                     ctx,
@@ -746,16 +746,17 @@ where
     #[inline]
     fn resume(
         &mut self,
-        header: &Header,
+        task: TaskRef<'_>,
         cx: &mut Context<'_>,
         signal: Signal,
     ) -> Poll<Result<T, Payload>> {
+        let header = task.header();
         if let Stackful::Unstarted { .. } = self {
             let pinned = matches!(
                 header.kind,
                 crate::task::core::Kind::Stackful { migratable: false }
             );
-            if let Err(payload) = self.start(header, pinned) {
+            if let Err(payload) = self.start(task, pinned) {
                 return Poll::Ready(Err(payload));
             }
             let me = context::with_worker(|w| w.map(|w| w.index()));
@@ -777,11 +778,12 @@ where
         };
         // Who switched back: this coroutine, unless a direct switch (`yield_now`) passed the
         // turn on, which made the last coroutine it reached the thread's running task.
-        let task = context::running_task_here();
-        if task != ptr::from_ref(header) {
+        let running = context::running_task_here();
+        if running != task.ptr().as_ptr().cast_const() {
             ctx.switched.set(Some(Switched {
-                // SAFETY: the direct switch set a live task (its poll reference is ours now).
-                task: unsafe { NonNull::new_unchecked(task.cast_mut()) },
+                // SAFETY: the direct switch set a live task's own pointer (`switch_task`), and
+                // its poll reference is ours now.
+                task: unsafe { NonNull::new_unchecked(running.cast_mut()) },
                 back,
             }));
             return Poll::Pending;
@@ -816,8 +818,8 @@ where
     type Output = T;
 
     #[inline]
-    fn poll_body(&mut self, header: &Header, cx: &mut Context<'_>) -> Poll<Result<T, Payload>> {
-        self.resume(header, cx, Signal::Run)
+    fn poll_body(&mut self, task: TaskRef<'_>, cx: &mut Context<'_>) -> Poll<Result<T, Payload>> {
+        self.resume(task, cx, Signal::Run)
     }
 
     #[inline]
@@ -852,7 +854,7 @@ where
         }
     }
 
-    fn poll_cancel(&mut self, header: &Header, cx: &mut Context<'_>) -> Poll<Option<Payload>> {
+    fn poll_cancel(&mut self, task: TaskRef<'_>, cx: &mut Context<'_>) -> Poll<Option<Payload>> {
         match self {
             Stackful::Done => return Poll::Ready(None),
             Stackful::Unstarted { .. } => {
@@ -866,10 +868,10 @@ where
         if cfg!(panic = "abort") {
             // Cancelling unwinds the stack, which aborts the process under `panic = "abort"`:
             // leak it instead (module docs, "Cancellation").
-            leak_without_unwinding(header, std::mem::replace(self, Stackful::Done));
+            leak_without_unwinding(&task, std::mem::replace(self, Stackful::Done));
             return Poll::Ready(None);
         }
-        match self.resume(header, cx, Signal::Cancel) {
+        match self.resume(task, cx, Signal::Cancel) {
             Poll::Pending => Poll::Pending,
             // It caught the cancellation and returned: still cancelled; its output is dropped.
             Poll::Ready(Ok(_)) => Poll::Ready(None),

@@ -5,7 +5,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use super::core::{Body, Header, Payload};
+use super::core::{Body, Payload, TaskRef};
 
 /// The future, until it completes or is cancelled.
 pub(crate) enum Stackless<F> {
@@ -21,7 +21,11 @@ where
     type Output = F::Output;
 
     #[inline]
-    fn poll_body(&mut self, _: &Header, cx: &mut Context<'_>) -> Poll<Result<F::Output, Payload>> {
+    fn poll_body(
+        &mut self,
+        _: TaskRef<'_>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<F::Output, Payload>> {
         let Stackless::Pending(fut) = self else {
             unreachable!("corio: polled a finished future");
         };
@@ -35,7 +39,7 @@ where
         }
     }
 
-    fn poll_cancel(&mut self, _: &Header, _: &mut Context<'_>) -> Poll<Option<Payload>> {
+    fn poll_cancel(&mut self, _: TaskRef<'_>, _: &mut Context<'_>) -> Poll<Option<Payload>> {
         // Dropping in place keeps the pin promise.
         Poll::Ready(catch_unwind(AssertUnwindSafe(|| *self = Stackless::Done)).err())
     }
@@ -51,12 +55,12 @@ where
 {
     type Output = T;
 
-    fn poll_body(&mut self, _: &Header, _: &mut Context<'_>) -> Poll<Result<T, Payload>> {
+    fn poll_body(&mut self, _: TaskRef<'_>, _: &mut Context<'_>) -> Poll<Result<T, Payload>> {
         let f = self.0.take().expect("corio: a blocking task ran twice");
         Poll::Ready(catch_unwind(AssertUnwindSafe(f)))
     }
 
-    fn poll_cancel(&mut self, _: &Header, _: &mut Context<'_>) -> Poll<Option<Payload>> {
+    fn poll_cancel(&mut self, _: TaskRef<'_>, _: &mut Context<'_>) -> Poll<Option<Payload>> {
         Poll::Ready(catch_unwind(AssertUnwindSafe(|| drop(self.0.take()))).err())
     }
 }

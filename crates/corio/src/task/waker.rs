@@ -8,7 +8,7 @@ use std::ptr::NonNull;
 use std::sync::Arc;
 use std::task::{RawWaker, RawWakerVTable, Waker};
 
-use super::core::Header;
+use super::core::{Header, TaskRef};
 use super::raw::{Notified, drop_reference};
 use super::state::{TransitionToNotifiedByRef, TransitionToNotifiedByVal};
 
@@ -108,7 +108,7 @@ unsafe fn relay_drop(ptr: *const ()) {
 /// A `Waker` borrowed from a task without taking a reference, for the duration of a poll.
 pub(crate) struct WakerRef<'a> {
     waker: ManuallyDrop<Waker>,
-    _task: PhantomData<&'a Header>,
+    _task: PhantomData<TaskRef<'a>>,
 }
 
 impl Deref for WakerRef<'_> {
@@ -118,25 +118,27 @@ impl Deref for WakerRef<'_> {
     }
 }
 
-/// The task's waker, valid while `header` is borrowed.
-pub(crate) fn waker_ref(header: &Header) -> WakerRef<'_> {
+/// The task's waker, valid while the task is borrowed.
+pub(crate) fn waker_ref(task: TaskRef<'_>) -> WakerRef<'_> {
     WakerRef {
-        // SAFETY: the `WakerRef` borrows `header`, so the task outlives the waker.
-        waker: unsafe { unowned_waker(header) },
+        // SAFETY: the `WakerRef` borrows the task, so the task outlives the waker.
+        waker: unsafe { unowned_waker(task.ptr()) },
         _task: PhantomData,
     }
 }
 
-/// The task's waker without a reference of its own: (header pointer, static vtable), the same
+/// The task's waker without a reference of its own: (task pointer, static vtable), the same
 /// value as every [`waker_ref`] of this task. It is never dropped, and clones take a reference.
+/// `ptr` is the task's own pointer, never one rebuilt from a `&Header`: the waker's clones go
+/// into queues as the task's handles, which reach its body (see [`TaskRef`]).
 ///
 /// # Safety
 ///
-/// The waker must not be used after the task is deallocated: keep it inside the task's cell
-/// (a stackful task's context does, so that it outlives every resume of its coroutine) or in
-/// a borrow of the task.
-pub(crate) unsafe fn unowned_waker(header: &Header) -> ManuallyDrop<Waker> {
-    let raw = RawWaker::new(std::ptr::from_ref(header).cast(), &VTABLE);
+/// `ptr` must be a live task's pointer as its handles hold it. The waker must not be used
+/// after the task is deallocated: keep it inside the task's cell (a stackful task's context
+/// does, so that it outlives every resume of its coroutine) or in a borrow of the task.
+pub(crate) unsafe fn unowned_waker(ptr: NonNull<Header>) -> ManuallyDrop<Waker> {
+    let raw = RawWaker::new(ptr.as_ptr().cast_const().cast(), &VTABLE);
     // SAFETY: the vtable's functions uphold RawWaker's contract for a task pointer; the
     // ManuallyDrop means no reference is dropped for this borrowed waker, and clones take one;
     // the caller keeps the task alive while the waker is used.
