@@ -30,7 +30,7 @@ use crate::loom::sync::Mutex;
 use std::sync::Mutex;
 use std::task::{Context, Poll, Wake, Waker};
 
-use crate::task::waker::lock_safe;
+use crate::task::waker::RelaySlot;
 use crate::task::{AbortHandle, JoinError, JoinHandle};
 
 /// A set of tasks (stackful coroutines and async tasks) with the same output type, joined in
@@ -61,6 +61,8 @@ use crate::task::{AbortHandle, JoinError, JoinHandle};
 pub struct JoinSet<T> {
     tasks: HashMap<u64, Entry<T>>,
     ready: Arc<Ready>,
+    /// The relay to another executor's waker, kept for `poll_join_next`'s next poll.
+    relay: RelaySlot,
 }
 
 struct Entry<T> {
@@ -129,6 +131,7 @@ impl<T> JoinSet<T> {
         JoinSet {
             tasks: HashMap::new(),
             ready: Arc::default(),
+            relay: RelaySlot::default(),
         }
     }
 
@@ -169,7 +172,7 @@ impl<T> JoinSet<T> {
             return Poll::Ready(None);
         }
         // Stored under the set's lock: a waker whose clone is user code is relayed before it.
-        let waker = lock_safe(cx.waker());
+        let waker = self.relay.lock_safe(cx.waker());
         let (queued, replaced) = {
             let mut inner = self.ready.inner.lock().unwrap_or_else(|e| e.into_inner());
             let replaced = if inner.waiter.as_ref().is_some_and(|w| w.will_wake(&waker)) {

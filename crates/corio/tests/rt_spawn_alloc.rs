@@ -341,3 +341,69 @@ fn a_channel_future_polled_again_by_another_executor_allocates_nothing() {
         "4,000 re-polls with the same waker allocated {allocs} times"
     );
 }
+
+/// As above, for the sync primitives' waits and `JoinSet`: each keeps the relay it made for
+/// another executor's waker, so polling again with that waker neither allocates a relay nor
+/// clones one into the wait list.
+#[test]
+fn a_sync_future_polled_again_by_another_executor_allocates_nothing() {
+    use std::future::Future;
+    use std::pin::Pin;
+    use std::task::{Context, Poll};
+    let _serial = serial();
+    let rt = runtime(1);
+    let mut cx = Context::from_waker(futures::task::noop_waker_ref());
+
+    let mutex = corio::sync::Mutex::new(0_u32);
+    let held = mutex.try_lock().unwrap();
+    let mut lock = std::pin::pin!(mutex.lock_async());
+    let semaphore = corio::sync::Semaphore::new(0);
+    let mut acquire = std::pin::pin!(semaphore.acquire_async());
+    let notify = corio::sync::Notify::new();
+    let mut notified = std::pin::pin!(notify.notified_async());
+    let rwlock = corio::sync::RwLock::new(0_u32);
+    let reading = rwlock.try_read().unwrap();
+    let mut write = std::pin::pin!(rwlock.write_async());
+    let (mut tx, mut rx) = corio::sync::oneshot::channel::<u32>();
+    let (gate_tx, gate_rx) = corio::sync::oneshot::channel::<()>();
+    let mut set = corio::JoinSet::new();
+    set.spawn_on(async move { gate_rx.await.is_ok() }, rt.handle());
+
+    let mut poll_all = |cx: &mut Context<'_>| {
+        assert!(lock.as_mut().poll(cx).is_pending());
+        assert!(acquire.as_mut().poll(cx).is_pending());
+        assert!(notified.as_mut().poll(cx).is_pending());
+        assert!(write.as_mut().poll(cx).is_pending());
+        assert!(Pin::new(&mut rx).poll(cx).is_pending());
+        assert!(tx.poll_closed(cx).is_pending());
+        assert!(set.poll_join_next(cx).is_pending());
+    };
+    // The first polls queue each wait, with a relay.
+    poll_all(&mut cx);
+    ALLOCS.store(0, SeqCst);
+    COUNTING_HERE.with(|c| c.set(true));
+    for _ in 0..1_000 {
+        poll_all(&mut cx);
+    }
+    COUNTING_HERE.with(|c| c.set(false));
+    let allocs = ALLOCS.load(SeqCst);
+
+    // They still complete.
+    drop(held);
+    assert!(matches!(lock.as_mut().poll(&mut cx), Poll::Ready(_)));
+    semaphore.add_permits(1);
+    assert!(matches!(acquire.as_mut().poll(&mut cx), Poll::Ready(Ok(_))));
+    notify.notify_one();
+    assert!(notified.as_mut().poll(&mut cx).is_ready());
+    drop(reading);
+    assert!(write.as_mut().poll(&mut cx).is_ready());
+    tx.send(4).unwrap();
+    assert_eq!(Pin::new(&mut rx).poll(&mut cx), Poll::Ready(Ok(4)));
+    gate_tx.send(()).unwrap();
+    let joined = corio::block_on(std::future::poll_fn(|cx| set.poll_join_next(cx)));
+    assert!(joined.unwrap().unwrap());
+    assert_eq!(
+        allocs, 0,
+        "7,000 re-polls with the same waker allocated {allocs} times"
+    );
+}

@@ -62,7 +62,7 @@ use super::wait_list::{List, Node, Wakers};
 use crate::loom::sync::Mutex as ListLock;
 use crate::loom::sync::atomic::AtomicUsize;
 use crate::loom::sync::atomic::Ordering::{Acquire, Relaxed, Release};
-use crate::task::waker::lock_safe;
+use crate::task::waker::RelaySlot;
 
 const LOCKED: usize = 1;
 const WAITERS: usize = 2;
@@ -241,6 +241,7 @@ impl RawMutex {
         &self,
         node: Pin<&Node<Waiting>>,
         queued: &mut bool,
+        relay: &mut RelaySlot,
         cx: &mut Context<'_>,
     ) -> Poll<()> {
         if !*queued && (self.try_lock() || self.spin()) {
@@ -248,7 +249,7 @@ impl RawMutex {
         }
         // Stored under the list lock below: another executor's waker is relayed first (its
         // clone is user code, which must not run under the lock).
-        let waker = lock_safe(cx.waker());
+        let waker = relay.lock_safe(cx.waker());
         let mut list = self.list();
         if *queued {
             // SAFETY: we hold the list lock; the node is only ever used with this list.
@@ -430,6 +431,7 @@ impl<T: ?Sized> Mutex<T> {
             mutex: self,
             node: Node::new(Waiting::new()),
             queued: false,
+            relay: RelaySlot::default(),
         }
     }
 
@@ -469,6 +471,8 @@ pub struct Lock<'a, T: ?Sized> {
     node: Node<Waiting>,
     /// The node is linked, or was unlinked by a hand-over this future has not yet observed.
     queued: bool,
+    /// The relay to another executor's waker, kept for its next poll.
+    relay: RelaySlot,
 }
 
 impl<'a, T: ?Sized> Future for Lock<'a, T> {
@@ -486,7 +490,7 @@ impl<'a, T: ?Sized> Future for Lock<'a, T> {
         let node = unsafe { Pin::new_unchecked(&this.node) };
         mutex
             .raw
-            .poll_lock(node, &mut this.queued, cx)
+            .poll_lock(node, &mut this.queued, &mut this.relay, cx)
             .map(|()| MutexGuard { mutex })
     }
 }
@@ -546,7 +550,7 @@ impl<T: ?Sized + fmt::Debug> fmt::Debug for MutexGuard<'_, T> {
 
 #[cfg(all(test, loom))]
 mod loom_tests {
-    use super::RawMutex;
+    use super::{RawMutex, RelaySlot};
     use crate::loom::sync::Arc;
     use crate::loom::sync::atomic::AtomicUsize;
     use crate::loom::sync::atomic::Ordering::Relaxed;
@@ -556,7 +560,7 @@ mod loom_tests {
         let node = super::Node::new(super::Waiting::new());
         let mut queued = false;
         let node = std::pin::pin!(node);
-        loom_block_on(|cx| m.poll_lock(node.as_ref(), &mut queued, cx));
+        loom_block_on(|cx| m.poll_lock(node.as_ref(), &mut queued, &mut RelaySlot::default(), cx));
     }
 
     /// Two lockers and the owner's unlock race; the critical sections never overlap and every
@@ -599,7 +603,15 @@ mod loom_tests {
                 let mut queued = false;
                 let waker = std::task::Waker::noop();
                 let mut cx = std::task::Context::from_waker(waker);
-                if m2.poll_lock(node.as_ref(), &mut queued, &mut cx).is_ready() {
+                if m2
+                    .poll_lock(
+                        node.as_ref(),
+                        &mut queued,
+                        &mut RelaySlot::default(),
+                        &mut cx,
+                    )
+                    .is_ready()
+                {
                     m2.unlock();
                 } else if queued {
                     m2.cancel(node.as_ref());

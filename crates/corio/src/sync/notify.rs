@@ -30,7 +30,7 @@ use super::wait_list::{List, Node, Wakers};
 use crate::loom::sync::Mutex as ListLock;
 use crate::loom::sync::atomic::AtomicUsize;
 use crate::loom::sync::atomic::Ordering::SeqCst;
-use crate::task::waker::lock_safe;
+use crate::task::waker::RelaySlot;
 
 /// What a node was given (module docs, steps 1–2).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -151,6 +151,7 @@ impl Notify {
             node: Node::new(Got::Nothing),
             queued: false,
             done: false,
+            relay: RelaySlot::default(),
         }
     }
 }
@@ -173,6 +174,8 @@ pub struct Notified<'a> {
     queued: bool,
     /// Notified already (by the generation or the permit) without queueing.
     done: bool,
+    /// The relay to another executor's waker, kept for its next poll.
+    relay: RelaySlot,
 }
 
 impl Notified<'_> {
@@ -191,7 +194,7 @@ impl Notified<'_> {
         // SAFETY: `this.node` is structurally pinned.
         let node = unsafe { Pin::new_unchecked(&this.node) };
         // As `Mutex::poll_lock`'s: a waker whose clone is user code is relayed before the lock.
-        let waker = cx.map(|cx| lock_safe(cx.waker()));
+        let waker = cx.map(|cx| this.relay.lock_safe(cx.waker()));
         let mut state_guard = this.notify.lock();
         let state = &mut *state_guard;
         if this.queued {

@@ -11,7 +11,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 
 use crate::loom::sync::{Arc, Mutex};
-use crate::task::waker::lock_safe;
+use crate::task::waker::RelaySlot;
 
 struct State<T> {
     value: Option<T>,
@@ -63,19 +63,27 @@ pub fn channel<T>() -> (Sender<T>, Receiver<T>) {
     (
         Sender {
             shared: shared.clone(),
+            relay: RelaySlot::default(),
         },
-        Receiver { shared },
+        Receiver {
+            shared,
+            relay: RelaySlot::default(),
+        },
     )
 }
 
 /// The sending half of a [`channel`].
 pub struct Sender<T> {
     shared: Arc<Shared<T>>,
+    /// The relay to another executor's waker, kept for `poll_closed`'s next poll.
+    relay: RelaySlot,
 }
 
 /// The receiving half of a [`channel`]; a future of the value.
 pub struct Receiver<T> {
     shared: Arc<Shared<T>>,
+    /// The relay to another executor's waker, kept for the next poll.
+    relay: RelaySlot,
 }
 
 /// No value will come: the sender was dropped without sending, or the receiver was
@@ -172,7 +180,7 @@ impl<T> Sender<T> {
     /// the task of `cx` to be woken then (only the last task to poll is woken).
     pub fn poll_closed(&mut self, cx: &mut Context<'_>) -> Poll<()> {
         // Kept under the lock: a waker whose clone is user code is relayed before it.
-        let waker = lock_safe(cx.waker());
+        let waker = self.relay.lock_safe(cx.waker());
         let mut state = self.shared.lock();
         if !state.receiver_open {
             return Poll::Ready(());
@@ -254,8 +262,9 @@ impl<T> Future for Receiver<T> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<T, RecvError>> {
         // As `Sender::poll_closed`'s.
-        let waker = lock_safe(cx.waker());
-        let mut state = self.shared.lock();
+        let this = self.get_mut();
+        let waker = this.relay.lock_safe(cx.waker());
+        let mut state = this.shared.lock();
         if let Some(v) = state.value.take() {
             return Poll::Ready(Ok(v));
         }

@@ -38,7 +38,7 @@ use super::wait_list::{List, Node, Wakers};
 use crate::loom::sync::Mutex as ListLock;
 use crate::loom::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 use crate::loom::sync::atomic::{AtomicBool, AtomicUsize};
-use crate::task::waker::lock_safe;
+use crate::task::waker::RelaySlot;
 
 /// The permits and their FIFO queue; `Semaphore`, `RwLock` and `OnceCell` wrap it.
 pub(crate) struct BatchSemaphore {
@@ -198,13 +198,14 @@ impl BatchSemaphore {
         node: Pin<&Node<usize>>,
         n: usize,
         queued: &mut bool,
+        relay: &mut RelaySlot,
         cx: &mut Context<'_>,
     ) -> Poll<Result<(), AcquireError>> {
         if !*queued && self.try_acquire(n) {
             return Poll::Ready(Ok(()));
         }
         // As `Mutex::poll_lock`'s: a waker whose clone is user code is relayed before the lock.
-        let waker = lock_safe(cx.waker());
+        let waker = relay.lock_safe(cx.waker());
         let mut list = self.list();
         if *queued {
             // SAFETY: we hold the list lock; the node is only ever used with this list.
@@ -315,6 +316,7 @@ impl BatchSemaphore {
             node: Node::new(n),
             n,
             queued: false,
+            relay: RelaySlot::default(),
         }
     }
 }
@@ -327,6 +329,8 @@ pub(crate) struct AcquireRaw<'a> {
     n: usize,
     /// The node is linked, or was unlinked by a release this future has not yet observed.
     queued: bool,
+    /// The relay to another executor's waker, kept for its next poll.
+    relay: RelaySlot,
 }
 
 impl Future for AcquireRaw<'_> {
@@ -337,7 +341,8 @@ impl Future for AcquireRaw<'_> {
         let this = unsafe { self.get_unchecked_mut() };
         // SAFETY: `this.node` is structurally pinned.
         let node = unsafe { Pin::new_unchecked(&this.node) };
-        this.sem.poll_acquire(node, this.n, &mut this.queued, cx)
+        this.sem
+            .poll_acquire(node, this.n, &mut this.queued, &mut this.relay, cx)
     }
 }
 

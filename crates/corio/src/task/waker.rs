@@ -5,7 +5,7 @@ use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
 use std::ops::Deref;
 use std::ptr::NonNull;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::task::{RawWaker, RawWakerVTable, Waker};
 
 use super::core::{Header, TaskRef};
@@ -44,7 +44,11 @@ pub(crate) fn lock_safe(waker: &Waker) -> Cow<'_, Waker> {
 #[cold]
 #[inline(never)]
 pub(crate) fn relay(waker: &Waker) -> Waker {
-    let relay = Arc::new(Relay(waker.clone()));
+    relay_waker(Arc::new(Relay(waker.clone())))
+}
+
+/// The waker of `relay`, which owns the count given.
+fn relay_waker(relay: Arc<Relay>) -> Waker {
     let raw = RawWaker::new(Arc::into_raw(relay).cast(), &RELAY_VTABLE);
     // SAFETY: the data pointer is an `Arc<Relay>` whose one count the new waker owns, and
     // `RELAY_VTABLE`'s functions keep that contract (`relay_clone` takes a count, `relay_wake`
@@ -67,6 +71,48 @@ pub(crate) fn wakes(stored: &Waker, waker: &Waker) -> bool {
     // while `stored` is borrowed.
     let relay = unsafe { &*stored.data().cast::<Relay>() };
     relay.0.will_wake(waker)
+}
+
+/// A waiting future's [`relay`], recognised across its polls. Another executor that polls the
+/// future again with the same waker (a `select`/`join` there re-polls every branch when any
+/// one wakes) gets the relay it stored last time back instead of a new one (an allocation per
+/// poll); and as the waker the wait list stores is then that same relay, storing it again
+/// clones nothing (`will_wake` compares the relay's own pointer). For the wait-list
+/// primitives (`sync`, `JoinSet`), whose futures own their state; a channel operation checks
+/// its stored waker under its lock instead ([`wakes`]).
+///
+/// The slot holds the relay weakly: the wait list's copy is the only strong one, so a relay
+/// the primitive has woken or dropped (a hand-over, a close) drops the other executor's waker
+/// then, as it did when each poll made its own relay, not when the future goes
+/// (`tests/sync_tokio_suite.rs`, `close_drops_a_waiters_waker_outside_the_lock`).
+#[derive(Default)]
+pub(crate) struct RelaySlot(Option<Weak<Relay>>);
+
+impl RelaySlot {
+    /// `waker` itself if [`clone_is_safe`], else a relay to it: the one this slot made last, if
+    /// the wait list still holds it and it wakes `waker`, else a new one. Call it before the
+    /// internal lock is taken, and drop what it returns after the lock is released (the last
+    /// count of a relay drops another executor's waker, user code).
+    #[inline]
+    pub(crate) fn lock_safe<'a>(&mut self, waker: &'a Waker) -> Cow<'a, Waker> {
+        if clone_is_safe(waker) {
+            return Cow::Borrowed(waker);
+        }
+        Cow::Owned(self.refresh(waker))
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn refresh(&mut self, waker: &Waker) -> Waker {
+        if let Some(kept) = self.0.as_ref().and_then(Weak::upgrade)
+            && kept.0.will_wake(waker)
+        {
+            return relay_waker(kept);
+        }
+        let relay = Arc::new(Relay(waker.clone()));
+        self.0 = Some(Arc::downgrade(&relay));
+        relay_waker(relay)
+    }
 }
 
 /// What a [`relay`] waker holds.
