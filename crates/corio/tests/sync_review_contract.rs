@@ -1841,3 +1841,274 @@ mod oneshot_on_every_flavour {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Review additions (2026-12-07): the relay a waiting future keeps for another executor's waker
+// (`RelaySlot`, task/waker.rs)
+// ---------------------------------------------------------------------------------------------
+
+impl WakeLog {
+    fn count(&self) -> usize {
+        self.wakes.load(SeqCst)
+    }
+}
+
+/// A waiter woken by an unlock whose lock a barger then took: its relay was woken and dropped,
+/// so the re-poll with the same waker must store a fresh one, which the next unlock wakes.
+#[test]
+fn review_relay_mutex_a_woken_waiter_that_lost_to_a_barger_is_woken_again() {
+    within(EVENTUALLY, || {
+        let mut barged = 0;
+        for _ in 0..50 {
+            let m = Mutex::new(());
+            let g = m.try_lock().unwrap();
+            let (log, w) = waker();
+            let mut fut = pin!(m.lock_async());
+            assert!(poll_with(fut.as_mut(), &w).is_pending());
+            assert_eq!(Arc::strong_count(&log), 3, "the relay holds one clone");
+            drop(g);
+            assert_eq!(log.count(), 1);
+            assert_eq!(Arc::strong_count(&log), 2, "the woken relay was dropped");
+            // In starvation mode (the head waited over 1 ms) the unlock handed it the lock.
+            let Some(g2) = m.try_lock() else { continue };
+            barged += 1;
+            assert!(poll_with(fut.as_mut(), &w).is_pending());
+            assert_eq!(Arc::strong_count(&log), 3, "a fresh relay was stored");
+            drop(g2);
+            assert_eq!(log.count(), 2, "the second unlock's wake-up was lost");
+            let _g = ready(poll_with(fut.as_mut(), &w), "lock");
+        }
+        assert!(barged > 0, "never in normal mode");
+    });
+}
+
+/// A: w1, w2, w1 again: each poll with a different waker replaces the stored one (the old
+/// clone dropped at once) and only the last one is woken, for Semaphore, Notify, Mutex and
+/// both oneshot halves.
+#[test]
+fn review_relay_a_waiter_repolled_with_other_wakers_keeps_only_the_last() {
+    within(EVENTUALLY, || {
+        fn check(mut poll: impl FnMut(&Waker) -> bool, release: impl FnOnce(), what: &str) {
+            let (l1, w1) = waker();
+            let (l2, w2) = waker();
+            assert!(poll(&w1), "{what}: ready at once");
+            assert_eq!(Arc::strong_count(&l1), 3, "{what}");
+            for _ in 0..3 {
+                assert!(poll(&w1), "{what}");
+                assert_eq!(Arc::strong_count(&l1), 3, "{what}: same waker, one clone");
+            }
+            assert!(poll(&w2), "{what}");
+            assert_eq!(Arc::strong_count(&l1), 2, "{what}: w1's clone kept");
+            assert_eq!(Arc::strong_count(&l2), 3, "{what}");
+            assert!(poll(&w1), "{what}");
+            assert_eq!(Arc::strong_count(&l1), 3, "{what}");
+            assert_eq!(Arc::strong_count(&l2), 2, "{what}: w2's clone kept");
+            release();
+            assert_eq!(l1.count(), 1, "{what}: the last waker was not woken");
+            assert_eq!(l2.count(), 0, "{what}: a replaced waker was woken");
+        }
+        let sem = corio::sync::Semaphore::new(0);
+        let mut acq = pin!(sem.acquire_async());
+        check(
+            |w| poll_with(acq.as_mut(), w).is_pending(),
+            || sem.add_permits(1),
+            "Semaphore",
+        );
+
+        let notify = corio::sync::Notify::new();
+        let mut n = pin!(notify.notified_async());
+        check(
+            |w| poll_with(n.as_mut(), w).is_pending(),
+            || notify.notify_one(),
+            "Notify",
+        );
+
+        let m = Mutex::new(());
+        let g = m.try_lock().unwrap();
+        let mut l = pin!(m.lock_async());
+        check(
+            |w| poll_with(l.as_mut(), w).is_pending(),
+            || drop(g),
+            "Mutex",
+        );
+
+        let (tx, mut rx) = oneshot::channel::<u8>();
+        check(
+            |w| poll_with(Pin::new(&mut rx), w).is_pending(),
+            || drop(tx),
+            "oneshot::Receiver",
+        );
+
+        let (mut tx, rx) = oneshot::channel::<u8>();
+        check(
+            |w| tx.poll_closed(&mut Context::from_waker(w)).is_pending(),
+            || drop(rx),
+            "oneshot::Sender::poll_closed",
+        );
+    });
+}
+
+/// A foreign waker whose `Drop` uses the very primitive: the relay that held its last clone is
+/// replaced by a re-poll with another waker, and dropped after the wait list's lock (else the
+/// `notify_one` in the `Drop` deadlocks on it).
+#[test]
+fn review_relay_a_replaced_relays_last_drop_runs_outside_the_lock() {
+    struct UsesNotify(Arc<corio::sync::Notify>, Arc<AtomicBool>);
+    impl Wake for UsesNotify {
+        fn wake(self: Arc<Self>) {}
+    }
+    impl Drop for UsesNotify {
+        fn drop(&mut self) {
+            self.0.notify_one(); // takes the Notify's lock
+            self.1.store(true, SeqCst);
+        }
+    }
+    within(EVENTUALLY, || {
+        let notify = Arc::new(corio::sync::Notify::new());
+        let dropped = Arc::new(AtomicBool::new(false));
+        let mut n = pin!(notify.notified_async());
+        let w1 = Waker::from(Arc::new(UsesNotify(notify.clone(), dropped.clone())));
+        assert!(poll_with(n.as_mut(), &w1).is_pending());
+        assert!(poll_with(n.as_mut(), &w1).is_pending()); // the relay reused
+        drop(w1); // the relay now holds the last clone
+        assert!(!dropped.load(SeqCst));
+        let (_log, w2) = waker();
+        // Replaces the relay: its last drop (w1's `Drop`) must come after the lock.
+        let _ = poll_with(n.as_mut(), &w2);
+        assert!(dropped.load(SeqCst), "w1's last clone is kept");
+    });
+}
+
+/// Another executor on plain threads that re-polls each pending future twice with the same
+/// waker before it parks (a `select`'s spurious re-polls), and otherwise only when woken: a
+/// lost wake-up hangs (the watchdog reports it). Semaphore, Mutex and Notify ping-pong, on
+/// three threads, so that relays are upgraded while other threads wake and drop them.
+#[test]
+fn review_relay_a_foreign_executor_repolling_spuriously_loses_no_wake_up() {
+    struct Unpark(std::thread::Thread, AtomicBool);
+    impl Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.wake_by_ref()
+        }
+        fn wake_by_ref(self: &Arc<Self>) {
+            self.1.store(true, SeqCst);
+            self.0.unpark();
+        }
+    }
+    fn block_on_foreign<F: Future>(f: F) -> F::Output {
+        let me = Arc::new(Unpark(std::thread::current(), AtomicBool::new(false)));
+        let w = Waker::from(me.clone());
+        let mut f = pin!(f);
+        loop {
+            for _ in 0..3 {
+                if let Poll::Ready(v) = poll_with(f.as_mut(), &w) {
+                    return v;
+                }
+            }
+            while !me.1.swap(false, SeqCst) {
+                std::thread::park();
+            }
+        }
+    }
+    const ROUNDS: usize = 20_000;
+    within(Duration::from_secs(120), || {
+        let sem = Arc::new(corio::sync::Semaphore::new(1));
+        let m = Arc::new(Mutex::new(0_usize));
+        let ping = Arc::new(corio::sync::Notify::new());
+        let pong = Arc::new(corio::sync::Notify::new());
+        let threads: Vec<_> = (0..3)
+            .map(|i| {
+                let (sem, m, ping, pong) = (sem.clone(), m.clone(), ping.clone(), pong.clone());
+                std::thread::spawn(move || {
+                    for _ in 0..ROUNDS {
+                        let p = block_on_foreign(sem.acquire_async()).unwrap();
+                        *block_on_foreign(m.lock_async()) += 1;
+                        drop(p);
+                        match i {
+                            0 => {
+                                ping.notify_one();
+                                block_on_foreign(pong.notified_async());
+                            }
+                            1 => {
+                                block_on_foreign(ping.notified_async());
+                                pong.notify_one();
+                            }
+                            _ => {}
+                        }
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert_eq!(*m.try_lock().unwrap(), 3 * ROUNDS);
+    });
+}
+
+/// A `JoinSet` joined by another executor that re-polls spuriously: every member's result
+/// arrives (its relay, kept weakly by the set, is reused while the set's waiter slot holds it
+/// and replaced after a member's completion took it).
+#[test]
+fn review_relay_a_join_set_joined_by_a_foreign_executor_gets_every_result() {
+    for workers in FLAVOURS {
+        within(EVENTUALLY, move || {
+            let rt = support::rt(workers);
+            let _enter = rt.enter();
+            let mut set = corio::JoinSet::new();
+            let gate = Arc::new(corio::sync::Semaphore::new(0));
+            for i in 0..200_u64 {
+                let gate = gate.clone();
+                set.spawn(async move {
+                    if i % 2 == 0 {
+                        gate.acquire_async().await.unwrap().forget();
+                    }
+                    i
+                });
+            }
+            let (log, w) = waker();
+            let (mut total, mut got, mut opened) = (0, 0, false);
+            let take =
+                |r: Option<Result<u64, corio::JoinError>>, total: &mut u64, got: &mut u64| {
+                    *total += r.expect("the set is not empty").unwrap();
+                    *got += 1;
+                };
+            while got < 200 {
+                let before = log.count();
+                if let Poll::Ready(r) = set.poll_join_next(&mut Context::from_waker(&w)) {
+                    take(r, &mut total, &mut got);
+                    continue;
+                }
+                if !opened && got == 100 {
+                    opened = true;
+                    gate.add_permits(100);
+                }
+                // A spurious re-poll with the same waker, then wait for a wake-up.
+                if let Poll::Ready(r) = set.poll_join_next(&mut Context::from_waker(&w)) {
+                    take(r, &mut total, &mut got);
+                    continue;
+                }
+                wait_until("a member's wake-up", || log.count() > before);
+            }
+            assert_eq!(total, (0..200).sum::<u64>());
+            drop(set);
+            assert_eq!(
+                Arc::strong_count(&log),
+                2,
+                "the set kept a clone of the waker"
+            );
+        });
+    }
+}
+
+/// `RelaySlot` reuses a relay only if the waker it holds (a clone) `will_wake`s the new poll's
+/// waker. For `Waker::from(Arc<impl Wake>)` std builds the clone's vtable as another promoted
+/// constant than the original's, so whether the two compare equal depends on the build.
+#[test]
+fn review_relay_a_std_wake_waker_will_wake_its_clone() {
+    let (_log, w) = waker();
+    assert!(
+        w.clone().will_wake(&w),
+        "the clone of a std Wake waker has another vtable address: a relay is never reused"
+    );
+}

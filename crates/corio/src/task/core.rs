@@ -124,6 +124,53 @@ impl std::ops::Deref for TaskRef<'_> {
     }
 }
 
+/// A task's cell, borrowed for `'a` through the task's own pointer, for the harness's
+/// functions: it derefs to `&Cell<B>` for each use, but is not itself a reference. A
+/// reference passed as an argument must stay valid until the function returns (Stacked and
+/// Tree Borrows "protect" it), and a harness function may free the task before it returns:
+/// the completion of a task nobody else refers to any more (a dropped `JoinHandle`, a detached
+/// task aborted or shut down) deallocates it in `finish`, under the frames of `poll`,
+/// `end_poll` and `complete`. With `&Cell<B>` and `&Header` arguments that was undefined
+/// behaviour, reported by Miri in `task/tests.rs` (`review_a_detached_task_*`; found by the
+/// review of 2026-12-07). So no harness function takes the cell or its header by reference;
+/// each derefs for as long as one use lasts, and never after the task may have been freed.
+pub(crate) struct CellRef<'a, B: Body> {
+    ptr: NonNull<Cell<B>>,
+    _task: std::marker::PhantomData<&'a Cell<B>>,
+}
+
+impl<B: Body> Clone for CellRef<'_, B> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<B: Body> Copy for CellRef<'_, B> {}
+
+impl<'a, B: Body> CellRef<'a, B> {
+    /// # Safety
+    /// `ptr` must be a live `Cell<B>`'s pointer as its handles hold it, alive while the
+    /// `CellRef` is dereferenced (the caller's reference to the task keeps it so until it is
+    /// given up).
+    #[inline(always)]
+    pub(crate) unsafe fn new(ptr: NonNull<Header>) -> CellRef<'a, B> {
+        CellRef {
+            ptr: ptr.cast(),
+            _task: std::marker::PhantomData,
+        }
+    }
+}
+
+impl<B: Body> std::ops::Deref for CellRef<'_, B> {
+    type Target = Cell<B>;
+
+    #[inline(always)]
+    fn deref(&self) -> &Cell<B> {
+        // SAFETY: alive while dereferenced, per `new`'s contract.
+        unsafe { self.ptr.as_ref() }
+    }
+}
+
 /// Intrusive doubly linked list pointers. A task is in its shard's list iff `prev` is set or
 /// it is the list's head.
 #[derive(Default)]

@@ -23,7 +23,7 @@ use std::ptr::NonNull;
 use std::task::{Context, Poll, Waker};
 
 use super::JoinError;
-use super::core::{Body, Cell, Header, Payload, RunResult, Stage, TaskRef};
+use super::core::{Body, Cell, CellRef, Header, Payload, RunResult, Stage, TaskRef};
 use super::raw::{Notified, drop_reference};
 use super::state::{TransitionToIdle, TransitionToRunning};
 use super::waker::waker_ref;
@@ -37,7 +37,7 @@ const SHUTDOWN_CANCEL_ATTEMPTS: usize = 16;
 /// `ptr` must be a `Cell<B>` and the caller must hand over a `Notified` reference.
 pub(crate) unsafe fn poll<B: Body>(ptr: NonNull<Header>) -> RunResult {
     // SAFETY: the caller's reference keeps the cell alive.
-    let cell = unsafe { ptr.cast::<Cell<B>>().as_ref() };
+    let cell = unsafe { CellRef::<B>::new(ptr) };
     match cell.header.state.transition_to_running() {
         TransitionToRunning::Success => return poll_running(cell, ptr),
         TransitionToRunning::Cancelled => return cancel_running(cell, ptr),
@@ -50,7 +50,7 @@ pub(crate) unsafe fn poll<B: Body>(ptr: NonNull<Header>) -> RunResult {
 
 /// Polls a task this thread has set RUNNING on.
 #[inline]
-fn poll_running<B: Body>(cell: &Cell<B>, ptr: NonNull<Header>) -> RunResult {
+fn poll_running<B: Body>(cell: CellRef<'_, B>, ptr: NonNull<Header>) -> RunResult {
     // SAFETY: `ptr` is the task's own pointer, alive while this poll holds its reference.
     let task = unsafe { TaskRef::new(ptr) };
     let waker = waker_ref(task);
@@ -83,7 +83,7 @@ fn poll_running<B: Body>(cell: &Cell<B>, ptr: NonNull<Header>) -> RunResult {
 /// The end of a poll: complete, requeue as yielded, or go idle.
 #[inline]
 fn end_poll<B: Body>(
-    cell: &Cell<B>,
+    cell: CellRef<'_, B>,
     ptr: NonNull<Header>,
     result: Poll<Result<B::Output, super::core::Payload>>,
     yielded: bool,
@@ -125,7 +125,7 @@ pub(crate) unsafe fn claim_switched<B: Body>(
     back: corio_context::coroutine::Detached,
 ) -> RunResult {
     // SAFETY: the caller's reference keeps the cell alive.
-    let cell = unsafe { ptr.cast::<Cell<B>>().as_ref() };
+    let cell = unsafe { CellRef::<B>::new(ptr) };
     // SAFETY: RUNNING gives this thread the stage.
     let (result, yielded) = match unsafe { &mut *cell.core.stage.get() } {
         Stage::Running(body) => {
@@ -145,7 +145,7 @@ pub(crate) unsafe fn stackful_ctx<B: Body>(
     ptr: NonNull<Header>,
 ) -> *const super::stackful::StackfulCtx {
     // SAFETY: the caller's reference keeps the cell alive.
-    let cell = unsafe { ptr.cast::<Cell<B>>().as_ref() };
+    let cell = unsafe { CellRef::<B>::new(ptr) };
     // SAFETY: RUNNING gives this thread the stage; only read here.
     match unsafe { &*cell.core.stage.get() } {
         Stage::Running(body) => body
@@ -160,7 +160,7 @@ pub(crate) unsafe fn stackful_ctx<B: Body>(
 /// over the poll's reference (a `Running`).
 pub(crate) unsafe fn resume_running<B: Body>(ptr: NonNull<Header>) -> RunResult {
     // SAFETY: the caller's reference keeps the cell alive.
-    let cell = unsafe { ptr.cast::<Cell<B>>().as_ref() };
+    let cell = unsafe { CellRef::<B>::new(ptr) };
     if cell.header.state.load().is_cancelled() {
         return cancel_running(cell, ptr);
     }
@@ -169,7 +169,7 @@ pub(crate) unsafe fn resume_running<B: Body>(ptr: NonNull<Header>) -> RunResult 
 
 /// The poll returned `Pending`: go idle, requeue, or cancel.
 fn after_pending<B: Body>(
-    cell: &Cell<B>,
+    cell: CellRef<'_, B>,
     ptr: NonNull<Header>,
     cancel_delivered: bool,
 ) -> RunResult {
@@ -189,7 +189,7 @@ fn after_pending<B: Body>(
 }
 
 /// Cancels a task this thread has set RUNNING on.
-fn cancel_running<B: Body>(cell: &Cell<B>, ptr: NonNull<Header>) -> RunResult {
+fn cancel_running<B: Body>(cell: CellRef<'_, B>, ptr: NonNull<Header>) -> RunResult {
     match cancel_once(cell, ptr) {
         (Poll::Ready(error), _) => complete(cell, ptr, Err(error)),
         // A destructor yielded while the coroutine unwinds: requeue it as running.
@@ -201,7 +201,7 @@ fn cancel_running<B: Body>(cell: &Cell<B>, ptr: NonNull<Header>) -> RunResult {
 
 /// One attempt to cancel the body: `Ready` with the error to complete with; and whether it
 /// yielded (`corio::yield_now` in a destructor of an unwinding coroutine).
-fn cancel_once<B: Body>(cell: &Cell<B>, ptr: NonNull<Header>) -> (Poll<JoinError>, bool) {
+fn cancel_once<B: Body>(cell: CellRef<'_, B>, ptr: NonNull<Header>) -> (Poll<JoinError>, bool) {
     // SAFETY: `ptr` is the task's own pointer, alive while the caller holds its reference.
     let task = unsafe { TaskRef::new(ptr) };
     cancel_in_task(task, &mut |cx| {
@@ -255,8 +255,11 @@ fn drop_context<T>(task: TaskRef<'_>) -> Option<context::TaskGuard> {
 
 /// Stores the result and completes the task (step 5 of the protocol): the finished body is
 /// dropped and the result stored here, where their types are known; [`finish`] does the rest.
-fn complete<B: Body>(cell: &Cell<B>, ptr: NonNull<Header>, result: Result<B::Output, JoinError>) {
-    let header = &cell.header;
+fn complete<B: Body>(
+    cell: CellRef<'_, B>,
+    ptr: NonNull<Header>,
+    result: Result<B::Output, JoinError>,
+) {
     {
         // The body's drop sees its task as `corio::current()`, as it does when the task is
         // aborted (`poll_cancel` drops it inside the task) and as tokio's does.
@@ -267,14 +270,21 @@ fn complete<B: Body>(cell: &Cell<B>, ptr: NonNull<Header>, result: Result<B::Out
     }
     // SAFETY: as above.
     unsafe { *cell.core.stage.get() = Stage::Finished(result) };
-    finish(header, ptr);
+    finish(ptr);
 }
 
 /// The rest of [`complete`], once the result is stored: the transition to COMPLETE, the
 /// output dropped if nobody will read it or the join waker woken, and the task released. It
 /// does not depend on the task's type, so it is compiled once, not once per spawned closure or
 /// future type (the vtable reaches the output's drop and the deallocation).
-fn finish(header: &Header, ptr: NonNull<Header>) {
+///
+/// It may free the task (when the poll's and the list's references are the last): so it takes
+/// the task's pointer, not a `&Header`, which would have to stay valid until it returns
+/// ([`CellRef`]); `header` is not used after the deallocation.
+fn finish(ptr: NonNull<Header>) {
+    // SAFETY: the poll's reference keeps the task alive until the last use of `header`,
+    // before the deallocation at the end.
+    let header = unsafe { ptr.as_ref() };
     let snapshot = header.state.transition_to_complete();
     if !snapshot.is_join_interested() {
         // Nobody will read the output: it is ours to drop. Outside the task, between tasks
@@ -309,7 +319,7 @@ fn finish(header: &Header, ptr: NonNull<Header>) {
 /// `ptr` must be a `Cell<B>` whose stage the caller owns (see `state.rs`).
 pub(crate) unsafe fn drop_stage<B: Body>(ptr: NonNull<Header>) {
     // SAFETY: the caller's ownership of the stage keeps the cell alive.
-    let cell = unsafe { ptr.cast::<Cell<B>>().as_ref() };
+    let cell = unsafe { CellRef::<B>::new(ptr) };
     // SAFETY: per the caller, the stage is ours; a panicking `Drop` is caught.
     let _ = catch_unwind(AssertUnwindSafe(|| unsafe {
         *cell.core.stage.get() = Stage::Consumed;
@@ -335,7 +345,7 @@ pub(crate) unsafe fn dealloc<B: Body>(ptr: NonNull<Header>) {
 /// `*mut Poll<Result<B::Output, JoinError>>`.
 pub(crate) unsafe fn try_read_output<B: Body>(ptr: NonNull<Header>, dst: *mut (), waker: &Waker) {
     // SAFETY: the JoinHandle's reference keeps the cell alive.
-    let cell = unsafe { ptr.cast::<Cell<B>>().as_ref() };
+    let cell = unsafe { CellRef::<B>::new(ptr) };
     if can_read_output(&cell.header, ptr, waker) {
         // SAFETY: COMPLETE with JOIN_INTEREST gives the JoinHandle the stage.
         let stage = unsafe { mem::replace(&mut *cell.core.stage.get(), Stage::Consumed) };
@@ -443,7 +453,7 @@ pub(crate) enum ShutdownMode {
 /// stored visible. Owning the task as RUNNING keeps it from starting now.
 pub(crate) unsafe fn shutdown<B: Body>(ptr: NonNull<Header>, mode: ShutdownMode) -> RunResult {
     // SAFETY: the caller's reference keeps the cell alive.
-    let cell = unsafe { ptr.cast::<Cell<B>>().as_ref() };
+    let cell = unsafe { CellRef::<B>::new(ptr) };
     if !cell.header.state.transition_to_shutdown() {
         // Running or complete: whoever runs it sees CANCELLED.
         drop_reference(ptr);
@@ -463,7 +473,7 @@ pub(crate) unsafe fn shutdown<B: Body>(ptr: NonNull<Header>, mode: ShutdownMode)
 
 /// Completes a task this thread owns as RUNNING without running its body again: the body (a
 /// coroutine's stack, with whatever destructors are left on it) is leaked.
-fn leak_running<B: Body>(cell: &Cell<B>, ptr: NonNull<Header>) {
+fn leak_running<B: Body>(cell: CellRef<'_, B>, ptr: NonNull<Header>) {
     report_leak(cell.header.id);
     // SAFETY: RUNNING gives this thread the stage.
     mem::forget(unsafe { mem::replace(&mut *cell.core.stage.get(), Stage::Consumed) });
@@ -483,7 +493,7 @@ fn report_leak(id: u64) {
 /// gives up the poll's reference. Unless `leak`, the caller must be the task's home worker.
 pub(crate) unsafe fn shutdown_running<B: Body>(ptr: NonNull<Header>, leak: bool) {
     // SAFETY: the caller's reference keeps the cell alive; we own it as RUNNING.
-    let cell = unsafe { ptr.cast::<Cell<B>>().as_ref() };
+    let cell = unsafe { CellRef::<B>::new(ptr) };
     if leak {
         leak_running(cell, ptr);
         return;
