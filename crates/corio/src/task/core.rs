@@ -436,6 +436,25 @@ impl Header {
             }
         }
     }
+
+    /// The task's runtime, for a call that hands the task's last reference of the caller's
+    /// to a run queue (a wake by value, a poll that ends in a yield): an `Arc` on the caller's
+    /// stack that owns no count. Once the task is queued another worker may run it to the end
+    /// and free it, and with it its `Anchor` if the task held the anchor's last count (a task
+    /// spawned through a `Handle` after its `Runtime` was dropped takes an anchor of its own):
+    /// a `&Arc<Shared>` into the anchor, passed as `self`, must stay valid until the call
+    /// returns (Stacked and Tree Borrows protect it), and would not. The runtime itself outlives
+    /// the call, as before: the scheduling functions clone the `Arc` before they queue off a
+    /// worker, and a worker holds its own (`Shared::schedule_woken`).
+    #[inline(always)]
+    pub(crate) fn runtime_for_handoff(
+        &self,
+    ) -> std::mem::ManuallyDrop<Arc<crate::runtime::Shared>> {
+        // SAFETY: a bitwise copy of the anchor's `Arc`, never dropped: it takes no count and
+        // gives none back; its clones take their own. The `Shared` it points to is kept alive
+        // as described above for as long as the copy is used.
+        std::mem::ManuallyDrop::new(unsafe { std::ptr::read(&self.scheduler.shared) })
+    }
 }
 
 #[cfg(all(test, not(loom)))]

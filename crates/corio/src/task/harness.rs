@@ -179,7 +179,7 @@ fn after_pending<B: Body>(
         TransitionToIdle::OkNotified => {
             // SAFETY: the poll's reference is now a Notified (see `transition_to_idle`).
             let task = unsafe { Notified::from_raw(ptr) };
-            header.scheduler.shared.yield_task(task);
+            header.runtime_for_handoff().yield_task(task);
         }
         // SAFETY: the last reference was ours.
         TransitionToIdle::OkDealloc => unsafe { dealloc::<B>(ptr) },

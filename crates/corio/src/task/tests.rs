@@ -481,3 +481,32 @@ fn static_count_waker(count: &Arc<Count>) -> Waker {
     // SAFETY: the vtable keeps the `Arc` count contract.
     unsafe { Waker::from_raw(raw) }
 }
+
+/// A detached task woken by value on another thread while this one runs it to completion as
+/// soon as it is queued: the completion frees the task and, as it held the last count of its
+/// anchor (spawned with no `Runtime` alive, as through a `Handle` after the runtime's drop,
+/// it took an anchor of its own), the anchor too, possibly while the waking thread is still
+/// in the scheduler's call that queued it. That call must not hold a reference into either
+/// (docs/soundness.md, "Task pointers"). Repeated, so that Miri's thread scheduler tries
+/// several interleavings.
+#[test]
+fn a_task_woken_by_value_may_be_freed_before_the_wake_returns() {
+    let shared = shared();
+    let rounds = if cfg!(miri) { 20 } else { 1_000 };
+    for _ in 0..rounds {
+        let door = Arc::new(Door::default());
+        let body = {
+            let door = door.clone();
+            async move { door.pass().await }
+        };
+        drop(spawn_stackless(&shared, body, None));
+        assert_eq!(run_queued(&shared), 1);
+        let waker = door.open();
+        let waking = std::thread::spawn(move || waker.wake());
+        while run_queued(&shared) == 0 {
+            std::thread::yield_now();
+        }
+        waking.join().unwrap();
+        assert_eq!(shared.owned.len(), 0);
+    }
+}

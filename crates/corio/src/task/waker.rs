@@ -215,8 +215,7 @@ unsafe fn wake(ptr: *const ()) {
         TransitionToNotifiedByVal::Submit => {
             // SAFETY: the waker's reference became a Notified's.
             header
-                .scheduler
-                .shared
+                .runtime_for_handoff()
                 .schedule_woken(unsafe { Notified::from_raw(nonnull(ptr)) });
         }
         TransitionToNotifiedByVal::Dealloc => {
