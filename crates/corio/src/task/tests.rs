@@ -83,6 +83,22 @@ impl Wake for Count {
     }
 }
 
+/// Spawns a task that waits at a new door and then returns `output`, and runs it up to the
+/// door.
+fn spawn_at_door<T: Send + 'static>(shared: &Arc<Shared>, output: T) -> (Arc<Door>, JoinHandle<T>) {
+    let door = Arc::new(Door::default());
+    let body = {
+        let door = door.clone();
+        async move {
+            door.pass().await;
+            output
+        }
+    };
+    let handle = spawn_stackless(shared, body, None);
+    assert_eq!(run_queued(shared), 1);
+    (door, handle)
+}
+
 fn poll_join<T>(handle: &mut JoinHandle<T>, waker: &Waker) -> Poll<Result<T, crate::JoinError>> {
     Pin::new(handle).poll(&mut Context::from_waker(waker))
 }
@@ -90,16 +106,7 @@ fn poll_join<T>(handle: &mut JoinHandle<T>, waker: &Waker) -> Poll<Result<T, cra
 #[test]
 fn a_task_woken_through_its_stored_waker_runs_again_and_its_output_is_joined() {
     let shared = shared();
-    let door = Arc::new(Door::default());
-    let body = {
-        let door = door.clone();
-        async move {
-            door.pass().await;
-            vec![7_u64; 3]
-        }
-    };
-    let mut handle = spawn_stackless(&shared, body, None);
-    assert_eq!(run_queued(&shared), 1);
+    let (door, mut handle) = spawn_at_door(&shared, vec![7_u64; 3]);
 
     let join = Arc::new(Count::default());
     let join_waker = Waker::from(join.clone());
@@ -127,16 +134,7 @@ fn a_task_woken_through_its_stored_waker_runs_again_and_its_output_is_joined() {
 #[test]
 fn a_task_woken_by_reference_and_freed_by_its_last_waker() {
     let shared = shared();
-    let door = Arc::new(Door::default());
-    let body = {
-        let door = door.clone();
-        async move {
-            door.pass().await;
-            String::from("done")
-        }
-    };
-    let handle = spawn_stackless(&shared, body, None);
-    assert_eq!(run_queued(&shared), 1);
+    let (door, handle) = spawn_at_door(&shared, String::from("done"));
     drop(handle); // nobody will join: the output is dropped at completion
 
     let waker = door.open();
@@ -211,13 +209,8 @@ fn review_a_detached_task_is_freed_by_its_own_completion() {
 #[test]
 fn review_a_detached_task_woken_by_value_is_freed_by_its_completion() {
     let shared = shared();
-    let door = Arc::new(Door::default());
-    let body = {
-        let door = door.clone();
-        async move { door.pass().await }
-    };
-    drop(spawn_stackless(&shared, body, None));
-    assert_eq!(run_queued(&shared), 1);
+    let (door, handle) = spawn_at_door(&shared, ());
+    drop(handle);
     door.open().wake();
     assert_eq!(run_queued(&shared), 1);
     assert_eq!(shared.owned.len(), 0);
@@ -228,13 +221,7 @@ fn review_a_detached_task_woken_by_value_is_freed_by_its_completion() {
 #[test]
 fn review_join_handle_abort_cancels_an_idle_task() {
     let shared = shared();
-    let door = Arc::new(Door::default());
-    let body = {
-        let door = door.clone();
-        async move { door.pass().await }
-    };
-    let mut handle = spawn_stackless(&shared, body, None);
-    assert_eq!(run_queued(&shared), 1);
+    let (door, mut handle) = spawn_at_door(&shared, ());
     handle.abort();
     assert_eq!(run_queued(&shared), 1);
     let join_waker = Waker::from(Arc::new(Count::default()));
@@ -275,13 +262,8 @@ fn review_abort_handle_on_a_detached_task_frees_it_in_the_cancelling_run() {
 #[test]
 fn review_a_detached_task_collected_for_shutdown_is_freed_by_it() {
     let shared = shared();
-    let door = Arc::new(Door::default());
-    let body = {
-        let door = door.clone();
-        async move { door.pass().await }
-    };
-    drop(spawn_stackless(&shared, body, None));
-    assert_eq!(run_queued(&shared), 1);
+    let (door, handle) = spawn_at_door(&shared, ());
+    drop(handle);
     drop(door.open());
     let tasks = shared.owned.close_and_collect(|_| true);
     assert_eq!(tasks.len(), 1);
@@ -295,16 +277,7 @@ fn review_a_detached_task_collected_for_shutdown_is_freed_by_it() {
 #[test]
 fn review_a_waker_cloned_and_woken_on_another_thread() {
     let shared = shared();
-    let door = Arc::new(Door::default());
-    let body = {
-        let door = door.clone();
-        async move {
-            door.pass().await;
-            42_u32
-        }
-    };
-    let mut handle = spawn_stackless(&shared, body, None);
-    assert_eq!(run_queued(&shared), 1);
+    let (door, mut handle) = spawn_at_door(&shared, 42_u32);
     let join = Arc::new(Count::default());
     let join_waker = Waker::from(join.clone());
     assert!(poll_join(&mut handle, &join_waker).is_pending());
@@ -330,16 +303,7 @@ fn review_a_waker_cloned_and_woken_on_another_thread() {
 #[test]
 fn review_a_join_handle_dropped_after_it_set_its_waker() {
     let shared = shared();
-    let door = Arc::new(Door::default());
-    let body = {
-        let door = door.clone();
-        async move {
-            door.pass().await;
-            vec![1_u8; 5]
-        }
-    };
-    let mut handle = spawn_stackless(&shared, body, None);
-    assert_eq!(run_queued(&shared), 1);
+    let (door, mut handle) = spawn_at_door(&shared, vec![1_u8; 5]);
     let join = Arc::new(Count::default());
     assert!(poll_join(&mut handle, &Waker::from(join.clone())).is_pending());
     drop(handle);
@@ -393,13 +357,7 @@ fn review_relay_slot_reuses_only_a_live_relay_of_the_same_waker() {
     assert_eq!(a.0.load(Ordering::SeqCst), 2);
     // A corio task's waker is used as it is.
     let shared = shared();
-    let door = Arc::new(Door::default());
-    let body = {
-        let door = door.clone();
-        async move { door.pass().await }
-    };
-    let mut handle = spawn_stackless(&shared, body, None);
-    assert_eq!(run_queued(&shared), 1);
+    let (door, mut handle) = spawn_at_door(&shared, ());
     let task_waker = door.open();
     assert!(matches!(
         slot.lock_safe(&task_waker),
@@ -494,13 +452,8 @@ fn a_task_woken_by_value_may_be_freed_before_the_wake_returns() {
     let shared = shared();
     let rounds = if cfg!(miri) { 20 } else { 1_000 };
     for _ in 0..rounds {
-        let door = Arc::new(Door::default());
-        let body = {
-            let door = door.clone();
-            async move { door.pass().await }
-        };
-        drop(spawn_stackless(&shared, body, None));
-        assert_eq!(run_queued(&shared), 1);
+        let (door, handle) = spawn_at_door(&shared, ());
+        drop(handle);
         let waker = door.open();
         let waking = std::thread::spawn(move || waker.wake());
         while run_queued(&shared) == 0 {
