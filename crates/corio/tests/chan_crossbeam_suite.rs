@@ -69,10 +69,10 @@
 //!   `channel_tests` with a bounded channel: every port here runs over every capacity.
 //!
 //! BUG found and fixed (the test failed first):
-//! - `a_40_kib_value_goes_through_a_channel_between_coroutines_with_the_default_stack`: a
-//!   blocking-style `send`/`recv` kept about eight copies of the value in one stack frame in
-//!   a release build, so a 40 KiB value overflowed the default 256 KiB coroutine stack, which
-//!   aborted the process. A value now moves once into an operation and once out of it
+//! - `a_64_kib_value_goes_through_a_channel_between_coroutines_with_the_default_stack` (40 KiB
+//!   then): a blocking-style `send`/`recv` kept about eight copies of the value in one stack
+//!   frame in a release build, so a 40 KiB value overflowed the default 256 KiB coroutine
+//!   stack, which aborted the process. A value now moves once into an operation and once out of it
 //!   (`chan`'s rustdoc, "Large values"; docs/chan.md).
 
 #[macro_use]
@@ -823,9 +823,10 @@ fn a_large_value_goes_through_a_channel_on_a_thread_and_between_roomy_coroutines
 }
 
 /// crossbeam list.rs: `stack_overflow`, in a coroutine with the default stack (256 KiB): a
-/// 40 KiB value (a sixth of the stack) sent and received blocking-style. The send and the
-/// receive each keep one copy of it in their frames (in an optimised build), so this fits;
-/// it used to keep about eight, and overflowed. An overflow aborts the whole test binary.
+/// 64 KiB value (a quarter of the stack) sent and received blocking-style, with and without a
+/// timeout. The send and the receive each keep one copy of it in their frames (in an
+/// optimised build), so this fits; they used to keep about eight, and a 40 KiB value
+/// overflowed. An overflow aborts the whole test binary.
 ///
 /// Optimised builds only: a debug build copies a value at nearly every call and binding, and
 /// this test's own closures (the value built for `send`, the `Result` of `recv` and its
@@ -835,8 +836,8 @@ fn a_large_value_goes_through_a_channel_on_a_thread_and_between_roomy_coroutines
     debug_assertions,
     ignore = "debug builds copy a value at every call and binding: the claim is for optimised builds"
 )]
-fn a_40_kib_value_goes_through_a_channel_between_coroutines_with_the_default_stack() {
-    const N: usize = 40 * 1024;
+fn a_64_kib_value_goes_through_a_channel_between_coroutines_with_the_default_stack() {
+    const N: usize = 64 * 1024;
     struct Big([u8; N]);
     let rt = rt(1);
     within(EVENTUALLY, move || {

@@ -166,8 +166,8 @@
 //! value in its future until the error is made). So in an optimised build a blocking-style
 //! `send` or `recv` keeps one copy of the value in its frame, and a large value's other move
 //! (into a new queue entry, or into the buffer: `VecDeque` takes values, not places) is made
-//! in a call of its own. A 40 KiB value goes through a channel between two coroutines with
-//! the default 256 KiB stack (`tests/chan_crossbeam_suite.rs`).
+//! in a call of its own. A 64 KiB value goes through a channel between two coroutines with
+//! the default 256 KiB stack, with and without a timeout (`tests/chan_crossbeam_suite.rs`).
 //!
 //! The caller's own code holds copies too (the value it built, the `Result` it got), and a
 //! debug build copies a value at nearly every call and binding. For values of tens of KiB,
@@ -519,6 +519,7 @@ impl<T> Receiver<T> {
     ///
     /// Inside an async task: use [`recv_timeout_async`](Self::recv_timeout_async).
     #[track_caller]
+    #[inline(always)] // as `recv`: inlined, `out` is the caller's own place for the value
     pub fn recv_timeout(&self, timeout: Duration) -> Result<T, RecvTimeoutError> {
         // As in `recv`.
         let mut recv = self.recv_timeout_async(timeout);
