@@ -1117,11 +1117,13 @@ fn hold_the_pool() -> mpsc::Sender<()> {
     tx
 }
 
-/// Polls `fut` once with a waker that does nothing; the caller then drops it, as tokio's
+/// Polls `fut` once with a waker that does nothing (true if it was pending); the caller then drops it, as tokio's
 /// `poll_once` does.
-fn poll_once<F: Future>(fut: F) {
+fn poll_once<F: Future>(fut: F) -> bool {
     let mut fut = pin!(fut);
-    let _ = fut.as_mut().poll(&mut Context::from_waker(Waker::noop()));
+    fut.as_mut()
+        .poll(&mut Context::from_waker(Waker::noop()))
+        .is_pending()
 }
 
 /// tokio `fs_file_join_error.rs` `file_ops_survive_join_error`, with the jobs cancelled while
@@ -1200,8 +1202,13 @@ fn file_ops_survive_join_error_after_a_dropped_read() {
         let mut f = File::from_std(f.unwrap());
         let rt = rt_one_pool_thread();
         let f = rt.block_on(async move {
+            // The read's job waits behind this one, so its call is still pending when dropped
+            // (unheld, the pool thread could finish the read within that one poll: a completed
+            // read, whose cursor rightly stays after its bytes).
+            let gate = hold_the_pool();
             let mut buf = [0u8; 8];
-            poll_once(f.read_async(&mut buf)); // its job reads 8 bytes; the call is dropped
+            assert!(poll_once(f.read_async(&mut buf)), "pending"); // its job reads 8 bytes
+            drop(gate);
             corio::spawn_blocking(|| ()).await.unwrap(); // one pool thread: the read has run
             f
         });

@@ -1531,9 +1531,21 @@ rt_common! {
                 let (e, took) = write_until_error(&client);
                 assert_eq!(e.kind(), ErrorKind::TimedOut, "{e:?}");
                 assert_timed(took, timeout, "write");
-                let start = Instant::now();
-                assert_kind((&client).write(b"a write timeout"), ErrorKind::TimedOut);
-                assert_timed(start.elapsed(), timeout, "write");
+                // A short write fits if the buffer gained 15 bytes by its deadline: on a loaded
+                // machine the peer keeps taking the queued bytes for a while (loopback delivery
+                // and acks lag; its window grows), in amounts too small for a writable event,
+                // so the write waits out its timeout and then fits. Refill and try again: once
+                // the peer's receive buffer is full nothing drains.
+                let (e, took) = loop {
+                    let (e, _) = write_until_error(&client);
+                    assert_eq!(e.kind(), ErrorKind::TimedOut, "{e:?}");
+                    let start = Instant::now();
+                    if let Err(e) = (&client).write(b"a write timeout") {
+                        break (e, start.elapsed());
+                    }
+                };
+                assert_eq!(e.kind(), ErrorKind::TimedOut, "{e:?}");
+                assert_timed(took, timeout, "write");
             });
         });
     }
@@ -2832,6 +2844,14 @@ mod allocs {
     }
 }
 
+/// Allocations a counted run may make once, however many rounds it has: a queue's first
+/// growth, where load decides whether the warm-up used that queue at all. Seen with 6 copies
+/// of this binary on 2 vCPUs (one allocation each, by backtrace): the worker's yielded queue
+/// (`Ring::grow` from `run_task`), the first time sysmon ends the coroutine's slice; a
+/// channel's wait queue (`Queued::enqueue`), the first time the receiver waits before the
+/// sender rather than after. One per round would be 1,000.
+const ONE_TIME: usize = 2;
+
 /// TestTCPReadWriteAllocs: a write and the peer's read allocate nothing, on one worker; nor
 /// does the round trip through a writer coroutine woken over a channel.
 #[test]
@@ -2844,7 +2864,10 @@ fn tcp_read_write_allocs() {
                 (&server).write_all(&buf).unwrap();
                 (&client).read_exact(&mut buf).unwrap();
             });
-            assert_eq!(n, 0, "allocations in 1000 write-and-read rounds");
+            assert!(
+                n <= ONE_TIME,
+                "{n} allocations in 1000 write-and-read rounds"
+            );
 
             let (go_tx, go_rx) = corio::chan::bounded::<bool>(0);
             let (done_tx, done_rx) = corio::chan::bounded::<io::Result<()>>(1);
@@ -2861,7 +2884,10 @@ fn tcp_read_write_allocs() {
             });
             go_tx.send(false).unwrap();
             writer.join().unwrap();
-            assert_eq!(n, 0, "allocations in 1000 rounds with a writer coroutine");
+            assert!(
+                n <= ONE_TIME,
+                "{n} allocations in 1000 rounds with a writer coroutine"
+            );
         });
     });
 }
@@ -2879,7 +2905,10 @@ fn udp_allocs() {
                 a.send_to(&buf, addr).unwrap();
                 a.recv_from(&mut buf).unwrap();
             });
-            assert_eq!(n, 0, "allocations in 1000 send_to/recv_from rounds");
+            assert!(
+                n <= ONE_TIME,
+                "{n} allocations in 1000 send_to/recv_from rounds"
+            );
 
             let b = UdpSocket::bind("127.0.0.1:0").unwrap();
             b.connect(addr).unwrap();
@@ -2887,7 +2916,7 @@ fn udp_allocs() {
                 b.send(&buf).unwrap();
                 a.recv(&mut buf).unwrap();
             });
-            assert_eq!(n, 0, "allocations in 1000 send/recv rounds");
+            assert!(n <= ONE_TIME, "{n} allocations in 1000 send/recv rounds");
 
             // A receiver that waits each time (woken by the netpoller).
             let a = std::sync::Arc::new(a);
@@ -2908,7 +2937,10 @@ fn udp_allocs() {
             });
             go_tx.send(false).unwrap();
             receiver.join().unwrap();
-            assert_eq!(n, 0, "allocations in 1000 rounds with a waiting receiver");
+            assert!(
+                n <= ONE_TIME,
+                "{n} allocations in 1000 rounds with a waiting receiver"
+            );
         });
     });
 }

@@ -17,6 +17,21 @@ use support::{EVENTUALLY, within};
 
 const CAP: Duration = Duration::from_secs(20);
 
+/// The limit for a churn test that must reach its floor of preemptions: only a hang (a dead or
+/// blocked worker) reaches it. A preemption lands only while the coroutine is on a CPU, and
+/// signals sent to a descheduled thread merge into one, so on a loaded machine the floor can
+/// take minutes (4-15 preemptions a second were seen with 6 copies at once on 2 vCPUs, 400
+/// alone).
+const HANG: Duration = Duration::from_secs(300);
+
+/// Whether a churn loop started at `start` goes on: until `wanted` preemptions or the cap,
+/// but never short of `floor`, however long that takes (the cap bounds the test's time on a
+/// quiet machine, not what it must prove).
+fn churning(rt: &corio::Runtime, start: Instant, wanted: u64, floor: u64) -> bool {
+    let n = rt.metrics().preemptions;
+    n < floor || (n < wanted && start.elapsed() < CAP)
+}
+
 fn runtime(workers: usize) -> Arc<corio::Runtime> {
     Arc::new(
         corio::Runtime::builder()
@@ -691,7 +706,7 @@ fn channels_and_a_mutex_shared_with_an_ordinary_coroutine_survive_continuous_pre
     const WANTED: u64 = 200;
     let rt = runtime(1);
     let r = rt.clone();
-    within(EVENTUALLY, move || {
+    within(HANG, move || {
         let done = Arc::new(AtomicBool::new(false));
         let (d, r2) = (done.clone(), r.clone());
         let preempter = std::thread::spawn(move || {
@@ -710,7 +725,7 @@ fn channels_and_a_mutex_shared_with_an_ordinary_coroutine_survive_continuous_pre
                 .spawn(move || {
                     let start = Instant::now();
                     let mut i = 0;
-                    while r3.metrics().preemptions < WANTED && start.elapsed() < CAP {
+                    while churning(&r3, start, WANTED, WANTED) {
                         // The `try_` forms take the channel's spin lock outside `block_on`.
                         let mut v = i;
                         while let Err(e) = tx.try_send(v) {
@@ -838,14 +853,14 @@ fn scopes_of_preemptible_coroutines_survive_continuous_preemption() {
     let r = rt.clone();
     // However the test ends, the preempter stops (a hang is reported by `within`).
     let preempter = Preempter::start(&rt);
-    let (scopes, sum) = within(EVENTUALLY, move || {
+    let (scopes, sum) = within(HANG, move || {
         let r3 = r.clone();
         r.run(move || {
             preemptible()
                 .spawn(move || {
                     let start = Instant::now();
                     let (mut scopes, mut sum) = (0u64, 0u64);
-                    while r3.metrics().preemptions < WANTED && start.elapsed() < CAP {
+                    while churning(&r3, start, WANTED, WANTED) {
                         let mut theirs = 0u64;
                         corio::scope(|s| {
                             let child = || theirs = std::hint::black_box(scopes) + 1;
@@ -887,7 +902,7 @@ fn resetting_a_sleep_in_a_preemptible_coroutine_survives_continuous_preemption()
     let r = rt.clone();
     // However the test ends, the preempter stops (a hang is reported by `within`).
     let preempter = Preempter::start(&rt);
-    let (resets, sleeps) = within(EVENTUALLY, move || {
+    let (resets, sleeps) = within(HANG, move || {
         let r3 = r.clone();
         r.run(move || {
             let finished = Arc::new(AtomicBool::new(false));
@@ -906,7 +921,7 @@ fn resetting_a_sleep_in_a_preemptible_coroutine_survives_continuous_preemption()
                     let far = Duration::from_secs(3600);
                     let mut sleep = corio::time::sleep_async(far);
                     let mut resets = 0u64;
-                    while r3.metrics().preemptions < WANTED && start.elapsed() < CAP {
+                    while churning(&r3, start, WANTED, WANTED) {
                         // Registers the timer (inside `block_on`), then cancels it (outside).
                         corio::block_on(std::future::poll_fn(|cx| {
                             let _ = std::pin::Pin::new(&mut sleep).poll(cx);
@@ -955,7 +970,7 @@ fn sockets_made_and_dropped_by_a_preemptible_coroutine_survive_continuous_preemp
         assert!(socket.recv_from(&mut buf).is_err(), "nobody sends");
         1
     }
-    let (mine, theirs) = within(EVENTUALLY, move || {
+    let (mine, theirs) = within(HANG, move || {
         let r3 = r.clone();
         r.run(move || {
             let finished = Arc::new(AtomicBool::new(false));
@@ -971,7 +986,7 @@ fn sockets_made_and_dropped_by_a_preemptible_coroutine_survive_continuous_preemp
                 .spawn(move || {
                     let start = Instant::now();
                     let mut n = 0;
-                    while r3.metrics().preemptions < WANTED && start.elapsed() < CAP {
+                    while churning(&r3, start, WANTED, AT_LEAST) {
                         n += churn();
                     }
                     n
@@ -1005,14 +1020,14 @@ fn aborts_from_a_preemptible_coroutine_survive_continuous_preemption() {
     let r = rt.clone();
     // However the test ends, the preempter stops (a hang is reported by `within`).
     let preempter = Preempter::start(&rt);
-    let aborted = within(EVENTUALLY, move || {
+    let aborted = within(HANG, move || {
         let r3 = r.clone();
         r.run(move || {
             preemptible()
                 .spawn(move || {
                     let start = Instant::now();
                     let mut aborted = 0u64;
-                    while r3.metrics().preemptions < WANTED && start.elapsed() < CAP {
+                    while churning(&r3, start, WANTED, AT_LEAST) {
                         let (tx, rx) = corio::chan::bounded::<u8>(0);
                         let victim = corio::go(move || {
                             let _ = rx.recv();
@@ -1051,14 +1066,14 @@ fn a_join_set_polled_by_a_preemptible_coroutine_survives_continuous_preemption()
     let r = rt.clone();
     // However the test ends, the preempter stops (a hang is reported by `within`).
     let preempter = Preempter::start(&rt);
-    let (sets, sum) = within(EVENTUALLY, move || {
+    let (sets, sum) = within(HANG, move || {
         let r3 = r.clone();
         r.run(move || {
             preemptible()
                 .spawn(move || {
                     let start = Instant::now();
                     let (mut sets, mut sum) = (0u64, 0u64);
-                    while r3.metrics().preemptions < WANTED && start.elapsed() < CAP {
+                    while churning(&r3, start, WANTED, WANTED) {
                         let mut set = corio::JoinSet::new();
                         for k in 0..4u64 {
                             set.go(move || k);
@@ -1098,14 +1113,14 @@ fn blocking_sections_of_a_preemptible_coroutine_survive_continuous_preemption() 
     let r = rt.clone();
     // However the test ends, the preempter stops (a hang is reported by `within`).
     let preempter = Preempter::start(&rt);
-    let sections = within(EVENTUALLY, move || {
+    let sections = within(HANG, move || {
         let r3 = r.clone();
         r.run(move || {
             preemptible()
                 .spawn(move || {
                     let start = Instant::now();
                     let mut sections = 0u64;
-                    while r3.metrics().preemptions < WANTED && start.elapsed() < CAP {
+                    while churning(&r3, start, WANTED, AT_LEAST) {
                         sections += corio::blocking(|| std::hint::black_box(1u64));
                     }
                     sections
@@ -1138,7 +1153,7 @@ fn bare_coroutines_made_by_a_preemptible_coroutine_survive_continuous_preemption
     let r = rt.clone();
     // However the test ends, the preempter stops (a hang is reported by `within`).
     let preempter = Preempter::start(&rt);
-    let (made, spawned) = within(EVENTUALLY, move || {
+    let (made, spawned) = within(HANG, move || {
         let r3 = r.clone();
         r.run(move || {
             let finished = Arc::new(AtomicBool::new(false));
@@ -1154,7 +1169,7 @@ fn bare_coroutines_made_by_a_preemptible_coroutine_survive_continuous_preemption
                 .spawn(move || {
                     let start = Instant::now();
                     let mut n = 0u64;
-                    while r3.metrics().preemptions < WANTED && start.elapsed() < CAP {
+                    while churning(&r3, start, WANTED, AT_LEAST) {
                         let mut co = corio::coroutine::Coroutine::<(), (), u64>::new(|_, ()| 1);
                         n += co.resume(()).as_return().unwrap();
                     }
@@ -1187,7 +1202,7 @@ fn runtimes_entered_by_preemptible_coroutines_survive_continuous_preemption() {
     let other = Arc::new(corio::Runtime::builder().workers(1).build().unwrap());
     let r = rt.clone();
     let preempter = Preempter::start(&rt);
-    let entered = within(EVENTUALLY, move || {
+    let entered = within(HANG, move || {
         let r2 = r.clone();
         r2.run(move || {
             let sides: Vec<_> = (0..2)
@@ -1197,7 +1212,7 @@ fn runtimes_entered_by_preemptible_coroutines_survive_continuous_preemption() {
                         .spawn(move || {
                             let start = Instant::now();
                             let mut entered = 0u64;
-                            while r3.metrics().preemptions < WANTED && start.elapsed() < CAP {
+                            while churning(&r3, start, WANTED, 20) {
                                 let guard = other.enter();
                                 std::hint::black_box(&guard);
                                 drop(guard);
