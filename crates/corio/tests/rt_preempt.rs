@@ -362,3 +362,57 @@ fn work_queued_behind_a_blocking_call_after_short_idle_spells_is_handed_off() {
         );
     });
 }
+
+/// A coroutine whose time slice sysmon ended yields at its next preemption point; when the
+/// only work queued ahead of it on its worker is movable and another worker is idle, that work
+/// goes to the idle worker and the coroutine goes on. Before, its worker started the movable
+/// task first, and a task that then spun waiting for the preempted coroutine (a pure spinner,
+/// as Go's `TestGoroutineParallelism2` has) kept the worker for good: a started coroutine
+/// cannot move, so it was stranded behind its own child while the other worker slept.
+/// `rt_go_proc_suite`'s parallelism test hung so under load (a spawner preempted at its
+/// second spawn, the first child in the spawn slot); here a woken async task stands in the
+/// next-task slot, which makes the order exact: the coroutine wakes the task and yields only
+/// after sysmon has ended its slice.
+#[test]
+fn a_preempted_coroutine_is_not_stranded_behind_movable_work_while_a_worker_is_idle() {
+    let rt = support::rt(2);
+    within(EVENTUALLY, move || {
+        rt.run(|| {
+            let notify = Arc::new(corio::sync::Notify::new());
+            let go_on = Arc::new(AtomicBool::new(false));
+            let waiting = Arc::new(AtomicBool::new(false));
+            let (n, g, w) = (notify.clone(), go_on.clone(), waiting.clone());
+            let spinner = corio::spawn(async move {
+                let notified = n.notified_async();
+                w.store(true, SeqCst);
+                notified.await;
+                // A pure spinner: no runtime call until the coroutine has gone on.
+                let start = Instant::now();
+                while !g.load(SeqCst) {
+                    if start.elapsed() > Duration::from_secs(5) {
+                        return false;
+                    }
+                    std::hint::spin_loop();
+                }
+                true
+            });
+            while !waiting.load(SeqCst) {
+                corio::yield_now();
+            }
+            // Run until sysmon ends this slice, with no runtime call.
+            let ended = corio::Handle::current().metrics().slices_ended;
+            let start = Instant::now();
+            while corio::Handle::current().metrics().slices_ended == ended {
+                assert!(start.elapsed() < CAP, "sysmon never ended the slice");
+                std::hint::spin_loop();
+            }
+            notify.notify_one(); // the task goes to this worker's next-task slot
+            corio::yield_now(); // the preemption point
+            go_on.store(true, SeqCst);
+            assert!(
+                spinner.join().unwrap(),
+                "the preempted coroutine waited 5 s behind the task it had woken"
+            );
+        });
+    });
+}

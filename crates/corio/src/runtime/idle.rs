@@ -116,6 +116,12 @@ impl Idle {
         unparked(self.state.load(SeqCst))
     }
 
+    /// Whether a worker is parked or searching: one that would take work queued now.
+    pub(crate) fn has_idle_worker(&self) -> bool {
+        let s = self.state.load(SeqCst);
+        searching(s) > 0 || unparked(s) < self.num_workers
+    }
+
     /// Workers searching for work.
     pub(crate) fn num_searching(&self) -> usize {
         searching(self.state.load(SeqCst))

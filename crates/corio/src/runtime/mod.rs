@@ -200,6 +200,8 @@ pub(crate) struct Counters {
     pub(crate) steals: AtomicU64,
     pub(crate) parks: AtomicU64,
     pub(crate) handoffs: AtomicU64,
+    /// Time slices sysmon ended (`Metrics::slices_ended`).
+    pub(crate) slices_ended: AtomicU64,
     pub(crate) spares_started: AtomicUsize,
 }
 
@@ -929,6 +931,7 @@ impl Handle {
             steals: m.steals.load(Ordering::Relaxed),
             parks: m.parks.load(Ordering::Relaxed),
             handoffs: m.handoffs.load(Ordering::Relaxed),
+            slices_ended: m.slices_ended.load(Ordering::Relaxed),
             global_queue: shared.inject.len(),
             polls: shared
                 .workers
@@ -1105,6 +1108,10 @@ pub struct Metrics {
     pub parks: u64,
     /// Times sysmon moved work away from a hogging or blocked worker.
     pub handoffs: u64,
+    /// Time slices sysmon ended: a task ran 10 ms without suspending, and was asked to yield
+    /// at its next preemption point (a yield, a spawn, a blocking-style call, a budgeted
+    /// channel, IO or timer operation).
+    pub slices_ended: u64,
     /// Tasks in the global queue now.
     pub global_queue: usize,
     /// Task polls (resumes, for coroutines) so far.

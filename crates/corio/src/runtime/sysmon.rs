@@ -275,6 +275,9 @@ struct Slice {
     blocked_since: Option<Instant>,
     /// Whether the hog was reported (once per slice).
     reported: bool,
+    /// Whether this slice was counted as ended (`Metrics::slices_ended`; the request is
+    /// stored again at every tick until the task yields).
+    ended: bool,
 }
 
 impl Slice {
@@ -286,6 +289,7 @@ impl Slice {
             signals: 0,
             blocked_since: None,
             reported: false,
+            ended: false,
         }
     }
 
@@ -435,6 +439,10 @@ impl Watch {
                     tests::hold::after_preempt();
                     if ended {
                         continue;
+                    }
+                    if !slice.ended {
+                        slice.ended = true;
+                        shared.metrics.slices_ended.fetch_add(1, Ordering::Relaxed);
                     }
                     // A preemptible coroutine also gets the signal, at once, as Go's
                     // `preemptone` sets `gp.preempt` and signals together; sysmon looks again

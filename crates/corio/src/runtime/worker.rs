@@ -502,6 +502,10 @@ struct Core {
     /// one load instead of six tests. (Only the loop and shutdown take from `yielded`, and
     /// shutdown clears the flag first; a direct yield rotates it, keeping its length.)
     only_yielded: bool,
+    /// Set when a preempted coroutine's movable work went to an idle worker
+    /// (`WorkerCtx::pass_movable_work_on`): the next round runs that coroutine, the yielded
+    /// queue's back.
+    resume_yielded: bool,
     /// Rounds until the global queue is looked at first.
     global_countdown: u32,
     /// Whether the yielded queue, not the global queue, goes first at the last such look
@@ -660,6 +664,7 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
             spawn_slot_used: false,
             yielded: Ring::new(),
             only_yielded: false,
+            resume_yielded: false,
             global_countdown: GLOBAL_POLL_INTERVAL,
             yielded_turn: false,
             now: 0,
@@ -853,16 +858,7 @@ impl WorkerCtx {
             // does by putting a preempted goroutine on the global queue. The slice is over for
             // the task in the next-task slot too.
             let mut core = self.core.borrow_mut();
-            // Only when the global queue has work: otherwise the check would hand the
-            // yielded-queue's turn straight back to the task that was just preempted, ahead
-            // of the run queue. And the global queue's turn, not the yielded queue's (a
-            // preempted coroutine is there now); not at all when the task itself went to the
-            // global queue (a movable one, `schedule_local`): it would run again at once.
-            if !self.preempted_to_global.replace(false) && !self.shared.inject.is_empty() {
-                core.global_countdown = 1;
-                // Flipped at the look: the global queue goes first.
-                core.yielded_turn = true;
-            }
+            let to_global = self.preempted_to_global.replace(false);
             core.lifo_polls = SLICE_OVER;
             // Now, not at the next pick: by then the timers that round fires may have put a
             // sleeper in the slot, which then queued behind every task (140–250 turns late
@@ -870,7 +866,62 @@ impl WorkerCtx {
             if let Some(task) = core.next.take() {
                 self.push_back(&mut core, task);
             }
+            if result == RunResult::Yielded && self.pass_movable_work_on(&mut core) {
+                return;
+            }
+            // Only when the global queue has work: otherwise the check would hand the
+            // yielded-queue's turn straight back to the task that was just preempted, ahead
+            // of the run queue. And the global queue's turn, not the yielded queue's (a
+            // preempted coroutine is there now); not at all when the task itself went to the
+            // global queue (a movable one, `schedule_local`): it would run again at once.
+            if !to_global && !self.shared.inject.is_empty() {
+                core.global_countdown = 1;
+                // Flipped at the look: the global queue goes first.
+                core.yielded_turn = true;
+            }
         }
+    }
+
+    /// A pinned coroutine whose slice sysmon ended has just yielded (it is at the back of the
+    /// yielded queue). If movable work is queued ahead of it here — tasks not started yet, in
+    /// the spawn slot and the run queue — and another worker is idle, that work goes to the
+    /// global queue for the idle worker; and if no pinned work is queued here either, the
+    /// coroutine runs again at once, in a new slice. Go's preempted goroutine goes to the
+    /// global queue, where an idle P takes it, while its own P runs the work behind it; a
+    /// started coroutine here cannot move, so the work moves instead. Run here first, a
+    /// movable task that spins waiting for what the preempted coroutine does next (a child
+    /// waiting for its sibling, which the coroutine was about to spawn) kept the worker for
+    /// good, and the coroutine was stranded behind it while the other worker slept
+    /// (`rt_preempt`,
+    /// `a_preempted_coroutine_is_not_stranded_behind_movable_work_while_a_worker_is_idle`).
+    /// With no worker idle the slice's end goes on as usual (false): the coroutine waits its
+    /// turn behind the work.
+    #[cold]
+    #[inline(never)]
+    fn pass_movable_work_on(&self, core: &mut Core) -> bool {
+        let movable = core.spawn_slot_used || !core.run_queue.is_empty();
+        if !movable || !self.shared.idle.has_idle_worker() {
+            return false;
+        }
+        // The spawn slot's task was spawned before those in the run queue.
+        let spawned = if core.spawn_slot_used {
+            self.take_spawned(core)
+        } else {
+            None
+        };
+        let queued = std::iter::from_fn(|| core.run_queue.pop());
+        // Shutting down: the tasks are dropped, and the owned list cancels them.
+        let _ = self
+            .shared
+            .inject
+            .push_batch(spawned.into_iter().chain(queued));
+        // Pinned work queued here has its turn first, as at any slice's end; else the next
+        // round runs the coroutine (`next_task`). Either way not the global queue's turn, which
+        // would take the work back before the idle worker comes for it.
+        core.resume_yielded = core.pinned.is_empty();
+        core.global_countdown = core.global_countdown.max(2);
+        self.shared.notify_work();
+        true
     }
 
     /// The checks both direct paths begin with: not shutting down; `run_task`'s end for the
@@ -1132,6 +1183,15 @@ impl WorkerCtx {
                 return Some(Runnable::Notified(task));
             }
         } else {
+            // A preempted coroutine whose movable work went to an idle worker goes on, in a
+            // new slice (`pass_movable_work_on`): it is at the back of the yielded queue.
+            if core.resume_yielded {
+                core.resume_yielded = false;
+                if let Some(yielded) = core.yielded.pop_back() {
+                    core.lifo_polls = 0;
+                    return Some(Runnable::Running(yielded.task));
+                }
+            }
             // The slot's task when the slice ended went to the back then (`run_task`); one
             // there now was woken by this round's timers, and runs next, in a slice of its own
             // (Go's `checkTimers` readies into `runnext` before `runqget`).

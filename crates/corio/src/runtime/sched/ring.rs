@@ -113,6 +113,18 @@ impl<T> Ring<T> {
         Some(value)
     }
 
+    /// Removes the back element (the one pushed last).
+    pub(crate) fn pop_back(&mut self) -> Option<T> {
+        if self.len == 0 {
+            return None;
+        }
+        self.len -= 1;
+        let at = self.slot(self.len);
+        // SAFETY: `at` is below the capacity (masked) and was the last of the `len` held
+        // slots; with `len` shortened it is free (read exactly once).
+        Some(unsafe { self.buf.get_unchecked(at).assume_init_read() })
+    }
+
     /// `push_back(back)` then `pop_front()` in one step, without growing: returns the front.
     ///
     /// # Safety
@@ -197,6 +209,27 @@ mod tests {
         assert_eq!(next_out, next_in);
         assert!(ring.is_empty());
         assert!(ring.front().is_none());
+    }
+
+    #[test]
+    fn pop_back_takes_the_element_pushed_last_across_wraparound() {
+        let mut ring = Ring::new();
+        for i in 0..6 {
+            ring.push_back(Box::new(i));
+        }
+        for i in 0..5 {
+            assert_eq!(ring.pop_front().map(|v| *v), Some(i));
+        }
+        // The head is at 5 of 8: the next pushes wrap around.
+        for i in 6..12 {
+            ring.push_back(Box::new(i));
+        }
+        assert_eq!(ring.pop_back().map(|v| *v), Some(11));
+        assert_eq!(ring.pop_back().map(|v| *v), Some(10));
+        ring.push_back(Box::new(12));
+        let rest: Vec<i32> = std::iter::from_fn(|| ring.pop_front().map(|v| *v)).collect();
+        assert_eq!(rest, [5, 6, 7, 8, 9, 12]);
+        assert!(ring.pop_back().is_none());
     }
 
     #[test]
