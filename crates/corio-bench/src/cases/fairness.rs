@@ -3,7 +3,7 @@
 //! With 2 workers, a sleeper task sleeps 1 ms again and again and records, for each sleep,
 //! how late it woke: `elapsed − 1 ms`. Once it has finished one sleep, `2 × workers = 4` hogs
 //! are spawned that spin on an atomic stop flag (nothing else: no yield, no runtime call) for
-//! the window (3 s; `--quick`: 1 s); then the main thread — a plain thread outside the
+//! the window (3 s; `--quick`: 1 s, 3 runs instead of 5); then the main thread — a plain thread outside the
 //! runtime, in the Rust children — sets the flag. Every sleep that *ends* after the window
 //! began is a sample (the sleeper checks the flag before each sleep, so at most one ends after
 //! the window): a sleeper starved for the whole window still reports that one late wake-up. Reported per run: p50, p99 and max lateness (µs, nearest rank) and the sample
@@ -97,7 +97,7 @@ const METRICS: [(&str, &str, &str); 4] = [
 
 fn run(opts: &Opts) -> Vec<Measurement> {
     let window_ms: u64 = opts.size(3_000, 1_000);
-    let runs = opts.runs(5, 5);
+    let runs = opts.runs(5, 3);
     let launches: Vec<Launch> = IMPLS
         .iter()
         .map(|(_, key, _)| match *key {

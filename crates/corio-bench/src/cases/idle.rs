@@ -4,7 +4,7 @@
 //! it, which also starts runtimes that start lazily), let it settle for 200 ms, then count the
 //! context switches — voluntary + nonvoluntary, from `/proc/self/task/<tid>/status` — of
 //! every thread of the process except the measuring thread itself, at the start and the end
-//! of the window (2 s; `--quick`: 1 s). A thread that sleeps until there is work makes none;
+//! of the window (2 s; `--quick`: 1 s, 3 runs instead of 5). A thread that sleeps until there is work makes none;
 //! one that polls on a timer makes one per tick. The figure is switches per second.
 //!
 //! | implementation | runtime | the measuring thread |
@@ -51,7 +51,7 @@ const IMPLS: [(&str, &str, &str); 4] = [
 
 fn run(opts: &Opts) -> Vec<Measurement> {
     let window_ms: u64 = opts.size(2_000, 1_000);
-    let runs = opts.runs(5, 5);
+    let runs = opts.runs(5, 3);
     let launches: Vec<Launch> = IMPLS
         .iter()
         .map(|(_, key, _)| match *key {
