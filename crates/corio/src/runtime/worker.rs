@@ -885,8 +885,8 @@ impl WorkerCtx {
     /// A pinned coroutine whose slice sysmon ended has just yielded (it is at the back of the
     /// yielded queue). If movable work is queued ahead of it here — tasks not started yet, in
     /// the spawn slot and the run queue — and another worker is idle, that work goes to the
-    /// global queue for the idle worker; and if no pinned work is queued here either, the
-    /// coroutine runs again at once, in a new slice. Go's preempted goroutine goes to the
+    /// global queue for the idle worker; and if no pinned work is queued here either (no
+    /// coroutine woken or yielded before it), the coroutine runs again at once, in a new slice. Go's preempted goroutine goes to the
     /// global queue, where an idle P takes it, while its own P runs the work behind it; a
     /// started coroutine here cannot move, so the work moves instead. Run here first, a
     /// movable task that spins waiting for what the preempted coroutine does next (a child
@@ -915,10 +915,11 @@ impl WorkerCtx {
             .shared
             .inject
             .push_batch(spawned.into_iter().chain(queued));
-        // Pinned work queued here has its turn first, as at any slice's end; else the next
-        // round runs the coroutine (`next_task`). Either way not the global queue's turn, which
-        // would take the work back before the idle worker comes for it.
-        core.resume_yielded = core.pinned.is_empty();
+        // Pinned work queued here has its turn first, as at any slice's end, and so do
+        // coroutines that yielded before this one; else the next round runs the coroutine
+        // (`next_task`). Either way not the global queue's turn, which would take the work back
+        // before the idle worker comes for it.
+        core.resume_yielded = core.pinned.is_empty() && core.yielded.len() == 1;
         core.global_countdown = core.global_countdown.max(2);
         self.shared.notify_work();
         true

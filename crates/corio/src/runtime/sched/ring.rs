@@ -45,7 +45,7 @@ impl<T> Ring<T> {
     }
 
     /// How many elements the ring holds.
-    #[cfg(test)]
+    #[inline]
     pub(crate) fn len(&self) -> usize {
         self.len
     }
