@@ -1117,8 +1117,8 @@ fn hold_the_pool() -> mpsc::Sender<()> {
     tx
 }
 
-/// Polls `fut` once with a waker that does nothing (true if it was pending); the caller then drops it, as tokio's
-/// `poll_once` does.
+/// Polls `fut` once with a waker that does nothing (true if it was pending); the caller then
+/// drops it, as tokio's `poll_once` does.
 fn poll_once<F: Future>(fut: F) -> bool {
     let mut fut = pin!(fut);
     fut.as_mut()

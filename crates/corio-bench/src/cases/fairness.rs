@@ -3,11 +3,12 @@
 //! With 2 workers, a sleeper task sleeps 1 ms again and again and records, for each sleep,
 //! how late it woke: `elapsed − 1 ms`. Once it has finished one sleep, `2 × workers = 4` hogs
 //! are spawned that spin on an atomic stop flag (nothing else: no yield, no runtime call) for
-//! the window (3 s; `--quick`: 1 s, 3 runs instead of 5); then the main thread — a plain thread outside the
-//! runtime, in the Rust children — sets the flag. Every sleep that *ends* after the window
-//! began is a sample (the sleeper checks the flag before each sleep, so at most one ends after
-//! the window): a sleeper starved for the whole window still reports that one late wake-up. Reported per run: p50, p99 and max lateness (µs, nearest rank) and the sample
-//! count (a sleeper that always woke on time would have ~window / 1.06 ms of them); the
+//! the window (3 s; `--quick`: 1 s, 3 runs instead of 5); then the main thread — a plain
+//! thread outside the runtime, in the Rust children — sets the flag. Every sleep that *ends*
+//! after the window began is a sample (the sleeper checks the flag before each sleep, so at
+//! most one ends after the window): a sleeper starved for the whole window still reports that
+//! one late wake-up. Reported per run: p50, p99 and max lateness (µs, nearest rank) and the
+//! sample count (a sleeper that always woke on time would have ~window / 1.06 ms of them); the
 //! table shows the median over the runs of each.
 //!
 //! | implementation | sleeper | hogs |

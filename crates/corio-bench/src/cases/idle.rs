@@ -4,8 +4,9 @@
 //! it, which also starts runtimes that start lazily), let it settle for 200 ms, then count the
 //! context switches — voluntary + nonvoluntary, from `/proc/self/task/<tid>/status` — of
 //! every thread of the process except the measuring thread itself, at the start and the end
-//! of the window (2 s; `--quick`: 1 s, 3 runs instead of 5). A thread that sleeps until there is work makes none;
-//! one that polls on a timer makes one per tick. The figure is switches per second.
+//! of the window (2 s; `--quick`: 1 s, 3 runs instead of 5). A thread that sleeps until there
+//! is work makes none; one that polls on a timer makes one per tick. The figure is switches
+//! per second.
 //!
 //! | implementation | runtime | the measuring thread |
 //! |---|---|---|

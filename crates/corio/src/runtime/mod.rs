@@ -264,10 +264,11 @@ impl Shared {
     /// A task woken by value through its waker: as [`Shared::schedule`], for a `self` that is
     /// the task's runtime, whose last count may go with the task as soon as it is queued
     /// (`self` itself is a copy on the waker's stack, `Header::runtime_for_handoff`, not a
-    /// reference into the task's anchor, which may be freed with it). On a worker of this runtime the worker's own `Arc` keeps `Shared` alive, so no
-    /// clone is taken: cloning here, on every wake-up, made the `Arc`'s count one cache line
-    /// that every hand-off on every worker wrote (72 % of `wake`'s samples for the sieve split
-    /// over 2 workers). Elsewhere (a plain thread, another runtime) a clone keeps it alive.
+    /// reference into the task's anchor, which may be freed with it). On a worker of this
+    /// runtime the worker's own `Arc` keeps `Shared` alive, so no clone is taken: cloning
+    /// here, on every wake-up, made the `Arc`'s count one cache line that every hand-off on
+    /// every worker wrote (72 % of `wake`'s samples for the sieve split over 2 workers).
+    /// Elsewhere (a plain thread, another runtime) a clone keeps it alive.
     #[inline]
     pub(crate) fn schedule_woken(self: &Arc<Self>, task: Notified) {
         if task.header().kind != Kind::Blocking {

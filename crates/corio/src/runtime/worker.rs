@@ -886,13 +886,13 @@ impl WorkerCtx {
     /// yielded queue). If movable work is queued ahead of it here — tasks not started yet, in
     /// the spawn slot and the run queue — and another worker is idle, that work goes to the
     /// global queue for the idle worker; and if no pinned work is queued here either (no
-    /// coroutine woken or yielded before it), the coroutine runs again at once, in a new slice. Go's preempted goroutine goes to the
-    /// global queue, where an idle P takes it, while its own P runs the work behind it; a
-    /// started coroutine here cannot move, so the work moves instead. Run here first, a
-    /// movable task that spins waiting for what the preempted coroutine does next (a child
-    /// waiting for its sibling, which the coroutine was about to spawn) kept the worker for
-    /// good, and the coroutine was stranded behind it while the other worker slept
-    /// (`rt_preempt`,
+    /// coroutine woken or yielded before it), the coroutine runs again at once, in a new
+    /// slice. Go's preempted goroutine goes to the global queue, where an idle P takes it,
+    /// while its own P runs the work behind it; a started coroutine here cannot move, so the
+    /// work moves instead. Run here first, a movable task that spins waiting for what the
+    /// preempted coroutine does next (a child waiting for its sibling, which the coroutine was
+    /// about to spawn) kept the worker for good, and the coroutine was stranded behind it
+    /// while the other worker slept (`rt_preempt`,
     /// `a_preempted_coroutine_is_not_stranded_behind_movable_work_while_a_worker_is_idle`).
     /// With no worker idle the slice's end goes on as usual (false): the coroutine waits its
     /// turn behind the work.

@@ -148,7 +148,6 @@ fn a_task_woken_by_reference_and_freed_by_its_last_waker() {
 #[test]
 fn a_task_collected_for_shutdown_is_cancelled_and_its_join_reports_it() {
     let shared = shared();
-    let door = Arc::new(Door::default());
     let dropped = Arc::new(AtomicBool::new(false));
     struct SetOnDrop(Arc<AtomicBool>);
     impl Drop for SetOnDrop {
@@ -156,16 +155,8 @@ fn a_task_collected_for_shutdown_is_cancelled_and_its_join_reports_it() {
             self.0.store(true, Ordering::SeqCst);
         }
     }
-    let body = {
-        let door = door.clone();
-        let guard = SetOnDrop(dropped.clone());
-        async move {
-            let _guard = guard;
-            door.pass().await;
-        }
-    };
-    let mut handle = spawn_stackless(&shared, body, None);
-    assert_eq!(run_queued(&shared), 1);
+    // The body holds the guard (its output) while it waits at the door.
+    let (door, mut handle) = spawn_at_door(&shared, SetOnDrop(dropped.clone()));
 
     let tasks = shared.owned.close_and_collect(|_| true);
     assert_eq!(tasks.len(), 1);
@@ -241,15 +232,9 @@ fn review_join_handle_abort_cancels_an_idle_task() {
 #[test]
 fn review_abort_handle_on_a_detached_task_frees_it_in_the_cancelling_run() {
     let shared = shared();
-    let door = Arc::new(Door::default());
-    let body = {
-        let door = door.clone();
-        async move { door.pass().await }
-    };
-    let handle = spawn_stackless(&shared, body, None);
+    let (door, handle) = spawn_at_door(&shared, ());
     let abort = handle.abort_handle();
     drop(handle);
-    assert_eq!(run_queued(&shared), 1);
     drop(door.open()); // the waker's reference goes
     abort.abort();
     drop(abort);
