@@ -163,6 +163,17 @@ enum Finish<R> {
 /// destructor on it runs, and returns the stack to the thread's cache. Under `panic = "abort"`
 /// nothing can unwind, so dropping a suspended coroutine leaks its stack slot instead (its
 /// destructors never run, and its memory is never reused).
+///
+/// # Thread-locals
+///
+/// A coroutine suspended inside a thread-local's `LocalKey::with` holds its borrow, and std
+/// destroys thread-locals when the thread exits, expecting no `with` to be running by then. So
+/// a coroutine suspended inside `with` must end (return, or be dropped) before its thread
+/// begins to exit: do not keep it in a thread-local whose destructor would resume or drop it,
+/// and do not `mem::forget` it while a thread it started in a `std::thread::scope` inside
+/// that `with` still runs. Otherwise its code runs with, or that thread reads through, a
+/// reference to a destroyed value (`tests/thread_locals.rs`; corosensei's coroutines share
+/// this; corio's runtime keeps a worker's thread alive for a coroutine it had to leak).
 pub struct Coroutine<Input, Yield, Return> {
     /// What a switch reads and writes, the same for every `Coroutine` type (see [`RawCoroutine`]).
     raw: RawCoroutine,

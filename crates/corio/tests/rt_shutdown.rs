@@ -677,3 +677,66 @@ fn the_runtime_is_freed_by_its_drop_while_plain_threads_wake_its_coroutines() {
         }
     });
 }
+
+/// A coroutine that keeps blocking while it unwinds at shutdown is leaked: its frames never
+/// end, so what they borrowed stays borrowed for ever — including a thread-local of its worker,
+/// lent by `LocalKey::with` for as long as the closure runs. Its worker thread must therefore
+/// never destroy its thread-locals: it stays, parked, instead of exiting. (It exited, and a
+/// scoped thread that the leaked frame had started could read the thread-local after its drop:
+/// a use after free from safe code.)
+#[test]
+fn a_worker_that_leaked_a_coroutine_at_shutdown_keeps_its_thread_locals() {
+    static DROPPED: AtomicBool = AtomicBool::new(false);
+    struct Victim(#[allow(dead_code)] u64);
+    impl Drop for Victim {
+        fn drop(&mut self) {
+            DROPPED.store(true, SeqCst);
+        }
+    }
+    thread_local! {
+        static VICTIM: Victim = const { Victim(7) };
+    }
+    struct BlockForever;
+    impl Drop for BlockForever {
+        fn drop(&mut self) {
+            corio::block_on(Gate::new().wait());
+        }
+    }
+    within(EVENTUALLY, || {
+        let rt = support::rt(1);
+        let started = Arc::new(AtomicBool::new(false));
+        let s = started.clone();
+        let stuck = rt.go(move || {
+            VICTIM.with(|victim| {
+                std::thread::scope(|scope| {
+                    // Holds the borrow on another thread while the coroutine waits (and, once
+                    // leaked, for ever).
+                    scope.spawn(move || {
+                        let _borrowed: &Victim = victim;
+                        loop {
+                            std::thread::park();
+                        }
+                    });
+                    let _blocks = BlockForever;
+                    s.store(true, SeqCst);
+                    corio::sleep(Duration::from_secs(60));
+                });
+            });
+        });
+        wait_until("the coroutine waits", || started.load(SeqCst));
+        let start = Instant::now();
+        drop(rt);
+        assert!(
+            start.elapsed() < PROMPTLY,
+            "shutdown took {:?}",
+            start.elapsed()
+        );
+        assert!(stuck.join().unwrap_err().is_cancelled());
+        // Had the worker exited, its thread-locals would be gone by now.
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(
+            !DROPPED.load(SeqCst),
+            "the worker's thread-local was dropped while the leaked coroutine borrows it"
+        );
+    });
+}

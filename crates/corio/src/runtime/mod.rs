@@ -178,8 +178,13 @@ pub(crate) struct Shared {
     pub(crate) shutdown: AtomicBool,
     /// The runtime clock's origin: deadlines are nanoseconds since it.
     pub(crate) epoch: Instant,
-    /// Worker threads, joined at shutdown.
-    threads: Mutex<Vec<ThreadHandle<()>>>,
+    /// Worker threads and their workers' indexes, joined at shutdown (those whose thread
+    /// stays, `worker::Exit::stay`, are let go instead).
+    threads: Mutex<Vec<(usize, ThreadHandle<()>)>>,
+    /// Taken to tell, and to wait for, a worker's exit (`worker_exited`, `exit_cv`).
+    exits: Mutex<()>,
+    /// Signalled when a worker leaves its `run` (`Remote::exit`).
+    exit_cv: std::sync::Condvar,
     /// Worker threads running their loop, and `begin_shutdown`s still cancelling tasks: the
     /// last of them to leave at shutdown finishes it (`Shared::leave`).
     running: AtomicUsize,
@@ -227,6 +232,8 @@ impl Shared {
             shutdown: AtomicBool::new(false),
             epoch,
             threads: Mutex::new(Vec::new()),
+            exits: Mutex::new(()),
+            exit_cv: std::sync::Condvar::new(),
             running: AtomicUsize::new(0),
             finished: AtomicBool::new(false),
             metrics: Counters::default(),
@@ -474,7 +481,7 @@ impl Shared {
         self.threads
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .push(thread);
+            .push((index, thread));
         Ok(())
     }
 }
@@ -501,7 +508,10 @@ impl Shared {
 /// Dropping the runtime shuts it down: every task still alive is cancelled — futures are
 /// dropped, coroutines are unwound on their own threads so their destructors run — and the
 /// worker threads are joined. A coroutine that keeps blocking while it unwinds (a destructor
-/// that waits for something that never comes) is leaked after a grace period of two seconds.
+/// that waits for something that never comes) is leaked after a grace period of two seconds,
+/// and its worker's thread then stays, parked for good, instead of being joined: the leaked
+/// frames may borrow that thread's thread-locals (`docs/soundness.md`, "Leaked coroutines and
+/// thread-locals").
 ///
 /// As with [`JoinHandle::abort`], which says more: a destructor that panics while a
 /// coroutine's stack unwinds aborts the process (a panic during a panic); one in an async
@@ -974,15 +984,36 @@ impl Handle {
             // `None` (a deadline past the clock's range) means "no limit".
             let deadline = Instant::now().checked_add(timeout);
             // std has no join with a timeout: poll the threads (1 ms apart, only here).
-            while threads.iter().any(|t| !t.is_finished()) {
+            while threads
+                .iter()
+                .any(|(i, t)| !t.is_finished() && !shared.worker_stays(*i))
+            {
                 if deadline.is_some_and(|d| Instant::now() >= d) {
                     return; // dropping the handles detaches the threads still running
                 }
                 std::thread::sleep(std::time::Duration::from_millis(1));
             }
         }
-        for thread in threads {
-            let _ = thread.join();
+        // Wait until each worker has left its `run`, so that those whose thread stays for
+        // good (`worker::Exit::stay`) are known; join the others. (A thread that never reached
+        // `run` — a start hook panicked — is seen finished; hence the timeout.)
+        {
+            let mut exits = shared.exits.lock().unwrap_or_else(|e| e.into_inner());
+            while threads.iter().any(|(i, t)| {
+                !t.is_finished()
+                    && shared.workers[*i].exit.load(Ordering::Acquire) == worker::EXIT_RUNNING
+            }) {
+                exits = shared
+                    .exit_cv
+                    .wait_timeout(exits, std::time::Duration::from_millis(10))
+                    .unwrap_or_else(|e| e.into_inner())
+                    .0;
+            }
+        }
+        for (index, thread) in threads {
+            if !shared.worker_stays(index) {
+                let _ = thread.join();
+            }
         }
         // The last to leave has finished the shutdown; a worker that panicked left without
         // finishing it (`worker::run`), and then it is done here.
@@ -1000,6 +1031,27 @@ impl Shared {
         if self.running.fetch_sub(1, Ordering::SeqCst) == 1 && self.is_shutdown() {
             self.finish_shutdown();
         }
+    }
+
+    /// A worker's thread has left its `run` with `state` (`Remote::exit`): tells a drop that
+    /// waits to join it.
+    pub(crate) fn worker_exited(&self, index: usize, state: u8) {
+        self.workers[index].exit.store(state, Ordering::Release);
+        let _exits = self.exits.lock().unwrap_or_else(|e| e.into_inner());
+        self.exit_cv.notify_all();
+    }
+
+    /// Whether worker `index`'s thread stays for good (`worker::Exit::stay`).
+    fn worker_stays(&self, index: usize) -> bool {
+        self.workers[index].exit.load(Ordering::Acquire) == worker::EXIT_STAYS
+    }
+
+    /// A started coroutine pinned to worker `home` is being leaked: that worker's thread
+    /// must never exit (`worker::Exit::stay`).
+    pub(crate) fn note_leaked_coroutine(&self, home: usize) {
+        self.workers[home]
+            .leaked_coroutine
+            .store(true, Ordering::Release);
     }
 
     /// `leave` for a worker that panicked: it leaves the shutdown, if it is the last,

@@ -123,6 +123,14 @@ pub(crate) struct Remote {
     /// `spread_home`): incremented by their spawner, decremented when the task completes
     /// (`Shared::spread_done`, from `harness::complete`).
     pub(crate) spread_live: AtomicUsize,
+    /// Set when a started coroutine pinned here was leaked (it kept blocking while it unwound
+    /// at shutdown): its frames never end, so what they borrowed from this worker thread's
+    /// thread-locals stays borrowed, and the thread must never exit (see [`Exit`]).
+    pub(crate) leaked_coroutine: AtomicBool,
+    /// How this worker's thread ended its `run`: [`EXIT_RUNNING`], [`EXIT_LEFT`] (the thread
+    /// returns) or [`EXIT_STAYS`] (parked for good); read by the runtime's drop, which joins
+    /// only the threads that return (`Handle::shutdown_and_join_within`).
+    pub(crate) exit: AtomicU8,
     pub(crate) unparker: Unparker,
     /// Timers of tasks that slept on this worker.
     pub(crate) timers: Mutex<TimerHeap>,
@@ -238,6 +246,8 @@ impl Remote {
             }),
             inbox_len: AtomicUsize::new(0),
             spread_live: AtomicUsize::new(0),
+            leaked_coroutine: AtomicBool::new(false),
+            exit: AtomicU8::new(EXIT_RUNNING),
             unparker: Unparker::new(),
             timers: Mutex::new(TimerHeap::new()),
             next_timer: AtomicU64::new(u64::MAX),
@@ -638,7 +648,10 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
         .unwrap_or_else(|e| e.into_inner())
         .take();
     // Counts this worker out however it leaves: at the end, early, or by a panic.
-    let _exit = Exit(shared.clone());
+    let exit = Exit {
+        shared: shared.clone(),
+        index,
+    };
     let Some(run_queue) = run_queue else { return };
     let remote = ptr::from_ref(&shared.workers[index]);
     let ctx = WorkerCtx {
@@ -686,19 +699,73 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
         ctx.remote().clock.clear();
         ctx.remote().status.store(STATUS_IDLE, Ordering::Release);
     }
+    drop(ctx);
+    exit.finish();
 }
 
+/// Worker exit states (`Remote::exit`).
+pub(crate) const EXIT_RUNNING: u8 = 0;
+/// The worker left its loop and its thread returns.
+pub(crate) const EXIT_LEFT: u8 = 1;
+/// The worker left its loop and its thread stays, parked for good.
+pub(crate) const EXIT_STAYS: u8 = 2;
+
 /// Counts a worker out of `Shared::running` when its thread's `run` returns or
-/// unwinds (after the worker's own context is gone).
-struct Exit(Arc<Shared>);
+/// unwinds (after the worker's own context is gone), and tells the runtime's drop.
+struct Exit {
+    shared: Arc<Shared>,
+    index: usize,
+}
+
+impl Exit {
+    /// Leaves at the end of `run`; if a coroutine pinned to this worker was leaked (by its
+    /// shutdown, or by the shutdown's end, which `leave` may run), keeps the thread for good.
+    ///
+    /// A leaked coroutine's frames never end, and `LocalKey::with` lends a thread-local for as
+    /// long as its closure runs: a frame suspended inside `with` (or a thread it started in a
+    /// `std::thread::scope` there) holds the borrow for ever. Were the thread to exit, it would
+    /// destroy its thread-locals under that borrow, a use after free reachable from safe code
+    /// (`tests/rt_shutdown.rs`, `a_worker_that_leaked_a_coroutine_at_shutdown_keeps_*`). So
+    /// the thread parks instead, as the leaked stack stays mapped; both are the price of a
+    /// coroutine that would not unwind.
+    fn finish(self) {
+        let this = std::mem::ManuallyDrop::new(self);
+        // SAFETY: `this` is never used or dropped again; the `Arc` is moved out once.
+        let shared = unsafe { std::ptr::read(&this.shared) };
+        shared.leave();
+        // The caller's thread (`Builder::run_here`) is not the runtime's to keep: it returns
+        // (docs/soundness.md, "Leaked coroutines and thread-locals").
+        let callers = shared.config.caller_worker && this.index == 0;
+        if callers
+            || !shared.workers[this.index]
+                .leaked_coroutine
+                .load(Ordering::Acquire)
+        {
+            shared.worker_exited(this.index, EXIT_LEFT);
+            return;
+        }
+        shared.worker_exited(this.index, EXIT_STAYS);
+        // Whatever this thread still owns of the runtime stays with it (the runtime's memory
+        // is freed by the last owner otherwise).
+        drop(shared);
+        eprintln!(
+            "corio: a worker thread stays parked for good: a coroutine it ran was leaked at \
+             shutdown, and its frames may borrow the thread's thread-locals"
+        );
+        loop {
+            std::thread::park();
+        }
+    }
+}
 
 impl Drop for Exit {
     fn drop(&mut self) {
         if std::thread::panicking() {
-            self.0.leave_after_panic();
+            self.shared.leave_after_panic();
         } else {
-            self.0.leave();
+            self.shared.leave();
         }
+        self.shared.worker_exited(self.index, EXIT_LEFT);
     }
 }
 

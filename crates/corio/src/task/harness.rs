@@ -474,18 +474,24 @@ pub(crate) unsafe fn shutdown<B: Body>(ptr: NonNull<Header>, mode: ShutdownMode)
 /// Completes a task this thread owns as RUNNING without running its body again: the body (a
 /// coroutine's stack, with whatever destructors are left on it) is leaked.
 fn leak_running<B: Body>(cell: CellRef<'_, B>, ptr: NonNull<Header>) {
-    report_leak(cell.header.id);
+    report_leak(&cell.header);
     // SAFETY: RUNNING gives this thread the stage.
     mem::forget(unsafe { mem::replace(&mut *cell.core.stage.get(), Stage::Consumed) });
     complete(cell, ptr, Err(JoinError::cancelled(cell.header.id)));
 }
 
 #[cold]
-fn report_leak(id: u64) {
+fn report_leak(header: &Header) {
     eprintln!(
-        "corio: task {id} kept blocking while being cancelled at shutdown; leaking its stack \
-         (its remaining destructors do not run)"
+        "corio: task {} kept blocking while being cancelled at shutdown; leaking its stack \
+         (its remaining destructors do not run)",
+        header.id
     );
+    if let (super::core::Kind::Stackful { migratable: false }, Some(home)) =
+        (header.kind, header.pinned_home())
+    {
+        header.scheduler.shared.note_leaked_coroutine(home);
+    }
 }
 
 /// # Safety

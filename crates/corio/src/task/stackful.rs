@@ -590,6 +590,10 @@ fn leak_without_unwinding<F, T>(header: &Header, body: Stackful<F, T>) {
         header.name.as_deref().unwrap_or("<unnamed>"),
         header.location
     );
+    if let Some(home) = header.pinned_home() {
+        // Its frames never end: its worker's thread must keep its thread-locals.
+        header.scheduler.shared.note_leaked_coroutine(home);
+    }
     std::mem::forget(body);
 }
 
