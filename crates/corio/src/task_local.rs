@@ -17,8 +17,9 @@
 //!
 //! | running | scope stack | why it is per task |
 //! |---|---|---|
-//! | a stackful coroutine | in its `StackfulCtx`, in the started coroutine's `Live` block | the context the worker publishes while the coroutine runs is the coroutine's own, and it is unpublished when the coroutine suspends: another coroutine of the thread sees its own stack |
+//! | a task's stackful coroutine, on its own stack | in its `StackfulCtx`, in the started coroutine's `Live` block | the context the worker publishes while the coroutine runs is the coroutine's own, and it is unpublished when the coroutine suspends: another coroutine of the thread sees its own stack |
 //! | an async task's poll, a plain thread, a blocking-pool closure | a thread-local | nothing else runs on the thread until the poll (or the thread's code) returns, and every entry pushed during a poll is popped before it returns |
+//! | a bare `Coroutine`, whoever resumes it | the same thread-local | its entries carry its own stack slot (below), and it never leaves its thread (it is `!Send`): wherever it is resumed from, it finds the scopes it left open |
 //!
 //! [`LocalKey::sync_scope`] keeps its value on the caller's stack (a coroutine's stack
 //! outlives its suspensions, and the entry is popped before the frame ends).
@@ -35,9 +36,8 @@
 //!
 //! # Execution contexts
 //!
-//! A bare `corio::coroutine::Coroutine` is not a task: resumed inside a task (or an async
-//! task's poll, or on a plain thread) it runs with that task's scope stack. But it is another
-//! *stack*, and resumes do not nest: it may suspend inside a scope, or inside [`LocalKey::with`],
+//! A bare `corio::coroutine::Coroutine` is not a task, but it is another *stack*, and resumes
+//! do not nest: it may suspend inside a scope, or inside [`LocalKey::with`],
 //! and be resumed (or dropped) after its resumer's code has moved on. `with` lends a plain
 //! `&T`, which is sound only if the scope owning the value cannot end while the closure runs,
 //! i.e. if the scope is an outer frame *of the same stack*. So each entry records the
@@ -49,6 +49,10 @@
 //! suspended inside `with` while its resumer ended the scope, or a resumer inside `with` while
 //! the coroutine it resumed ended its own; `tests/rt_task_local.rs`,
 //! `a_bare_coroutine_suspended_inside_with_*` and `a_scope_a_bare_coroutine_left_open_cannot_*`.)
+//! A bare coroutine keeps its entries on its thread's stack of scopes, whoever resumes it:
+//! until 2026-12-07 they went on the stack of the task that resumed it when it opened them,
+//! and inside its own open scope `with` said "not set" once another task resumed it
+//! (`a_bare_coroutine_sees_the_scope_it_left_open_whoever_resumes_it`).
 //!
 //! # Invariants
 //!
@@ -59,11 +63,12 @@
 //!   and the value outlives whatever `with` lends.
 //! - A scope pops its entry from the scope stack it pushed it on, which its guard keeps (an
 //!   `Rc`), not from whatever stack belongs to the code that runs when it closes. The two
-//!   differ for a bare coroutine that leaves a scope open while suspended and is then resumed
-//!   or dropped (its stack unwound) by another task of the thread, or by an async task's poll.
-//!   Popping from the closer's stack left the entry on the opener's, where a later coroutine
-//!   given the same stack slot would have found it pointing to a dropped value
-//!   (`a_scope_a_bare_coroutine_left_open_*`).
+//!   differed, before bare coroutines' entries went to the thread's stack, for a bare
+//!   coroutine that left a scope open while suspended and was then resumed or dropped (its
+//!   stack unwound) by another task of the thread, or by an async task's poll: popping from
+//!   the closer's stack left the entry on the opener's, where a later coroutine given the same
+//!   stack slot would have found it pointing to a dropped value
+//!   (`a_scope_a_bare_coroutine_left_open_*`). The guard keeps the rule that holds either way.
 //! - A scope stack is only touched by code of the thread it belongs to (a `migratable`
 //!   coroutine's, by the thread that runs it at the time): the caller of the `unsafe`
 //!   `migratable` promises not to leave a bare coroutine that has a task-local scope open on
@@ -107,8 +112,9 @@ thread_local! {
 /// thread-local's destructor would abort the process.
 fn with_scopes<R>(f: impl FnOnce(&ScopeStack) -> R) -> R {
     match context::here() {
-        Here::Stackful(ctx) => f(ctx.task_locals()),
-        Here::Stackless | Here::Thread => {
+        Here::Stackful(ctx) if ctx.runs_on_own_stack() => f(ctx.task_locals()),
+        // An async task's poll, a plain thread, or a bare coroutine, whoever resumed it.
+        Here::Stackful(_) | Here::Stackless | Here::Thread => {
             let mut f = Some(f);
             match THREAD_SCOPES.try_with(|scopes| (f.take().expect("called once"))(scopes)) {
                 Ok(r) => r,

@@ -386,3 +386,43 @@ fn a_scope_a_bare_coroutine_left_open_cannot_end_under_its_tasks_with() {
         "read {read:x?} through a reference to a dropped value"
     );
 }
+
+/// A bare coroutine's scopes are its own wherever it is resumed from: one that opens a scope
+/// and suspends inside it still sees its value when another task of the worker (or an async
+/// task's poll) resumes it. (Its entry went on the stack of the task that resumed it when it
+/// opened the scope, and a later resumer's lookup searched only its own: `try_with` said "not
+/// set" inside the coroutine's own open scope.)
+#[test]
+fn a_bare_coroutine_sees_the_scope_it_left_open_whoever_resumes_it() {
+    use std::cell::RefCell;
+    use std::rc::Rc;
+
+    use corio::coroutine::Coroutine;
+    let rt = support::rt(1);
+    let seen = within(EVENTUALLY, move || {
+        rt.run(|| {
+            let bare: Rc<RefCell<Coroutine<(), Option<u32>, ()>>> =
+                Rc::new(RefCell::new(Coroutine::new(|y, ()| {
+                    VALUE.sync_scope(5, || {
+                        for _ in 0..3 {
+                            y.suspend(VALUE.try_with(|v| *v).ok());
+                        }
+                    });
+                })));
+            let resume = |bare: &Rc<RefCell<Coroutine<(), Option<u32>, ()>>>| {
+                bare.borrow_mut().resume(()).as_yield().unwrap()
+            };
+            // Opened while this coroutine resumes it; then another coroutine and an async
+            // task of this worker resume it.
+            let mine = resume(&bare);
+            let b = bare.clone();
+            let other = corio::go_local(move || resume(&b)).join().unwrap();
+            let b = bare.clone();
+            let task = corio::spawn_local(async move { resume(&b) })
+                .join()
+                .unwrap();
+            (mine, other, task)
+        })
+    });
+    assert_eq!(seen, (Some(5), Some(5), Some(5)));
+}

@@ -407,6 +407,15 @@ impl StackfulCtx {
         unsafe { &*self.yielder.get() }.is_on_own_stack()
     }
 
+    /// Whether this code runs on the coroutine's own stack rather than on that of a bare
+    /// `Coroutine` it resumed (true before the coroutine has published its yielder: only the
+    /// coroutine's own first frame runs then).
+    #[inline]
+    pub(crate) fn runs_on_own_stack(&self) -> bool {
+        // SAFETY: as in `check_own_stack`; null until the coroutine's first frame sets it.
+        unsafe { self.yielder.get().as_ref() }.is_none_or(Yielder::is_on_own_stack)
+    }
+
     /// Suspends like [`suspend`](Self::suspend) but never raises the cancellation: a cancel
     /// that arrives is recorded, and the coroutine's next ordinary suspension raises it. For
     /// waits that must not be cut short (`corio::scope` waiting for its children, whose
