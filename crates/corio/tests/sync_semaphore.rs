@@ -458,3 +458,16 @@ fn an_acquire_polled_with_a_new_waker_drops_the_old_one_outside_the_lock() {
         ));
     });
 }
+
+/// A permit taken before `add_permits` filled the free count to `MAX_PERMITS` (allowed: the
+/// free count does not pass it) drops without a panic (a panic in `drop` during an unwind
+/// aborts the process); the free count stays at the maximum.
+#[test]
+fn a_permit_returned_to_a_full_semaphore_drops_without_a_panic() {
+    let sem = Semaphore::new(1);
+    let permit = sem.try_acquire().unwrap();
+    sem.add_permits(Semaphore::MAX_PERMITS);
+    let dropped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(permit)));
+    assert!(dropped.is_ok(), "dropping the permit panicked");
+    assert_eq!(sem.available_permits(), Semaphore::MAX_PERMITS);
+}

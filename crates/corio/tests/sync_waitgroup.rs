@@ -243,3 +243,46 @@ fn a_panicking_initialiser_leaves_the_cell_for_the_next_caller() {
     assert_eq!(*cell.get_or_init(|| 7), 7);
     assert_eq!(cell.set(8), Err(8));
 }
+
+/// Two surplus `done()`s racing on a counter of zero both panic, and the counter stays at
+/// zero. (The first one took the counter below zero before it put it back: the second then
+/// saw `usize::MAX` there, went on without a panic, and the counter stayed at `usize::MAX`.)
+#[test]
+fn two_surplus_dones_racing_both_panic_and_leave_the_counter_at_zero() {
+    use std::panic::{AssertUnwindSafe, catch_unwind};
+    within(EVENTUALLY, || {
+        for round in 0..5_000 {
+            let wg = Arc::new(WaitGroup::new());
+            let start = Arc::new(std::sync::Barrier::new(2));
+            let panics = Arc::new(AtomicUsize::new(0));
+            let threads: Vec<_> = (0..2)
+                .map(|_| {
+                    let (wg, start, panics) = (wg.clone(), start.clone(), panics.clone());
+                    std::thread::spawn(move || {
+                        start.wait();
+                        if catch_unwind(AssertUnwindSafe(|| wg.done())).is_err() {
+                            panics.fetch_add(1, SeqCst);
+                        }
+                    })
+                })
+                .collect();
+            threads.into_iter().for_each(|t| t.join().unwrap());
+            assert_eq!(
+                (wg.count(), panics.load(SeqCst)),
+                (0, 2),
+                "round {round}: (counter, panics) after two surplus done() calls"
+            );
+        }
+    });
+}
+
+/// `add` past the counter's range panics (as Go's "WaitGroup counter overflow") instead of
+/// wrapping to a counter that reads as nothing outstanding.
+#[test]
+fn add_past_the_counters_range_panics_and_leaves_it_unchanged() {
+    let wg = WaitGroup::new();
+    wg.add(usize::MAX);
+    let message = panic_message(|| wg.add(1));
+    assert!(message.contains("overflow"), "{message}");
+    assert_eq!(wg.count(), usize::MAX);
+}

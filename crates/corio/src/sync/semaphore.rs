@@ -151,6 +151,19 @@ impl BatchSemaphore {
         }
     }
 
+    /// [`release`](Self::release) for a permit being dropped: never panics (a panic in `drop`
+    /// during an unwind aborts the process). A permit taken before `add_permits` filled the
+    /// free count to `MAX_PERMITS` (which counts only free permits) finds no room: what does
+    /// not fit is forgotten, as `SemaphorePermit::forget` would.
+    pub(crate) fn release_dropped(&self, n: usize) {
+        if n == 0 {
+            return;
+        }
+        let mut wakers = Wakers::default();
+        let _refused = self.release_locked(&mut self.list(), n, &mut wakers);
+        wakers.wake();
+    }
+
     /// Gives `n` permits to the waiters in order, then adds what is left to the free count;
     /// returns whether that was refused (it would pass `MAX_PERMITS`), for the caller to panic
     /// once it has woken the waiters served.
@@ -674,7 +687,7 @@ impl SemaphorePermit<'_> {
 
 impl Drop for SemaphorePermit<'_> {
     fn drop(&mut self) {
-        self.sem.sem.release(self.permits);
+        self.sem.sem.release_dropped(self.permits);
     }
 }
 
@@ -719,7 +732,7 @@ impl OwnedSemaphorePermit {
 
 impl Drop for OwnedSemaphorePermit {
     fn drop(&mut self) {
-        self.sem.sem.release(self.permits);
+        self.sem.sem.release_dropped(self.permits);
     }
 }
 

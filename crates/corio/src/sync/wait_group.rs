@@ -53,26 +53,42 @@ impl WaitGroup {
     }
 
     /// Adds `n` pieces of outstanding work.
+    ///
+    /// # Panics
+    ///
+    /// If the counter would pass `usize::MAX` (Go: "sync: WaitGroup counter overflow"); it is
+    /// left as it was. (Wrapped, it would read as nothing outstanding.)
+    #[track_caller]
     pub fn add(&self, n: usize) {
-        self.count.fetch_add(n, SeqCst);
+        if self
+            .count
+            .fetch_update(SeqCst, SeqCst, |count| count.checked_add(n))
+            .is_err()
+        {
+            panic!("corio::sync::WaitGroup::add: counter overflow");
+        }
     }
 
     /// Marks one piece of work done; at zero, wakes every waiter.
     ///
     /// # Panics
     ///
-    /// If the counter is already zero (Go: "sync: negative WaitGroup counter").
+    /// If the counter is already zero (Go: "sync: negative WaitGroup counter"); it stays zero.
     #[track_caller]
     pub fn done(&self) {
         // SeqCst: the counter store comes before the generation bump in `notify_waiters`
-        // (module docs).
-        let before = self.count.fetch_sub(1, SeqCst);
-        if before == 0 {
-            self.count.fetch_add(1, SeqCst);
-            panic!("corio::sync::WaitGroup::done called more times than add: negative counter");
-        }
-        if before == 1 {
-            self.notify.notify_waiters();
+        // (module docs). Never below zero, not even for a moment: a decrement undone after a
+        // panic let a second surplus `done` racing with it see `usize::MAX` and go on (and a
+        // `wait` that read the transient 0 after the undo, none came to wake).
+        match self
+            .count
+            .fetch_update(SeqCst, SeqCst, |count| count.checked_sub(1))
+        {
+            Err(_) => {
+                panic!("corio::sync::WaitGroup::done called more times than add: negative counter")
+            }
+            Ok(1) => self.notify.notify_waiters(),
+            Ok(_) => {}
         }
     }
 
