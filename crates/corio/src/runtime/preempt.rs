@@ -95,6 +95,14 @@
 //!   `SA_RESTART`, but some calls, such as `nanosleep`, are never restarted): as in Go.
 //! - A migratable coroutine is never preempted: its code may then have cached a thread-local's
 //!   address in a register at any instruction (llvm#98479).
+//! - A signal handler of the program's that runs on the coroutine's stack (no `SA_ONSTACK`)
+//!   is never preempted: it blocks its own signal (and its `sa_mask`) while it runs, and the
+//!   handler refuses an interrupted context that blocks a signal the worker does not
+//!   (`tests/rt_preempt_handler.rs`; before 2026-12-07 a handler was preempted like any code,
+//!   and what it had interrupted — glibc's `malloc`, holding its arena lock — with it, which
+//!   deadlocked the worker). A handler installed with `SA_NODEFER` and an empty `sa_mask`
+//!   blocks nothing and is not recognised: it must not run on a preemptible coroutine's stack.
+//!   A coroutine that blocks signals itself (`pthread_sigmask`) is not preempted meanwhile.
 
 use std::cell::Cell;
 use std::sync::Mutex;
@@ -285,6 +293,9 @@ pub(crate) struct WorkerSlot {
 struct ThreadState {
     /// This thread's worker slot while it runs its loop.
     slot: Cell<*const WorkerSlot>,
+    /// The worker thread's signal mask, recorded when it registers: an interrupted context
+    /// that blocks a signal this does not is inside a signal handler (see `try_preempt`).
+    mask: Cell<libc::sigset_t>,
     /// The preemptible coroutine being resumed on this thread (set on the worker's stack around
     /// the resume, so it never outlives it).
     current: Cell<*const PreemptState>,
@@ -292,7 +303,12 @@ struct ThreadState {
 
 thread_local! {
     static THREAD: ThreadState = const {
-        ThreadState { slot: Cell::new(std::ptr::null()), current: Cell::new(std::ptr::null()) }
+        ThreadState {
+            slot: Cell::new(std::ptr::null()),
+            // SAFETY: an all-zero `sigset_t` is the empty set.
+            mask: Cell::new(unsafe { std::mem::zeroed() }),
+            current: Cell::new(std::ptr::null()),
+        }
     };
 }
 
@@ -301,7 +317,17 @@ pub(crate) fn register_worker(slot: &WorkerSlot) -> WorkerRegistration<'_> {
     // SAFETY: getpid and gettid have no preconditions.
     let me = unsafe { (libc::getpid(), libc::gettid()) };
     *slot.thread.lock().unwrap_or_else(|e| e.into_inner()) = Some(me);
-    THREAD.with(|t| t.slot.set(slot));
+    // SAFETY: an all-zero `sigset_t` is the empty set; the call only reads this thread's mask
+    // into it.
+    let mask = unsafe {
+        let mut mask: libc::sigset_t = std::mem::zeroed();
+        libc::pthread_sigmask(libc::SIG_BLOCK, std::ptr::null(), &mut mask);
+        mask
+    };
+    THREAD.with(|t| {
+        t.mask.set(mask);
+        t.slot.set(slot);
+    });
     WorkerRegistration(slot)
 }
 
@@ -728,6 +754,12 @@ mod imp {
         {
             return;
         }
+        // Inside a signal handler of the program's that runs on the coroutine's stack: the
+        // code it interrupted (glibc's `malloc`, say) would stay suspended with it. A running
+        // handler blocks its own signal and its `sa_mask` beyond the worker's mask.
+        if in_signal_handler(&uc.uc_sigmask) {
+            return;
+        }
         let regs = &mut uc.uc_mcontext.gregs;
         let pc = regs[libc::REG_RIP as usize] as usize;
         let sp = regs[libc::REG_RSP as usize] as usize;
@@ -749,6 +781,20 @@ mod imp {
         state.enter();
         regs[libc::REG_RSP as usize] = (sp - 128) as i64;
         regs[libc::REG_RIP as usize] = corio_preempt_trampoline as *const () as usize as i64;
+    }
+
+    /// Whether `interrupted`, the signal mask of the interrupted context, blocks a signal that
+    /// the worker's own mask does not: then a signal handler was running (the kernel adds the
+    /// handler's signal and its `sa_mask` while it runs), or the coroutine blocked signals
+    /// itself; either way it is no place to suspend. A handler installed with `SA_NODEFER`
+    /// and an empty `sa_mask` blocks nothing, and is not seen (module docs, "Limits").
+    fn in_signal_handler(interrupted: &libc::sigset_t) -> bool {
+        let worker = THREAD.with(|t| t.mask.get());
+        // The kernel's signals are 1 to 64 (`_NSIG - 1`); `sigismember` is async-signal-safe.
+        // SAFETY: both sets are initialised; `sigismember` only reads them.
+        (1..=64).any(|signal| unsafe {
+            libc::sigismember(interrupted, signal) == 1 && libc::sigismember(&worker, signal) != 1
+        })
     }
 
     /// Passes a signal that is not corio's to the handler installed before ours.

@@ -127,7 +127,9 @@ impl TaskBuilder {
     ///   allocation path may be preempted half-way through updating the thread's cache;
     ///   libc's `malloc` is safe, as it is never preempted;
     /// - anything else not written to be interrupted and re-entered on the same thread
-    ///   (C libraries other than libc, code that reads the thread's panic count, …).
+    ///   (C libraries other than libc, code that reads the thread's panic count, …);
+    /// - a signal handler installed with `SA_NODEFER` and an empty `sa_mask` that may run on
+    ///   its stack (other handlers, which block their own signal, are never preempted).
     ///
     /// These are the same hazards as a signal handler's, reversed: here the *other*
     /// coroutines are the handler. Go can preempt anywhere because it owns its compiler (which
