@@ -140,13 +140,7 @@ impl BatchSemaphore {
     /// `tests/sync_tokio_suite.rs`).
     #[track_caller]
     pub(crate) fn release(&self, n: usize) {
-        if n == 0 {
-            return;
-        }
-        let mut wakers = Wakers::default();
-        let refused = self.release_locked(&mut self.list(), n, &mut wakers);
-        wakers.wake();
-        if refused {
+        if self.give_back(n) {
             too_many_permits();
         }
     }
@@ -156,12 +150,19 @@ impl BatchSemaphore {
     /// free count to `MAX_PERMITS` (which counts only free permits) finds no room: what does
     /// not fit is forgotten, as `SemaphorePermit::forget` would.
     pub(crate) fn release_dropped(&self, n: usize) {
+        let _refused = self.give_back(n);
+    }
+
+    /// Gives `n` permits back and wakes the waiters they serve; returns whether what was left
+    /// for the free count was refused (it would pass `MAX_PERMITS`).
+    fn give_back(&self, n: usize) -> bool {
         if n == 0 {
-            return;
+            return false;
         }
         let mut wakers = Wakers::default();
-        let _refused = self.release_locked(&mut self.list(), n, &mut wakers);
+        let refused = self.release_locked(&mut self.list(), n, &mut wakers);
         wakers.wake();
+        refused
     }
 
     /// Gives `n` permits to the waiters in order, then adds what is left to the free count;
