@@ -179,7 +179,7 @@ pub(crate) struct Shared {
     /// The runtime clock's origin: deadlines are nanoseconds since it.
     pub(crate) epoch: Instant,
     /// Worker threads and their workers' indexes, joined at shutdown (those whose thread
-    /// stays, `worker::Exit::stay`, are let go instead).
+    /// stays, `worker::Exit::finish`, are let go instead).
     threads: Mutex<Vec<(usize, ThreadHandle<()>)>>,
     /// Taken to tell, and to wait for, a worker's exit (`worker_exited`, `exit_cv`).
     exits: Mutex<()>,
@@ -995,7 +995,7 @@ impl Handle {
             }
         }
         // Wait until each worker has left its `run`, so that those whose thread stays for
-        // good (`worker::Exit::stay`) are known; join the others. (A thread that never reached
+        // good (`worker::Exit::finish`) are known; join the others. (A thread that never reached
         // `run` — a start hook panicked — is seen finished; hence the timeout.)
         {
             let mut exits = shared.exits.lock().unwrap_or_else(|e| e.into_inner());
@@ -1041,17 +1041,22 @@ impl Shared {
         self.exit_cv.notify_all();
     }
 
-    /// Whether worker `index`'s thread stays for good (`worker::Exit::stay`).
+    /// Whether worker `index`'s thread stays for good (`worker::Exit::finish`).
     fn worker_stays(&self, index: usize) -> bool {
         self.workers[index].exit.load(Ordering::Acquire) == worker::EXIT_STAYS
     }
 
-    /// A started coroutine pinned to worker `home` is being leaked: that worker's thread
-    /// must never exit (`worker::Exit::stay`).
-    pub(crate) fn note_leaked_coroutine(&self, home: usize) {
-        self.workers[home]
-            .leaked_coroutine
-            .store(true, Ordering::Release);
+    /// The task of `header` is being leaked: if it is a started coroutine pinned to a worker,
+    /// its frames never end, and that worker's thread must never exit
+    /// (`worker::Exit::finish`).
+    pub(crate) fn note_leaked_task(&self, header: &crate::task::core::Header) {
+        if let (crate::task::core::Kind::Stackful { migratable: false }, Some(home)) =
+            (header.kind, header.pinned_home())
+        {
+            self.workers[home]
+                .leaked_coroutine
+                .store(true, Ordering::Release);
+        }
     }
 
     /// `leave` for a worker that panicked: it leaves the shutdown, if it is the last,

@@ -487,11 +487,7 @@ fn report_leak(header: &Header) {
          (its remaining destructors do not run)",
         header.id
     );
-    if let (super::core::Kind::Stackful { migratable: false }, Some(home)) =
-        (header.kind, header.pinned_home())
-    {
-        header.scheduler.shared.note_leaked_coroutine(home);
-    }
+    header.scheduler.shared.note_leaked_task(header);
 }
 
 /// # Safety

@@ -599,10 +599,8 @@ fn leak_without_unwinding<F, T>(header: &Header, body: Stackful<F, T>) {
         header.name.as_deref().unwrap_or("<unnamed>"),
         header.location
     );
-    if let Some(home) = header.pinned_home() {
-        // Its frames never end: its worker's thread must keep its thread-locals.
-        header.scheduler.shared.note_leaked_coroutine(home);
-    }
+    // Its frames never end: its worker's thread must keep its thread-locals.
+    header.scheduler.shared.note_leaked_task(header);
     std::mem::forget(body);
 }
 
