@@ -372,6 +372,90 @@ fn spread_coroutines_fill_the_worker_whose_coroutine_ended() {
     });
 }
 
+/// A `spread` coroutine stops counting on its worker when it completes, before its joiner
+/// hears of it: a spread coroutine spawned by whoever sees the first one finished goes to the
+/// worker it left. The joiner here is the test thread, whose waker holds the finishing
+/// worker inside the wake until that spawn is placed. (It counted until after the wake once:
+/// a joiner on the other worker saw a tie and placed it on its own.)
+#[test]
+fn a_spread_coroutine_no_longer_counts_once_its_joiner_is_woken() {
+    use std::future::Future;
+    use std::sync::mpsc;
+    use std::task::{Context, Poll, Wake, Waker};
+
+    /// Says it was woken, then holds the waking thread until released (or 10 s pass).
+    struct Holding {
+        woken: Mutex<mpsc::Sender<()>>,
+        release: Mutex<mpsc::Receiver<()>>,
+    }
+    impl Wake for Holding {
+        fn wake(self: Arc<Self>) {
+            self.wake_by_ref();
+        }
+        fn wake_by_ref(self: &Arc<Self>) {
+            let _ = self.woken.lock().unwrap().send(());
+            let _ = self
+                .release
+                .lock()
+                .unwrap()
+                .recv_timeout(Duration::from_secs(10));
+        }
+    }
+
+    within(EVENTUALLY, || {
+        let rt2 = rt(2);
+        let _entered = rt2.enter();
+        let (tx_a, rx_a) = chan::bounded::<()>(0);
+        let (tx_b, rx_b) = chan::bounded::<()>(0);
+        // From outside the runtime, a tie goes to worker 0: A there, then B on worker 1.
+        let (a, a_thread) = spread_waiters(1, &rx_a);
+        let (b, b_thread) = spread_waiters(1, &rx_b);
+        assert_ne!(a_thread, b_thread, "one on each worker");
+
+        let (woken_tx, woken_rx) = mpsc::channel();
+        let (release_tx, release_rx) = mpsc::channel();
+        let waker = Waker::from(Arc::new(Holding {
+            woken: Mutex::new(woken_tx),
+            release: Mutex::new(release_rx),
+        }));
+        let mut b = std::pin::pin!(b.into_iter().next().unwrap());
+        let mut cx = Context::from_waker(&waker);
+        assert!(
+            b.as_mut().poll(&mut cx).is_pending(),
+            "B waits for its channel"
+        );
+        drop(tx_b);
+        woken_rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("B's end wakes its joiner");
+        assert!(b.is_finished(), "B completed before waking its joiner");
+
+        // B's worker is inside the wake: the next spread coroutine is placed now, starts
+        // once the wake returns.
+        let (tx, rx) = chan::bounded::<()>(0);
+        let (started_tx, started_rx) = chan::bounded::<ThreadId>(1);
+        let next = corio::Builder::new()
+            .spread()
+            .spawn(move || {
+                started_tx.send(std::thread::current().id()).unwrap();
+                let _ = rx.recv();
+            })
+            .unwrap();
+        release_tx.send(()).unwrap();
+        let next_thread = started_rx.recv().unwrap();
+        assert_eq!(
+            next_thread, b_thread[0],
+            "not on the worker whose spread coroutine completed"
+        );
+        assert!(matches!(b.as_mut().poll(&mut cx), Poll::Ready(Ok(()))));
+        drop((tx, tx_a));
+        next.join().unwrap();
+        for h in a {
+            h.join().unwrap();
+        }
+    });
+}
+
 /// From a plain thread (no worker), and on one worker, `spread` spawns as usual.
 #[test]
 fn spread_works_from_outside_the_runtime_and_on_one_worker() {

@@ -340,8 +340,9 @@ impl Shared {
     /// longer counts on its home worker.
     #[cold]
     pub(crate) fn spread_done(&self, header: &Header) {
-        // Relaxed: the home was stored before the task was published, and the count orders
-        // nothing.
+        // Relaxed: the home was stored before the task was published. The count orders
+        // nothing itself; it is taken before the task's COMPLETE transition (AcqRel), so a
+        // thread that has seen the task complete reads it already taken.
         let home = header.home.load(Ordering::Relaxed) as usize;
         self.workers[home]
             .spread_live

@@ -121,7 +121,7 @@ pub(crate) struct Remote {
     inbox_len: AtomicUsize,
     /// Live coroutines spawned with `TaskBuilder::spread` and homed here (`spawn.rs`,
     /// `spread_home`): incremented by their spawner, decremented when the task completes
-    /// (`Shared::spread_done`, from `harness::complete`).
+    /// (`Shared::spread_done`, from `harness::finish`, before COMPLETE is published).
     pub(crate) spread_live: AtomicUsize,
     /// Set when a started coroutine pinned here was leaked (it kept blocking while it unwound
     /// at shutdown): its frames never end, so what they borrowed from this worker thread's

@@ -285,6 +285,11 @@ fn finish(ptr: NonNull<Header>) {
     // SAFETY: the poll's reference keeps the task alive until the last use of `header`,
     // before the deallocation at the end.
     let header = unsafe { ptr.as_ref() };
+    // Before COMPLETE is published: whoever sees the task finished (its joiner, `is_finished`)
+    // and then spawns a `spread` coroutine sees this one no longer counted.
+    if header.spread {
+        header.scheduler.shared.spread_done(header);
+    }
     let snapshot = header.state.transition_to_complete();
     if !snapshot.is_join_interested() {
         // Nobody will read the output: it is ours to drop. Outside the task, between tasks
@@ -303,9 +308,6 @@ fn finish(ptr: NonNull<Header>) {
             // SAFETY: we cleared JOIN_WAKER and JOIN_INTEREST is gone: the field is ours.
             unsafe { trailer.set_waker(None) };
         }
-    }
-    if header.spread {
-        header.scheduler.shared.spread_done(header);
     }
     let released = header.scheduler.shared.release(ptr);
     let refs = if released { 2 } else { 1 };
