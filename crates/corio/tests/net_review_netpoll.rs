@@ -11,6 +11,7 @@ mod support;
 use std::io::{ErrorKind, Read, Write};
 use std::mem::MaybeUninit;
 use std::os::fd::{AsRawFd, RawFd};
+use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Wake, Waker};
 use std::time::{Duration, Instant};
@@ -211,14 +212,20 @@ fn dropping_a_socket_whose_leftover_waker_holds_another_socket_does_not_deadlock
     });
 }
 
-/// A waker that holds a handle to a socket: its last reference's drop closes that socket for
-/// the other handles (`try_clone`), as a hand-written executor's task owning such a handle
-/// would when its waker is woken after the executor has gone.
-struct HoldsHandle(#[allow(dead_code)] Mutex<Option<UnixStream>>);
+/// A waker that holds a handle to a socket: its wake drops that handle, which closes the
+/// socket for the other handles (`try_clone`), as a hand-written executor's task owning such a
+/// handle would when its waker is woken after the executor has gone; then it sets `closed`.
+struct HoldsHandle {
+    handle: Mutex<Option<UnixStream>>,
+    closed: Arc<AtomicBool>,
+}
 
 impl Wake for HoldsHandle {
     /// Consumes the reference: the executor has gone, nothing takes the task.
-    fn wake(self: Arc<Self>) {}
+    fn wake(self: Arc<Self>) {
+        drop(self.handle.lock().unwrap().take());
+        self.closed.store(true, SeqCst);
+    }
 }
 
 /// A waker with nothing behind it.
@@ -255,9 +262,11 @@ fn a_listed_waker_whose_wake_closes_its_socket_does_not_deadlock_the_poller() {
                 .poll_read_uninit(&mut Context::from_waker(&first), &mut buf)
                 .is_pending()
         );
-        let second = Waker::from(Arc::new(HoldsHandle(Mutex::new(Some(
-            socket.try_clone().unwrap(),
-        )))));
+        let closed = Arc::new(AtomicBool::new(false));
+        let second = Waker::from(Arc::new(HoldsHandle {
+            handle: Mutex::new(Some(socket.try_clone().unwrap())),
+            closed: closed.clone(),
+        }));
         assert!(
             socket
                 .poll_read_uninit(&mut Context::from_waker(&second), &mut buf)
@@ -266,20 +275,23 @@ fn a_listed_waker_whose_wake_closes_its_socket_does_not_deadlock_the_poller() {
         drop(second);
         // The edge: the runtime's poller wakes both.
         (&peer).write_all(b"x").unwrap();
-        // The other handle was closed by the wake; the runtime still polls.
-        let mut closed = false;
+        // The wake closes the other handle (a poller deadlocked by it never returns from it),
+        // and only then is the socket looked at: a look before would read the byte.
         let start = Instant::now();
-        while start.elapsed() < Duration::from_secs(10) {
-            if let std::task::Poll::Ready(r) =
-                socket.poll_read_uninit(&mut Context::from_waker(&first), &mut buf)
-            {
-                assert_eq!(r.unwrap_err().kind(), ErrorKind::NotConnected);
-                closed = true;
-                break;
-            }
+        while !closed.load(SeqCst) {
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "the edge did not wake the listed waiter, or its wake did not return"
+            );
             std::thread::sleep(Duration::from_millis(5));
         }
-        assert!(closed, "the wake did not close the socket");
+        match socket.poll_read_uninit(&mut Context::from_waker(&first), &mut buf) {
+            std::task::Poll::Ready(r) => {
+                assert_eq!(r.unwrap_err().kind(), ErrorKind::NotConnected)
+            }
+            std::task::Poll::Pending => panic!("a closed socket's read is pending"),
+        }
+        // The runtime still polls.
         let (a, b) = UnixStream::pair().unwrap();
         let echoed = rt.run(move || {
             (&a).write_all(b"y").unwrap();

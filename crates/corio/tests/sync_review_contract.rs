@@ -2092,11 +2092,11 @@ fn review_relay_a_join_set_joined_by_a_foreign_executor_gets_every_result() {
             }
             assert_eq!(total, (0..200).sum::<u64>());
             drop(set);
-            assert_eq!(
-                Arc::strong_count(&log),
-                2,
-                "the set kept a clone of the waker"
-            );
+            // The last member to finish may still hold the relay for a moment on its worker
+            // (it wakes the join waker, then clears it) after its result was taken.
+            wait_until("the set's clone of the waker is dropped", || {
+                Arc::strong_count(&log) == 2
+            });
         });
     }
 }
