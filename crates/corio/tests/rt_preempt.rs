@@ -363,6 +363,81 @@ fn work_queued_behind_a_blocking_call_after_short_idle_spells_is_handed_off() {
     });
 }
 
+/// As [`a_preempted_coroutine_is_not_stranded_behind_movable_work_while_a_worker_is_idle`],
+/// with no worker idle: the other worker is busy. A coroutine preempted at a spawn, with
+/// the child it spawned before waiting in its worker's spawn slot, goes on for one more slice
+/// while that child waits in the global queue. Before, the child ran first, and a child that
+/// spun waiting for its sibling (which the preempted parent was about to spawn) kept the
+/// worker for good: `rt_go_proc_suite`'s 4-worker parallelism test hung so about once in 500
+/// runs under load, with every other worker busy finishing its task.
+#[test]
+fn a_coroutine_preempted_at_a_spawn_is_not_stranded_behind_its_child_while_no_worker_is_idle() {
+    let rt = support::rt(2);
+    within(EVENTUALLY, move || {
+        rt.run(|| {
+            let here = std::thread::current().id();
+            let go_on = Arc::new(AtomicBool::new(false));
+            // A busy coroutine on the other worker, so that no worker is idle: `spread` places
+            // by live count, on the spawner's worker on a tie, so a first one that waits stays
+            // here. It yields all the time, so that the only slice sysmon ends is this one.
+            // It starts before the rest goes on: not started, it would be queued here (a
+            // `spread` coroutine is pinned from birth) when this one's slice ends.
+            let (stay_tx, stay_rx) = corio::chan::bounded::<()>(0);
+            let (stays_tx, stays_rx) = corio::chan::bounded::<()>(1);
+            let staying = corio::Builder::new()
+                .spread()
+                .spawn(move || {
+                    stays_tx.send(()).unwrap();
+                    let _ = stay_rx.recv();
+                })
+                .unwrap();
+            stays_rx.recv().unwrap();
+            let (started_tx, started_rx) = corio::chan::bounded(1);
+            let g = go_on.clone();
+            let busy = corio::Builder::new()
+                .spread()
+                .spawn(move || {
+                    started_tx.send(std::thread::current().id()).unwrap();
+                    let start = Instant::now();
+                    while !g.load(SeqCst) && start.elapsed() < CAP {
+                        corio::yield_now();
+                    }
+                })
+                .unwrap();
+            assert_ne!(started_rx.recv().unwrap(), here, "busy on the other worker");
+            let g = go_on.clone();
+            // A pure spinner: no runtime call until its parent has gone on.
+            let child = corio::go(move || {
+                let start = Instant::now();
+                while !g.load(SeqCst) {
+                    if start.elapsed() > Duration::from_secs(5) {
+                        return false;
+                    }
+                    std::hint::spin_loop();
+                }
+                true
+            });
+            // Run until sysmon ends this slice, with no runtime call.
+            let ended = corio::Handle::current().metrics().slices_ended;
+            let start = Instant::now();
+            while corio::Handle::current().metrics().slices_ended == ended {
+                assert!(start.elapsed() < CAP, "sysmon never ended the slice");
+                std::hint::spin_loop();
+            }
+            let sibling = corio::go(|| ()); // the preemption point
+            go_on.store(true, SeqCst);
+            assert!(
+                child.join().unwrap(),
+                "the preempted coroutine waited 5 s behind the child it had spawned"
+            );
+            sibling.join().unwrap();
+            busy.join().unwrap();
+            drop(stay_tx);
+            staying.join().unwrap();
+        });
+    });
+}
+
 /// A coroutine whose time slice sysmon ended yields at its next preemption point; when the
 /// only work queued ahead of it on its worker is movable and another worker is idle, that work
 /// goes to the idle worker and the coroutine goes on. Before, its worker started the movable

@@ -516,6 +516,10 @@ struct Core {
     /// (`WorkerCtx::pass_movable_work_on`): the next round runs that coroutine, the yielded
     /// queue's back.
     resume_yielded: bool,
+    /// The task id of the last preempted coroutine given one more slice with no worker idle,
+    /// its spawned child sent to the global queue (`WorkerCtx::pass_movable_work_on`); 0 when
+    /// none. Preempted again with this set, it waits its turn as usual.
+    extra_slice: u64,
     /// Rounds until the global queue is looked at first.
     global_countdown: u32,
     /// Whether the yielded queue, not the global queue, goes first at the last such look
@@ -678,6 +682,7 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
             yielded: Ring::new(),
             only_yielded: false,
             resume_yielded: false,
+            extra_slice: 0,
             global_countdown: GLOBAL_POLL_INTERVAL,
             yielded_turn: false,
             now: 0,
@@ -961,14 +966,25 @@ impl WorkerCtx {
     /// about to spawn) kept the worker for good, and the coroutine was stranded behind it
     /// while the other worker slept (`rt_preempt`,
     /// `a_preempted_coroutine_is_not_stranded_behind_movable_work_while_a_worker_is_idle`).
-    /// With no worker idle the slice's end goes on as usual (false): the coroutine waits its
+    ///
+    /// With no worker idle, the same holds for the coroutine's own child, once: when the
+    /// spawn slot's task is the only work queued here, it goes to the global queue and the
+    /// coroutine runs one more slice, so that a coroutine preempted at a spawn is not stranded
+    /// behind the child it spawned before (one that spins waiting for its next sibling,
+    /// `a_coroutine_preempted_at_a_spawn_is_not_stranded_behind_its_child_while_no_worker_is_idle`);
+    /// a worker that comes free takes the child meanwhile. Preempted again, the coroutine waits
+    /// its turn, and the global queue goes first: the child waits a slice at most. Otherwise,
+    /// with no worker idle, the slice's end goes on as usual (false): the coroutine waits its
     /// turn behind the work.
     #[cold]
     #[inline(never)]
     fn pass_movable_work_on(&self, core: &mut Core) -> bool {
         let movable = core.spawn_slot_used || !core.run_queue.is_empty();
-        if !movable || !self.shared.idle.has_idle_worker() {
+        if !movable {
             return false;
+        }
+        if !self.shared.idle.has_idle_worker() {
+            return self.give_one_more_slice(core);
         }
         // The spawn slot's task was spawned before those in the run queue.
         let spawned = if core.spawn_slot_used {
@@ -988,6 +1004,30 @@ impl WorkerCtx {
         // before the idle worker comes for it.
         core.resume_yielded = core.pinned.is_empty() && core.yielded.len() == 1;
         core.global_countdown = core.global_countdown.max(2);
+        self.shared.notify_work();
+        true
+    }
+
+    /// `pass_movable_work_on` with no worker idle: the spawn slot's child to the global queue
+    /// and one more slice for the coroutine, if the child is the only work queued here and the
+    /// coroutine did not have its extra slice just before.
+    fn give_one_more_slice(&self, core: &mut Core) -> bool {
+        let id = self.remote().current_id.load(Ordering::Relaxed);
+        let only_the_child = core.spawn_slot_used
+            && core.run_queue.is_empty()
+            && core.pinned.is_empty()
+            && core.next.is_none()
+            && core.yielded.len() == 1;
+        if !only_the_child || std::mem::replace(&mut core.extra_slice, 0) == id {
+            return false;
+        }
+        let child = self.take_spawned(core);
+        // Shutting down: the task is dropped, and the owned list cancels it.
+        let _ = self.shared.inject.push_batch(child);
+        core.extra_slice = id;
+        core.resume_yielded = true;
+        core.global_countdown = core.global_countdown.max(2);
+        // For a worker that went idle since the look.
         self.shared.notify_work();
         true
     }
