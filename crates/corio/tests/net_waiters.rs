@@ -391,3 +391,68 @@ fn a_dropped_read_future_takes_its_waker_back_while_another_waiter_registers() {
         );
     });
 }
+
+/// A waker whose `clone` panics, met by a socket's read while its slot was empty: the panic
+/// reaches the poller of the future, and the slot is let go. It stayed held before, and after
+/// the next edge every waiter of that direction was woken at once by its own registration, for
+/// ever (a poll loop that spun on an idle socket).
+#[test]
+fn a_waker_whose_clone_panics_does_not_wedge_the_sockets_waiter_slot() {
+    use std::future::Future;
+    use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+    use std::task::{Context, RawWaker, RawWakerVTable, Wake, Waker};
+
+    const PANICS: RawWakerVTable = RawWakerVTable::new(
+        |_| panic!("[expected panic] this waker's clone panics"),
+        |_| {},
+        |_| {},
+        |_| {},
+    );
+    struct Counts(AtomicUsize);
+    impl Wake for Counts {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, SeqCst);
+        }
+    }
+    support::quiet_expected_panics();
+    within(EVENTUALLY, || {
+        let rt = support::rt(1);
+        let _entered = rt.enter();
+        let (a, peer) = corio::net::UnixStream::pair().unwrap();
+        let mut buf = [0u8; 8];
+        {
+            // SAFETY: the vtable's functions ignore the data pointer.
+            let panics = unsafe { Waker::from_raw(RawWaker::new(std::ptr::null(), &PANICS)) };
+            let mut read = Box::pin(a.read_async(&mut buf));
+            let polled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                read.as_mut().poll(&mut Context::from_waker(&panics))
+            }));
+            assert!(polled.is_err(), "the clone's panic reaches the poller");
+        }
+        // An edge, dispatched by the runtime's poller, then read.
+        (&peer).write_all(b"x").unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!((&a).read(&mut buf).unwrap(), 1);
+        // With nothing to read, a waiter waits, and is not woken until there is.
+        let counts = Arc::new(Counts(AtomicUsize::new(0)));
+        let waker = Waker::from(counts.clone());
+        let mut read = Box::pin(a.read_async(&mut buf));
+        for _ in 0..3 {
+            assert!(
+                read.as_mut()
+                    .poll(&mut Context::from_waker(&waker))
+                    .is_pending()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(counts.0.load(SeqCst), 0, "woken with nothing to read");
+        (&peer).write_all(b"y").unwrap();
+        support::wait_until("the waiter is woken by the byte", || {
+            counts.0.load(SeqCst) > 0
+        });
+        assert!(matches!(
+            read.as_mut().poll(&mut Context::from_waker(&waker)),
+            std::task::Poll::Ready(Ok(1))
+        ));
+    });
+}

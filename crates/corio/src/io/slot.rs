@@ -66,6 +66,7 @@
 //! `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test -p corio --release --lib
 //! --target-dir target/loom -- loom`.
 
+use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::task::{RawWakerVTable, Waker};
 
 use crate::loom::cell::UnsafeCell;
@@ -75,15 +76,16 @@ use crate::loom::sync::atomic::Ordering::{AcqRel, Acquire, Release};
 /// A waiter holds the slot and is storing its waker.
 const REGISTERING: usize = 0b001;
 
-/// How many times [`WaiterSlot::withdraw`] looks again while another waiter holds the slot:
-/// [`SPINS`] spins, [`YIELDS`] yields of the thread (the holder may wait for this CPU), then
-/// naps of 100 µs, up to about 10 ms in all (its thread may have been descheduled right
-/// then: on a loaded machine, 16 yields still gave up about once in 4,000 withdraws that
-/// met a holder). Bounded: in the one case where the holder cannot let go while this thread
-/// waits — a preemptible coroutine of this thread preempted by signal while registering, which
-/// needs it to poll a socket's future or trait itself, outside `block_on` — it gives up.
-/// Under loom, once.
-const WITHDRAW_WAITS: u32 = if cfg!(loom) { 1 } else { SPINS + YIELDS + 100 };
+/// How long [`WaiterSlot::withdraw`] waits while another waiter holds the slot: [`SPINS`]
+/// spins, [`YIELDS`] yields of the thread (the holder may wait for this CPU), then naps of
+/// 100 µs until the holder lets go. A holder always lets go: it holds the slot for a few
+/// instructions, with no suspension point, and is never preempted there (`register` raises the
+/// coroutine's no-preempt counter, `runtime/preempt.rs`), so it is never a coroutine of this
+/// thread; only its thread may be descheduled for a while. (The wait was bounded at about
+/// 10 ms until 2026-12-07, for a holder preempted by signal; on a loaded machine a descheduled
+/// holder outlasted it: 2 withdraws in 2,000 left their waker behind, once in 16 runs of
+/// `tests/net_waiters.rs` with two copies of the test suite running.) Under loom, once.
+const WITHDRAW_WAITS: u32 = if cfg!(loom) { 1 } else { u32::MAX };
 
 /// Of [`WITHDRAW_WAITS`], the spins.
 const SPINS: u32 = 64;
@@ -253,6 +255,8 @@ impl WaiterSlot {
     /// holds a waker that `will_wake` it.
     #[inline]
     pub(crate) fn register(&self, waker: &Waker) -> Register {
+        // Never preempted while holding the slot: a withdraw on this thread would wait for us.
+        let _no_preempt = crate::runtime::preempt::guard();
         let mut cur = self.state.load(Acquire);
         loop {
             if cur & WAKING != 0 {
@@ -272,13 +276,25 @@ impl WaiterSlot {
                 Err(actual) => cur = actual,
             }
         }
-        // SAFETY: our CAS set `REGISTERING` on a state without it or `WAKING`: the cell is ours
-        // until we release it (pollers that come now only set `WAKING`).
-        let (stored, number) = self.cell.with_mut(|cell| unsafe {
-            let entry = &mut *cell;
-            (entry.join(waker), entry.number)
-        });
         let held = cur | REGISTERING;
+        // The waker's `clone` is the waiter's code, and may panic.
+        let joined = catch_unwind(AssertUnwindSafe(|| {
+            // SAFETY: our CAS set `REGISTERING` on a state without it or `WAKING`: the cell is
+            // ours until we release it (pollers that come now only set `WAKING`).
+            self.cell.with_mut(|cell| unsafe {
+                let entry = &mut *cell;
+                (entry.join(waker), entry.number)
+            })
+        }));
+        let (stored, number) = match joined {
+            Ok(joined) => joined,
+            Err(payload) => {
+                // The waker's `clone` panicked (the entry is unchanged): let go of the slot, or
+                // a withdraw would wait for it for ever.
+                self.release_unchanged(held, cur);
+                resume_unwind(payload)
+            }
+        };
         let released = if stored { FULL } else { cur };
         // Release on success: for the Acquire of `wake`'s `fetch_or` and early-return load (the
         // waker just stored, and `FULL`). Failure, Acquire: pairs with the `fetch_or` that set
@@ -321,6 +337,26 @@ impl WaiterSlot {
         }
     }
 
+    /// Lets go of the slot held from the state `cur` (`held`), the cell unchanged, as
+    /// `register`'s release does; a poller that came meanwhile left its wake to us.
+    #[cold]
+    fn release_unchanged(&self, held: usize, cur: usize) {
+        // As `register`'s releasing CAS.
+        if self
+            .state
+            .compare_exchange(held, cur, AcqRel, Acquire)
+            .is_err()
+        {
+            // SAFETY: as in `register`'s failure path, the cell is still ours.
+            let taken = self.cell.with_mut(|cell| unsafe { (*cell).waker.take() });
+            // Release: hands the empty cell to the next owner.
+            self.state.store(0, Release);
+            if let Some(other) = taken {
+                other.wake();
+            }
+        }
+    }
+
     /// Step 2: wakes the stored waker, if any. Called after the edge (or `closed`) was made
     /// visible with a `SeqCst` store or read-modify-write.
     #[inline]
@@ -346,16 +382,16 @@ impl WaiterSlot {
     /// waiter. Holds the slot as a registering waiter does: `REGISTERING` from a state of
     /// exactly `FULL`. Another waiter holding it (`FULL | REGISTERING`: it stores its waker
     /// or, finding the slot taken, goes to the list, a few instructions) is waited for: a
-    /// spin, then yields and naps of the thread ([`WITHDRAW_WAITS`]); tried once, the
-    /// withdraw left the waker behind in about 1 case in 20 under such contention
+    /// spin, then yields and naps of the thread until it lets go ([`WITHDRAW_WAITS`]); tried
+    /// once, the withdraw left the waker behind in about 1 case in 20 under such contention
     /// (`tests/net_waiters.rs`, `a_dropped_read_future_takes_its_waker_back_while_*`). Any
     /// other state leaves the slot alone: empty, or a poller is at it (it takes the entry).
-    /// So does a holder that does not let go in time (its thread descheduled, or it is a
-    /// coroutine of this thread preempted by signal while registering): the next edge, or the
-    /// socket's drop, takes the entry then. A poller that comes while the slot is held leaves
+    /// A poller that comes while the slot is held leaves
     /// the wake to this holder, as in `register`: whatever the cell then holds is taken and
     /// woken.
     pub(crate) fn withdraw(&self, waker: WakerId, number: u64) -> Option<Waker> {
+        // As in `register`: another withdraw on this thread would wait for us.
+        let _no_preempt = crate::runtime::preempt::guard();
         let mut waits = 0;
         loop {
             // Acquire (both): as `register`'s first CAS.
@@ -365,6 +401,7 @@ impl WaiterSlot {
             {
                 Ok(_) => break,
                 Err(held) if held == FULL | REGISTERING && waits < WITHDRAW_WAITS => {
+                    // Saturates at the naps (`u32::MAX` is not reached at 100 µs a nap).
                     waits += 1;
                     wait_for_holder(waits);
                 }
