@@ -363,6 +363,18 @@ fn work_queued_behind_a_blocking_call_after_short_idle_spells_is_handed_off() {
     });
 }
 
+/// Spins with no runtime call until `go_on` is set (true) or 5 s have passed (false).
+fn spin_until(go_on: &AtomicBool) -> bool {
+    let start = Instant::now();
+    while !go_on.load(SeqCst) {
+        if start.elapsed() > Duration::from_secs(5) {
+            return false;
+        }
+        std::hint::spin_loop();
+    }
+    true
+}
+
 /// As [`a_preempted_coroutine_is_not_stranded_behind_movable_work_while_a_worker_is_idle`],
 /// with no worker idle: the other worker is busy. A coroutine preempted at a spawn, with
 /// the child it spawned before waiting in its worker's spawn slot, goes on for one more slice
@@ -407,16 +419,7 @@ fn a_coroutine_preempted_at_a_spawn_is_not_stranded_behind_its_child_while_no_wo
             assert_ne!(started_rx.recv().unwrap(), here, "busy on the other worker");
             let g = go_on.clone();
             // A pure spinner: no runtime call until its parent has gone on.
-            let child = corio::go(move || {
-                let start = Instant::now();
-                while !g.load(SeqCst) {
-                    if start.elapsed() > Duration::from_secs(5) {
-                        return false;
-                    }
-                    std::hint::spin_loop();
-                }
-                true
-            });
+            let child = corio::go(move || spin_until(&g));
             // Run until sysmon ends this slice, with no runtime call.
             let ended = corio::Handle::current().metrics().slices_ended;
             let start = Instant::now();
@@ -462,14 +465,7 @@ fn a_preempted_coroutine_is_not_stranded_behind_movable_work_while_a_worker_is_i
                 w.store(true, SeqCst);
                 notified.await;
                 // A pure spinner: no runtime call until the coroutine has gone on.
-                let start = Instant::now();
-                while !g.load(SeqCst) {
-                    if start.elapsed() > Duration::from_secs(5) {
-                        return false;
-                    }
-                    std::hint::spin_loop();
-                }
-                true
+                spin_until(&g)
             });
             while !waiting.load(SeqCst) {
                 corio::yield_now();
