@@ -291,7 +291,7 @@ impl WaiterSlot {
             Err(payload) => {
                 // The waker's `clone` panicked (the entry is unchanged): let go of the slot, or
                 // a withdraw would wait for it for ever.
-                self.release_unchanged(held, cur);
+                self.release_or_wake(held, cur);
                 resume_unwind(payload)
             }
         };
@@ -337,14 +337,16 @@ impl WaiterSlot {
         }
     }
 
-    /// Lets go of the slot held from the state `cur` (`held`), the cell unchanged, as
-    /// `register`'s release does; a poller that came meanwhile left its wake to us.
+    /// Lets go of the slot, held as `held`, to the state `to`, for a holder whose cell needs
+    /// no retry (a withdraw, or a `register` whose waker's `clone` panicked). As `register`'s
+    /// releasing CAS: Release on success hands the cell on; a failure (Acquire) means a poller
+    /// set `WAKING` meanwhile and left the wake to us: whatever the cell holds is taken and
+    /// woken.
     #[cold]
-    fn release_unchanged(&self, held: usize, cur: usize) {
-        // As `register`'s releasing CAS.
+    fn release_or_wake(&self, held: usize, to: usize) {
         if self
             .state
-            .compare_exchange(held, cur, AcqRel, Acquire)
+            .compare_exchange(held, to, AcqRel, Acquire)
             .is_err()
         {
             // SAFETY: as in `register`'s failure path, the cell is still ours.
@@ -401,7 +403,7 @@ impl WaiterSlot {
             {
                 Ok(_) => break,
                 Err(held) if held == FULL | REGISTERING && waits < WITHDRAW_WAITS => {
-                    // Saturates at the naps (`u32::MAX` is not reached at 100 µs a nap).
+                    // Counts on through the naps: `u32::MAX` naps of 100 µs are never reached.
                     waits += 1;
                     wait_for_holder(waits);
                 }
@@ -414,21 +416,7 @@ impl WaiterSlot {
             .cell
             .with_mut(|cell| unsafe { (*cell).leave(waker, number) });
         let released = if mine.is_some() { 0 } else { FULL };
-        // As `register`'s releasing CAS: Release on success hands the cell on; a failure
-        // (Acquire) means a poller set `WAKING` meanwhile and left the wake to us.
-        if self
-            .state
-            .compare_exchange(FULL | REGISTERING, released, AcqRel, Acquire)
-            .is_err()
-        {
-            // SAFETY: as in `register`'s failure path, the cell is still ours.
-            let other = self.cell.with_mut(|cell| unsafe { (*cell).waker.take() });
-            // Release: hands the empty cell to the next owner.
-            self.state.store(0, Release);
-            if let Some(other) = other {
-                other.wake();
-            }
-        }
+        self.release_or_wake(FULL | REGISTERING, released);
         mine
     }
 
