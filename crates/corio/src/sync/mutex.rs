@@ -7,7 +7,13 @@
 //! - `LOCKED`: somebody owns the lock.
 //! - `WAITERS`: the list is not empty. Set and cleared only under the list's lock, so an unlock
 //!   that sees it clear (the fast path, one compare-and-swap `LOCKED -> 0`) knows there is nobody
-//!   to wake, and an unlock that sees it set goes to the list.
+//!   to wake, and an unlock that sees it set (and `WOKEN` clear) goes to the list.
+//! - `WOKEN`: an unlock has woken a waiter that has not polled since (Go's `mutexWoken`). Set
+//!   only under the list's lock. While it is set, an unlock releases with one compare-and-swap
+//!   and wakes nobody: the woken waiter will compete for the lock when it runs. Its next poll
+//!   clears it in the same compare-and-swap that takes the lock or sees it held (so an unlock
+//!   that released because of `WOKEN` is never missed); a cancelled woken waiter clears it, or
+//!   passes the wake-up to the new head if the lock is free.
 //!
 //! Two modes, as Go's `sync.Mutex` (its `mutex.go` essay "Mutex fairness"; corio's version is a
 //! rewrite of the idea on a FIFO wait list, not a port of Go's code):
@@ -32,13 +38,15 @@
 //! 2. `lock` slow path (the future's poll): under the list lock, try step 1 again; else set
 //!    `WAITERS` (CAS, so an unlock cannot clear `LOCKED` in between unseen) and queue, or, if
 //!    already queued and not granted, note that the wake-up was lost to a barger and wait again.
-//! 3. `unlock` fast path: CAS `LOCKED -> 0`; fails only if `WAITERS` is set.
+//! 3. `unlock` fast path: CAS `LOCKED -> 0`; fails only if `WAITERS` is set. Then, while
+//!    `WOKEN` is set, CAS `LOCKED` off and wake nobody.
 //! 4. `unlock` slow path: under the list lock, hand off to a starving head (step "Starvation
-//!    mode"), else clear `LOCKED` and wake the head (marking it woken).
+//!    mode"), else clear `LOCKED`, set `WOKEN` and wake the head (marking it woken).
 //! 5. Cancel (the future dropped while queued): a granted node owns the lock, so it unlocks
 //!    (step 3/4 passes it on); a woken node unlinks and, if the lock is free, wakes the new head
-//!    (the wake-up it was given is not lost); otherwise it just unlinks. Whoever empties the list
-//!    clears `WAITERS`.
+//!    (the wake-up it was given is not lost), else clears `WOKEN` (so the owner's unlock wakes
+//!    the new head); otherwise it just unlinks. Whoever empties the list clears `WAITERS` (and
+//!    `WOKEN`).
 //!
 //! ## Guards and threads
 //!
@@ -66,6 +74,8 @@ use crate::task::waker::RelaySlot;
 
 const LOCKED: usize = 1;
 const WAITERS: usize = 2;
+/// A waiter has been woken in normal mode and has not polled since (Go's `mutexWoken`).
+const WOKEN: usize = 4;
 
 /// How long the head waiter may wait before the lock is handed to it directly (Go's
 /// `starvationThresholdNs`, 1 ms: long enough that normal mode's barging, which keeps the lock
@@ -117,7 +127,7 @@ impl Waiting {
 
 /// The lock without the data: the state word and the wait list.
 pub(crate) struct RawMutex {
-    /// `LOCKED | WAITERS`; `WAITERS` is written only under `waiters`' lock.
+    /// `LOCKED | WAITERS | WOKEN`; `WAITERS` and `WOKEN` are set only under `waiters`' lock.
     state: AtomicUsize,
     /// The queued [`Lock`] futures' nodes.
     waiters: ListLock<List<Waiting>>,
@@ -197,8 +207,27 @@ impl RawMutex {
             .compare_exchange(LOCKED, 0, Release, Relaxed)
             .is_err()
         {
-            self.unlock_slow();
+            self.unlock_contended();
         }
+    }
+
+    /// Protocol step 3 with waiters: while a woken waiter has yet to poll (`WOKEN`), releases
+    /// without the list, as Go's `Unlock` does (the woken waiter will compete for the lock);
+    /// otherwise step 4.
+    #[cold]
+    fn unlock_contended(&self) {
+        let mut s = self.state.load(Relaxed);
+        while s & WOKEN != 0 {
+            // Release: pairs with the Acquire CAS of the next `try_lock`.
+            match self
+                .state
+                .compare_exchange_weak(s, s & !LOCKED, Release, Relaxed)
+            {
+                Ok(_) => return,
+                Err(now) => s = now,
+            }
+        }
+        self.unlock_slow();
     }
 
     /// Protocol step 4.
@@ -227,8 +256,11 @@ impl RawMutex {
                     let mut head = list.front().expect("the head is there");
                     head.data(|w| w.woken = true);
                     wakers.push(head.take_waker());
+                    // `LOCKED` is set (we own the lock) and `WOKEN` clear (it is set only under
+                    // the list lock, by an unlock, which only the owner makes, or by a cancel
+                    // while the lock is free): the XOR clears the one and sets the other.
                     // Release: pairs with the Acquire CAS in `try_lock`.
-                    self.state.fetch_and(!LOCKED, Release);
+                    self.state.fetch_xor(LOCKED | WOKEN, Release);
                 }
             }
         }
@@ -251,22 +283,30 @@ impl RawMutex {
         // clone is user code, which must not run under the lock).
         let waker = relay.lock_safe(cx.waker());
         let mut list = self.list();
+        // Whether we are the woken waiter: if so, this poll ends the `WOKEN` state (we take the
+        // lock, or go back to waiting and the next unlock wakes a waiter again).
+        let mut woken = false;
         if *queued {
             // SAFETY: we hold the list lock; the node is only ever used with this list.
             let mut me = unsafe { list.entry(node) };
-            if me.data(|w| w.granted) {
+            let (granted, was_woken) = me.data(|w| (w.granted, w.woken));
+            if granted {
                 *queued = false; // the unlock unlinked us
                 return Poll::Ready(());
             }
+            woken = was_woken;
         }
+        let ends_woken = if woken { WOKEN } else { 0 };
         let mut s = self.state.load(Relaxed);
         loop {
             if s & LOCKED == 0 {
                 // Acquire: pairs with the Release of the unlock that cleared `LOCKED`.
-                match self
-                    .state
-                    .compare_exchange_weak(s, s | LOCKED, Acquire, Relaxed)
-                {
+                match self.state.compare_exchange_weak(
+                    s,
+                    (s | LOCKED) & !ends_woken,
+                    Acquire,
+                    Relaxed,
+                ) {
                     Ok(_) => {
                         // SAFETY: we hold the list lock; the node is only used with this list.
                         if *queued && unsafe { list.remove(node) } && list.is_empty() {
@@ -277,17 +317,18 @@ impl RawMutex {
                     }
                     Err(now) => s = now,
                 }
-            } else if s & WAITERS == 0 {
-                // Set under the list lock, so an unlock that then sees it goes to the list.
-                match self
-                    .state
-                    .compare_exchange_weak(s, s | WAITERS, Relaxed, Relaxed)
-                {
+            } else {
+                // Set under the list lock, so an unlock that then sees `WAITERS` without
+                // `WOKEN` goes to the list. Clearing `WOKEN` in the same CAS that sees the lock
+                // held: an unlock that released it because we were woken is seen here.
+                let want = (s | WAITERS) & !ends_woken;
+                if want == s {
+                    break;
+                }
+                match self.state.compare_exchange_weak(s, want, Relaxed, Relaxed) {
                     Ok(_) => break,
                     Err(now) => s = now,
                 }
-            } else {
-                break;
             }
         }
         if !*queued {
@@ -331,11 +372,27 @@ impl RawMutex {
             // SAFETY: as above.
             unsafe { list.remove(node) };
             if list.is_empty() {
-                self.state.fetch_and(!WAITERS, Relaxed);
-            } else if woken && self.state.load(Relaxed) & LOCKED == 0 {
-                let mut head = list.front().expect("the list is not empty");
-                head.data(|w| w.woken = true);
-                wakers.push(head.take_waker());
+                // (A woken waiter is a queued one: with none left, `WOKEN` goes too.)
+                self.state.fetch_and(!(WAITERS | WOKEN), Relaxed);
+            } else if woken {
+                // Our wake-up must not be lost: if the lock is free, the new head gets it (and
+                // `WOKEN` stays); if it is held, `WOKEN` goes, so that its unlock wakes the new
+                // head. One CAS decides, against an unlock that releases because of `WOKEN`.
+                let mut s = self.state.load(Relaxed);
+                while s & LOCKED != 0 {
+                    match self
+                        .state
+                        .compare_exchange_weak(s, s & !WOKEN, Relaxed, Relaxed)
+                    {
+                        Ok(_) => break,
+                        Err(now) => s = now,
+                    }
+                }
+                if s & LOCKED == 0 {
+                    let mut head = list.front().expect("the list is not empty");
+                    head.data(|w| w.woken = true);
+                    wakers.push(head.take_waker());
+                }
             }
         }
         wakers.wake();
@@ -586,6 +643,41 @@ mod loom_tests {
             for t in threads {
                 t.join().unwrap();
             }
+            assert!(m.try_lock(), "the lock ends free");
+        });
+    }
+
+    /// The woken waiter is cancelled while a barger holds the lock: its wake-up is not lost
+    /// (`WOKEN` goes with it, so the barger's unlock wakes the waiter queued behind it; were it
+    /// left set, that unlock would release without waking anyone: a loom deadlock).
+    #[test]
+    fn loom_mutex_woken_waiter_cancelled_under_a_barger_passes_its_wake_on() {
+        loom::model(|| {
+            let m = Arc::new(RawMutex::new());
+            assert!(m.try_lock());
+            let first = std::pin::pin!(super::Node::new(super::Waiting::new()));
+            let mut queued = false;
+            let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+            let polled = m.poll_lock(
+                first.as_ref(),
+                &mut queued,
+                &mut RelaySlot::default(),
+                &mut cx,
+            );
+            assert!(polled.is_pending() && queued);
+            let m2 = m.clone();
+            let behind = loom::thread::spawn(move || {
+                lock(&m2);
+                m2.unlock();
+            });
+            m.unlock(); // wakes `first`, the head
+            if m.try_lock() {
+                m.cancel(first.as_ref());
+                m.unlock();
+            } else {
+                m.cancel(first.as_ref());
+            }
+            behind.join().unwrap();
             assert!(m.try_lock(), "the lock ends free");
         });
     }
