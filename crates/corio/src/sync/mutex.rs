@@ -283,20 +283,21 @@ impl RawMutex {
         // clone is user code, which must not run under the lock).
         let waker = relay.lock_safe(cx.waker());
         let mut list = self.list();
-        // Whether we are the woken waiter: if so, this poll ends the `WOKEN` state (we take the
-        // lock, or go back to waiting and the next unlock wakes a waiter again).
-        let mut woken = false;
+        // `WOKEN` if we are the woken waiter: this poll ends that state (we take the lock, or
+        // go back to waiting and the next unlock wakes a waiter again).
+        let mut ends_woken = 0;
         if *queued {
             // SAFETY: we hold the list lock; the node is only ever used with this list.
             let mut me = unsafe { list.entry(node) };
-            let (granted, was_woken) = me.data(|w| (w.granted, w.woken));
+            let (granted, woken) = me.data(|w| (w.granted, w.woken));
             if granted {
                 *queued = false; // the unlock unlinked us
                 return Poll::Ready(());
             }
-            woken = was_woken;
+            if woken {
+                ends_woken = WOKEN;
+            }
         }
-        let ends_woken = if woken { WOKEN } else { 0 };
         let mut s = self.state.load(Relaxed);
         loop {
             if s & LOCKED == 0 {
@@ -671,11 +672,10 @@ mod loom_tests {
                 m2.unlock();
             });
             m.unlock(); // wakes `first`, the head
-            if m.try_lock() {
-                m.cancel(first.as_ref());
+            let barged = m.try_lock();
+            m.cancel(first.as_ref());
+            if barged {
                 m.unlock();
-            } else {
-                m.cancel(first.as_ref());
             }
             behind.join().unwrap();
             assert!(m.try_lock(), "the lock ends free");
