@@ -430,6 +430,53 @@ mod time_faces {
             });
         }
 
+        /// A future polled just before the deadline, whose poll ends after it, is polled again
+        /// before the timeout gives up: `Elapsed` only when the deadline had passed before the
+        /// future's last poll began. (Found by the ThreadSanitizer campaign, where the test above
+        /// failed at round 67 of 100: the sleep was polled before its deadline, the timeout's
+        /// own clock read came after it, and the deadline won over a future due with it. Before
+        /// the fix this test failed every time.)
+        #[test]
+        fn a_future_whose_poll_straddles_the_deadline_is_polled_again_before_it_times_out() {
+            /// Ready once `due` has passed; a poll before it lasts until after it, as a poll
+            /// descheduled at the wrong moment does.
+            struct Straddles {
+                due: Instant,
+                polls: usize,
+            }
+            impl Future for Straddles {
+                type Output = usize;
+                fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<usize> {
+                    self.polls += 1;
+                    if Instant::now() >= self.due {
+                        return Poll::Ready(self.polls);
+                    }
+                    while Instant::now() < self.due {
+                        std::hint::spin_loop();
+                    }
+                    cx.waker().wake_by_ref();
+                    Poll::Pending
+                }
+            }
+            let rt = rt();
+            within(EVENTUALLY, move || {
+                rt.run(|| {
+                    let due = Instant::now() + 5 * MS;
+                    let res = time::timeout_at(due, Straddles { due, polls: 0 });
+                    assert_eq!(res, Ok(2), "the timeout gave up before a poll after its deadline");
+                });
+                rt.block_on(async {
+                    corio::spawn(async {
+                        let due = Instant::now() + 5 * MS;
+                        let res = time::timeout_at_async(due, Straddles { due, polls: 0 }).await;
+                        assert_eq!(res, Ok(2), "the timeout gave up before a poll after its deadline");
+                    })
+                    .await
+                    .unwrap();
+                });
+            });
+        }
+
         /// tokio's `timeout_is_not_exhausted_by_future`: a future that is always ready to make
         /// progress (it spends the whole coop budget each poll, or wakes itself at once) still
         /// times out, in a coroutine and in a task.

@@ -224,6 +224,11 @@ pub fn timeout_at_async<F: IntoFuture>(deadline: Instant, fut: F) -> Timeout<F::
 }
 
 /// The future of [`timeout_async`].
+///
+/// It polls its future first and times out only if the deadline had passed before that poll
+/// began: a future is always polled at least once after its deadline, so one that is ready by
+/// then gives its value (and one whose poll began before the deadline and ended after it is
+/// polled again rather than cut off).
 #[must_use = "futures do nothing unless polled"]
 #[derive(Debug)]
 pub struct Timeout<F> {
@@ -239,20 +244,33 @@ impl<F: Future> Future for Timeout<F> {
         // moves it); `sleep` is Unpin.
         let this = unsafe { self.get_unchecked_mut() };
         let had_budget = crate::runtime::context::has_budget_remaining();
+        // Whether the deadline had passed *before* the future is polled: only then does this
+        // poll time out. A deadline that passes during the future's poll (one that began just
+        // before it, and was descheduled, or ran long) gives the future another poll first, so
+        // that a future due at the deadline gives its value (`tests/time_tasks_review_contract.rs`,
+        // `a_future_whose_poll_straddles_the_deadline_*`, found by the ThreadSanitizer campaign).
+        let elapsed_before = this.sleep.has_elapsed();
         // SAFETY: as above.
         if let Poll::Ready(v) = unsafe { Pin::new_unchecked(&mut this.fut) }.poll(cx) {
             return Poll::Ready(Ok(v));
         }
         // If the future spent the last of the budget, the deadline is looked at anyway: a
         // future that always spends the budget would otherwise keep its timeout from ever
-        // firing. If the budget was spent before, the sleep yields like any operation, so a
+        // firing. If the budget was spent before, the timeout yields like any operation, so a
         // loop of expired timeouts still lets others run. (tokio's `Timeout::poll` does the
         // same.)
-        let elapsed = if had_budget && !crate::runtime::context::has_budget_remaining() {
-            this.sleep.poll_deadline(cx)
-        } else {
-            Pin::new(&mut this.sleep).poll(cx)
-        };
-        elapsed.map(|()| Err(Elapsed(())))
+        let future_spent_the_last = had_budget && !crate::runtime::context::has_budget_remaining();
+        if !future_spent_the_last && !crate::runtime::context::budget_proceed() {
+            cx.waker().wake_by_ref();
+            return Poll::Pending;
+        }
+        if elapsed_before {
+            return Poll::Ready(Err(Elapsed(())));
+        }
+        if this.sleep.poll_not_elapsed(cx).is_ready() {
+            // It passed during the future's poll: poll the future once more, at once.
+            cx.waker().wake_by_ref();
+        }
+        Poll::Pending
     }
 }

@@ -132,14 +132,44 @@ impl Future for Sleep {
 
 impl Sleep {
     /// `poll` without the budget: whether the deadline has passed, registering the timer (and
-    /// `cx`'s waker) if not. `Timeout` uses it when its future spent the budget, so that the
-    /// deadline is still seen (see `Timeout::poll`).
+    /// `cx`'s waker) if not.
     pub(crate) fn poll_deadline(&mut self, cx: &mut Context<'_>) -> Poll<()> {
         match &self.timer {
             Some(Registered::Runtime { entry, .. } | Registered::Fallback(entry)) => {
                 entry.poll_elapsed(cx)
             }
             None if Instant::now() >= self.deadline => Poll::Ready(()),
+            None => {
+                self.register(cx);
+                Poll::Pending
+            }
+        }
+    }
+}
+
+impl Sleep {
+    /// Whether the deadline has passed, without registering anything: the timer has fired, or
+    /// (not registered yet) the clock is past it. For `Timeout::poll`, before it polls its
+    /// future.
+    #[inline]
+    pub(crate) fn has_elapsed(&self) -> bool {
+        match &self.timer {
+            Some(Registered::Runtime { entry, .. } | Registered::Fallback(entry)) => {
+                entry.is_fired()
+            }
+            None => Instant::now() >= self.deadline,
+        }
+    }
+
+    /// [`poll_deadline`](Self::poll_deadline) after [`has_elapsed`](Self::has_elapsed) said
+    /// `false` a moment ago: an unregistered sleep registers without reading the clock again
+    /// (if the deadline passed meanwhile, the timer fires at once).
+    #[inline]
+    pub(crate) fn poll_not_elapsed(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        match &self.timer {
+            Some(Registered::Runtime { entry, .. } | Registered::Fallback(entry)) => {
+                entry.poll_elapsed(cx)
+            }
             None => {
                 self.register(cx);
                 Poll::Pending
