@@ -202,9 +202,9 @@ pub struct RawCoroutine {
     /// The resumer's value of the word while the coroutine runs, when `resume` resumed it
     /// (`resume_detached` keeps it in its frame instead: see [`Detached`]).
     outer: u64,
-    /// ASan's record of the coroutine, at the top of its stack (see `crate::asan`).
-    #[cfg(corio_asan)]
-    fiber: *mut crate::asan::Fiber,
+    /// The sanitizers' record of the coroutine, at the top of its stack (see `crate::sanitizer`).
+    #[cfg(any(corio_asan, corio_tsan))]
+    fiber: *mut crate::sanitizer::Fiber,
 }
 
 /// A switch back to a scheduler's frame that some coroutine has yet to claim (see
@@ -229,9 +229,9 @@ pub struct Yielder<Input, Yield> {
     limit: usize,
     /// Set once the coroutine is being unwound by its owner's drop.
     unwinding: Cell<bool>,
-    /// ASan's record of the coroutine, at the top of its stack (see `crate::asan`).
-    #[cfg(corio_asan)]
-    fiber: *mut crate::asan::Fiber,
+    /// The sanitizers' record of the coroutine, at the top of its stack (see `crate::sanitizer`).
+    #[cfg(any(corio_asan, corio_tsan))]
+    fiber: *mut crate::sanitizer::Fiber,
     _marker: PhantomData<fn(Yield) -> Input>,
 }
 
@@ -384,8 +384,11 @@ impl<Input, Yield, Return> Coroutine<Input, Yield, Return> {
         let start = Start {
             f,
             limit: stack.limit(),
-            #[cfg(corio_asan)]
-            fiber: crate::asan::Fiber::new(crate::asan::Bounds::new(stack.limit(), stack.start())),
+            #[cfg(any(corio_asan, corio_tsan))]
+            fiber: crate::sanitizer::Fiber::new(crate::sanitizer::Bounds::new(
+                stack.limit(),
+                stack.start(),
+            )),
         };
         let obj = (stack.start() - size_of::<Start<F>>()) & !(align_of::<Start<F>>() - 1);
         let base = obj & !(arch::STACK_ALIGNMENT - 1);
@@ -421,7 +424,7 @@ impl<Input, Yield, Return> Coroutine<Input, Yield, Return> {
                 link,
                 local: 0,
                 outer: 0,
-                #[cfg(corio_asan)]
+                #[cfg(any(corio_asan, corio_tsan))]
                 // SAFETY: `obj` holds the `Start<F>` just written; the record stays there, at
                 // the top of the stack, for as long as the stack is this coroutine's.
                 fiber: unsafe { &raw mut (*(obj as *mut Start<F>)).fiber },
@@ -452,21 +455,21 @@ impl<Input, Yield, Return> Coroutine<Input, Yield, Return> {
         // Swap the per-context word (see `crate::local`). Nothing is kept in a local across
         // the switch (it would be spilled): the resumer's word waits in `self.raw.outer`.
         self.raw.outer = crate::local::swap(self.raw.local);
-        #[cfg(corio_asan)]
+        #[cfg(any(corio_asan, corio_tsan))]
         let mut fake = std::ptr::null_mut();
         // SAFETY: the record is this coroutine's, and the switch into it follows.
-        #[cfg(corio_asan)]
+        #[cfg(any(corio_asan, corio_tsan))]
         unsafe {
-            crate::asan::start_switch_into(&mut fake, self.raw.fiber)
+            crate::sanitizer::start_switch_into(&mut fake, self.raw.fiber)
         };
         // SAFETY: `sp` and `link` describe this coroutine, suspended (or fresh) on a stack we
         // own; the coroutine moves `input` out before it switches back.
         let (arg, sp) =
             unsafe { arch::switch_and_link(ptr::from_ref(&*input) as usize, sp, self.raw.link) };
         // SAFETY: control just came back to the frame that started the switch.
-        #[cfg(corio_asan)]
+        #[cfg(any(corio_asan, corio_tsan))]
         unsafe {
-            crate::asan::finish_switch_in_resumer(fake)
+            crate::sanitizer::finish_switch_in_resumer(fake)
         };
         self.raw.local = crate::local::swap(self.raw.outer);
         match sp {
@@ -503,12 +506,12 @@ impl<Input, Yield, Return> Coroutine<Input, Yield, Return> {
         // The frame's word stays here, for `claim`, not in the handle (`outer`): the coroutine
         // that comes back may be another one, and a transfer then need not move it.
         let outer = crate::local::swap(self.raw.local);
-        #[cfg(corio_asan)]
+        #[cfg(any(corio_asan, corio_tsan))]
         let mut fake = std::ptr::null_mut();
         // SAFETY: as in `resume`.
-        #[cfg(corio_asan)]
+        #[cfg(any(corio_asan, corio_tsan))]
         unsafe {
-            crate::asan::start_switch_into(&mut fake, self.raw.fiber)
+            crate::sanitizer::start_switch_into(&mut fake, self.raw.fiber)
         };
         // SAFETY: as in `resume`. The handle's address goes to the switch as well, so the
         // compiler assumes the switch may read and write it: a transfer from this coroutine
@@ -522,9 +525,9 @@ impl<Input, Yield, Return> Coroutine<Input, Yield, Return> {
             )
         };
         // SAFETY: as in `resume`: whichever coroutine came back announced this frame's stack.
-        #[cfg(corio_asan)]
+        #[cfg(any(corio_asan, corio_tsan))]
         unsafe {
-            crate::asan::finish_switch_in_resumer(fake)
+            crate::sanitizer::finish_switch_in_resumer(fake)
         };
         Detached { arg, sp, outer }
     }
@@ -575,6 +578,11 @@ impl<Input, Yield, Return> Coroutine<Input, Yield, Return> {
         // SAFETY: a finishing coroutine passes a pointer to its `Finish` on its dead stack,
         // which stays mapped until `self.stack` is dropped below; we move it out first.
         let finish = unsafe { ptr::read(arg as *const Finish<Return>) };
+        // SAFETY: the coroutine finished; its record is on the stack released next.
+        #[cfg(any(corio_asan, corio_tsan))]
+        unsafe {
+            crate::sanitizer::release(self.raw.fiber)
+        };
         self.stack = None;
         match finish {
             Finish::Return(r) => CoroutineResult::Return(r),
@@ -634,19 +642,19 @@ impl<Input, Yield, Return> Coroutine<Input, Yield, Return> {
             return;
         }
         let outer = crate::local::swap(self.raw.local);
-        #[cfg(corio_asan)]
+        #[cfg(any(corio_asan, corio_tsan))]
         let mut fake = std::ptr::null_mut();
         // SAFETY: as in `resume`.
-        #[cfg(corio_asan)]
+        #[cfg(any(corio_asan, corio_tsan))]
         unsafe {
-            crate::asan::start_switch_into(&mut fake, self.raw.fiber)
+            crate::sanitizer::start_switch_into(&mut fake, self.raw.fiber)
         };
         // SAFETY: as in `resume`; a 0 argument asks the coroutine to unwind.
         let (arg, sp) = unsafe { arch::switch_and_link(0, sp, self.raw.link) };
         // SAFETY: as in `resume`.
-        #[cfg(corio_asan)]
+        #[cfg(any(corio_asan, corio_tsan))]
         unsafe {
-            crate::asan::finish_switch_in_resumer(fake)
+            crate::sanitizer::finish_switch_in_resumer(fake)
         };
         crate::local::swap(outer);
         assert!(
@@ -655,6 +663,11 @@ impl<Input, Yield, Return> Coroutine<Input, Yield, Return> {
         );
         // SAFETY: as in `finish`.
         let finish = unsafe { ptr::read(arg as *const Finish<Return>) };
+        // SAFETY: as in `finish`.
+        #[cfg(any(corio_asan, corio_tsan))]
+        unsafe {
+            crate::sanitizer::release(self.raw.fiber)
+        };
         self.stack = None;
         match finish {
             Finish::Return(_) | Finish::Unwound => {}
@@ -702,21 +715,21 @@ impl<Input, Yield> Yielder<Input, Yield> {
             forced_unwind();
         }
         let value = ManuallyDrop::new(value);
-        #[cfg(corio_asan)]
+        #[cfg(any(corio_asan, corio_tsan))]
         let mut fake = std::ptr::null_mut();
         // SAFETY: the record is this running coroutine's; the switch back follows.
-        #[cfg(corio_asan)]
+        #[cfg(any(corio_asan, corio_tsan))]
         unsafe {
-            crate::asan::start_switch_back(Some(&mut fake), self.fiber)
+            crate::sanitizer::start_switch_back(Some(&mut fake), self.fiber)
         };
         // SAFETY: this Yielder was lent by the entry function of the coroutine that is running
         // (it cannot leave it), so we are on that coroutine's stack and `link` is its link. The
         // resumer moves `value` out before we run again.
         let arg = unsafe { arch::switch_yield(ptr::from_ref(&*value) as usize, self.link) };
         // SAFETY: control just came back to this coroutine, with the fake stack it kept.
-        #[cfg(corio_asan)]
+        #[cfg(any(corio_asan, corio_tsan))]
         unsafe {
-            crate::asan::finish_switch_in_coroutine(fake, self.fiber)
+            crate::sanitizer::finish_switch_in_coroutine(fake, self.fiber)
         };
         if arg == 0 {
             self.unwinding.set(true);
@@ -770,13 +783,13 @@ impl<Input, Yield> Yielder<Input, Yield> {
         // (`Detached`): a coroutine resumed by `resume_detached` needs no `outer`.
         from.local = crate::local::swap(to.local);
         let input = ManuallyDrop::new(input);
-        #[cfg(corio_asan)]
+        #[cfg(any(corio_asan, corio_tsan))]
         let mut fake = std::ptr::null_mut();
         // SAFETY: `self.fiber` is the running coroutine's record (`from`'s), `to.fiber` that of
         // another live coroutine (per the contract); the transfer follows.
-        #[cfg(corio_asan)]
+        #[cfg(any(corio_asan, corio_tsan))]
         unsafe {
-            crate::asan::start_transfer(&mut fake, self.fiber, to.fiber)
+            crate::sanitizer::start_transfer(&mut fake, self.fiber, to.fiber)
         };
         // SAFETY: we run on `from`'s stack with its link (per the contract), `to_sp` and
         // `to.link` describe a suspended coroutine of this thread, and `from.sp` is where
@@ -791,9 +804,9 @@ impl<Input, Yield> Yielder<Input, Yield> {
             )
         };
         // SAFETY: as in `suspend`.
-        #[cfg(corio_asan)]
+        #[cfg(any(corio_asan, corio_tsan))]
         unsafe {
-            crate::asan::finish_switch_in_coroutine(fake, self.fiber)
+            crate::sanitizer::finish_switch_in_coroutine(fake, self.fiber)
         };
         if arg == 0 {
             self.unwinding.set(true);
@@ -879,10 +892,10 @@ fn closure_too_large(closure: usize, stack: usize) -> io::Error {
 struct Start<F> {
     f: F,
     limit: usize,
-    /// ASan's record of the coroutine (see `crate::asan`); it stays here while the stack is
-    /// the coroutine's.
-    #[cfg(corio_asan)]
-    fiber: crate::asan::Fiber,
+    /// The sanitizers' record of the coroutine (see `crate::sanitizer`); it stays here while
+    /// the stack is the coroutine's.
+    #[cfg(any(corio_asan, corio_tsan))]
+    fiber: crate::sanitizer::Fiber,
 }
 
 /// The first Rust code on a coroutine's stack: runs the closure, then leaves for good.
@@ -896,12 +909,12 @@ where
     F: FnOnce(&Yielder<Input, Yield>, Input) -> Return,
 {
     let start = obj as *mut Start<F>;
-    #[cfg(corio_asan)]
+    #[cfg(any(corio_asan, corio_tsan))]
     let fiber = {
         // SAFETY: per this function's contract `start` is this coroutine's `Start<F>`.
         let fiber = unsafe { &raw mut (*start).fiber };
         // SAFETY: this is the first arrival on the coroutine's stack, with no fake stack yet.
-        unsafe { crate::asan::finish_switch_in_coroutine(ptr::null_mut(), fiber) };
+        unsafe { crate::sanitizer::finish_switch_in_coroutine(ptr::null_mut(), fiber) };
         fiber
     };
     // SAFETY: per this function's contract; read once. The closure stays where it is until
@@ -923,7 +936,7 @@ where
             link,
             limit,
             unwinding: Cell::new(false),
-            #[cfg(corio_asan)]
+            #[cfg(any(corio_asan, corio_tsan))]
             fiber,
             _marker: PhantomData,
         };
@@ -945,9 +958,9 @@ where
     // SAFETY: the record is this coroutine's; its final switch follows, so ASan may free its
     // fake stack. `finish`, which the resumer reads afterwards, is not on it: this frame was
     // made during the first switch, while ASan hands out no fake frames.
-    #[cfg(corio_asan)]
+    #[cfg(any(corio_asan, corio_tsan))]
     unsafe {
-        crate::asan::start_switch_back(None, fiber)
+        crate::sanitizer::start_switch_back(None, fiber)
     };
     // SAFETY: we are on the coroutine's stack with its link; everything on the stack has been
     // dropped or moved into `finish`, which the resumer moves out.

@@ -51,9 +51,9 @@ impl Drop for Section {
 }
 
 /// Enters a critical section that ends on another stack, by [`lower`] (no guard can cross the
-/// switch): ASan's switch annotations (`crate::asan`) must not be interrupted by another
+/// switch): the sanitizers' switch annotations (`crate::sanitizer`) must not be interrupted by another
 /// switch between the start of one and its finish on the other side.
-#[cfg(corio_asan)]
+#[cfg(any(corio_asan, corio_tsan))]
 #[inline(never)] // reads a thread-local around a switch: see `crate::local`
 pub(crate) fn raise() {
     DEPTH.with(|d| d.set(d.get() + 1));
@@ -61,7 +61,7 @@ pub(crate) fn raise() {
 }
 
 /// Ends a section begun by [`raise`], on the thread that raised it.
-#[cfg(corio_asan)]
+#[cfg(any(corio_asan, corio_tsan))]
 #[inline(never)] // as `raise`
 pub(crate) fn lower() {
     compiler_fence(Ordering::SeqCst);

@@ -31,11 +31,11 @@
 #![warn(missing_docs, clippy::undocumented_unsafe_blocks)]
 
 mod arch;
-#[cfg(corio_asan)]
-mod asan;
 pub mod coroutine;
 pub mod critical;
 #[doc(hidden)]
 pub mod local;
 mod overflow;
+#[cfg(any(corio_asan, corio_tsan))]
+mod sanitizer;
 pub mod stack;

@@ -167,10 +167,10 @@ impl Drop for Stack {
         // The slot is no longer in use: the overflow handler ignores its header from now on.
         self.header().id.store(0, Ordering::Relaxed);
         // SAFETY: the frames of the slot's coroutine are gone (finished, unwound or never
-        // started); the next owner starts from clean shadow (see `crate::asan`).
+        // started); the next owner starts from clean shadow (see `crate::sanitizer`).
         #[cfg(corio_asan)]
         unsafe {
-            crate::asan::unpoison(self.limit(), self.top - HEADER_SIZE)
+            crate::sanitizer::unpoison(self.limit(), self.top - HEADER_SIZE)
         };
         let _section = crate::critical::Section::enter();
         pool::free(self.class, self.top);

@@ -1,4 +1,29 @@
-//! AddressSanitizer's fiber annotations, compiled in only under `--cfg corio_asan`.
+//! The sanitizers' fiber annotations: AddressSanitizer's, compiled in only under
+//! `--cfg corio_asan`, and ThreadSanitizer's, only under `--cfg corio_tsan` (normal builds
+//! have neither; `docs/asan.md`, `docs/tsan.md`).
+//!
+//! # ThreadSanitizer
+//!
+//! TSan keeps, per thread, the clock and shadow state that tell it which accesses happen
+//! before which. A coroutine is a thread of control of its own: without being told of its
+//! switches, TSan takes a coroutine's accesses for those of whichever thread runs it, so it
+//! cannot tell a coroutine resumed on another thread from a data race, nor keep its reports'
+//! stacks apart. LLVM's interface (`compiler-rt/include/sanitizer/tsan_interface.h`) gives
+//! each coroutine a *fiber*: created with the coroutine ([`Fiber::new`]), switched to just
+//! before every switch into it (`__tsan_switch_to_fiber`, with synchronisation: what ran
+//! before the switch happens before what runs after it), and destroyed once its stack is
+//! given back ([`release`]). A switch back goes to the fiber that resumed the coroutine,
+//! which the switch into it records ([`start_switch_into`]); a transfer hands the arriving
+//! coroutine the leaving one's resumer, as for ASan below.
+//!
+//! TSan also keeps a shadow call stack per fiber, pushed at every instrumented function's
+//! entry and popped at its exit. The fiber must therefore change inside the very frame that
+//! switches stacks: a helper that changed it and returned would pop its own entry off the
+//! other fiber's shadow stack (an unoptimised build's first coroutine then crashed in
+//! `__tsan_func_entry`, below the bottom of its shadow stack). The `start_*` functions that
+//! switch fibers are `#[inline(always)]`, which debug builds honour too, as are the switches.
+//!
+//! # AddressSanitizer
 //!
 //! ASan keeps, per thread, the bounds of "the" stack and (with
 //! `detect_stack_use_after_return`) a *fake stack* that instrumented frames take their locals
@@ -51,6 +76,15 @@
 use std::ffi::c_void;
 use std::ptr;
 
+#[cfg(corio_tsan)]
+unsafe extern "C" {
+    fn __tsan_get_current_fiber() -> *mut c_void;
+    fn __tsan_create_fiber(flags: u32) -> *mut c_void;
+    fn __tsan_destroy_fiber(fiber: *mut c_void);
+    fn __tsan_switch_to_fiber(fiber: *mut c_void, flags: u32);
+}
+
+#[cfg(corio_asan)]
 unsafe extern "C" {
     fn __sanitizer_start_switch_fiber(
         fake_stack_save: *mut *mut c_void,
@@ -67,6 +101,7 @@ unsafe extern "C" {
 
 /// A stack's address range as ASan takes it: the lowest address and the length.
 #[derive(Clone, Copy, Debug)]
+#[cfg_attr(not(corio_asan), allow(dead_code))]
 pub(crate) struct Bounds {
     bottom: *const c_void,
     size: usize,
@@ -98,6 +133,12 @@ pub(crate) struct Fiber {
     resumer: Bounds,
     /// Whether `resumer` was written by a transfer for the next arrival to keep.
     handed: bool,
+    /// The coroutine's TSan fiber.
+    #[cfg(corio_tsan)]
+    tsan_own: *mut c_void,
+    /// The TSan fiber that resumed it (the thread's, or another coroutine's).
+    #[cfg(corio_tsan)]
+    tsan_resumer: *mut c_void,
 }
 
 impl Fiber {
@@ -107,8 +148,31 @@ impl Fiber {
             own,
             resumer: Bounds::NONE,
             handed: false,
+            // SAFETY: creating a fiber has no precondition; it is destroyed by `release`.
+            #[cfg(corio_tsan)]
+            tsan_own: unsafe { __tsan_create_fiber(0) },
+            #[cfg(corio_tsan)]
+            tsan_resumer: ptr::null_mut(),
         }
     }
+}
+
+/// Gives back what the record of a coroutine that will never run again holds (its TSan
+/// fiber), before its stack, where the record lives, is released.
+///
+/// # Safety
+///
+/// `fiber` must be the record of a coroutine that has finished (or been unwound), called once,
+/// on the thread it last switched back to.
+#[inline]
+pub(crate) unsafe fn release(fiber: *mut Fiber) {
+    #[cfg(corio_tsan)]
+    // SAFETY: per the contract, the fiber is not running and never runs again.
+    unsafe {
+        __tsan_destroy_fiber((*fiber).tsan_own)
+    };
+    #[cfg(not(corio_tsan))]
+    let _ = fiber;
 }
 
 /// Where a context keeps its fake stack while another runs: a local of the switching frame.
@@ -121,13 +185,25 @@ pub(crate) type FakeStack = *mut c_void;
 ///
 /// `fiber` must point to a live coroutine's record, and the caller must switch into that
 /// coroutine right after, on this thread.
-#[inline]
+#[inline(always)] // TSan: in the frame that switches (see the module docs)
 pub(crate) unsafe fn start_switch_into(fake: &mut FakeStack, fiber: *const Fiber) {
     // SAFETY: per the contract, the record is alive and only this thread uses it now.
     let own = unsafe { (*fiber).own };
     crate::critical::raise();
+    #[cfg(corio_asan)]
     // SAFETY: `fake` is a valid place for ASan to store a pointer; the bounds are a stack's.
-    unsafe { __sanitizer_start_switch_fiber(fake, own.bottom, own.size) };
+    unsafe {
+        __sanitizer_start_switch_fiber(fake, own.bottom, own.size)
+    };
+    #[cfg(corio_tsan)]
+    // SAFETY: per the contract the record is this thread's to write, and the switch into the
+    // coroutine follows.
+    unsafe {
+        (*fiber.cast_mut()).tsan_resumer = __tsan_get_current_fiber();
+        __tsan_switch_to_fiber((*fiber).tsan_own, 0);
+    }
+    #[cfg(not(corio_asan))]
+    let _ = (fake, own);
 }
 
 /// Announces a switch from the running coroutine of `fiber` back to its resumer. `fake` is
@@ -138,14 +214,24 @@ pub(crate) unsafe fn start_switch_into(fake: &mut FakeStack, fiber: *const Fiber
 ///
 /// `fiber` must be the running coroutine's record, and the caller must switch to its resumer
 /// right after.
-#[inline]
+#[inline(always)] // TSan: in the frame that switches (see the module docs)
 pub(crate) unsafe fn start_switch_back(fake: Option<&mut FakeStack>, fiber: *const Fiber) {
     // SAFETY: per the contract, the record is alive and only this thread uses it now.
     let resumer = unsafe { (*fiber).resumer };
     let fake = fake.map_or(ptr::null_mut(), ptr::from_mut);
     crate::critical::raise();
+    #[cfg(corio_asan)]
     // SAFETY: `fake` is null or a valid place for ASan to store a pointer.
-    unsafe { __sanitizer_start_switch_fiber(fake, resumer.bottom, resumer.size) };
+    unsafe {
+        __sanitizer_start_switch_fiber(fake, resumer.bottom, resumer.size)
+    };
+    #[cfg(corio_tsan)]
+    // SAFETY: the resumer's fiber is alive (its context waits for this switch), which follows.
+    unsafe {
+        __tsan_switch_to_fiber((*fiber).tsan_resumer, 0)
+    };
+    #[cfg(not(corio_asan))]
+    let _ = (fake, resumer);
 }
 
 /// Announces a transfer from the running coroutine of `from` to the coroutine of `to`, which
@@ -155,17 +241,31 @@ pub(crate) unsafe fn start_switch_back(fake: Option<&mut FakeStack>, fiber: *con
 ///
 /// `from` must be the running coroutine's record and `to` another live coroutine's, and the
 /// caller must transfer to `to` right after.
-#[inline]
+#[inline(always)] // TSan: in the frame that switches (see the module docs)
 pub(crate) unsafe fn start_transfer(fake: &mut FakeStack, from: *const Fiber, to: *mut Fiber) {
     // SAFETY: per the contract, both records are alive, distinct and only this thread uses them.
     let own = unsafe {
         (*to).resumer = (*from).resumer;
         (*to).handed = true;
+        #[cfg(corio_tsan)]
+        {
+            (*to).tsan_resumer = (*from).tsan_resumer;
+        }
         (*to).own
     };
     crate::critical::raise();
+    #[cfg(corio_asan)]
     // SAFETY: `fake` is a valid place for ASan to store a pointer; the bounds are a stack's.
-    unsafe { __sanitizer_start_switch_fiber(fake, own.bottom, own.size) };
+    unsafe {
+        __sanitizer_start_switch_fiber(fake, own.bottom, own.size)
+    };
+    #[cfg(corio_tsan)]
+    // SAFETY: `to`'s fiber is alive (per the contract), and the transfer to it follows.
+    unsafe {
+        __tsan_switch_to_fiber((*to).tsan_own, 0)
+    };
+    #[cfg(not(corio_asan))]
+    let _ = (fake, own);
 }
 
 /// Completes a switch on the resumer's side (after a coroutine suspended, finished, or a
@@ -177,9 +277,14 @@ pub(crate) unsafe fn start_transfer(fake: &mut FakeStack, from: *const Fiber, to
 /// [`start_switch_into`], with the fake stack it stored.
 #[inline]
 pub(crate) unsafe fn finish_switch_in_resumer(fake: FakeStack) {
+    #[cfg(corio_asan)]
     // SAFETY: a switch was started (by whoever switched back here); `fake` is what ASan
     // stored when this frame left, or null.
-    unsafe { __sanitizer_finish_switch_fiber(fake, ptr::null_mut(), ptr::null_mut()) };
+    unsafe {
+        __sanitizer_finish_switch_fiber(fake, ptr::null_mut(), ptr::null_mut())
+    };
+    #[cfg(not(corio_asan))]
+    let _ = fake;
     crate::critical::lower();
 }
 
@@ -192,9 +297,15 @@ pub(crate) unsafe fn finish_switch_in_resumer(fake: FakeStack) {
 /// it stored when it left (null on its first entry).
 #[inline]
 pub(crate) unsafe fn finish_switch_in_coroutine(fake: FakeStack, fiber: *mut Fiber) {
+    #[cfg_attr(not(corio_asan), allow(unused_mut))]
     let mut old = Bounds::NONE;
+    #[cfg(corio_asan)]
     // SAFETY: a switch into this coroutine was started; the out-pointers are valid.
-    unsafe { __sanitizer_finish_switch_fiber(fake, &mut old.bottom, &mut old.size) };
+    unsafe {
+        __sanitizer_finish_switch_fiber(fake, &mut old.bottom, &mut old.size)
+    };
+    #[cfg(not(corio_asan))]
+    let _ = fake;
     crate::critical::lower();
     // SAFETY: per the contract, the record is alive and only this thread uses it now.
     unsafe {
@@ -211,6 +322,7 @@ pub(crate) unsafe fn finish_switch_in_coroutine(fake: FakeStack, fiber: *mut Fib
 /// # Safety
 ///
 /// The range must be memory that nothing uses any more.
+#[cfg(corio_asan)]
 pub(crate) unsafe fn unpoison(bottom: usize, top: usize) {
     // SAFETY: per the contract; clearing shadow has no other effect.
     unsafe { __asan_unpoison_memory_region(bottom as *const c_void, top - bottom) };
