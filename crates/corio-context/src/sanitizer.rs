@@ -178,6 +178,40 @@ pub(crate) unsafe fn release(fiber: *mut Fiber) {
 /// Where a context keeps its fake stack while another runs: a local of the switching frame.
 pub(crate) type FakeStack = *mut c_void;
 
+/// A TSan fiber, or nothing in a build without TSan.
+#[cfg(corio_tsan)]
+type TsanFiber = *mut c_void;
+/// A TSan fiber, or nothing in a build without TSan.
+#[cfg(not(corio_tsan))]
+type TsanFiber = ();
+
+/// What every switch announces just before it happens: to ASan, the stack it goes to and where
+/// to keep the leaving context's fake stack (null if that context never runs again); to TSan,
+/// the fiber it goes to. `#[inline(always)]`, as its callers: TSan's fiber must change in the
+/// frame that switches (see the module docs).
+///
+/// # Safety
+///
+/// `fake` must be null or a valid place for a pointer, `to` a live stack's bounds and
+/// `to_fiber` a live TSan fiber, those of the context the caller switches to right after.
+#[inline(always)]
+#[cfg_attr(not(corio_tsan), allow(unused_variables))]
+unsafe fn announce(fake: *mut FakeStack, to: Bounds, to_fiber: TsanFiber) {
+    crate::critical::raise();
+    #[cfg(corio_asan)]
+    // SAFETY: per this function's contract.
+    unsafe {
+        __sanitizer_start_switch_fiber(fake, to.bottom, to.size)
+    };
+    #[cfg(not(corio_asan))]
+    let _ = (fake, to);
+    #[cfg(corio_tsan)]
+    // SAFETY: per this function's contract.
+    unsafe {
+        __tsan_switch_to_fiber(to_fiber, 0)
+    };
+}
+
 /// Announces a switch into the coroutine of `fiber`, from a resumer that will get control back
 /// (it passes the returned fake stack to [`finish_switch`] then).
 ///
@@ -187,23 +221,17 @@ pub(crate) type FakeStack = *mut c_void;
 /// coroutine right after, on this thread.
 #[inline(always)] // TSan: in the frame that switches (see the module docs)
 pub(crate) unsafe fn start_switch_into(fake: &mut FakeStack, fiber: *const Fiber) {
-    // SAFETY: per the contract, the record is alive and only this thread uses it now.
-    let own = unsafe { (*fiber).own };
-    crate::critical::raise();
-    #[cfg(corio_asan)]
-    // SAFETY: `fake` is a valid place for ASan to store a pointer; the bounds are a stack's.
-    unsafe {
-        __sanitizer_start_switch_fiber(fake, own.bottom, own.size)
+    // SAFETY: per the contract, the record is alive and only this thread uses it now; the
+    // switch back to the running fiber, recorded as its resumer, is how it will return.
+    let (own, own_fiber) = unsafe {
+        #[cfg(corio_tsan)]
+        {
+            (*fiber.cast_mut()).tsan_resumer = __tsan_get_current_fiber();
+        }
+        ((*fiber).own, (*fiber).tsan_own())
     };
-    #[cfg(corio_tsan)]
-    // SAFETY: per the contract the record is this thread's to write, and the switch into the
-    // coroutine follows.
-    unsafe {
-        (*fiber.cast_mut()).tsan_resumer = __tsan_get_current_fiber();
-        __tsan_switch_to_fiber((*fiber).tsan_own, 0);
-    }
-    #[cfg(not(corio_asan))]
-    let _ = (fake, own);
+    // SAFETY: `fake` is a local of the caller's; the coroutine is alive, switched to next.
+    unsafe { announce(fake, own, own_fiber) };
 }
 
 /// Announces a switch from the running coroutine of `fiber` back to its resumer. `fake` is
@@ -217,21 +245,10 @@ pub(crate) unsafe fn start_switch_into(fake: &mut FakeStack, fiber: *const Fiber
 #[inline(always)] // TSan: in the frame that switches (see the module docs)
 pub(crate) unsafe fn start_switch_back(fake: Option<&mut FakeStack>, fiber: *const Fiber) {
     // SAFETY: per the contract, the record is alive and only this thread uses it now.
-    let resumer = unsafe { (*fiber).resumer };
+    let (resumer, resumer_fiber) = unsafe { ((*fiber).resumer, (*fiber).tsan_resumer()) };
     let fake = fake.map_or(ptr::null_mut(), ptr::from_mut);
-    crate::critical::raise();
-    #[cfg(corio_asan)]
-    // SAFETY: `fake` is null or a valid place for ASan to store a pointer.
-    unsafe {
-        __sanitizer_start_switch_fiber(fake, resumer.bottom, resumer.size)
-    };
-    #[cfg(corio_tsan)]
-    // SAFETY: the resumer's fiber is alive (its context waits for this switch), which follows.
-    unsafe {
-        __tsan_switch_to_fiber((*fiber).tsan_resumer, 0)
-    };
-    #[cfg(not(corio_asan))]
-    let _ = (fake, resumer);
+    // SAFETY: `fake` is null or a local of the caller's; the resumer waits for this switch.
+    unsafe { announce(fake, resumer, resumer_fiber) };
 }
 
 /// Announces a transfer from the running coroutine of `from` to the coroutine of `to`, which
@@ -244,28 +261,33 @@ pub(crate) unsafe fn start_switch_back(fake: Option<&mut FakeStack>, fiber: *con
 #[inline(always)] // TSan: in the frame that switches (see the module docs)
 pub(crate) unsafe fn start_transfer(fake: &mut FakeStack, from: *const Fiber, to: *mut Fiber) {
     // SAFETY: per the contract, both records are alive, distinct and only this thread uses them.
-    let own = unsafe {
+    let (own, own_fiber) = unsafe {
         (*to).resumer = (*from).resumer;
         (*to).handed = true;
         #[cfg(corio_tsan)]
         {
             (*to).tsan_resumer = (*from).tsan_resumer;
         }
-        (*to).own
+        ((*to).own, (*to).tsan_own())
     };
-    crate::critical::raise();
-    #[cfg(corio_asan)]
-    // SAFETY: `fake` is a valid place for ASan to store a pointer; the bounds are a stack's.
-    unsafe {
-        __sanitizer_start_switch_fiber(fake, own.bottom, own.size)
-    };
-    #[cfg(corio_tsan)]
-    // SAFETY: `to`'s fiber is alive (per the contract), and the transfer to it follows.
-    unsafe {
-        __tsan_switch_to_fiber((*to).tsan_own, 0)
-    };
-    #[cfg(not(corio_asan))]
-    let _ = (fake, own);
+    // SAFETY: `fake` is a local of the caller's; `to` is alive, transferred to next.
+    unsafe { announce(fake, own, own_fiber) };
+}
+
+impl Fiber {
+    /// The coroutine's TSan fiber (nothing without TSan).
+    #[inline(always)]
+    fn tsan_own(&self) -> TsanFiber {
+        #[cfg(corio_tsan)]
+        return self.tsan_own;
+    }
+
+    /// The TSan fiber that resumed the coroutine (nothing without TSan).
+    #[inline(always)]
+    fn tsan_resumer(&self) -> TsanFiber {
+        #[cfg(corio_tsan)]
+        return self.tsan_resumer;
+    }
 }
 
 /// Completes a switch on the resumer's side (after a coroutine suspended, finished, or a
