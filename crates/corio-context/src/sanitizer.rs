@@ -155,6 +155,20 @@ impl Fiber {
             tsan_resumer: ptr::null_mut(),
         }
     }
+
+    /// The coroutine's TSan fiber (nothing without TSan).
+    #[inline(always)]
+    fn tsan_own(&self) -> TsanFiber {
+        #[cfg(corio_tsan)]
+        return self.tsan_own;
+    }
+
+    /// The TSan fiber that resumed the coroutine (nothing without TSan).
+    #[inline(always)]
+    fn tsan_resumer(&self) -> TsanFiber {
+        #[cfg(corio_tsan)]
+        return self.tsan_resumer;
+    }
 }
 
 /// Gives back what the record of a coroutine that will never run again holds (its TSan
@@ -272,22 +286,6 @@ pub(crate) unsafe fn start_transfer(fake: &mut FakeStack, from: *const Fiber, to
     };
     // SAFETY: `fake` is a local of the caller's; `to` is alive, transferred to next.
     unsafe { announce(fake, own, own_fiber) };
-}
-
-impl Fiber {
-    /// The coroutine's TSan fiber (nothing without TSan).
-    #[inline(always)]
-    fn tsan_own(&self) -> TsanFiber {
-        #[cfg(corio_tsan)]
-        return self.tsan_own;
-    }
-
-    /// The TSan fiber that resumed the coroutine (nothing without TSan).
-    #[inline(always)]
-    fn tsan_resumer(&self) -> TsanFiber {
-        #[cfg(corio_tsan)]
-        return self.tsan_resumer;
-    }
 }
 
 /// Completes a switch on the resumer's side (after a coroutine suspended, finished, or a

@@ -134,20 +134,12 @@ impl Sleep {
     /// `poll` without the budget: whether the deadline has passed, registering the timer (and
     /// `cx`'s waker) if not.
     pub(crate) fn poll_deadline(&mut self, cx: &mut Context<'_>) -> Poll<()> {
-        match &self.timer {
-            Some(Registered::Runtime { entry, .. } | Registered::Fallback(entry)) => {
-                entry.poll_elapsed(cx)
-            }
-            None if Instant::now() >= self.deadline => Poll::Ready(()),
-            None => {
-                self.register(cx);
-                Poll::Pending
-            }
+        if self.timer.is_none() && Instant::now() >= self.deadline {
+            return Poll::Ready(());
         }
+        self.poll_not_elapsed(cx)
     }
-}
 
-impl Sleep {
     /// Whether the deadline has passed, without registering anything: the timer has fired, or
     /// (not registered yet) the clock is past it. For `Timeout::poll`, before it polls its
     /// future.
