@@ -73,10 +73,11 @@
 //! 3. A dropped *read* is as if it had not been made: the next call first moves the cursor
 //!    back over the bytes its job read, so the cursor is where the caller left it and the next
 //!    read sees the file as it is then. A pipe or a terminal cannot seek: there the bytes are
-//!    kept and the next read returns them first, so none is lost. That seek back is a pool job;
-//!    if the runtime shuts down before it runs, it runs in place instead (an `lseek` from the
-//!    current position does no IO), so the promise holds for a `File` that outlives its
-//!    runtime.
+//!    kept and the next read returns them first, so none is lost. That seek back runs in
+//!    place, at once, with the bytes kept: an `lseek` from the current position does no IO,
+//!    and a pool job for it left a window (the spawn is a preemption point, where a
+//!    coroutine can be cancelled) in which the bytes were kept and no seek was on its way,
+//!    so the cursor stayed after them (`tests/fs_review_cancellation.rs`).
 //! 4. A dropped *write* (or `write_all_async`) happens or not, in part or whole, as a
 //!    cancelled write anywhere: the chunk in flight (up to 2 MiB) reaches the file before any
 //!    later call, the chunks not started are not written, and how much was written is not
@@ -361,8 +362,6 @@ enum By {
     /// `poll_seek` to this position (`start_seek`, in tokio's trait): the next `poll_seek`
     /// to the same position (`poll_complete`) returns where it went.
     PollSeek(SeekFrom),
-    /// The seek back over a dropped read's bytes (`give_back`), by this many bytes.
-    SeekBack(i64),
 }
 
 /// What a pool job hands back.
@@ -527,20 +526,15 @@ impl State {
     /// Waits for the job of a call whose future was dropped, if any, and keeps what it
     /// brought back (step 1 in [Calls whose future is dropped](self#calls-whose-future-is-dropped)),
     /// then returns the error of a write behind, if one failed.
-    async fn settle(&mut self, via: Via, file: &Arc<std::fs::File>) -> io::Result<()> {
-        std::future::poll_fn(|cx| self.poll_settle(cx, via, file)).await;
+    async fn settle(&mut self, file: &Arc<std::fs::File>) -> io::Result<()> {
+        std::future::poll_fn(|cx| self.poll_settle(cx, file)).await;
         self.take_write_error()
     }
 
     /// Waits for the job in flight, whoever started it, and keeps what it brought back: the
     /// buffer for reuse; a read's bytes, over which it then moves the cursor back (step 3);
     /// a write behind's error, for the next call ([Writes behind](self#writes-behind)).
-    fn poll_settle(
-        &mut self,
-        cx: &mut Context<'_>,
-        via: Via,
-        file: &Arc<std::fs::File>,
-    ) -> Poll<()> {
+    fn poll_settle(&mut self, cx: &mut Context<'_>, file: &Arc<std::fs::File>) -> Poll<()> {
         while let Some(in_flight) = &mut self.in_flight {
             let done = std::task::ready!(Pin::new(&mut in_flight.job).poll(cx));
             let by = in_flight.by;
@@ -559,17 +553,9 @@ impl State {
                 ))),
                 (Ok(Done::Read(Ok(n), mut buf)), _) if n > 0 => {
                     buf.truncate(n);
-                    self.give_back(via, file, buf, 0);
+                    self.give_back(file, buf, 0);
                 }
                 (Ok(done), _) => self.settled(done),
-                // The seek back, cancelled at runtime shutdown before it ran: the bytes are
-                // kept as unread, so the cursor must go back over them all the same, or the
-                // next write lands after them and a relative seek counts from there
-                // (`tests/fs_tokio_suite.rs`, `file_ops_survive_join_error_after_a_dropped_read`).
-                // In place: `lseek` by an offset from the current position does no IO.
-                (Err(_), By::SeekBack(back)) => {
-                    self.settled(Done::Seek((&**file).seek(SeekFrom::Current(-back))));
-                }
                 // Its panic went unseen (as its result); cancelled only at runtime shutdown.
                 (Err(_), _) => {}
             }
@@ -578,29 +564,19 @@ impl State {
     }
 
     /// Keeps `buf[at..]`, read from the file but never returned, as the unread bytes and
-    /// moves the cursor back over them (step 3): on the pool that seek is left in flight, to be
-    /// settled as any seek by the next call; in place it runs now.
-    ///
-    /// The bytes are kept before the seek back, so that if the call waiting for it is dropped
-    /// they are still here (and the seek, in flight, is settled as any seek).
-    fn give_back(&mut self, via: Via, file: &Arc<std::fs::File>, buf: Vec<u8>, at: usize) {
+    /// moves the cursor back over them (step 3), in place: `lseek` by an offset from the
+    /// current position does no IO. Nothing between the two can stop half-way (no pool job,
+    /// so no spawn, whose preemption point could cancel a coroutine there); a file that
+    /// cannot seek keeps the bytes for the next read (`settled`).
+    fn give_back(&mut self, file: &std::fs::File, buf: Vec<u8>, at: usize) {
         let back = (buf.len() - at) as i64; // <= MAX_CHUNK
         let spare = std::mem::replace(&mut self.unread, buf);
         if self.buf.capacity() < spare.capacity() {
             self.buf = spare;
         }
         self.unread_at = at;
-        let file = file.clone();
-        let job = move || Done::Seek((&*file).seek(SeekFrom::Current(-back)));
-        match via {
-            Via::InPlace => self.settled(job()),
-            Via::Pool => {
-                self.in_flight = Some(InFlight {
-                    job: crate::spawn_blocking(job),
-                    by: By::SeekBack(back),
-                });
-            }
-        }
+        let mut file = file;
+        self.settled(Done::Seek(file.seek(SeekFrom::Current(-back))));
     }
 
     /// Keeps a write behind's error for the next call (there is at most one: a write behind
@@ -665,7 +641,7 @@ impl State {
         file: &Arc<std::fs::File>,
         out: &mut [u8],
     ) -> io::Result<usize> {
-        self.settle(via, file).await?;
+        self.settle(file).await?;
         if self.unread_len() > 0 {
             let n = self.unread_len().min(out.len());
             out[..n].copy_from_slice(&self.unread[self.unread_at..][..n]);
@@ -696,7 +672,7 @@ impl State {
         file: &Arc<std::fs::File>,
         data: &[u8],
     ) -> io::Result<usize> {
-        self.settle(via, file).await?;
+        self.settle(file).await?;
         let (file, mut buf) = (file.clone(), std::mem::take(&mut self.buf));
         buf.clear();
         buf.extend_from_slice(&data[..data.len().min(MAX_CHUNK)]);
@@ -717,7 +693,7 @@ impl State {
         file: &Arc<std::fs::File>,
         pos: SeekFrom,
     ) -> io::Result<u64> {
-        self.settle(via, file).await?;
+        self.settle(file).await?;
         let file = file.clone();
         let Done::Seek(r) = self
             .call(via, move || Done::Seek((&*file).seek(pos)))
@@ -738,7 +714,7 @@ impl State {
         file: &Arc<std::fs::File>,
         f: fn(&std::fs::File) -> io::Result<()>,
     ) -> io::Result<()> {
-        self.settle(via, file).await?;
+        self.settle(file).await?;
         let file = file.clone();
         let Done::Unit(r) = self.call(via, move || Done::Unit(f(&file))).await? else {
             unreachable!("a unit job")
@@ -747,7 +723,7 @@ impl State {
     }
 
     async fn set_len(&mut self, via: Via, file: &Arc<std::fs::File>, size: u64) -> io::Result<()> {
-        self.settle(via, file).await?;
+        self.settle(file).await?;
         let file = file.clone();
         let Done::Unit(r) = self
             .call(via, move || Done::Unit(file.set_len(size)))
@@ -763,7 +739,7 @@ impl State {
         via: Via,
         file: &Arc<std::fs::File>,
     ) -> io::Result<std::fs::Metadata> {
-        self.settle(via, file).await?;
+        self.settle(file).await?;
         let file = file.clone();
         let Done::Metadata(r) = self
             .call(via, move || Done::Metadata(file.metadata()))
@@ -987,7 +963,7 @@ impl Write for File {
     #[track_caller]
     fn flush(&mut self) -> io::Result<()> {
         let (state, file) = (self.state.get_mut(), &self.std);
-        blocking_style(|via| state.settle(via, file))
+        blocking_style(|_| state.settle(file))
     }
 }
 
@@ -1053,9 +1029,9 @@ impl Write for &File {
     #[track_caller]
     fn flush(&mut self) -> io::Result<()> {
         let file = *self;
-        blocking_style(|via| async move {
+        blocking_style(|_| async move {
             let mut state = file.state.lock_async().await;
-            state.settle(via, &file.std).await
+            state.settle(&file.std).await
         })
     }
 }

@@ -67,7 +67,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, ready};
 
-use super::{By, Done, File, InFlight, MAX_CHUNK, State, Via, join};
+use super::{By, Done, File, InFlight, MAX_CHUNK, State, join};
 
 impl State {
     /// Step 1: reads at most `room` bytes, handing them to `put` (called once, with at most
@@ -95,7 +95,7 @@ impl State {
                 };
                 return Poll::Ready(self.deliver(file, r, buf, room, put));
             }
-            ready!(self.poll_settle(cx, Via::Pool, file));
+            ready!(self.poll_settle(cx, file));
             if let Err(e) = self.take_write_error() {
                 return Poll::Ready(Err(e));
             }
@@ -142,7 +142,7 @@ impl State {
         put(&buf[..taken]);
         if taken < n {
             buf.truncate(n);
-            self.give_back(Via::Pool, file, buf, taken);
+            self.give_back(file, buf, taken);
         } else {
             self.buf = buf;
         }
@@ -159,7 +159,7 @@ impl State {
         if bufs.iter().all(|b| b.is_empty()) {
             return Poll::Ready(Ok(0));
         }
-        ready!(self.poll_settle(cx, Via::Pool, file));
+        ready!(self.poll_settle(cx, file));
         if let Err(e) = self.take_write_error() {
             return Poll::Ready(Err(e));
         }
@@ -190,7 +190,7 @@ impl State {
         cx: &mut Context<'_>,
         file: &Arc<std::fs::File>,
     ) -> Poll<io::Result<()>> {
-        ready!(self.poll_settle(cx, Via::Pool, file));
+        ready!(self.poll_settle(cx, file));
         Poll::Ready(self.take_write_error())
     }
 
@@ -205,7 +205,7 @@ impl State {
             if matches!(self.in_flight, Some(InFlight { by: By::PollSeek(at), .. }) if at == pos) {
                 return self.poll_seek_done(cx);
             }
-            ready!(self.poll_settle(cx, Via::Pool, file));
+            ready!(self.poll_settle(cx, file));
             if let Err(e) = self.take_write_error() {
                 return Poll::Ready(Err(e));
             }
@@ -242,7 +242,7 @@ impl State {
         ) {
             return self.poll_seek_done(cx);
         }
-        ready!(self.poll_settle(cx, Via::Pool, file));
+        ready!(self.poll_settle(cx, file));
         if let Err(e) = self.take_write_error() {
             return Poll::Ready(Err(e));
         }
