@@ -92,6 +92,12 @@ enum Limit {
     NoWait,
 }
 
+/// The shortest and longest sleep between two tries of a call that said `WouldBlock` although
+/// its socket was reported ready (`block_thread`, `block_retrying`): a receiver that drains
+/// at once is met within 50 µs; one that stays full costs a try every 10 ms.
+const RETRY_MIN: Duration = Duration::from_micros(50);
+const RETRY_MAX: Duration = Duration::from_millis(10);
+
 /// A nonblocking socket `T` (a `std` socket type) as corio waits on it.
 pub(crate) struct Source<T: AsRawFd> {
     inner: T,
@@ -538,6 +544,81 @@ impl<T: AsRawFd> Source<T> {
         self.op_unless_closed(result)
     }
 
+    /// `block_op` for a call whose readiness is not its socket's: an unconnected Unix datagram
+    /// socket's `send_to`, which says `EAGAIN` while the *destination's* queue is full. Such a
+    /// socket is always writable to `poll(2)` and epoll, and each refused send makes a fresh
+    /// `EPOLLOUT` edge (the kernel frees the buffer it had allocated for the datagram, which
+    /// wakes the sender's own wait queue), so waiting for an edge woke the coroutine at once,
+    /// for ever: 25,000 fruitless resumes in 200 ms (`tests/net_review_datagrams.rs`). `std`'s
+    /// blocking send sleeps in the kernel until the receiver reads, a wait nothing outside the
+    /// kernel can join. So the call is tried, and while it would block tried again after a
+    /// sleep of [`RETRY_MIN`] doubling to [`RETRY_MAX`] (the plain thread's back-off in
+    /// `block_thread`), within the socket's write timeout; in nonblocking mode it is tried
+    /// once.
+    ///
+    /// # Panics
+    ///
+    /// Inside an async task, unless in nonblocking mode (as every blocking-style call).
+    #[track_caller]
+    pub(crate) fn block_retrying<R>(
+        &self,
+        dir: Direction,
+        mut op: impl FnMut(&T) -> io::Result<R>,
+    ) -> io::Result<R> {
+        let limit = self.limit(dir);
+        match context::here() {
+            // Its own back-off already (the readiness `poll(2)` gives is as useless).
+            Here::Thread => return self.block_op(dir, op),
+            Here::Stackless if !matches!(limit, Limit::NoWait) => panic!(
+                "a blocking-style corio::net call (read, write, accept, connect...) inside an \
+                 async task would stall its worker: use the `_async` form (or the AsyncRead / \
+                 AsyncWrite traits) and `.await` it"
+            ),
+            _ => {}
+        }
+        let deadline = match limit {
+            Limit::For(d) => Instant::now().checked_add(d),
+            _ => None,
+        };
+        let mut backoff = RETRY_MIN;
+        loop {
+            match self.once(&mut op) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    if matches!(limit, Limit::NoWait) {
+                        return Err(e);
+                    }
+                }
+                result => return self.op_unless_closed(result),
+            }
+            let nap = match deadline {
+                None => backoff,
+                Some(deadline) => match deadline.saturating_duration_since(Instant::now()) {
+                    left if left.is_zero() => return Err(timed_out()),
+                    left => left.min(backoff),
+                },
+            };
+            crate::sleep(nap);
+            backoff = (backoff * 2).min(RETRY_MAX);
+        }
+    }
+
+    /// [`block_retrying`](Self::block_retrying) in an async task: no timeout and no
+    /// nonblocking mode, as every async face.
+    pub(crate) async fn retrying_async<R>(
+        &self,
+        mut op: impl FnMut(&T) -> io::Result<R>,
+    ) -> io::Result<R> {
+        let mut backoff = RETRY_MIN;
+        loop {
+            match self.once(&mut op) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                result => return self.op_unless_closed(result),
+            }
+            crate::time::sleep_async(backoff).await;
+            backoff = (backoff * 2).min(RETRY_MAX);
+        }
+    }
+
     /// The blocking-style face of `poll_op_drains`, waiting as long as `limit` allows.
     #[track_caller]
     fn block_drains<R>(
@@ -727,8 +808,6 @@ impl<T: AsRawFd> Source<T> {
         limit: Limit,
         mut op: impl FnMut(&T) -> io::Result<R>,
     ) -> io::Result<R> {
-        const BACKOFF_MIN: Duration = Duration::from_micros(50);
-        const BACKOFF_MAX: Duration = Duration::from_millis(10);
         let deadline = match limit {
             // A deadline past what an `Instant` can hold is none (`connect_timeout` with
             // `Duration::MAX`; a coroutine's wait saturates the same way).
@@ -807,7 +886,7 @@ impl<T: AsRawFd> Source<T> {
             // eventfd, if any, lives as long as `self`.
             let ready = unsafe { libc::poll(pfds.as_mut_ptr(), 2, timeout_ms) };
             backoff = if ready > 0 {
-                (backoff * 2).clamp(BACKOFF_MIN, BACKOFF_MAX)
+                (backoff * 2).clamp(RETRY_MIN, RETRY_MAX)
             } else {
                 Duration::ZERO
             };

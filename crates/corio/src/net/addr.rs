@@ -50,11 +50,14 @@ impl<T: sealed::ToSocketAddrsPriv + ?Sized> ToSocketAddrs for T {}
 pub(crate) mod sealed {
     use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
 
-    /// What [`ToSocketAddrsPriv::to_addrs`] found: the addresses, or a name to look up.
+    /// What [`ToSocketAddrsPriv::to_addrs`] found: the addresses, a name to look up, or why it
+    /// is neither.
     #[derive(Debug)]
     pub enum Addrs {
         Known(Resolved),
         Lookup(Name),
+        /// Not an address (`std`'s `InvalidInput` message): no lookup is made.
+        Invalid(&'static str),
     }
 
     /// Addresses: one (no allocation) or several.
@@ -66,11 +69,7 @@ pub(crate) mod sealed {
 
     /// A name for `getaddrinfo`, owned so that a pool job can take it.
     #[derive(Debug)]
-    pub enum Name {
-        /// `"host:port"`, for `std`'s `str` lookup.
-        HostPort(String),
-        Host(String, u16),
-    }
+    pub struct Name(pub String, pub u16);
 
     /// The sealed half of [`ToSocketAddrs`](super::ToSocketAddrs).
     pub trait ToSocketAddrsPriv {
@@ -98,10 +97,18 @@ pub(crate) mod sealed {
 
     impl ToSocketAddrsPriv for str {
         fn to_addrs(&self) -> Addrs {
-            // `std`'s order: a socket address first, then `host:port` for `getaddrinfo`.
-            match self.parse() {
-                Ok(addr) => Addrs::Known(Resolved::One(addr)),
-                Err(_) => Addrs::Lookup(Name::HostPort(self.to_owned())),
+            // `std`'s order: a socket address first; else `host:port`, split at the last
+            // colon, with a malformed one an error before any lookup (so that no pool job is
+            // made for it, and an async task's blocking-style `bind` does not need one).
+            if let Ok(addr) = self.parse() {
+                return Addrs::Known(Resolved::One(addr));
+            }
+            let Some((host, port)) = self.rsplit_once(':') else {
+                return Addrs::Invalid("invalid socket address");
+            };
+            match port.parse::<u16>() {
+                Ok(port) => (host, port).to_addrs(),
+                Err(_) => Addrs::Invalid("invalid port value"),
             }
         }
     }
@@ -117,7 +124,7 @@ pub(crate) mod sealed {
             let (host, port) = *self;
             match host.parse::<IpAddr>() {
                 Ok(ip) => Addrs::Known(Resolved::One(SocketAddr::new(ip, port))),
-                Err(_) => Addrs::Lookup(Name::Host(host.to_owned(), port)),
+                Err(_) => Addrs::Lookup(Name(host.to_owned(), port)),
             }
         }
     }
@@ -164,11 +171,10 @@ impl Resolved {
 impl Name {
     /// `getaddrinfo`, blocking the thread (a pool job's).
     fn lookup(self) -> io::Result<Resolved> {
-        let addrs = match self {
-            Name::HostPort(name) => name.as_str().to_socket_addrs()?.collect(),
-            Name::Host(host, port) => (host.as_str(), port).to_socket_addrs()?.collect(),
-        };
-        Ok(Resolved::Many(addrs))
+        let Name(host, port) = self;
+        Ok(Resolved::Many(
+            (host.as_str(), port).to_socket_addrs()?.collect(),
+        ))
     }
 }
 
@@ -183,6 +189,7 @@ impl Name {
 pub(crate) fn resolve<A: ToSocketAddrs + ?Sized>(addr: &A, what: &str) -> io::Result<Resolved> {
     match addr.to_addrs() {
         Addrs::Known(known) => Ok(known),
+        Addrs::Invalid(what) => Err(invalid(what)),
         Addrs::Lookup(name) => match crate::runtime::pool_or_here(move || name.lookup()) {
             Some(joined) => join_lookup(joined),
             None => panic!(
@@ -197,6 +204,7 @@ pub(crate) fn resolve<A: ToSocketAddrs + ?Sized>(addr: &A, what: &str) -> io::Re
 pub(crate) async fn resolve_async<A: ToSocketAddrs + ?Sized>(addr: &A) -> io::Result<Resolved> {
     match addr.to_addrs() {
         Addrs::Known(known) => Ok(known),
+        Addrs::Invalid(what) => Err(invalid(what)),
         Addrs::Lookup(name) => join_lookup(crate::spawn_blocking(move || name.lookup()).await),
     }
 }
@@ -222,10 +230,11 @@ pub(crate) fn each_addr<T>(
 }
 
 pub(crate) fn no_addresses() -> io::Error {
-    io::Error::new(
-        io::ErrorKind::InvalidInput,
-        "could not resolve to any addresses",
-    )
+    invalid("could not resolve to any addresses")
+}
+
+fn invalid(what: &'static str) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, what)
 }
 
 /// A nonblocking TCP socket with `connect` started: `(socket, connected already)`.

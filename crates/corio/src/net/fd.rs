@@ -68,15 +68,27 @@ macro_rules! fd_traits {
             unsafe fn from_raw_fd(fd: std::os::fd::RawFd) -> Self {
                 // SAFETY: the caller's contract, passed on.
                 let socket = unsafe { <$std as std::os::fd::FromRawFd>::from_raw_fd(fd) };
-                <$ty>::from_std(socket).expect("FIONBIO on an open descriptor cannot fail")
+                <$ty>::adopt(socket)
             }
         }
 
         impl From<std::os::fd::OwnedFd> for $ty {
             /// Adopts `fd`, made nonblocking (as `from_std`).
             fn from(fd: std::os::fd::OwnedFd) -> Self {
-                <$ty>::from_std(<$std>::from(fd))
-                    .expect("FIONBIO on an open descriptor cannot fail")
+                <$ty>::adopt(<$std>::from(fd))
+            }
+        }
+
+        impl $ty {
+            /// `from_std` for the conversions that cannot fail, as `std`'s cannot: `FIONBIO`
+            /// fails only on a descriptor that is no socket at all (one opened with `O_PATH`),
+            /// whose every call then fails as `std`'s would (`EBADF`) without waiting, so it
+            /// is adopted as it is.
+            fn adopt(socket: $std) -> Self {
+                let _ = socket.set_nonblocking(true);
+                Self {
+                    $sock: $crate::io::source::Shared::new(socket),
+                }
             }
         }
 

@@ -47,6 +47,7 @@ pub(crate) fn closed_for_writing(result: io::Result<()>) -> io::Result<()> {
 pub(crate) fn as_received<T, R>(
     _: &T,
     result: io::Result<R>,
+    _may_wait: bool,
     _: impl FnOnce() -> R,
 ) -> io::Result<R> {
     result
@@ -482,9 +483,10 @@ macro_rules! nonblocking_method {
 
 /// The datagram calls `UdpSocket` and `UnixDatagram` share (`self.$sock` is the `Shared`
 /// socket, `$addr` the address type): blocking-style and async receive and connected send.
-/// Every receive's result passes through `$received(socket, result, at_eof)`, which may turn
-/// a `WouldBlock` into the end of the stream `at_eof()` (`UnixDatagram`: a receive after
-/// `shutdown(Read)`); `$eof_addr` is the sender address such an end reports.
+/// Every receive's result passes through `$received(socket, result, may_wait, at_eof)`, which
+/// may turn a `WouldBlock` of a call that may wait (not one in nonblocking mode) into the end
+/// of the stream `at_eof()` (`UnixDatagram`: a receive after `shutdown(Read)`); `$eof_addr` is
+/// the sender address such an end reports.
 macro_rules! datagram_face {
     ($sock:ident, $addr:ty, $received:path, $eof_addr:expr) => {
         /// Receives a datagram, blocking-style.
@@ -494,9 +496,10 @@ macro_rules! datagram_face {
         /// Inside an async task: use `recv_from_async`.
         #[track_caller]
         pub fn recv_from(&self, buf: &mut [u8]) -> std::io::Result<(usize, $addr)> {
+            let may_wait = !self.$sock.is_nonblocking();
             self.$sock
                 .block_op($crate::io::registry::Direction::Read, |s| {
-                    $received(s, s.recv_from(buf), || (0, $eof_addr))
+                    $received(s, s.recv_from(buf), may_wait, || (0, $eof_addr))
                 })
         }
 
@@ -510,9 +513,10 @@ macro_rules! datagram_face {
         /// Receives from the connected peer, blocking-style.
         #[track_caller]
         pub fn recv(&self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let may_wait = !self.$sock.is_nonblocking();
             self.$sock
                 .block_op($crate::io::registry::Direction::Read, |s| {
-                    $received(s, s.recv(buf), || 0)
+                    $received(s, s.recv(buf), may_wait, || 0)
                 })
         }
 
@@ -520,7 +524,7 @@ macro_rules! datagram_face {
         pub async fn recv_from_async(&self, buf: &mut [u8]) -> std::io::Result<(usize, $addr)> {
             self.$sock
                 .op_async($crate::io::registry::Direction::Read, |s| {
-                    $received(s, s.recv_from(buf), || (0, $eof_addr))
+                    $received(s, s.recv_from(buf), true, || (0, $eof_addr))
                 })
                 .await
         }
@@ -536,7 +540,7 @@ macro_rules! datagram_face {
         pub async fn recv_async(&self, buf: &mut [u8]) -> std::io::Result<usize> {
             self.$sock
                 .op_async($crate::io::registry::Direction::Read, |s| {
-                    $received(s, s.recv(buf), || 0)
+                    $received(s, s.recv(buf), true, || 0)
                 })
                 .await
         }

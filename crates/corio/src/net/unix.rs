@@ -381,14 +381,19 @@ owned_halves!(
 /// once the socket's read side is shut down: the kernel's *blocking* receive then returns 0
 /// at once (what `std` gives), its nonblocking one says `EAGAIN` — and the shutdown's
 /// `EPOLLRDHUP` edge has come and gone, so a coroutine or task would wait for ever. `poll(2)`
-/// tells (`POLLRDHUP`); it runs only on the way to a wait.
+/// tells (`POLLRDHUP`); it runs only on the way to a wait. A call that may not wait
+/// (`may_wait` false: nonblocking mode) keeps the `WouldBlock`, as `std`'s nonblocking
+/// socket does (the kernel reports the end without waiting only for `SOCK_SEQPACKET`).
 fn received<R>(
     socket: &std_unix::UnixDatagram,
     result: io::Result<R>,
+    may_wait: bool,
     at_eof: impl FnOnce() -> R,
 ) -> io::Result<R> {
     match result {
-        Err(e) if e.kind() == io::ErrorKind::WouldBlock && read_shut_down(socket) => Ok(at_eof()),
+        Err(e) if may_wait && e.kind() == io::ErrorKind::WouldBlock && read_shut_down(socket) => {
+            Ok(at_eof())
+        }
         result => result,
     }
 }
@@ -483,19 +488,28 @@ impl UnixDatagram {
 
     /// Sends to `addr` (a path or an abstract name), blocking-style.
     ///
+    /// While the destination's queue is full the call tries again after sleeping 50 µs,
+    /// doubling to 10 ms: nothing tells a sender when another socket's queue drains (`std`'s
+    /// blocking send waits inside the kernel, which corio cannot join).
+    ///
     /// # Panics
     ///
     /// Inside an async task: use [`send_to_addr_async`](Self::send_to_addr_async).
     #[track_caller]
     pub fn send_to_addr(&self, buf: &[u8], addr: &SocketAddr) -> io::Result<usize> {
+        // The destination's queue decides, not this socket's readiness (`block_retrying`).
         self.sock
-            .block_op(Direction::Write, |s| s.send_to_addr(buf, addr))
+            .block_retrying(Direction::Write, |s| s.send_to_addr(buf, addr))
     }
 
     /// Sends to `addr` (a path or an abstract name).
+    ///
+    /// While the destination's queue is full the call tries again after sleeping 50 µs,
+    /// doubling to 10 ms: nothing tells a sender when another socket's queue drains (`std`'s
+    /// blocking send waits inside the kernel, which corio cannot join).
     pub async fn send_to_addr_async(&self, buf: &[u8], addr: &SocketAddr) -> io::Result<usize> {
         self.sock
-            .op_async(Direction::Write, |s| s.send_to_addr(buf, addr))
+            .retrying_async(|s| s.send_to_addr(buf, addr))
             .await
     }
 
@@ -512,22 +526,29 @@ impl UnixDatagram {
 
     /// Sends to the socket at `path`, blocking-style.
     ///
+    /// While the destination's queue is full the call tries again after sleeping 50 µs,
+    /// doubling to 10 ms: nothing tells a sender when another socket's queue drains (`std`'s
+    /// blocking send waits inside the kernel, which corio cannot join).
+    ///
     /// # Panics
     ///
     /// Inside an async task: use [`send_to_async`](Self::send_to_async).
     #[track_caller]
     pub fn send_to<P: AsRef<Path>>(&self, buf: &[u8], path: P) -> io::Result<usize> {
         let path = path.as_ref();
+        // The destination's queue decides, not this socket's readiness (`block_retrying`).
         self.sock
-            .block_op(Direction::Write, |s| s.send_to(buf, path))
+            .block_retrying(Direction::Write, |s| s.send_to(buf, path))
     }
 
     /// Sends to the socket at `path`.
+    ///
+    /// While the destination's queue is full the call tries again after sleeping 50 µs,
+    /// doubling to 10 ms: nothing tells a sender when another socket's queue drains (`std`'s
+    /// blocking send waits inside the kernel, which corio cannot join).
     pub async fn send_to_async<P: AsRef<Path>>(&self, buf: &[u8], path: P) -> io::Result<usize> {
         let path = path.as_ref();
-        self.sock
-            .op_async(Direction::Write, |s| s.send_to(buf, path))
-            .await
+        self.sock.retrying_async(|s| s.send_to(buf, path)).await
     }
 
     datagram_face!(sock, SocketAddr, received, unnamed());
