@@ -1417,9 +1417,10 @@ fn once_cell_set_while_an_initialiser_runs_gives_the_value_back() {
     assert_eq!(cell.set(10), Err(10));
 }
 
-/// A waiter cancelled mid-hand-off after a successful init: the queued waiters are let
-/// through one by one (each finds the value); one handed the right but dropped before it
-/// polls passes it on, so the next still wakes, and no second initialiser runs.
+/// A waiter handed the right to initialise (the initialiser before it gave up) but dropped
+/// before it polls passes the right on, so the next still wakes and initialises; and once a
+/// value is stored every waiter is let through at once (not one by one, which would hold the
+/// others behind a waiter nobody polls).
 #[test]
 fn once_cell_a_waiter_handed_the_right_but_dropped_unpolled_passes_it_on() {
     let cell = OnceCell::new();
@@ -1439,14 +1440,23 @@ fn once_cell_a_waiter_handed_the_right_but_dropped_unpolled_passes_it_on() {
     pending(second.poll());
     let mut third = hand(cell.get_or_init_async(init));
     pending(third.poll());
-    gate.open();
-    assert_eq!(*ready(first.poll()), 1);
+    let mut fourth = hand(cell.get_or_init_async(init));
+    pending(fourth.poll());
+    drop(first); // the initialiser gives up: the right goes to the next waiter
     assert!(second.woken() && !third.woken());
     drop(second);
     assert!(third.woken(), "the right was lost with the dropped waiter");
-    assert_eq!(*ready(third.poll()), 1);
-    assert_eq!(runs.load(SeqCst), 0, "an initialiser ran on a set cell");
-    assert_eq!(*cell.get_or_init(|| 3), 1);
+    assert!(!fourth.woken());
+    assert_eq!(*ready(third.poll()), 2);
+    assert_eq!(runs.load(SeqCst), 1, "the initialiser did not run once");
+    assert!(
+        fourth.woken(),
+        "a waiter was left queued after the value was stored"
+    );
+    assert_eq!(*ready(fourth.poll()), 2);
+    assert_eq!(runs.load(SeqCst), 1, "an initialiser ran on a set cell");
+    assert_eq!(*cell.get_or_init(|| 3), 2);
+    drop(gate);
 }
 
 /// Go `TestOncePanic`, adapted (file head): the panic reaches the caller and the cell stays

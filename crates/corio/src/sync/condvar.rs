@@ -167,11 +167,16 @@ impl Condvar {
         timeout: Duration,
     ) -> (MutexGuard<'a, T>, WaitTimeoutResult) {
         let mutex: &'a Mutex<T> = MutexGuard::mutex(&guard);
-        let mut notified: Pin<&mut Notified<'_>> = pin!(self.notify.notified_async());
-        // Registered before the mutex is released, as in `wait_async`.
-        notified.as_mut().enable();
-        drop(guard);
-        let timed_out = crate::time::timeout_async(timeout, notified).await.is_err();
+        // The waiter leaves the queue when its wait ends, before it relocks: a `notify_one`
+        // meanwhile goes to a waiter still waiting, not to this one, which has timed out.
+        // (Dropped with a notification caught as the deadline passed, it passes it on.)
+        let timed_out = {
+            let mut notified: Pin<&mut Notified<'_>> = pin!(self.notify.notified_async());
+            // Registered before the mutex is released, as in `wait_async`.
+            notified.as_mut().enable();
+            drop(guard);
+            crate::time::timeout_async(timeout, notified).await.is_err()
+        };
         // Armed only if the wait ended with a notification.
         let pass_on = PassOn {
             notify: (!timed_out).then_some(&self.notify),

@@ -6,7 +6,9 @@
 //! with. A racing initialiser that finds the lock taken waits; when it gets the lock it re-checks
 //! `ready` and returns the value the winner stored, so the initialiser runs once. If it panics
 //! (or its future is dropped), the lock is released with the cell still empty and the next
-//! waiter runs its own initialiser.
+//! waiter runs its own initialiser. Once the value is stored the lock is closed, which
+//! releases every waiter at once (as tokio's `OnceCell` closes its semaphore): a waiter
+//! handed the lock but not being polled cannot hold the others back.
 
 use std::cell::UnsafeCell;
 use std::fmt;
@@ -95,6 +97,11 @@ impl<T> OnceCell<T> {
         let v = unsafe { (*self.value.get()).write(value) };
         // Release: pairs with the Acquire load in `get`.
         self.ready.store(true, Release);
+        // Every waiter returns now, with the value: the right to initialise is no longer
+        // passed from one to the next, which would hold a caller queued behind a waiter that
+        // is not being polled (a `select!` branch not taken) although the value is there.
+        // The initialiser's permit, released after this, changes nothing.
+        self.init.close();
         v
     }
 
@@ -141,7 +148,10 @@ impl<T> OnceCell<T> {
         if self.init.try_acquire(1) {
             return self.init_holding_permit(f);
         }
-        crate::block_on(self.init.acquire(1));
+        // Closed: the value is there (`store`).
+        if crate::block_on(self.init.acquire_or_closed(1)).is_err() {
+            return self.get();
+        }
         self.init_holding_permit(f)
     }
 
@@ -160,7 +170,11 @@ impl<T> OnceCell<T> {
         if let Some(v) = self.get() {
             return v;
         }
-        self.init.acquire(1).await;
+        if self.init.acquire_or_closed(1).await.is_err() {
+            return self
+                .get()
+                .expect("corio: the init lock closes once the value is stored");
+        }
         let _permit = InitPermit(&self.init);
         match self.get() {
             Some(v) => v,

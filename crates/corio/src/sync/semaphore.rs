@@ -296,7 +296,7 @@ impl BatchSemaphore {
     }
 
     /// A future that acquires `n` permits (they are the caller's once it completes), for a
-    /// semaphore that is never closed (`RwLock`, `OnceCell`).
+    /// semaphore that is never closed (`RwLock`).
     pub(crate) fn acquire(&self, n: usize) -> impl Future<Output = ()> + '_ {
         let acquire = self.acquire_or_closed(n);
         async move {

@@ -11,9 +11,12 @@
 //! | `Delay` | `now + period`: the grid moves to when the late tick was taken | 1, then every period from then |
 //! | `Skip` (default) | the first instant of the grid after now | 1, then on the grid |
 //!
-//! "Late" has one definition for all three: the next tick's instant has come by the time this
-//! one is taken. (tokio calls a tick late 5 ms after it was due; corio has no such tolerance:
-//! a tick taken before the next one is due is on time.)
+//! A tick is late when the next tick's instant has come by the time this one is taken; a
+//! `Delay` tick is late also when it is taken more than [`DELAY_TOLERANCE`] (5 ms, tokio's
+//! figure) after it was due, since `Delay` promises ticks a period apart: a tick taken half a
+//! period late is followed by one a period later, not half a period. (tokio calls a tick of
+//! any behaviour late 5 ms after it was due; for `Burst` and `Skip` that gives the same next
+//! tick as corio's rule whenever the period is longer than 5 ms.)
 //!
 //! Sums saturate (see "Durations at the limit" in the module above): an interval of
 //! `Duration::MAX` ticks once and then never.
@@ -21,6 +24,11 @@
 use std::time::{Duration, Instant};
 
 use super::{deadline_after, sleep_until, sleep_until_async};
+
+/// How long after its instant a [`MissedTickBehavior::Delay`] tick may be taken and still be
+/// on time (tokio's 5 ms): a sleep wakes a little after its deadline, and a tick that late
+/// keeps the grid.
+const DELAY_TOLERANCE: Duration = Duration::from_millis(5);
 
 /// Ticks every `period`, the first tick at once, as tokio's `interval` (Go's `time.Ticker`
 /// ticks first one period after it is made: that is [`interval_at`]`(now + period, period)`).
@@ -106,7 +114,8 @@ pub enum MissedTickBehavior {
     /// default): for counting ticks, where each must happen.
     Burst,
     /// Takes the late tick, then starts a new grid a period after it was taken: for spacing
-    /// calls at least a period apart.
+    /// calls at least a period apart. A tick taken more than 5 ms after it was due is late
+    /// here (tokio's rule), even when the next tick's instant has not come yet.
     Delay,
     /// Takes the late tick, then goes on with the first tick of the grid after now (corio's
     /// default, and what Go's `Ticker` does by dropping ticks): for periodic work that has
@@ -150,7 +159,10 @@ impl Interval {
     fn advance(&mut self, due: Instant) {
         let now = Instant::now();
         let next = deadline_after(due, self.period);
-        self.next = if next > now {
+        let late = next <= now
+            || (self.missed == MissedTickBehavior::Delay
+                && now.saturating_duration_since(due) > DELAY_TOLERANCE);
+        self.next = if !late {
             next // on time
         } else {
             match self.missed {
