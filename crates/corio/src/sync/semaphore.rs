@@ -233,12 +233,12 @@ impl BatchSemaphore {
                 // The close unlinked us (step 5): pass on what we had been assigned.
                 *queued = false;
                 let mut wakers = Wakers::default();
-                let refused = self.release_locked(&mut list, n - need, &mut wakers);
+                // What does not fit (an `add_permits` filled the free count after the close
+                // unlinked us) is forgotten, as a dropped permit's: this caller asked for
+                // nothing to be added, and its error must not become a panic.
+                let _refused = self.release_locked(&mut list, n - need, &mut wakers);
                 drop(list);
                 wakers.wake();
-                if refused {
-                    too_many_permits();
-                }
                 return Poll::Ready(Err(AcquireError(())));
             }
             let replaced = me.set_waker(&waker);
@@ -281,18 +281,19 @@ impl BatchSemaphore {
     #[cold]
     fn cancel(&self, node: Pin<&Node<usize>>, n: usize) {
         let mut wakers = Wakers::default();
-        let refused = {
+        {
             let mut list = self.list();
             // SAFETY: we hold the list lock; the node is only ever used with this list.
             let need = unsafe { list.entry(node) }.data(|need| *need);
             // SAFETY: as above.
             unsafe { list.remove(node) };
-            self.release_locked(&mut list, n - need, &mut wakers)
-        };
-        wakers.wake();
-        if refused {
-            too_many_permits();
+            // Never panics: this runs in `drop` (an aborted coroutine's unwind, where a panic
+            // aborts the process). What does not fit — an `add_permits` filled the free count
+            // after this waiter was served, which it may once the queue is empty — is
+            // forgotten, as a dropped permit's (`release_dropped`).
+            let _refused = self.release_locked(&mut list, n - need, &mut wakers);
         }
+        wakers.wake();
     }
 
     /// A future that acquires `n` permits (they are the caller's once it completes), for a
