@@ -224,7 +224,9 @@ fn a_woken_waiter_dropped_while_a_barger_holds_the_lock_lets_the_bargers_unlock_
     let (second_wakes, second_waker) = counting();
     let mut second = pin!(m.lock_async());
     {
-        let mut first = pin!(m.lock_async());
+        // Boxed, so that `drop(first)` below drops the future itself (a pinned `&mut` would
+        // drop only the reference).
+        let mut first = Box::pin(m.lock_async());
         assert!(
             first
                 .as_mut()
