@@ -116,12 +116,15 @@ impl BlockingPool {
             state.threads += 1;
             drop(state);
             let shared = shared.clone();
-            let name = (shared.config.hooks)
-                .thread_name(|| format!("{}-blocking", shared.config.thread_name));
             let hooks = shared.config.hooks.clone();
-            let spawned = std::thread::Builder::new()
-                .name(name)
-                .spawn(move || hooks.run_thread(|| pool_thread(shared)));
+            // A `thread_name_fn` that panics fails this start as a refused `clone` would.
+            let spawned = hooks
+                .thread_name(|| format!("{}-blocking", shared.config.thread_name))
+                .and_then(|name| {
+                    std::thread::Builder::new()
+                        .name(name)
+                        .spawn(move || hooks.run_thread(|| pool_thread(shared)))
+                });
             if let Err(e) = spawned {
                 self.state.lock().unwrap_or_else(|e| e.into_inner()).threads -= 1;
                 eprintln!("corio: could not start a blocking-pool thread: {e}");

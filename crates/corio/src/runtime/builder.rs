@@ -2,6 +2,7 @@
 
 use std::fmt;
 use std::io;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -58,31 +59,71 @@ pub(crate) struct ThreadHooks {
 }
 
 impl ThreadHooks {
-    /// The name of a new thread: the user's `thread_name_fn`, else `default`.
-    pub(crate) fn thread_name(&self, default: impl FnOnce() -> String) -> String {
+    /// The name of a new thread: the user's `thread_name_fn`, else `default`. A panic of the
+    /// user's function is this thread's start failing (an error, not an unwind through the
+    /// runtime's bookkeeping: `tests/rt_review_lifecycle.rs`).
+    pub(crate) fn thread_name(&self, default: impl FnOnce() -> String) -> io::Result<String> {
         match &self.name_fn {
-            Some(name) => (name.0)(),
-            None => default(),
+            Some(name) => catch_unwind(AssertUnwindSafe(|| (name.0)())).map_err(|payload| {
+                let e = io::Error::other(format!(
+                    "the thread_name_fn panicked: {}",
+                    panic_text(&*payload)
+                ));
+                drop_payload(payload);
+                e
+            }),
+            None => Ok(default()),
         }
     }
 
     /// Runs a thread's `body` between the start and stop callbacks (the stop callback also
-    /// runs if `body` unwinds).
+    /// runs if `body` unwinds). A callback that panics is reported on stderr and the thread
+    /// goes on: a worker or pool thread that died in its start callback left the runtime
+    /// counting it (a drop that never finished, a pool job never run).
     pub(crate) fn run_thread<R>(&self, body: impl FnOnce() -> R) -> R {
         struct Stop<'a>(&'a ThreadHooks);
         impl Drop for Stop<'_> {
             fn drop(&mut self) {
                 if let Some(stop) = &self.0.on_stop {
-                    (stop.0)();
+                    call_hook("on_thread_stop", &*stop.0);
                 }
             }
         }
         if let Some(start) = &self.on_start {
-            (start.0)();
+            call_hook("on_thread_start", &*start.0);
         }
         let _stop = Stop(self);
         body()
     }
+}
+
+/// Calls a thread callback; its panic is reported, not propagated (see `run_thread`).
+fn call_hook(what: &str, hook: &(dyn Fn() + Send + Sync)) {
+    if let Err(payload) = catch_unwind(AssertUnwindSafe(hook)) {
+        let thread = std::thread::current();
+        eprintln!(
+            "corio: the {what} callback panicked on thread {:?}: {}; the thread goes on",
+            thread.name().unwrap_or("<unnamed>"),
+            panic_text(&*payload)
+        );
+        drop_payload(payload);
+    }
+}
+
+/// Drops a caught panic's payload, whose own drop may panic too: that one is forgotten.
+fn drop_payload(payload: Box<dyn std::any::Any + Send>) {
+    if let Err(again) = catch_unwind(AssertUnwindSafe(move || drop(payload))) {
+        std::mem::forget(again);
+    }
+}
+
+/// A panic payload's message, if it is a string.
+fn panic_text(payload: &(dyn std::any::Any + Send)) -> &str {
+    payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("(not a string)")
 }
 
 impl Default for Builder {
@@ -132,6 +173,10 @@ impl Builder {
     /// Names worker and blocking-pool threads with what `f` returns, called once per new
     /// thread (the monitor thread keeps the [`thread_name`](Builder::thread_name) prefix).
     ///
+    /// If `f` panics, that thread is not started: `build` returns the error for a worker; a
+    /// spare worker or a blocking-pool thread is reported on stderr, as when the system
+    /// refuses a thread.
+    ///
     /// ```
     /// use std::sync::atomic::{AtomicUsize, Ordering};
     ///
@@ -153,7 +198,8 @@ impl Builder {
     }
 
     /// Runs `f` on every worker and blocking-pool thread when it starts, before it runs any
-    /// task (tokio's `on_thread_start`).
+    /// task (tokio's `on_thread_start`). If `f` panics, the panic is reported on stderr and
+    /// the thread goes on to serve the runtime.
     ///
     /// ```
     /// use std::sync::atomic::{AtomicUsize, Ordering};
@@ -181,7 +227,7 @@ impl Builder {
     }
 
     /// Runs `f` on every worker and blocking-pool thread just before it exits (also if it
-    /// exits by a panic).
+    /// exits by a panic). If `f` panics, the panic is reported on stderr.
     pub fn on_thread_stop<F>(&mut self, f: F) -> &mut Builder
     where
         F: Fn() + Send + Sync + 'static,
@@ -190,7 +236,7 @@ impl Builder {
         self
     }
 
-    /// The most threads the blocking pool may run at once.
+    /// The most threads the blocking pool may run at once (at least 1: `build` refuses 0).
     pub fn max_blocking_threads(&mut self, n: usize) -> &mut Builder {
         self.max_blocking_threads = n;
         self
@@ -289,7 +335,9 @@ impl Builder {
     /// # Errors
     ///
     /// `InvalidInput` for 0 workers, a `CORIO_WORKERS` that is not a positive number, a
-    /// `CORIO_SCHEDTRACE` that does not parse, or a stack size above the maximum; an OS error if threads or the driver cannot be created.
+    /// `CORIO_SCHEDTRACE` that does not parse, a stack size above the maximum, or
+    /// `max_blocking_threads(0)`; an OS error if threads or the driver cannot be created, or a
+    /// `thread_name_fn` that panics while naming a worker.
     pub fn build(&mut self) -> io::Result<Runtime> {
         Runtime::from_config(self.config()?)
     }
@@ -354,6 +402,13 @@ impl Builder {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 format!("corio: a runtime needs between 1 and 4096 workers, not {workers}"),
+            ));
+        }
+        if self.max_blocking_threads == 0 {
+            // A pool that may run no thread would never run a job (it was taken as 1).
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "corio: max_blocking_threads must be at least 1",
             ));
         }
         corio_context::stack::validate_size(self.stack_size)?;

@@ -73,6 +73,36 @@ thread_local! {
 
     /// The id the next `EnterGuard` of this thread gets.
     static NEXT_ENTER_ID: Cell<u64> = const { Cell::new(0) };
+
+    /// The address of the `Shared` of the runtime whose own thread this is (see
+    /// [`own_thread`]), 0 on other threads.
+    static OWN_THREAD_OF: Cell<usize> = const { Cell::new(0) };
+}
+
+/// Marks this thread as one of `shared`'s runtime's own, until the guard drops: a worker's
+/// thread for its whole life (its start and stop hooks too, around its loop) and sysmon's.
+/// User code runs on them (hooks; wakers that sysmon fires), and a `Runtime` dropped there
+/// must not wait for this very thread ([`is_own_thread_of`]; it deadlocked, or waited for
+/// ever: `tests/rt_review_lifecycle.rs`). The guard keeps the allocation (a `Weak`), so the
+/// address cannot name another runtime while it is marked.
+pub(crate) fn own_thread(shared: &Arc<Shared>) -> OwnThread {
+    let weak = Arc::downgrade(shared);
+    OWN_THREAD_OF.set(weak.as_ptr() as usize);
+    OwnThread(weak)
+}
+
+/// See [`own_thread`].
+pub(crate) struct OwnThread(#[allow(dead_code)] std::sync::Weak<Shared>);
+
+impl Drop for OwnThread {
+    fn drop(&mut self) {
+        OWN_THREAD_OF.set(0);
+    }
+}
+
+/// Whether this thread is one of `shared`'s runtime's own ([`own_thread`]).
+pub(crate) fn is_own_thread_of(shared: &Arc<Shared>) -> bool {
+    OWN_THREAD_OF.get() == Arc::as_ptr(shared) as usize
 }
 
 /// One `Runtime::enter` of this thread, until its guard drops.

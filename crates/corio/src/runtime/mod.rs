@@ -464,15 +464,17 @@ impl Shared {
     }
 
     fn start_worker(self: &Arc<Self>, index: usize) -> io::Result<()> {
+        // Before the count: a `thread_name_fn` that panics is this start's error (`build`'s,
+        // or sysmon's "could not start a spare"), with nothing counted or started.
+        let name =
+            (self.config.hooks).thread_name(|| format!("{}-{index}", self.config.thread_name))?;
         self.running.fetch_add(1, Ordering::SeqCst);
         let shared = self.clone();
-        let name =
-            (self.config.hooks).thread_name(|| format!("{}-{index}", self.config.thread_name));
         let hooks = self.config.hooks.clone();
-        let thread = match std::thread::Builder::new()
-            .name(name)
-            .spawn(move || hooks.run_thread(|| worker::run(shared, index)))
-        {
+        let thread = match std::thread::Builder::new().name(name).spawn(move || {
+            let _own = context::own_thread(&shared);
+            hooks.run_thread(|| worker::run(shared, index))
+        }) {
             Ok(thread) => thread,
             Err(e) => {
                 self.running.fetch_sub(1, Ordering::SeqCst);
@@ -894,9 +896,12 @@ impl Handle {
         crate::block_on::park_thread_on(fut)
     }
 
-    /// Whether this thread is one of this runtime's workers.
+    /// Whether this thread is one of this runtime's own: a worker (in its loop, or in the
+    /// start and stop hooks around it) or sysmon (which fires wakers). Joining it from itself
+    /// would never end.
     fn on_own_worker(&self) -> bool {
-        context::with_worker(|w| w.is_some_and(|w| Arc::ptr_eq(w.shared(), &self.shared)))
+        context::is_own_thread_of(&self.shared)
+            || context::with_worker(|w| w.is_some_and(|w| Arc::ptr_eq(w.shared(), &self.shared)))
     }
 
     /// Spawns a stackful coroutine with the runtime's default stack size.

@@ -73,6 +73,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::Shared;
+use super::context;
 use super::fd_table;
 use super::park::Event;
 use super::thread_clock::ThreadState;
@@ -164,6 +165,8 @@ pub(crate) fn start(shared: &Arc<Shared>) -> std::io::Result<()> {
     let (started_tx, started) = std::sync::mpsc::sync_channel(1);
     let thread = std::thread::Builder::new().name(name).spawn(move || {
         let shared = shared_for_thread;
+        // The wakers sysmon fires are user code, which may drop the runtime.
+        let _own = context::own_thread(&shared);
         let sysmon = &shared.sysmon;
         // Without `close_range` (Linux < 5.9) or `unshare` (a seccomp filter), sysmon stays
         // on the program's table: slower system calls on the worker, nothing else.

@@ -323,9 +323,21 @@ pub(crate) unsafe fn drop_stage<B: Body>(ptr: NonNull<Header>) {
     // SAFETY: the caller's ownership of the stage keeps the cell alive.
     let cell = unsafe { CellRef::<B>::new(ptr) };
     // SAFETY: per the caller, the stage is ours; a panicking `Drop` is caught.
-    let _ = catch_unwind(AssertUnwindSafe(|| unsafe {
+    discard(catch_unwind(AssertUnwindSafe(|| unsafe {
         *cell.core.stage.get() = Stage::Consumed;
-    }));
+    })));
+}
+
+/// Drops what a `catch_unwind` around a drop caught. That payload's own drop may panic too (a
+/// panic payload is any type): its payload is forgotten, so that nothing unwinds into the
+/// scheduler from here (the worker thread died of it: `tests/rt_review_lifecycle.rs`). std
+/// aborts in the like case ("thread result panicked on drop").
+fn discard(caught: std::thread::Result<()>) {
+    if let Err(payload) = caught
+        && let Err(again) = catch_unwind(AssertUnwindSafe(move || drop(payload)))
+    {
+        std::mem::forget(again);
+    }
 }
 
 /// # Safety
@@ -335,9 +347,9 @@ pub(crate) unsafe fn dealloc<B: Body>(ptr: NonNull<Header>) {
     // A body or output still inside is dropped here; catch a panicking Drop so that
     // deallocation (often inside a waker) cannot unwind.
     // SAFETY: the cell was written by `Cell::allocate` and nobody refers to it any more.
-    let _ = catch_unwind(AssertUnwindSafe(|| unsafe {
+    discard(catch_unwind(AssertUnwindSafe(|| unsafe {
         std::ptr::drop_in_place(cell.as_ptr())
-    }));
+    })));
     // SAFETY: allocated by `Cell::allocate` with this layout; dropped above.
     unsafe { super::alloc::free(cell.cast(), std::alloc::Layout::new::<Cell<B>>()) };
 }
