@@ -203,6 +203,25 @@ pub use self::select::{SelectFuture, Selected};
 #[doc(hidden)]
 pub mod __private {
     //! What the `select!` macros expand to; not a stable API.
+    //!
+    //! Public because the macros expand in the caller's crate, and so nameable; but the
+    //! select's protocol over an arm is sealed (`select.rs`, `Arm`): its methods take a token
+    //! nothing outside corio can make, so safe code cannot drive an arm behind its channel's
+    //! back. Calling one does not compile:
+    //!
+    //! ```compile_fail,E0061
+    //! use corio::chan::__private::{Arm, SendArm};
+    //! let (tx, _rx) = corio::chan::bounded::<u64>(0);
+    //! let mut arm = SendArm::new(&tx, 7);
+    //! let arm: &mut dyn Arm = &mut arm;
+    //! arm.complete(); // the token is missing
+    //! ```
+    //!
+    //! and neither does making the token:
+    //!
+    //! ```compile_fail,E0603
+    //! let _ = corio::chan::select::sealed::Internal(());
+    //! ```
     pub use super::select::{Arm, RecvArm, SelectFuture, Selected, SendArm};
 }
 

@@ -170,6 +170,11 @@ pub(crate) struct RecvOp<T> {
 }
 
 impl<T> RecvOp<T> {
+    /// Whether the op has an entry in a queue (a select arm that is waiting).
+    pub(crate) fn is_queued(&self) -> bool {
+        self.queued.0.is_some()
+    }
+
     pub(crate) const fn new() -> RecvOp<T> {
         RecvOp {
             queued: Queued(None),

@@ -58,48 +58,79 @@ pub enum Selected {
 #[doc(hidden)]
 pub struct ArmSignal(Arc<Signal>);
 
-/// One channel operation of a select. Implemented by [`RecvArm`] and [`SendArm`] only; the
-/// methods are the select's internal protocol.
+/// One channel operation of a select: [`RecvArm`] and [`SendArm`], and nothing else. It has
+/// no methods of its own; the select's protocol is the sealed supertrait's, and each of its
+/// methods takes an [`Internal`](sealed::Internal) that only this module can make. So code
+/// outside the crate can neither implement an arm nor drive one behind its channel's back: the
+/// protocol's methods are callable on a `dyn Arm` wherever it is (a trait object's supertrait
+/// methods need no import), and while they were token-free, safe code that forgot a polled
+/// `SelectFuture` could call `complete` on a still-queued arm (a value taken without the
+/// channel's lock: duplicated, or an internal assertion hit) or `lock` a channel for ever
+/// (`tests/chan_review_edges.rs`).
 #[doc(hidden)]
-pub trait Arm {
-    /// The channel's identity (lock order, duplicates).
-    fn chan_id(&self) -> usize;
-    /// Locks the channel.
-    fn lock(&self);
-    /// Unlocks the channel.
-    ///
-    /// # Safety
-    ///
-    /// The caller locked it with [`Arm::lock`] (on this arm or one on the same channel).
-    unsafe fn unlock(&self);
-    /// (H1) Performs the operation if it can complete now; `Some(waker to call)` if it did.
-    ///
-    /// # Safety
-    ///
-    /// The channel lock is held.
-    unsafe fn try_locked(&mut self) -> Option<Option<Waker>>;
-    /// Queues the operation as arm `arm` of `signal`.
-    ///
-    /// # Safety
-    ///
-    /// The channel lock is held.
-    unsafe fn enqueue_locked(&mut self, signal: &ArmSignal, arm: usize);
-    /// Removes this arm's (stale) entry.
-    ///
-    /// # Safety
-    ///
-    /// The channel lock is held.
-    unsafe fn dequeue_locked(&mut self);
-    /// (H4) Takes the result after DONE was observed for this arm.
-    fn complete(&mut self);
-    /// (H5/H6) The select was dropped after this arm completed: give a received value back.
-    /// Returns the wakers to call once the lock is released.
-    ///
-    /// # Safety
-    ///
-    /// The channel lock is held.
-    unsafe fn abandon_locked(&mut self) -> Vec<Waker>;
+pub trait Arm: sealed::Protocol {}
+
+impl<A: sealed::Protocol + ?Sized> Arm for A {}
+
+mod sealed {
+    use super::ArmSignal;
+    use std::task::Waker;
+
+    /// Proof that the caller is this module: its field is private to `select.rs`, and no
+    /// value of it leaves the module except into this crate's own arms.
+    pub struct Internal(pub(super) ());
+
+    /// The select's internal protocol over one arm (see `Arm`).
+    pub trait Protocol {
+        /// The channel's identity (lock order, duplicates).
+        fn chan_id(&self, _: Internal) -> usize;
+        /// Locks the channel.
+        fn lock(&self, _: Internal);
+        /// Unlocks the channel.
+        ///
+        /// # Safety
+        ///
+        /// The caller locked it with [`Protocol::lock`] (on this arm or one on the same
+        /// channel).
+        unsafe fn unlock(&self, _: Internal);
+        /// (H1) Performs the operation if it can complete now; `Some(waker to call)` if it did.
+        ///
+        /// # Safety
+        ///
+        /// The channel lock is held.
+        unsafe fn try_locked(&mut self, _: Internal) -> Option<Option<Waker>>;
+        /// Queues the operation as arm `arm` of `signal`.
+        ///
+        /// # Safety
+        ///
+        /// The channel lock is held.
+        unsafe fn enqueue_locked(&mut self, _: Internal, signal: &ArmSignal, arm: usize);
+        /// Removes this arm's (stale) entry.
+        ///
+        /// # Safety
+        ///
+        /// The channel lock is held.
+        unsafe fn dequeue_locked(&mut self, _: Internal);
+        /// Whether the arm is as `new` made it: not queued, no result, a send's value still
+        /// there. One that is not was used by a select that was forgotten (`mem::forget`)
+        /// while it waited; a second select must refuse it before it locks anything.
+        fn unused(&mut self, _: Internal) -> bool;
+        /// (H4) Takes the result after DONE was observed for this arm.
+        fn complete(&mut self, _: Internal);
+        /// (H5/H6) The select was dropped after this arm completed: give a received value
+        /// back. Returns the wakers to call once the lock is released.
+        ///
+        /// # Safety
+        ///
+        /// The channel lock is held.
+        unsafe fn abandon_locked(&mut self, _: Internal) -> Vec<Waker>;
+    }
 }
+
+use sealed::{Internal, Protocol};
+
+/// The token, for this module's calls of the protocol.
+const IN: Internal = Internal(());
 
 /// A `recv(rx) -> v` arm.
 #[doc(hidden)]
@@ -180,26 +211,27 @@ impl<'a, T> SendArm<'a, T> {
 /// op's queue entry.
 macro_rules! arm_plumbing {
     () => {
-        fn chan_id(&self) -> usize {
+        fn chan_id(&self, _: Internal) -> usize {
             self.chan.id()
         }
 
-        fn lock(&self) {
+        fn lock(&self, _: Internal) {
             self.chan.raw_lock().lock();
         }
 
-        unsafe fn unlock(&self) {
+        unsafe fn unlock(&self, _: Internal) {
             self.chan.raw_lock().unlock();
         }
 
-        unsafe fn enqueue_locked(&mut self, signal: &ArmSignal, arm: usize) {
+        unsafe fn enqueue_locked(&mut self, _: Internal, signal: &ArmSignal, arm: usize) {
+            debug_assert!(!self.op.is_queued(), "a select arm queued twice");
             // SAFETY: the caller holds the lock (this method's contract).
             let state = unsafe { self.chan.state_locked() };
             self.op
                 .enqueue_locked(state, SignalRef::Shared(signal.0.clone()), arm);
         }
 
-        unsafe fn dequeue_locked(&mut self) {
+        unsafe fn dequeue_locked(&mut self, _: Internal) {
             // SAFETY: the caller holds the lock (this method's contract).
             let state = unsafe { self.chan.state_locked() };
             self.op.dequeue_locked(state);
@@ -207,10 +239,14 @@ macro_rules! arm_plumbing {
     };
 }
 
-impl<T> Arm for RecvArm<'_, T> {
+impl<T> Protocol for RecvArm<'_, T> {
     arm_plumbing!();
 
-    unsafe fn try_locked(&mut self) -> Option<Option<Waker>> {
+    fn unused(&mut self, _: Internal) -> bool {
+        !self.op.is_queued() && self.result.is_none()
+    }
+
+    unsafe fn try_locked(&mut self, _: Internal) -> Option<Option<Waker>> {
         // SAFETY: the caller holds the lock (this method's contract).
         let state = unsafe { self.chan.state_locked() };
         let mut out = MaybeUninit::uninit();
@@ -228,11 +264,11 @@ impl<T> Arm for RecvArm<'_, T> {
         }
     }
 
-    fn complete(&mut self) {
+    fn complete(&mut self, _: Internal) {
         self.result = Some(self.op.take_done(self.chan).ok_or(RecvError));
     }
 
-    unsafe fn abandon_locked(&mut self) -> Vec<Waker> {
+    unsafe fn abandon_locked(&mut self, _: Internal) -> Vec<Waker> {
         // SAFETY: the caller holds the lock.
         let state = unsafe { self.chan.state_locked() };
         match self.op.withdraw_locked(state, false) {
@@ -245,10 +281,14 @@ impl<T> Arm for RecvArm<'_, T> {
 /// A send arm that found its channel closed still holds its value.
 const KEPT: &str = "a send keeps its value until it is sent";
 
-impl<T> Arm for SendArm<'_, T> {
+impl<T> Protocol for SendArm<'_, T> {
     arm_plumbing!();
 
-    unsafe fn try_locked(&mut self) -> Option<Option<Waker>> {
+    fn unused(&mut self, _: Internal) -> bool {
+        !self.op.is_queued() && self.result.is_none() && self.op.value_mut().is_some()
+    }
+
+    unsafe fn try_locked(&mut self, _: Internal) -> Option<Option<Waker>> {
         // SAFETY: the caller holds the lock (this method's contract).
         let state = unsafe { self.chan.state_locked() };
         debug_assert!(self.op.value_mut().is_some(), "a select arm tried twice");
@@ -265,14 +305,14 @@ impl<T> Arm for SendArm<'_, T> {
         }
     }
 
-    fn complete(&mut self) {
+    fn complete(&mut self, _: Internal) {
         self.result = Some(match self.op.take_done() {
             Ok(()) => Ok(()),
             Err(_closed) => Err(SendError(self.op.take_value().expect(KEPT))),
         });
     }
 
-    unsafe fn abandon_locked(&mut self) -> Vec<Waker> {
+    unsafe fn abandon_locked(&mut self, _: Internal) -> Vec<Waker> {
         // SAFETY: the caller holds the lock.
         let state = unsafe { self.chan.state_locked() };
         // The send happened (or the closing channel handed the value back, which is then
@@ -318,6 +358,14 @@ impl<'s, A: Arm + ?Sized> SelectFuture<'s, A> {
 
     /// Steps 1–3 of the module essay. `Some` if an arm (or `default`) was chosen at once.
     fn first_pass(&mut self, waker: &Waker) -> Option<Selected> {
+        // Before any lock is taken: a panic under a channel's spin lock would leave it held.
+        for arm in self.arms.iter_mut() {
+            assert!(
+                arm.unused(IN),
+                "corio: a select arm reused by a second select (the first was forgotten while \
+                 it waited)"
+            );
+        }
         let n = self.arms.len();
         let lock_order = lock_order(self.arms);
         let arms = &mut *self.arms;
@@ -327,7 +375,7 @@ impl<'s, A: Arm + ?Sized> SelectFuture<'s, A> {
         shuffle(&mut poll_order[..n]);
         for &i in &poll_order[..n] {
             // SAFETY: every channel is locked (lock_all above).
-            if let Some(w) = unsafe { arms[i as usize].try_locked() } {
+            if let Some(w) = unsafe { arms[i as usize].try_locked(IN) } {
                 // SAFETY: locked by lock_all with the same order.
                 unsafe { unlock_all(arms, locked) };
                 wake(w);
@@ -345,7 +393,7 @@ impl<'s, A: Arm + ?Sized> SelectFuture<'s, A> {
         let signal = ArmSignal(Arc::new(Signal::new(waker)));
         for &i in &poll_order[..n] {
             // SAFETY: every channel is locked.
-            unsafe { arms[i as usize].enqueue_locked(&signal, i as usize) };
+            unsafe { arms[i as usize].enqueue_locked(IN, &signal, i as usize) };
         }
         // SAFETY: as above.
         unsafe { unlock_all(arms, locked) };
@@ -398,7 +446,7 @@ impl<'s, A: Arm + ?Sized> SelectFuture<'s, A> {
 
     /// Arm `k` completed (DONE observed): take its result, withdraw the others.
     fn finish(&mut self, k: usize) -> Selected {
-        self.arms[k].complete();
+        self.arms[k].complete(IN);
         self.dequeue_all_but(Some(k));
         Selected::Arm(k)
     }
@@ -406,11 +454,11 @@ impl<'s, A: Arm + ?Sized> SelectFuture<'s, A> {
     fn dequeue_all_but(&mut self, chosen: Option<usize>) {
         for (i, arm) in self.arms.iter_mut().enumerate() {
             if Some(i) != chosen {
-                arm.lock();
+                arm.lock(IN);
                 // SAFETY: locked just above; unlocked just below.
                 unsafe {
-                    arm.dequeue_locked();
-                    arm.unlock();
+                    arm.dequeue_locked(IN);
+                    arm.unlock(IN);
                 }
             }
         }
@@ -430,9 +478,9 @@ impl<'s, A: Arm + ?Sized> SelectFuture<'s, A> {
             Err(k) => {
                 // The completer holds this lock from claim to finish: once we have had it,
                 // the arm is DONE.
-                self.arms[k].lock();
+                self.arms[k].lock(IN);
                 // SAFETY: locked just above.
-                unsafe { self.arms[k].unlock() };
+                unsafe { self.arms[k].unlock(IN) };
                 self.finish(k)
             }
         }
@@ -445,16 +493,16 @@ fn lock_order<A: Arm + ?Sized>(arms: &[&mut A]) -> [u8; MAX_ARMS] {
     for (i, slot) in order[..arms.len()].iter_mut().enumerate() {
         *slot = i as u8;
     }
-    order[..arms.len()].sort_unstable_by_key(|&i| arms[i as usize].chan_id());
+    order[..arms.len()].sort_unstable_by_key(|&i| arms[i as usize].chan_id(IN));
     order
 }
 
 fn lock_all<A: Arm + ?Sized>(arms: &[&mut A], order: &[u8]) {
     let mut last = None;
     for &i in order {
-        let id = arms[i as usize].chan_id();
+        let id = arms[i as usize].chan_id(IN);
         if last != Some(id) {
-            arms[i as usize].lock();
+            arms[i as usize].lock(IN);
             last = Some(id);
         }
     }
@@ -466,10 +514,10 @@ fn lock_all<A: Arm + ?Sized>(arms: &[&mut A], order: &[u8]) {
 unsafe fn unlock_all<A: Arm + ?Sized>(arms: &[&mut A], order: &[u8]) {
     let mut last = None;
     for &i in order {
-        let id = arms[i as usize].chan_id();
+        let id = arms[i as usize].chan_id(IN);
         if last != Some(id) {
             // SAFETY: locked by lock_all, once per channel, as here.
-            unsafe { arms[i as usize].unlock() };
+            unsafe { arms[i as usize].unlock(IN) };
             last = Some(id);
         }
     }
@@ -555,11 +603,11 @@ impl<A: Arm + ?Sized> Drop for SelectFuture<'_, A> {
             Ok(()) => self.dequeue_all_but(None),
             Err(k) => {
                 let arm = &mut self.arms[k];
-                arm.lock();
+                arm.lock(IN);
                 // SAFETY: locked just above; unlocked just below.
                 let wakers = unsafe {
-                    let wakers = arm.abandon_locked();
-                    arm.unlock();
+                    let wakers = arm.abandon_locked(IN);
+                    arm.unlock(IN);
                     wakers
                 };
                 wakers.into_iter().for_each(Waker::wake);
