@@ -348,9 +348,11 @@ rt_common! {
                         }
                     })
                 };
-                // Close midway.
+                // Close midway (or, if every producer has finished and dropped its sender
+                // by now, which a release build on an idle machine can do, after the end:
+                // `close` then says it was closed already).
                 until("half the values sent", || sent.lock().unwrap().len() as u64 >= 2 * PER);
-                assert!(rx.close());
+                rx.close();
                 for p in producers {
                     rt.block_on(p).unwrap();
                 }
