@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use super::trace::TraceConfig;
 use super::{Config, Runtime};
+use crate::task::error::{drop_payload, payload_text};
 use corio_context::stack::DEFAULT_STACK_SIZE;
 
 /// Configures a [`Runtime`].
@@ -110,20 +111,9 @@ fn call_hook(what: &str, hook: &(dyn Fn() + Send + Sync)) {
     }
 }
 
-/// Drops a caught panic's payload, whose own drop may panic too: that one is forgotten.
-fn drop_payload(payload: Box<dyn std::any::Any + Send>) {
-    if let Err(again) = catch_unwind(AssertUnwindSafe(move || drop(payload))) {
-        std::mem::forget(again);
-    }
-}
-
-/// A panic payload's message, if it is a string.
+/// A panic payload's message, for a report.
 fn panic_text(payload: &(dyn std::any::Any + Send)) -> &str {
-    payload
-        .downcast_ref::<&str>()
-        .copied()
-        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
-        .unwrap_or("(not a string)")
+    payload_text(payload).unwrap_or("(not a string)")
 }
 
 impl Default for Builder {

@@ -107,12 +107,7 @@ impl JoinError {
 
     fn message(&self) -> Option<&str> {
         match &self.repr {
-            Repr::Panic(SyncPayload(p)) => {
-                let p: &(dyn Any + Send) = &**p;
-                p.downcast_ref::<&str>()
-                    .copied()
-                    .or_else(|| p.downcast_ref::<String>().map(String::as_str))
-            }
+            Repr::Panic(SyncPayload(p)) => payload_text(&**p),
             Repr::Cancelled => None,
         }
     }
@@ -145,5 +140,24 @@ impl std::error::Error for JoinError {}
 impl From<JoinError> for std::io::Error {
     fn from(e: JoinError) -> std::io::Error {
         std::io::Error::other(e.to_string())
+    }
+}
+
+/// A panic payload's message, if it is a string (`&str` or `String`, what `panic!` makes).
+pub(crate) fn payload_text(p: &(dyn Any + Send)) -> Option<&str> {
+    p.downcast_ref::<&str>()
+        .copied()
+        .or_else(|| p.downcast_ref::<String>().map(String::as_str))
+}
+
+/// Drops a caught panic's payload. Its own drop may panic too (a payload is any type): that
+/// panic's payload is forgotten, so that nothing unwinds from here into the runtime (a
+/// worker died of it: `tests/rt_review_lifecycle.rs`). std aborts in the like case ("thread
+/// result panicked on drop").
+pub(crate) fn drop_payload(payload: Box<dyn Any + Send>) {
+    if let Err(again) =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(payload)))
+    {
+        std::mem::forget(again);
     }
 }

@@ -328,15 +328,11 @@ pub(crate) unsafe fn drop_stage<B: Body>(ptr: NonNull<Header>) {
     })));
 }
 
-/// Drops what a `catch_unwind` around a drop caught. That payload's own drop may panic too (a
-/// panic payload is any type): its payload is forgotten, so that nothing unwinds into the
-/// scheduler from here (the worker thread died of it: `tests/rt_review_lifecycle.rs`). std
-/// aborts in the like case ("thread result panicked on drop").
+/// Drops what a `catch_unwind` around a drop caught (`error::drop_payload`: a payload whose
+/// own drop panics does not unwind into the scheduler).
 fn discard(caught: std::thread::Result<()>) {
-    if let Err(payload) = caught
-        && let Err(again) = catch_unwind(AssertUnwindSafe(move || drop(payload)))
-    {
-        std::mem::forget(again);
+    if let Err(payload) = caught {
+        super::error::drop_payload(payload);
     }
 }
 
