@@ -92,6 +92,29 @@ enum Limit {
     NoWait,
 }
 
+impl Limit {
+    /// When a wait with this limit times out, from now. A deadline past what an `Instant` can
+    /// hold is none (`connect_timeout` with `Duration::MAX`; a coroutine's wait saturates the
+    /// same way).
+    fn deadline(&self) -> Option<Instant> {
+        match self {
+            Limit::For(d) => Instant::now().checked_add(*d),
+            _ => None,
+        }
+    }
+}
+
+/// The time left before `deadline`, `None` for no deadline; `TimedOut` once it has passed.
+fn time_left(deadline: Option<Instant>) -> io::Result<Option<Duration>> {
+    match deadline {
+        None => Ok(None),
+        Some(deadline) => match deadline.saturating_duration_since(Instant::now()) {
+            left if left.is_zero() => Err(timed_out()),
+            left => Ok(Some(left)),
+        },
+    }
+}
+
 /// The shortest and longest sleep between two tries of a call that said `WouldBlock` although
 /// its socket was reported ready (`block_thread`, `block_retrying`): a receiver that drains
 /// at once is met within 50 µs; one that stays full costs a try every 10 ms.
@@ -576,10 +599,7 @@ impl<T: AsRawFd> Source<T> {
             ),
             _ => {}
         }
-        let deadline = match limit {
-            Limit::For(d) => Instant::now().checked_add(d),
-            _ => None,
-        };
+        let deadline = limit.deadline();
         let mut backoff = RETRY_MIN;
         loop {
             match self.once(&mut op) {
@@ -590,14 +610,7 @@ impl<T: AsRawFd> Source<T> {
                 }
                 result => return self.op_unless_closed(result),
             }
-            let nap = match deadline {
-                None => backoff,
-                Some(deadline) => match deadline.saturating_duration_since(Instant::now()) {
-                    left if left.is_zero() => return Err(timed_out()),
-                    left => left.min(backoff),
-                },
-            };
-            crate::sleep(nap);
+            crate::sleep(time_left(deadline)?.map_or(backoff, |left| left.min(backoff)));
             backoff = (backoff * 2).min(RETRY_MAX);
         }
     }
@@ -808,20 +821,8 @@ impl<T: AsRawFd> Source<T> {
         limit: Limit,
         mut op: impl FnMut(&T) -> io::Result<R>,
     ) -> io::Result<R> {
-        let deadline = match limit {
-            // A deadline past what an `Instant` can hold is none (`connect_timeout` with
-            // `Duration::MAX`; a coroutine's wait saturates the same way).
-            Limit::For(d) => Instant::now().checked_add(d),
-            _ => None,
-        };
-        // The time left, `None` for no deadline; `Err` once it has passed.
-        let left = || match deadline {
-            None => Ok(None),
-            Some(deadline) => match deadline.saturating_duration_since(Instant::now()) {
-                left if left.is_zero() => Err(timed_out()),
-                left => Ok(Some(left)),
-            },
-        };
+        let deadline = limit.deadline();
+        let left = || time_left(deadline);
         let events = match dir {
             Direction::Read => libc::POLLIN | libc::POLLRDHUP,
             Direction::Write => libc::POLLOUT,
